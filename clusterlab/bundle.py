@@ -1,0 +1,118 @@
+"""The evidence-bundle layout: which files to read and what their paths say (run, attempt, host)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+_ATTEMPT_DIR = re.compile(r"attempt[-_]?(\d+)$")
+SIDECARS = {"inventory.toml", "run.toml", "boot_time", "truth.json"}
+# Files no collector should read: our own outputs, archives, images, databases.
+_IGNORED_SUFFIXES = (".duckdb", ".duckdb.wal", ".png", ".jpg", ".html", ".zip", ".tar", ".pyc", ".ipynb")
+
+
+@dataclass(frozen=True)
+class FileTask:
+    path: Path
+    display: str  # path relative to what the user named, for messages
+    explicit: bool  # named on the command line (vs found while walking a directory)
+    run: str | None
+    attempt: int | None
+    host: str | None
+
+
+@dataclass
+class Walk:
+    files: list[FileTask]
+    inventories: list[Path]
+    runs: dict[str, Path]  # run name -> its run.toml
+    boot_times: dict[Path, Path]  # directory -> its boot_time file
+    unreadable: list[tuple[str, str]]  # (display path, reason)
+
+
+def path_context(parts: tuple[str, ...], known_hosts: frozenset[str]) -> tuple[str | None, int | None, str | None]:
+    """(run, attempt, host) that the components of a path name."""
+    run = attempt = host = None
+    for i, part in enumerate(parts):
+        if part == "runs" and i + 1 < len(parts) - 1:
+            run = parts[i + 1]
+        elif part == "nodes" and i + 1 < len(parts) - 1:
+            host = parts[i + 1]
+        elif (m := _ATTEMPT_DIR.match(part)) and i < len(parts) - 1:
+            attempt = int(m.group(1))
+        elif part in known_hosts:
+            host = part
+    if host is None:
+        stem = parts[-1].split(".")[0] if parts else ""
+        if stem in known_hosts:
+            host = stem
+    return run, attempt, host
+
+
+def walk(paths: list[Path], known_hosts: frozenset[str]) -> Walk:
+    """Expand files and directories into ingest tasks, sidecar files first-class."""
+    w = Walk([], [], {}, {}, [])
+    for root in paths:
+        if not root.exists():
+            w.unreadable.append((str(root), "no such file or directory"))
+            continue
+        if root.is_file():
+            _add(w, root, root.name, root.parent, True, known_hosts)
+            continue
+
+        def on_error(e: OSError) -> None:
+            w.unreadable.append((str(e.filename), f"cannot read directory: {e.strerror}"))
+
+        for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                if name.startswith("."):
+                    continue
+                p = Path(dirpath) / name
+                _add(w, p, str(p.relative_to(root.parent)), root, False, known_hosts)
+    return w
+
+
+def _add(w: Walk, p: Path, display: str, root: Path, explicit: bool, known: frozenset[str]) -> None:
+    rel = p.relative_to(root) if p.is_relative_to(root) else Path(p.name)
+    parts = tuple(Path(os.path.abspath(p)).parts) if explicit else rel.parts
+    if p.name == "inventory.toml":
+        w.inventories.append(p)
+        return
+    run, attempt, host = path_context(parts, known)
+    if p.name == "run.toml":
+        w.runs[run or p.parent.name] = p
+        return
+    if p.name == "boot_time":
+        w.boot_times[p.parent] = p
+        return
+    if p.name in SIDECARS or p.name.endswith(_IGNORED_SUFFIXES):
+        return
+    if p.is_symlink() and not p.exists():
+        w.unreadable.append((display, "broken symbolic link"))
+        return
+    if not os.access(p, os.R_OK):
+        w.unreadable.append((display, "permission denied"))
+        return
+    w.files.append(FileTask(p, display, explicit, run, attempt, host))
+
+
+def read_boot_time(path: Path) -> dt.datetime | None:
+    """A boot time file: epoch seconds (`btime` of /proc/stat) or ISO 8601 (`uptime -s` is local)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    text = text.removeprefix("btime").strip()
+    try:
+        return dt.datetime.fromtimestamp(float(text), dt.UTC).replace(tzinfo=None)
+    except ValueError:
+        pass
+    try:
+        ts = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return ts.astimezone(dt.UTC).replace(tzinfo=None) if ts.tzinfo else ts

@@ -1,0 +1,337 @@
+"""Ingestion: evidence files in, typed rows in DuckDB; one transaction per file, idempotent."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import duckdb
+import polars as pl
+
+from clusterlab import attempts, bundle, inventory
+from clusterlab.collectors import all_collectors
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed
+from clusterlab.reader import InputError, ReadState, content_hash, iter_batches, read_head
+from clusterlab.store import evidence_schema
+
+FLUSH_ROWS = 200_000  # matched lines buffered per collector before parse()
+
+
+@dataclass
+class FileResult:
+    display: str
+    status: str  # ingested | appended | replaced | unchanged | skipped | error
+    rows: dict[str, int] = field(default_factory=dict)
+    unparsed: int = 0
+    other_lines: int = 0
+    messages: list[str] = field(default_factory=list)  # one line each, "path[:line]: what"
+
+
+@dataclass
+class IngestSummary:
+    files: list[FileResult] = field(default_factory=list)
+    inventory: dict[str, int] = field(default_factory=dict)
+    runs: list[str] = field(default_factory=list)
+
+    @property
+    def rows(self) -> dict[str, int]:
+        out: dict[str, int] = {t: 0 for t in TABLE_COLUMNS}
+        for f in self.files:
+            for t, n in f.rows.items():
+                out[t] += n
+        return out
+
+    @property
+    def errors(self) -> list[str]:
+        return [m for f in self.files if f.status == "error" for m in f.messages]
+
+    @property
+    def problems(self) -> list[str]:
+        """Every message worth a user's attention (errors and skipped lines)."""
+        return [m for f in self.files for m in f.messages]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for f in self.files:
+            out[f.status] = out.get(f.status, 0) + 1
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "files": len(self.files),
+            "by_status": self.counts(),
+            "rows": self.rows,
+            "unparsed_lines": sum(f.unparsed for f in self.files),
+            "inventory": self.inventory,
+            "runs": self.runs,
+            "problems": self.problems,
+        }
+
+
+def ingest(
+    con: duckdb.DuckDBPyConnection,
+    paths: list[str | Path],
+    inventory_file: str | Path | None = None,
+    run: str | None = None,
+    host: str | None = None,
+    year: int | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> IngestSummary:
+    """Ingest files and directories; returns what was read, skipped and why."""
+    summary = IngestSummary()
+    roots = [Path(p) for p in paths]
+    inv_files = [Path(inventory_file)] if inventory_file else []
+    inv_files += [r / "inventory.toml" for r in roots if (r / "inventory.toml").is_file()]
+    for f in dict.fromkeys(inv_files):
+        try:
+            for k, n in inventory.load_inventory(con, f).items():
+                summary.inventory[k] = summary.inventory.get(k, 0) + n
+        except InputError as e:
+            summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
+    known = frozenset(r[0] for r in con.execute("SELECT host FROM nodes").fetchall())
+    walked = bundle.walk(roots, known)
+    for f in walked.inventories:
+        if f not in inv_files:
+            try:
+                inventory.load_inventory(con, f)
+            except InputError as e:
+                summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
+    if walked.inventories:
+        known = frozenset(r[0] for r in con.execute("SELECT host FROM nodes").fetchall())
+        walked = bundle.walk(roots, known)
+    for name, f in walked.runs.items():
+        try:
+            inventory.load_run(con, f, name)
+            summary.runs.append(name)
+        except InputError as e:
+            summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
+    for disp, why in walked.unreadable:
+        summary.files.append(FileResult(disp, "error", messages=[f"{disp}: {why}"]))
+
+    zones = dict(con.execute(
+        "SELECT n.host, coalesce(c.timezone, 'UTC') FROM nodes n JOIN clusters c USING (cluster)"
+    ).fetchall())
+    collectors = all_collectors()
+    total = sum(t.path.stat().st_size for t in walked.files)
+    done = 0
+    for task in walked.files:
+        if progress:
+            progress(done, total, task.display)
+        boot = walked.boot_times.get(task.path.parent)
+        ctx = Context(
+            path=task.display,
+            host=task.host or host,
+            run=task.run or run,
+            attempt=task.attempt,
+            year=year or dt.datetime.fromtimestamp(task.path.stat().st_mtime, dt.UTC).year,
+            tz=zones.get(task.host or host or "", "UTC"),
+            boot_time=bundle.read_boot_time(boot) if boot else None,
+            known_hosts=known,
+        )
+        summary.files.append(ingest_file(con, task, ctx, collectors))
+        done += task.path.stat().st_size
+    if progress:
+        progress(total, total, "")
+    attempts.refresh(con)
+    return summary
+
+
+def _choose(head: bytes, path: str, collectors: list[ModuleType]) -> list[ModuleType]:
+    """The collectors that read this file: one exclusive format, or every line-oriented one."""
+    line_based = [c for c in collectors if not getattr(c, "EXCLUSIVE", False)]
+    for c in collectors:
+        if getattr(c, "EXCLUSIVE", False) and c.sniff(head, path):
+            return [c]
+    if any(c.sniff(head, path) for c in line_based):
+        return line_based
+    return []
+
+
+def ingest_file(con: duckdb.DuckDBPyConnection, task: bundle.FileTask, ctx: Context,
+                collectors: list[ModuleType]) -> FileResult:
+    """Ingest one file in one transaction; a failure leaves the database as it was."""
+    res = FileResult(task.display, "ingested")
+    try:
+        size = task.path.stat().st_size
+        prev = con.execute(
+            "SELECT file_id, content_hash, raw_bytes, text_bytes, lines, last_line_open, last_line_start "
+            "FROM ingested_files WHERE path = ? ORDER BY file_id DESC LIMIT 1",
+            [str(task.path.resolve())],
+        ).fetchall()
+        prev = prev[0] if prev else None
+        whole, prefix = content_hash(task.path, prev[2] if prev and prev[2] <= size else None)
+        same = con.execute(
+            "SELECT count(*) FROM ingested_files WHERE content_hash = ? AND (path = ? OR ("
+            "run IS NOT DISTINCT FROM ? AND attempt IS NOT DISTINCT FROM ? AND host IS NOT DISTINCT FROM ?))",
+            [whole, str(task.path.resolve()), ctx.run, ctx.attempt, ctx.host],
+        ).fetchall()[0][0]
+        if same:
+            res.status = "unchanged"
+            return res
+        if size == 0:
+            return _fail(res, f"{task.display}: empty file", task.explicit)
+        head = read_head(task.path)
+        chosen = _choose(head, task.display, collectors)
+        if not chosen:
+            return _fail(res, f"{task.display}: no collector recognises this content "
+                              f"({_describe(head)})", task.explicit)
+        grown = prev is not None and prefix is not None and prefix == prev[1]
+        con.execute("BEGIN")
+        try:
+            if grown:
+                file_id = prev[0]
+                # NOTE: an open last line may have been completed since: re-read it from its start.
+                skip, first = (prev[6], prev[4]) if prev[5] else (prev[3], prev[4] + 1)
+                if prev[5]:
+                    for t in TABLE_COLUMNS:
+                        con.execute(f"DELETE FROM {t} WHERE file_id = ? AND line >= ?", [file_id, first])
+                res.status = "appended"
+            else:
+                if prev is not None:
+                    _delete_file(con, prev[0])
+                    res.status = "replaced"
+                file_id = con.execute("SELECT nextval('file_ids')").fetchall()[0][0]
+                skip, first = 0, 1
+            state = ReadState()
+            _parse_into(con, task, ctx, chosen, file_id, skip, first, state, res)
+            _record(con, file_id, task, ctx, whole, size, state, chosen, res, grown)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        for ln in state.long_lines[:5]:
+            res.messages.append(f"{task.display}:{ln}: line longer than 1 MiB skipped")
+        if len(state.long_lines) > 5:
+            res.messages.append(f"{task.display}: {len(state.long_lines) - 5} more over-long lines skipped")
+    except InputError as e:
+        res.status, res.rows = "error", {}
+        res.messages.append(str(e))
+    except OSError as e:
+        res.status, res.rows = "error", {}
+        res.messages.append(f"{task.display}: cannot read: {e.strerror or e}")
+    return res
+
+
+def _fail(res: FileResult, message: str, explicit: bool) -> FileResult:
+    # Inside a directory walk, files that are not evidence (READMEs, scripts) are expected.
+    res.status = "error" if explicit else "skipped"
+    res.messages.append(message) if explicit else None
+    return res
+
+
+def _describe(head: bytes) -> str:
+    if not head.strip():
+        return "only whitespace"
+    printable = sum(32 <= b < 127 or b in (9, 10, 13) for b in head[:4096])
+    if printable < 0.9 * min(len(head), 4096):
+        return "binary data"
+    first = head.split(b"\n", 1)[0][:60].decode("utf-8", "replace")
+    return f"first line {first!r}"
+
+
+def _delete_file(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
+    for t in TABLE_COLUMNS:
+        con.execute(f"DELETE FROM {t} WHERE file_id = ?", [file_id])
+    con.execute("DELETE FROM ingested_files WHERE file_id = ?", [file_id])
+
+
+def _parse_into(con, task, ctx, chosen, file_id, skip, first, state, res) -> None:
+    patterns = {c.NAME: c.PATTERN for c in chosen}
+    combined = None if any(p is None for p in patterns.values()) else "|".join(f"(?:{p})" for p in patterns.values())
+    pending: dict[str, list[pl.DataFrame]] = {c.NAME: [] for c in chosen}
+    pending_rows = 0
+    clock: pl.DataFrame | None = None  # last known (line, ts) of the file, carried between flushes
+
+    def flush() -> None:
+        nonlocal pending_rows, clock
+        parsed: list[tuple[str, Parsed]] = []
+        for c in chosen:
+            if pending[c.NAME]:
+                batch = pl.concat(pending[c.NAME])
+                pending[c.NAME] = []
+                parsed.append((c.NAME, c.parse(batch, ctx)))
+        pending_rows = 0
+        clock = _write(con, parsed, ctx, file_id, clock, res)
+
+    for frame in iter_batches(task.path, task.display, skip, first, state):
+        matched = frame if combined is None else frame.filter(pl.col("text").str.contains(combined))
+        res.other_lines += frame.height - matched.height
+        for c in chosen:
+            sel = matched if c.PATTERN is None or len(chosen) == 1 else matched.filter(
+                pl.col("text").str.contains(c.PATTERN))
+            if sel.height:
+                pending[c.NAME].append(sel)
+                pending_rows += sel.height
+        if pending_rows >= FLUSH_ROWS:
+            flush()
+    flush()
+
+
+def _write(con, parsed: list[tuple[str, Parsed]], ctx: Context, file_id: int,
+           clock: pl.DataFrame | None, res: FileResult) -> pl.DataFrame | None:
+    """Fill times and hosts, align to the schema and insert; returns the file's clock."""
+    stamped = [
+        f.select("line", "ts").filter(pl.col("ts").is_not_null())
+        for _, p in parsed for t, f in p.tables.items() if "ts" in f.columns
+    ]
+    if clock is not None:
+        stamped.append(clock)
+    known = pl.concat(stamped).unique("line").sort("line") if stamped else None
+    for name, p in parsed:
+        res.unparsed += p.unparsed
+        res.messages.extend(f"{ctx.path}:{w}" for w in p.warnings[:20])
+        for table, frame in p.tables.items():
+            if not frame.height:
+                continue
+            frame = _fill_ts(frame, known)
+            schema = evidence_schema(table)
+            frame = frame.with_columns(
+                file_id=pl.lit(file_id, pl.Int64), source=pl.lit(name),
+                run=pl.lit(ctx.run, pl.String), attempt=pl.lit(ctx.attempt, pl.Int32),
+            )
+            if "host" in schema:
+                frame = frame.with_columns(pl.col("host").fill_null(pl.lit(ctx.host, pl.String))
+                                           if "host" in frame.columns else pl.lit(ctx.host, pl.String).alias("host"))
+            aligned = frame.select([
+                (pl.col(c).cast(t) if c in frame.columns else pl.lit(None, t).alias(c)) for c, t in schema.items()
+            ]).to_arrow()
+            con.register("_batch", aligned)
+            con.execute(f"INSERT INTO {table} SELECT * FROM _batch")
+            con.unregister("_batch")
+            res.rows[table] = res.rows.get(table, 0) + frame.height
+    return known.tail(1) if known is not None and known.height else clock
+
+
+def _fill_ts(frame: pl.DataFrame, known: pl.DataFrame | None) -> pl.DataFrame:
+    """Lines without a time of their own take the nearest earlier stamped line's (else the next's)."""
+    if "ts" not in frame.columns or known is None or not frame["ts"].null_count():
+        return frame
+    frame = frame.with_columns(pl.col("line").cast(pl.Int64)).sort("line")
+    k = known.rename({"ts": "_ts"}).with_columns(pl.col("line").cast(pl.Int64))
+    back = frame.join_asof(k, on="line", strategy="backward").with_columns(
+        pl.col("ts").fill_null(pl.col("_ts"))).drop("_ts")
+    fwd = back.join_asof(k, on="line", strategy="forward").with_columns(
+        pl.col("ts").fill_null(pl.col("_ts"))).drop("_ts")
+    return fwd
+
+
+def _record(con, file_id, task, ctx, whole, size, state: ReadState, chosen, res, grown) -> None:
+    rows = sum(res.rows.values())
+    if grown:
+        con.execute(
+            "UPDATE ingested_files SET content_hash = ?, raw_bytes = ?, text_bytes = ?, lines = ?, "
+            "last_line_open = ?, last_line_start = ?, rows = rows + ?, unparsed = unparsed + ?, "
+            "other_lines = other_lines + ?, ingested_at = now() WHERE file_id = ?",
+            [whole, size, state.text_bytes, state.lines, state.last_line_open, state.last_line_start,
+             rows, res.unparsed, res.other_lines, file_id],
+        )
+        return
+    con.execute(
+        "INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
+        [file_id, str(task.path.resolve()), whole, size, state.text_bytes, state.lines,
+         state.last_line_open, state.last_line_start, [c.NAME for c in chosen], ctx.run, ctx.attempt,
+         ctx.host, rows, res.unparsed, res.other_lines],
+    )

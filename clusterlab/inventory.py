@@ -1,0 +1,83 @@
+"""Reading `inventory.toml` (the fleet) and `run.toml` (facts about a training run) into the store."""
+
+from __future__ import annotations
+
+import datetime as dt
+import tomllib
+from pathlib import Path
+
+import duckdb
+
+from clusterlab import hostlist
+from clusterlab.reader import InputError
+
+_RUN_KEYS = {
+    "cluster": str, "gpus": int, "tokens_per_step": int, "flops_per_token": float, "params": int,
+    "layers": int, "hidden": int, "seq_len": int, "checkpoint_dir": str, "launcher": str,
+    "launch_command": str,
+}
+
+
+def _load(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise InputError(str(path), f"not valid TOML: {e}") from None
+    except OSError as e:
+        raise InputError(str(path), f"cannot read: {e.strerror}") from None
+
+
+def load_inventory(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, int]:
+    """Upsert providers, clusters and nodes from an inventory file; returns counts."""
+    doc = _load(path)
+    providers = doc.get("providers", {})
+    clusters = doc.get("clusters", {})
+    node_rows: list[tuple[str, str]] = []
+    for name, c in clusters.items():
+        if not isinstance(c, dict) or "provider" not in c:
+            raise InputError(str(path), f"cluster {name!r} needs a provider")
+        try:
+            node_rows += [(h, name) for h in hostlist.expand(str(c.get("nodes", "")))]
+        except ValueError as e:
+            raise InputError(str(path), f"cluster {name!r}: {e}") from None
+    con.execute("BEGIN")
+    try:
+        for name, p in providers.items():
+            con.execute(
+                "INSERT OR REPLACE INTO providers VALUES (?, ?, ?)",
+                [name, p.get("usd_per_gpu_hour"), p.get("notes") or p.get("support")],
+            )
+        for name, c in clusters.items():
+            start = c.get("contract_start")
+            if isinstance(start, dt.datetime):
+                start = start.date()
+            con.execute(
+                "INSERT OR REPLACE INTO clusters VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [name, c["provider"], c.get("gpu"), c.get("gpus_per_node"), c.get("interconnect"),
+                 c.get("contracted_nodes"), start, c.get("timezone", "UTC"), c.get("nodes")],
+            )
+        if node_rows:
+            con.executemany("INSERT OR REPLACE INTO nodes VALUES (?, ?)", node_rows)
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return {"providers": len(providers), "clusters": len(clusters), "nodes": len(node_rows)}
+
+
+def load_run(con: duckdb.DuckDBPyConnection, path: Path, run: str) -> None:
+    """Upsert one run's facts from its run.toml."""
+    doc = _load(path)
+    vals = {}
+    for key, typ in _RUN_KEYS.items():
+        if key in doc:
+            try:
+                vals[key] = typ(doc[key])
+            except (TypeError, ValueError):
+                raise InputError(str(path), f"{key} must be {typ.__name__}, got {doc[key]!r}") from None
+    text = path.read_text(encoding="utf-8")
+    cols = ["run", *_RUN_KEYS, "run_toml"]
+    con.execute(
+        f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+        [run, *(vals.get(k) for k in _RUN_KEYS), text],
+    )

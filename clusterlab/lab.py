@@ -1,0 +1,115 @@
+"""`Lab`: the one object a notebook creates; its methods return polars frames."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from clusterlab import ingest as _ingest
+from clusterlab import store
+
+
+def connect(path: str | os.PathLike | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection to a clusterlab database (created and migrated if needed)."""
+    return store.connect(path, read_only=read_only)
+
+
+class Lab:
+    """A clusterlab database and the questions you can ask it."""
+
+    def __init__(self, path: str | os.PathLike | None = None, read_only: bool = False):
+        self.path = store.db_path(path)
+        self.con = store.connect(self.path, read_only=read_only)
+
+    def __repr__(self) -> str:
+        return f"Lab({self.path!r})"
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Lab:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def sql(self, query: str, params: list | None = None) -> pl.DataFrame:
+        """Any SQL over the store, as a polars frame."""
+        return store.frame(self.con, query, params)
+
+    def ingest(
+        self,
+        *paths: str | Path,
+        inventory: str | Path | None = None,
+        run: str | None = None,
+        host: str | None = None,
+        year: int | None = None,
+        progress: Callable[[int, int, str], None] | None = None,
+    ) -> _ingest.IngestSummary:
+        """Ingest evidence files or bundle directories (idempotent)."""
+        return _ingest.ingest(self.con, list(paths), inventory, run=run, host=host, year=year, progress=progress)
+
+    def runs(self) -> pl.DataFrame:
+        """One row per run: cluster, attempts, GPUs, first start, last end, wall hours."""
+        return self.sql("""
+            WITH a AS (
+                SELECT run, count(*) AS attempts, min(start_ts) AS start_ts, max(end_ts) AS end_ts,
+                       max(last_step) AS last_step, max(n_hosts) AS hosts
+                FROM attempts GROUP BY run
+            )
+            SELECT coalesce(r.run, a.run) AS run, r.cluster, coalesce(a.attempts, 0) AS attempts,
+                   r.gpus, a.hosts, a.start_ts, a.end_ts,
+                   round(epoch(a.end_ts - a.start_ts) / 3600.0, 4) AS wall_hours, a.last_step
+            FROM runs r FULL OUTER JOIN a USING (run)
+            ORDER BY start_ts NULLS LAST, run
+        """)
+
+    def attempts(self, run: str | None = None) -> pl.DataFrame:
+        """Attempts (launches) of runs, with their time span and step range."""
+        where = "WHERE run = ?" if run else ""
+        return self.sql(f"SELECT * FROM attempts {where} ORDER BY run, attempt", [run] if run else [])
+
+    def events(
+        self,
+        host: str | None = None,
+        mode: str | None = None,
+        run: str | None = None,
+        kind: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> pl.DataFrame:
+        """Parsed evidence lines, oldest first, with the file and line each came from."""
+        conds, params = [], []
+        for col, val in (("e.host", host), ("e.failure_mode", mode), ("e.run", run), ("e.kind", kind)):
+            if val is not None:
+                conds.append(f"{col} = ?")
+                params.append(val)
+        if since:
+            conds.append("e.ts >= ?::TIMESTAMP")
+            params.append(since)
+        if until:
+            conds.append("e.ts < ?::TIMESTAMP")
+            params.append(until)
+        where = ("WHERE " + " AND ".join(conds)) if conds else ""
+        return self.sql(f"""
+            SELECT e.ts, e.host, e.source, e.kind, e.failure_mode, e.severity, e.xid, e.rank,
+                   e.run, e.attempt, f.path AS file, e.line, e.text
+            FROM events e JOIN ingested_files f USING (file_id)
+            {where} ORDER BY e.ts NULLS LAST, f.path, e.line
+        """, params)
+
+    def table(self, name: str) -> pl.DataFrame:
+        """A whole store table (steps, rank_steps, checkpoints, nccl_ranks, jobs, facts, ...)."""
+        allowed = {r[0] for r in self.con.execute(
+            "SELECT table_name FROM information_schema.tables").fetchall()}
+        if name not in allowed:
+            raise KeyError(f"no table {name!r}; tables: {', '.join(sorted(allowed))}")
+        return self.sql(f'SELECT * FROM "{name}"')
+
+    def inventory(self) -> pl.DataFrame:
+        """Every host known from the inventory or seen in evidence, with cluster and provider."""
+        return self.sql("SELECT * FROM inventory ORDER BY provider, cluster, host")

@@ -1,0 +1,155 @@
+"""Streaming a log file (plain or gzip) as batches of numbered lines, in constant memory."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import xxhash
+
+CHUNK_BYTES = 8 << 20
+MAX_LINE_BYTES = 1 << 20  # longer lines are skipped and reported: no log line is 1 MiB
+HEAD_BYTES = 64 << 10
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+class InputError(Exception):
+    """Bad input the user must hear about: a file that cannot be read as a log."""
+
+    def __init__(self, path: str, message: str, line: int | None = None):
+        self.path, self.line, self.message = path, line, message
+        where = f"{path}:{line}" if line else path
+        super().__init__(f"{where}: {message}")
+
+
+def is_gzip(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == GZIP_MAGIC
+
+
+def content_hash(path: Path, prefix_bytes: int | None = None) -> tuple[str, str | None]:
+    """xxh3-128 of the raw file, and of its first `prefix_bytes` bytes (to recognise a log that grew)."""
+    whole, prefix, done = xxhash.xxh3_128(), None, 0
+    with open(path, "rb") as f:
+        while block := f.read(CHUNK_BYTES):
+            if prefix_bytes is not None and prefix is None and done + len(block) >= prefix_bytes:
+                cut = prefix_bytes - done
+                whole.update(block[:cut])
+                prefix = whole.copy().hexdigest()
+                whole.update(block[cut:])
+            else:
+                whole.update(block)
+            done += len(block)
+    return whole.hexdigest(), prefix
+
+
+def _open_text_stream(path: Path):
+    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+
+
+def read_head(path: Path) -> bytes:
+    """The first 64 KiB of the decompressed content (what collectors sniff)."""
+    try:
+        with _open_text_stream(path) as f:
+            return f.read(HEAD_BYTES)
+    except (EOFError, OSError, zlib.error):
+        # A truncated or corrupt gzip still has a readable head; the full read reports the error.
+        with gzip.open(path, "rb") if is_gzip(path) else open(path, "rb") as f:
+            out = bytearray()
+            try:
+                while len(out) < HEAD_BYTES and (b := f.read(4096)):
+                    out += b
+            except (EOFError, OSError, zlib.error):
+                pass
+            return bytes(out)
+
+
+@dataclass
+class ReadState:
+    """Where a read got to, so that a grown file can be resumed and the user told what was odd."""
+
+    text_bytes: int = 0  # decompressed bytes consumed
+    lines: int = 0  # lines numbered so far (the last may be open: no newline yet)
+    last_line_open: bool = False
+    last_line_start: int = 0  # decompressed offset where the last line starts
+    invalid_utf8_lines: int = 0
+    long_lines: list[int] = field(default_factory=list)
+
+
+def iter_batches(
+    path: Path, display: str, skip_bytes: int = 0, first_line: int = 1, state: ReadState | None = None
+) -> Iterator[pl.DataFrame]:
+    """Frames of (`line`, `text`) for `path`, starting `skip_bytes` into the decompressed text."""
+    st = state if state is not None else ReadState()
+    st.text_bytes = st.last_line_start = pos = skip_bytes  # pos: offset of the first byte not yet numbered
+    line_no = first_line
+    carry = b""
+    in_long_line = False  # inside a line already reported as too long
+    try:
+        with _open_text_stream(path) as f:
+            if skip_bytes:
+                _skip(f, skip_bytes)
+            while block := f.read(CHUNK_BYTES):
+                data = carry + block
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    carry = data
+                    if len(carry) > MAX_LINE_BYTES:
+                        if not in_long_line:
+                            st.long_lines.append(line_no)
+                        in_long_line = True
+                        pos += len(carry)
+                        carry = b""
+                    continue
+                body, carry = data[: cut + 1], data[cut + 1 :]
+                pos += cut + 1
+                if in_long_line:
+                    body = body[body.index(b"\n") + 1 :]
+                    in_long_line = False
+                    line_no += 1
+                if body:
+                    frame = _frame(body, line_no, st)
+                    line_no += body.count(b"\n")
+                    if frame.height:
+                        yield frame
+                st.text_bytes = st.last_line_start = pos
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise InputError(display, f"truncated or corrupt gzip after line {line_no - 1} ({e})") from None
+    st.lines, st.last_line_open = line_no - 1, False
+    if in_long_line:
+        st.lines, st.text_bytes = line_no, pos
+    elif carry:
+        st.lines, st.last_line_open, st.text_bytes = line_no, True, pos + len(carry)
+        yield _frame(carry + b"\n", line_no, st)
+
+
+def _skip(f, n: int) -> None:
+    while n > 0:
+        got = f.read(min(n, CHUNK_BYTES))
+        if not got:
+            break
+        n -= len(got)
+
+
+def _frame(body: bytes, first_line: int, st: ReadState) -> pl.DataFrame:
+    """Numbered lines of `body` (which ends with a newline); over-long lines are dropped."""
+    text = body.decode("utf-8", errors="replace")
+    frame = (
+        pl.DataFrame({"text": [text]})
+        .select(pl.col("text").str.strip_suffix("\n").str.split("\n"))
+        .explode("text")
+        .with_row_index("line", offset=first_line)
+        .with_columns(pl.col("line").cast(pl.Int64), pl.col("text").str.strip_suffix("\r"))
+    )
+    if "\ufffd" in text:
+        st.invalid_utf8_lines += frame.select(pl.col("text").str.contains("\ufffd", literal=True).sum()).item()
+    if len(body) > MAX_LINE_BYTES:
+        long = frame.filter(pl.col("text").str.len_bytes() > MAX_LINE_BYTES)
+        if long.height:
+            st.long_lines.extend(long["line"].to_list())
+            frame = frame.filter(pl.col("text").str.len_bytes() <= MAX_LINE_BYTES)
+    return frame

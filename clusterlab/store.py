@@ -1,0 +1,117 @@
+"""The DuckDB schema, its migrations, and opening a database."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from clusterlab.collectors._base import TABLE_COLUMNS
+
+DEFAULT_DB = "clusterlab.duckdb"
+
+_DUCK_TYPES = {
+    pl.Int64: "BIGINT",
+    pl.Int32: "INTEGER",
+    pl.Float64: "DOUBLE",
+    pl.String: "VARCHAR",
+    pl.Boolean: "BOOLEAN",
+    pl.Datetime("us"): "TIMESTAMP",
+}
+
+# Every evidence table starts with these; `line` comes from the collector.
+EVIDENCE_PREFIX = {"file_id": pl.Int64, "source": pl.String, "run": pl.String, "attempt": pl.Int32}
+
+
+def evidence_schema(table: str) -> dict[str, pl.DataType]:
+    """Column name → polars type of an evidence table, in storage order."""
+    return {**EVIDENCE_PREFIX, **TABLE_COLUMNS[table]}
+
+
+def _create_evidence(table: str) -> str:
+    cols = ", ".join(f"{c} {_DUCK_TYPES[t]}" for c, t in evidence_schema(table).items())
+    return f"CREATE TABLE {table} ({cols})"
+
+
+_V1 = [
+    "CREATE TABLE schema_version (version INTEGER, applied_at TIMESTAMP DEFAULT current_timestamp)",
+    """CREATE TABLE providers (provider VARCHAR PRIMARY KEY, usd_per_gpu_hour DOUBLE, notes VARCHAR)""",
+    """CREATE TABLE clusters (cluster VARCHAR PRIMARY KEY, provider VARCHAR, gpu VARCHAR,
+        gpus_per_node INTEGER, interconnect VARCHAR, contracted_nodes INTEGER, contract_start DATE,
+        timezone VARCHAR, nodes_expr VARCHAR)""",
+    "CREATE TABLE nodes (host VARCHAR PRIMARY KEY, cluster VARCHAR)",
+    """CREATE TABLE runs (run VARCHAR PRIMARY KEY, cluster VARCHAR, gpus INTEGER,
+        tokens_per_step BIGINT, flops_per_token DOUBLE, params BIGINT, layers INTEGER,
+        hidden INTEGER, seq_len INTEGER, checkpoint_dir VARCHAR, launcher VARCHAR,
+        launch_command VARCHAR, run_toml VARCHAR)""",
+    """CREATE TABLE attempts (run VARCHAR, attempt INTEGER, start_ts TIMESTAMP, end_ts TIMESTAMP,
+        first_step_ts TIMESTAMP, first_step BIGINT, last_step BIGINT, hosts VARCHAR[],
+        n_hosts INTEGER, PRIMARY KEY (run, attempt))""",
+    """CREATE TABLE ingested_files (file_id BIGINT PRIMARY KEY, path VARCHAR, content_hash VARCHAR,
+        raw_bytes BIGINT, text_bytes BIGINT, lines BIGINT, last_line_open BOOLEAN,
+        last_line_start BIGINT, collectors VARCHAR[], run VARCHAR, attempt INTEGER, host VARCHAR,
+        rows BIGINT, unparsed BIGINT, other_lines BIGINT, ingested_at TIMESTAMP)""",
+    "CREATE SEQUENCE file_ids START 1",
+    *(_create_evidence(t) for t in TABLE_COLUMNS),
+    # The fleet as analyses want it: a host absent from the inventory is kept, under `unknown`.
+    """CREATE VIEW inventory AS
+        SELECT h.host, coalesce(n.cluster, 'unknown') AS cluster,
+               coalesce(c.provider, 'unknown') AS provider, c.gpu, c.gpus_per_node,
+               p.usd_per_gpu_hour
+        FROM (SELECT host FROM nodes UNION SELECT DISTINCT host FROM events WHERE host IS NOT NULL
+              UNION SELECT DISTINCT host FROM rank_steps WHERE host IS NOT NULL) h
+        LEFT JOIN nodes n USING (host) LEFT JOIN clusters c ON c.cluster = n.cluster
+        LEFT JOIN providers p ON p.provider = c.provider""",
+]
+
+# Index i holds the statements that take a database from version i to version i + 1.
+MIGRATIONS: list[list[str]] = [_V1]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def db_path(path: str | os.PathLike | None = None) -> str:
+    """The database path: explicit, else $CLUSTERLAB_DB, else ./clusterlab.duckdb."""
+    return str(path or os.environ.get("CLUSTERLAB_DB") or DEFAULT_DB)
+
+
+def current_version(con: duckdb.DuckDBPyConnection) -> int:
+    has = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
+    ).fetchall()[0][0]
+    if not has:
+        return 0
+    return con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchall()[0][0]
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> int:
+    """Bring the schema up to SCHEMA_VERSION, one transaction per step; returns the version."""
+    version = current_version(con)
+    if version > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"database schema version {version} is newer than this clusterlab ({SCHEMA_VERSION})"
+        )
+    for v in range(version, SCHEMA_VERSION):
+        con.execute("BEGIN")
+        for stmt in MIGRATIONS[v]:
+            con.execute(stmt)
+        con.execute("INSERT INTO schema_version (version) VALUES (?)", [v + 1])
+        con.execute("COMMIT")
+    return SCHEMA_VERSION
+
+
+def connect(path: str | os.PathLike | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (creating and migrating if needed) a clusterlab database; ':memory:' works too."""
+    p = db_path(path)
+    if p != ":memory:":
+        Path(p).parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(p, read_only=read_only)
+    if not read_only:
+        migrate(con)
+    return con
+
+
+def frame(con: duckdb.DuckDBPyConnection, query: str, params: list | None = None) -> pl.DataFrame:
+    """The result of a query as a polars frame."""
+    return pl.from_arrow(con.sql(query, params=params or None).to_arrow_table())

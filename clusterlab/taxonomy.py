@@ -1,0 +1,102 @@
+"""Failure-mode taxonomy: stable identifiers, blame, recommended action, and the NVIDIA Xid table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FailureMode:
+    id: str
+    blame: str  # provider | user | unknown
+    action: str  # what to do with the host involved
+    description: str
+
+
+_MODES = [
+    FailureMode("gpu_fell_off_bus", "provider", "drain node", "GPU lost from the PCIe bus"),
+    FailureMode("gpu_memory_ecc", "provider", "reset GPU", "uncorrectable GPU memory (HBM) error"),
+    FailureMode("gpu_hw_other", "provider", "reset GPU", "other GPU hardware or firmware fault"),
+    FailureMode("nvlink_error", "provider", "reset GPU", "NVLink / NVSwitch error"),
+    FailureMode("pcie_error", "provider", "drain node", "PCIe bus error (AER)"),
+    FailureMode("network", "provider", "drain node", "InfiniBand / RoCE link, NIC or switch fault"),
+    FailureMode("host_hw", "provider", "drain node", "host hardware fault (CPU, DIMM, machine check)"),
+    FailureMode("filesystem_io", "provider", "none", "shared filesystem timeout or I/O error"),
+    FailureMode("node_failure", "provider", "drain node", "node lost with no finer evidence"),
+    FailureMode("checkpoint_lost", "provider", "none", "a checkpoint recorded as saved is missing or corrupt"),
+    FailureMode("preemption", "provider", "none", "provider maintenance or reclaim"),
+    FailureMode("nccl_timeout", "unknown", "none", "collective hang with no deeper cause found"),
+    FailureMode("cuda_oom", "user", "none", "CUDA out of memory"),
+    FailureMode("host_oom", "user", "none", "host out of memory (Linux OOM killer)"),
+    FailureMode("cuda_error", "user", "none", "application-side CUDA error (illegal address, ...)"),
+    FailureMode("loss_divergence", "user", "none", "loss became NaN/inf or diverged"),
+    FailureMode("user_code_error", "user", "none", "exception in the training code"),
+    FailureMode("time_limit", "user", "none", "job reached its scheduler time limit"),
+    FailureMode("manual_stop", "user", "none", "job cancelled by a person"),
+    FailureMode("unknown", "unknown", "none", "no evidence of a cause"),
+]
+
+MODES: dict[str, FailureMode] = {m.id: m for m in _MODES}
+
+
+def mode(mode_id: str) -> FailureMode:
+    """The failure mode with this identifier (KeyError for an unknown one)."""
+    return MODES[mode_id]
+
+
+@dataclass(frozen=True)
+class Xid:
+    code: int
+    failure_mode: str
+    action: str  # NVIDIA's guidance, shortened
+    description: str
+    root_cause: bool = True  # False: a follow-on or informational Xid, never a root cause alone
+
+
+# Facts from NVIDIA's "XID Errors" catalogue (docs.nvidia.com/deploy/xid-errors) and its
+# GPU debug guidelines. Xids that usually come from the application (13, 31, 43) blame the user;
+# 45 and 63 follow other errors; 154 restates the recovery action another Xid required.
+_XIDS = [
+    Xid(8, "gpu_hw_other", "reset GPU", "GPU stopped processing (timeout)"),
+    Xid(13, "cuda_error", "none", "graphics engine exception (usually application error)"),
+    Xid(31, "cuda_error", "none", "GPU memory page fault (usually illegal address in the application)"),
+    Xid(32, "gpu_hw_other", "reset GPU", "invalid or corrupted push buffer stream"),
+    Xid(38, "gpu_hw_other", "reset GPU", "driver firmware error"),
+    Xid(43, "cuda_error", "none", "GPU stopped processing (application fault)"),
+    Xid(45, "unknown", "none", "preemptive cleanup after earlier errors", root_cause=False),
+    Xid(48, "gpu_memory_ecc", "reset GPU", "double-bit ECC error"),
+    Xid(56, "gpu_hw_other", "none", "display engine error"),
+    Xid(61, "gpu_hw_other", "reset GPU", "internal micro-controller breakpoint/warning"),
+    Xid(62, "gpu_hw_other", "reset GPU", "internal micro-controller halt"),
+    Xid(63, "gpu_memory_ecc", "none", "ECC page retirement or row remapping recorded", root_cause=False),
+    Xid(64, "gpu_memory_ecc", "drain node", "ECC page retirement or row remapping failure"),
+    Xid(69, "gpu_hw_other", "reset GPU", "graphics engine class error"),
+    Xid(74, "nvlink_error", "reset GPU", "NVLink error"),
+    Xid(79, "gpu_fell_off_bus", "drain node", "GPU has fallen off the bus"),
+    Xid(92, "gpu_memory_ecc", "none", "high single-bit ECC error rate", root_cause=False),
+    Xid(94, "gpu_memory_ecc", "reset GPU", "contained ECC error"),
+    Xid(95, "gpu_memory_ecc", "reset GPU", "uncontained ECC error"),
+    Xid(109, "gpu_hw_other", "reset GPU", "context switch timeout"),
+    Xid(119, "gpu_hw_other", "reset GPU", "GSP RPC timeout"),
+    Xid(120, "gpu_hw_other", "reset GPU", "GSP error"),
+    Xid(121, "gpu_hw_other", "none", "C2C link corrected error", root_cause=False),
+    Xid(123, "gpu_hw_other", "reset GPU", "SPI PMU RPC write failure"),
+    Xid(136, "gpu_hw_other", "reset GPU", "link training failure"),
+    Xid(140, "gpu_memory_ecc", "reset GPU", "unrecovered ECC error"),
+    Xid(143, "gpu_hw_other", "drain node", "GPU initialisation failure"),
+    Xid(144, "nvlink_error", "reset GPU", "NVLink SAW error"),
+    Xid(145, "nvlink_error", "reset GPU", "NVLink RLW error"),
+    Xid(146, "nvlink_error", "reset GPU", "NVLink TLW error"),
+    Xid(147, "nvlink_error", "reset GPU", "NVLink TREX error"),
+    Xid(148, "nvlink_error", "reset GPU", "NVLink NVLPW error"),
+    Xid(149, "nvlink_error", "reset GPU", "NVLink NETIR error"),
+    Xid(150, "nvlink_error", "reset GPU", "NVLink MSE error"),
+    Xid(154, "gpu_hw_other", "reset GPU", "GPU recovery action changed", root_cause=False),
+]
+
+XIDS: dict[int, Xid] = {x.code: x for x in _XIDS}
+
+
+def xid(code: int) -> Xid:
+    """What an Xid code means; codes not in the table are generic GPU faults needing a reset."""
+    return XIDS.get(code) or Xid(code, "gpu_hw_other", "reset GPU", f"Xid {code}")

@@ -1,0 +1,166 @@
+"""The collector contract: what a collector receives and what it returns.
+
+A collector is one module in this package with:
+
+    NAME: str                 stable source name, stored in every row's `source` column
+    PATTERN: str | None       regex (Rust `regex` syntax, which Python's `re` also reads) selecting
+                              the lines this collector wants; None means "every line" (structured
+                              formats such as JSONL and sacct dumps)
+    EXCLUSIVE: bool           True: when sniff() is true this collector alone reads the file
+    def sniff(head: bytes, path: str) -> bool
+                              is this file (first 64 KiB, decompressed) in my format?
+    def parse(lines: pl.DataFrame, ctx: Context) -> Parsed
+                              `lines` has columns `line` (1-based, int64) and `text` (str): the
+                              lines of one batch that matched PATTERN, in file order
+
+The engine streams the file, filters lines with all PATTERNs in one vectorised pass, calls
+parse() per batch and writes the rows. A collector never touches DuckDB. Each row carries the
+`line` it came from; `ts` is naive UTC (None where the line has no time of its own: the engine
+then takes the time of the nearest earlier line that had one). Lines matched by PATTERN that the
+collector could not make sense of are counted in `Parsed.unparsed`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo
+
+import polars as pl
+
+UTC = ZoneInfo("UTC")
+
+# Columns each table accepts from collectors (the engine adds file_id, source, run, attempt).
+TABLE_COLUMNS: dict[str, dict[str, pl.DataType]] = {
+    "events": {
+        "line": pl.Int64,
+        "ts": pl.Datetime("us"),
+        "host": pl.String,
+        "kind": pl.String,
+        "failure_mode": pl.String,
+        "severity": pl.String,  # info | warning | error | critical
+        "xid": pl.Int32,
+        "pci_bus": pl.String,
+        "rank": pl.Int32,
+        "peer": pl.String,
+        "text": pl.String,
+        "detail": pl.String,  # JSON object with format-specific fields
+    },
+    "steps": {
+        "line": pl.Int64,
+        "ts": pl.Datetime("us"),
+        "host": pl.String,
+        "rank": pl.Int32,
+        "step": pl.Int64,
+        "step_s": pl.Float64,
+        "tokens": pl.Int64,
+        "loss": pl.Float64,
+        "lr": pl.Float64,
+        "grad_norm": pl.Float64,
+        "tflops": pl.Float64,  # per GPU, as the framework reports it
+        "skipped": pl.Int32,  # iterations skipped in this interval (Megatron)
+        "nan": pl.Int32,  # iterations with NaN loss in this interval
+    },
+    "rank_steps": {
+        "line": pl.Int64,
+        "ts": pl.Datetime("us"),
+        "host": pl.String,
+        "rank": pl.Int32,
+        "step": pl.Int64,
+        "step_s": pl.Float64,
+        "compute_s": pl.Float64,
+        "comm_s": pl.Float64,
+        "data_s": pl.Float64,
+        "tokens": pl.Int64,
+        "loss": pl.Float64,
+    },
+    "checkpoints": {
+        "line": pl.Int64,
+        "ts": pl.Datetime("us"),
+        "host": pl.String,
+        "action": pl.String,  # save | load
+        "step": pl.Int64,
+        "path": pl.String,  # as printed in the log: data, never opened by the collector
+        "duration_s": pl.Float64,
+        "ok": pl.Boolean,
+    },
+    "nccl_ranks": {
+        "line": pl.Int64,
+        "ts": pl.Datetime("us"),
+        "host": pl.String,
+        "pid": pl.Int64,
+        "rank": pl.Int32,
+        "nranks": pl.Int32,
+        "cuda_dev": pl.Int32,
+        "bus_id": pl.String,
+        "comm_id": pl.String,
+    },
+    "jobs": {
+        "line": pl.Int64,
+        "ts": pl.Datetime("us"),
+        "job_id": pl.String,
+        "job_name": pl.String,
+        "state": pl.String,  # COMPLETED | FAILED | NODE_FAIL | TIMEOUT | PREEMPTED | CANCELLED ...
+        "exit_code": pl.Int32,
+        "signal": pl.Int32,
+        "start_ts": pl.Datetime("us"),
+        "end_ts": pl.Datetime("us"),
+        "nodelist": pl.String,
+        "nnodes": pl.Int32,
+        "ngpus": pl.Int32,
+    },
+    "facts": {  # what a log states about its run: world size, parameter count, job id, ...
+        "line": pl.Int64,
+        "ts": pl.Datetime("us"),
+        "host": pl.String,
+        "key": pl.String,
+        "value": pl.String,
+    },
+}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the engine knows about a file before reading it."""
+
+    path: str  # display path, for messages only: never opened by a collector
+    host: str | None = None  # from the bundle layout, a known node in the path, or an option
+    run: str | None = None
+    attempt: int | None = None
+    year: int = 2026  # for formats that print no year (syslog, glog)
+    tz: str = "UTC"  # timezone of formats printed in local time (dmesg -T, syslog)
+    boot_time: dt.datetime | None = None  # naive UTC, for raw dmesg's seconds since boot
+    known_hosts: frozenset[str] = frozenset()
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.tz)
+
+
+@dataclass
+class Parsed:
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    unparsed: int = 0  # lines that matched PATTERN but could not be read
+    warnings: list[str] = field(default_factory=list)  # "line N: what", shown to the user
+
+    def add(self, table: str, frame: pl.DataFrame) -> None:
+        if frame.height:
+            prev = self.tables.get(table)
+            self.tables[table] = frame if prev is None else pl.concat([prev, frame], how="diagonal_relaxed")
+
+
+def rows_frame(table: str, rows: list[dict]) -> pl.DataFrame:
+    """A frame for `table` from a (short) list of row dicts; unknown keys are an error."""
+    schema = TABLE_COLUMNS[table]
+    for r in rows:
+        extra = set(r) - set(schema)
+        if extra:
+            raise KeyError(f"{table} has no columns {sorted(extra)}")
+    return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+def to_utc(ts: dt.datetime, zone: ZoneInfo) -> dt.datetime:
+    """Naive UTC from a datetime that is aware, or naive in `zone`."""
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=zone)
+    return ts.astimezone(UTC).replace(tzinfo=None)
