@@ -94,6 +94,9 @@ def _add(w: Walk, p: Path, display: str, root: Path, explicit: bool, known: froz
     if p.is_symlink() and not p.exists():
         w.unreadable.append((display, "broken symbolic link"))
         return
+    if not p.is_file():
+        w.unreadable.append((display, "not a regular file"))
+        return
     if not os.access(p, os.R_OK):
         w.unreadable.append((display, "permission denied"))
         return

@@ -69,7 +69,7 @@ def golden_rows(p: Path) -> tuple[list[dict], dict]:
         names = [d[0] for d in cur.description]
         for rec in cur.fetchall():
             row = {"table": table}
-            row.update({k: _jsonable(v) for k, v in zip(names, rec) if v is not None})
+            row.update({k: _jsonable(v) for k, v in zip(names, rec, strict=True) if v is not None})
             rows.append(row)
     rows.sort(key=lambda r: (r["line"], r["table"], json.dumps(r, sort_keys=True)))
     return rows, {"status": res.status, "unparsed": res.unparsed, "messages": res.messages}

@@ -1,0 +1,184 @@
+"""The `clusterlab` command: a thin layer over `clusterlab.Lab`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import click
+import polars as pl
+
+from clusterlab.lab import Lab
+from clusterlab.reader import InputError
+from clusterlab.store import DEFAULT_DB
+
+EXIT_BAD_INPUT = 2
+SAMPLES = Path(__file__).resolve().parent.parent / "data_samples"
+
+
+def _jsonable(v):
+    if isinstance(v, dt.datetime | dt.date):
+        return v.isoformat()
+    return v
+
+
+def records(frame: pl.DataFrame) -> list[dict]:
+    """Frame rows as JSON-ready dicts (times in ISO 8601)."""
+    return [{k: _jsonable(v) for k, v in row.items()} for row in frame.to_dicts()]
+
+
+def emit_json(doc) -> None:
+    click.echo(json.dumps(doc, default=_jsonable, indent=2))
+
+
+def print_frame(frame: pl.DataFrame, limit: int | None = None) -> None:
+    with pl.Config(tbl_rows=limit or frame.height, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200,
+                   tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
+        click.echo(frame.head(limit) if limit else frame)
+
+
+def _open(ctx: click.Context, read_only: bool = False) -> Lab:
+    path = ctx.obj["db"]
+    try:
+        return Lab(path, read_only=read_only and Path(path).exists())
+    except Exception as e:  # a locked or foreign file: say so in one line
+        raise click.ClickException(f"{path}: cannot open database: {e}") from None
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", envvar="CLUSTERLAB_DB", default=DEFAULT_DB, show_default=True,
+              help="DuckDB file (or $CLUSTERLAB_DB).")
+@click.pass_context
+def main(ctx: click.Context, db: str) -> None:
+    """Diagnostics and postmortems for training runs on rented GPU clusters."""
+    ctx.ensure_object(dict)
+    ctx.obj["db"] = db
+
+
+def _progress_bar(enabled: bool):
+    if not enabled:
+        return None, None
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("ingest"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                   TextColumn("{task.description}"), transient=True,
+                   console=__import__("rich.console").console.Console(stderr=True))
+    task = bar.add_task("", total=None)
+
+    def update(done: int, total: int, name: str) -> None:
+        bar.update(task, completed=done, total=total, description=name[-50:])
+
+    return bar, update
+
+
+def run_ingest(lab: Lab, paths, inventory, run, host, year, as_json: bool) -> int:
+    """Ingest, print the summary; the exit status (2 when any input was bad)."""
+    bar, update = _progress_bar(not as_json and sys.stderr.isatty())
+    try:
+        if bar:
+            bar.start()
+        summary = lab.ingest(*paths, inventory=inventory, run=run, host=host, year=year, progress=update)
+    except InputError as e:
+        click.echo(f"error: {e}", err=True)
+        return EXIT_BAD_INPUT
+    finally:
+        if bar:
+            bar.stop()
+    if as_json:
+        emit_json(summary.to_dict())
+    else:
+        c = summary.counts()
+        click.echo(f"files: {len(summary.files)} ("
+                   + ", ".join(f"{n} {s}" for s, n in sorted(c.items())) + ")")
+        click.echo("rows: " + ", ".join(f"{t} {n}" for t, n in summary.rows.items() if n))
+        unparsed = sum(f.unparsed for f in summary.files)
+        if unparsed:
+            click.echo(f"lines matched but not understood: {unparsed}")
+    for m in summary.problems:
+        click.echo(f"error: {m}", err=True)
+    return EXIT_BAD_INPUT if summary.problems else 0
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--inventory", type=click.Path(path_type=Path), help="inventory.toml describing the fleet.")
+@click.option("--run", help="Run name for files outside a runs/<run>/ directory.")
+@click.option("--host", help="Host for files whose lines and path name none.")
+@click.option("--year", type=int, help="Year for log formats that print none (default: the file's mtime).")
+@json_option
+@click.pass_context
+def ingest(ctx, paths, inventory, run, host, year, as_json):
+    """Ingest evidence files and directories (idempotent; a grown log adds only what is new)."""
+    with _open(ctx) as lab:
+        ctx.exit(run_ingest(lab, paths, inventory, run, host, year, as_json))
+
+
+@main.command()
+@json_option
+@click.pass_context
+def runs(ctx, as_json):
+    """Runs with attempts, GPUs and wall time."""
+    with _open(ctx, read_only=True) as lab:
+        frame = lab.runs()
+    emit_json(records(frame)) if as_json else print_frame(frame)
+
+
+@main.command()
+@click.option("--host", help="Only this host.")
+@click.option("--mode", help="Only this failure mode (see the taxonomy).")
+@click.option("--run", help="Only this run.")
+@click.option("--kind", help="Only this kind of event (xid, watchdog_timeout, ...).")
+@click.option("--limit", type=int, default=None, help="At most this many rows (table output: 50).")
+@json_option
+@click.pass_context
+def events(ctx, host, mode, run, kind, limit, as_json):
+    """Parsed evidence: ts, host, source, kind, failure_mode, xid, rank, file, line, text."""
+    with _open(ctx, read_only=True) as lab:
+        frame = lab.events(host=host, mode=mode, run=run, kind=kind)
+    cols = ["ts", "host", "source", "kind", "failure_mode", "xid", "rank", "file", "line", "text"]
+    frame = frame.select(cols)
+    if as_json:
+        emit_json(records(frame.head(limit) if limit else frame))
+    else:
+        print_frame(frame.with_columns(pl.col("file").str.split("/").list.last()), limit or 50)
+
+
+@main.command()
+@click.option("--out", type=click.Path(path_type=Path), default=Path("clusterlab-demo"), show_default=True,
+              help="Folder for the demo database and outputs (recreated).")
+@click.option("--samples", type=click.Path(path_type=Path, exists=True), default=SAMPLES / "bundle",
+              show_default=False, help="Evidence bundle to use (default: the embedded data_samples/bundle).")
+@click.pass_context
+def demo(ctx, out: Path, samples: Path):
+    """The main job on the embedded samples: a fresh database, ingest, and what it found."""
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    db = out / "clusterlab.duckdb"
+    click.echo(f"# clusterlab demo: ingesting {samples} into {db}")
+    with Lab(db) as lab:
+        status = run_ingest(lab, [samples], None, None, None, None, as_json=False)
+        click.echo("\n# runs")
+        print_frame(lab.runs())
+        click.echo("\n# evidence by failure mode")
+        print_frame(lab.sql("""
+            SELECT failure_mode, count(*) AS events, count(DISTINCT host) AS hosts,
+                   min(ts) AS first, max(ts) AS last
+            FROM events WHERE failure_mode IS NOT NULL GROUP BY ALL ORDER BY events DESC"""))
+        click.echo("\n# hardware evidence (first line per host and kind)")
+        print_frame(lab.sql("""
+            SELECT ts, host, kind, failure_mode, xid, text FROM events
+            WHERE source = 'kernel' AND failure_mode IS NOT NULL
+            QUALIFY row_number() OVER (PARTITION BY host, kind ORDER BY ts) = 1 ORDER BY ts"""))
+    click.echo(f"\nexplore it: clusterlab --db {db} events --mode gpu_fell_off_bus")
+    ctx.exit(status)
+
+
+if __name__ == "__main__":
+    main()

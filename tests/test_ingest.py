@@ -1,0 +1,115 @@
+"""Ingestion is idempotent, adds only what a grown log added, and survives being killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clusterlab import Lab
+from clusterlab.collectors._base import TABLE_COLUMNS
+from conftest import SAMPLES
+
+XID = ("2026-11-24T08:{m:02d}:{s:02d},000000+00:00 NVRM: Xid (PCI:0000:5d:00): 79, pid=1234, name=python, "
+       "GPU has fallen off the bus.")
+
+
+def counts(lab: Lab) -> dict[str, int]:
+    return {t: lab.sql(f"SELECT count(*) AS n FROM {t}")["n"][0] for t in [*TABLE_COLUMNS, "ingested_files"]}
+
+
+def xid_lines(n: int, start: int = 0) -> str:
+    return "".join(XID.format(m=(start + i) // 60, s=(start + i) % 60) + "\n" for i in range(n))
+
+
+@pytest.mark.skipif(not (SAMPLES / "bundle").exists(), reason="bundle not generated")
+def test_reingesting_the_bundle_changes_no_row_count(lab: Lab) -> None:
+    lab.ingest(SAMPLES / "bundle")
+    before = counts(lab)
+    again = lab.ingest(SAMPLES / "bundle")
+    assert counts(lab) == before
+    assert set(again.counts()) <= {"unchanged", "skipped"}
+
+
+def test_appended_log_adds_exactly_the_new_rows(lab: Lab, tmp_path: Path) -> None:
+    log = tmp_path / "nodes" / "east-003" / "dmesg.log"
+    log.parent.mkdir(parents=True)
+    log.write_text(xid_lines(3))
+    lab.ingest(tmp_path)
+    assert counts(lab)["events"] == 3
+    with log.open("a") as f:
+        f.write(xid_lines(2, start=3))
+    res = lab.ingest(tmp_path)
+    assert [f.status for f in res.files] == ["appended"]
+    ev = lab.sql("SELECT line, ts, host FROM events ORDER BY line")
+    assert ev["line"].to_list() == [1, 2, 3, 4, 5]
+    assert ev["host"].unique().to_list() == ["east-003"]
+    assert counts(lab)["ingested_files"] == 1
+
+
+def test_open_last_line_is_read_again_once_completed(lab: Lab, tmp_path: Path) -> None:
+    log = tmp_path / "dmesg.log"
+    full = xid_lines(2)
+    log.write_text(full[:-40])  # the second line is cut mid-way, as a log being written is
+    lab.ingest(log, host="east-003")
+    with log.open("a") as f:
+        f.write(full[-40:])
+    lab.ingest(log, host="east-003")
+    ev = lab.sql("SELECT line, text FROM events ORDER BY line")
+    assert ev["line"].to_list() == [1, 2]
+    assert ev["text"][1] == full.splitlines()[1]
+
+
+def test_rewritten_file_replaces_its_rows(lab: Lab, tmp_path: Path) -> None:
+    log = tmp_path / "dmesg.log"
+    log.write_text(xid_lines(4))
+    lab.ingest(log, host="east-003")
+    log.write_text(xid_lines(2, start=100))
+    res = lab.ingest(log, host="east-003")
+    assert res.files[0].status == "replaced"
+    assert counts(lab)["events"] == 2
+
+
+def test_same_content_under_two_hosts_is_kept_twice(lab: Lab, tmp_path: Path) -> None:
+    for h in ("east-001", "east-002"):
+        p = tmp_path / "nodes" / h / "dmesg.log"
+        p.parent.mkdir(parents=True)
+        p.write_text(xid_lines(1))
+    lab.ingest(tmp_path)
+    assert sorted(lab.sql("SELECT host FROM events")["host"]) == ["east-001", "east-002"]
+
+
+def _step_records(path: Path, n: int) -> None:
+    with path.open("w") as f:
+        for i in range(n):
+            f.write(json.dumps({"ts": 1764000000 + i, "rank": i % 64, "host": f"east-{i % 8:03d}",
+                                "step": i // 64, "step_s": 1.5, "compute_s": 1.2, "comm_s": 0.2,
+                                "data_s": 0.1, "tokens": 65536, "loss": 2.5}) + "\n")
+
+
+@pytest.mark.slow
+def test_sigkill_mid_ingest_leaves_no_partial_rows(tmp_path: Path) -> None:
+    db = tmp_path / "k.duckdb"
+    small, big = tmp_path / "small.jsonl", tmp_path / "big.jsonl"
+    _step_records(small, 1000)
+    _step_records(big, 3_000_000)
+    cli = [sys.executable, "-m", "clusterlab.cli", "--db", str(db), "ingest"]
+    subprocess.run([*cli, str(small)], check=True, capture_output=True)
+    proc = subprocess.Popen([*cli, str(big)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2.5)  # well inside the big file's transaction (it takes several seconds)
+    assert proc.poll() is None, "ingest finished before it could be killed: make the file bigger"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with Lab(db) as lab:
+        files = lab.sql("SELECT path FROM ingested_files")["path"].to_list()
+        assert files == [str(small.resolve())]
+        assert counts(lab)["rank_steps"] == 1000
+    subprocess.run([*cli, str(big)], check=True, capture_output=True)
+    with Lab(db) as lab:
+        assert counts(lab)["rank_steps"] == 3_001_000
