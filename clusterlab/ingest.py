@@ -299,7 +299,7 @@ def _write(con, parsed: list[tuple[str, Parsed]], ctx: Context, file_id: int,
                 (pl.col(c).cast(t) if c in frame.columns else pl.lit(None, t).alias(c)) for c, t in schema.items()
             ]).to_arrow()
             con.register("_batch", aligned)
-            con.execute(f"INSERT INTO {table} SELECT * FROM _batch")
+            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _batch")
             con.unregister("_batch")
             res.rows[table] = res.rows.get(table, 0) + frame.height
     return known.tail(1) if known is not None and known.height else clock

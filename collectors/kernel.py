@@ -1,0 +1,398 @@
+"""Kernel log collector: dmesg (raw, -T, iso), journalctl -k and syslog → GPU, PCIe, NIC, memory and FS events.
+
+One line of a kernel log is a time prefix (one of six spellings), for journal and syslog a host and
+a `kernel:` tag, and the message. The message is classified by an ordered list of rules (the first
+that matches wins); each rule family then extracts its fields into `detail` (a JSON object).
+Everything is polars expressions over the batch: no Python loop over lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import polars as pl
+
+from clusterlab import taxonomy
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed
+
+NAME = "kernel"
+EXCLUSIVE = False
+
+# Lines of interest, whatever the time prefix. Every branch starts with a literal (or is one), so
+# the engine's regex prefilter rejects ordinary lines (NCCL INFO, training steps) at memchr speed.
+PATTERN = "|".join([
+    r"NVRM: Xid ",
+    r"NVRM: .*(?:fallen off the bus|NVLink.*(?i:fatal|error)|(?i:row remap|uncorrectable|double.bit)|\bDBE\b)",
+    r"SXid \([^)]*\): \d+, (?:Fatal|FATAL|Non-fatal)",
+    r"AER: (?:Multiple )?(?:Correct|Uncorrect)(?:ed|able) ",
+    r"AER: device recovery failed",
+    r"PCIe Bus Error: severity=",
+    r"Port module event",
+    r"mlx5_core .*health compromised",
+    r": Link (?:up|down)\b",
+    r": Port: \d+ Link [A-Z]",
+    r"(?i:out of memory): Kill",
+    r"Killed process \d+ \(",
+    r"oom-kill:constraint=",
+    r" invoked oom-killer: ",
+    r"INFO: task .*:\d+ blocked for more than ",
+    r"\b(?:nfs|nfs4|lockd): server \S+ (?:not responding|OK\b)",
+    r"LustreError: |LNetError: ",
+    r"Lustre: .*(?:Connection to .* was lost|Connection restored to |Request sent has timed out)",
+    r"\[Hardware Error\]: (?:Machine check events logged|CPU \d+: Machine Check|event severity: )",
+    r"Uncorrected hardware memory error|Memory failure: 0x",
+    r"EDAC (?:\S+ )?MC\d+: \d+ (?:CE|UE|Fatal) ",
+    r"Kernel panic - not syncing: ",
+    r"soft lockup - CPU#\d+ stuck",
+])
+
+# The time prefix, for all the spellings at once (groups of the branches that did not match are null):
+#   [ 12345.678901] msg                                    dmesg (seconds since boot)
+#   [Wed Nov 25 10:00:01 2026] msg                         dmesg -T (local time)
+#   2026-11-25T10:00:01,123456+00:00 msg                   dmesg --time-format iso
+#   2026-11-25T10:00:01[.123456]+0000 host kernel: msg     journalctl -k -o short-iso[-precise], RFC 3339 syslog
+#   Nov 25 10:00:01 host kernel: [12345.678901] msg        classic syslog (local time, no year)
+# An optional `kern  :err   : ` (dmesg -x) comes first. The weekday of dmesg -T is skipped: a
+# parser that checks it would drop a line over a mismatch that says nothing about the time.
+_PREFIX = (
+    r"^(?:[a-z]+ *:[a-z]+ *: )?"
+    r"(?:\[ *(?P<up>\d+\.\d+)\]"
+    r"|\[[A-Z][a-z]{2} (?P<ctime>[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4})\]"
+    r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?(?P<off>Z|[+-]\d\d:?\d\d)?"
+    r"|(?P<bsd>[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d))"
+    # NOTE: a program tag needs its [pid]: without one, `EDAC MC0:` after a dmesg-iso time would
+    # read as host `EDAC`, program `MC0`.
+    r"(?: (?P<host>[^\s\[\]]+) (?:(?P<kern>kernel)|(?P<prog>[^\s\[\]:]+)\[\d+\]):)?"
+    r" *(?:\[ *\d+\.\d+\] ?)?"
+    r"(?P<msg>.*)$"
+)
+
+# What sniff() takes for a kernel log line: the dmesg spellings, or any time then `host kernel:`.
+_KERNEL_LINE = re.compile(
+    r"^(?:[a-z]+ *:[a-z]+ *: )?"
+    r"(?:\[ *\d+\.\d+\] |\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}\] "
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d "
+    r"|(?:\d{4}-\d\d-\d\dT\S+|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d) \S+ kernel: )"
+)
+_PATTERN_RE = re.compile(PATTERN)
+
+# Hung tasks count as a filesystem stall only when the line itself names NFS or Lustre.
+_FS_TASK = r"(?i:nfs|lustre|ptlrpc|ldlm)"
+
+
+@dataclass(frozen=True)
+class Rule:
+    family: str  # which extractors and detail fields apply
+    kind: str
+    regex: str  # searched in the message (Rust regex syntax)
+    failure_mode: str | None  # None: informational, or decided per line (xid, mce, hung task)
+    severity: str | None
+
+
+# Ordered: the first rule whose regex matches the message decides kind, failure mode and severity.
+RULES: tuple[Rule, ...] = (
+    Rule("xid", "xid", r"NVRM: Xid ", None, None),
+    Rule("gpu", "gpu_fell_off_bus", r"NVRM: .*fallen off the bus", "gpu_fell_off_bus", "critical"),
+    Rule("gpu", "nvlink_error", r"NVRM: .*NVLink.*(?i:fatal|error)", "nvlink_error", "error"),
+    Rule("gpu", "row_remap_failure", r"NVRM: .*(?i:row remap).*(?i:fail)", "gpu_memory_ecc", "error"),
+    Rule("gpu", "row_remap_pending", r"NVRM: .*(?i:row remap)", "gpu_memory_ecc", "warning"),
+    Rule("gpu", "gpu_ecc_uncorrectable", r"NVRM: .*(?:(?i:uncorrectable|double.bit)|\bDBE\b)", "gpu_memory_ecc",
+         "error"),
+    Rule("sxid", "sxid", r"SXid \([^)]*\): \d+, (?:Fatal|FATAL)", "nvlink_error", "error"),
+    Rule("sxid", "sxid", r"SXid \([^)]*\): \d+, Non-fatal", None, "warning"),
+    Rule("aer", "pcie_aer", r"AER: (?:Multiple )?Uncorrect(?:ed|able) \(Fatal\) ", "pcie_error", "critical"),
+    Rule("aer", "pcie_aer", r"AER: (?:Multiple )?Uncorrect(?:ed|able) \(Non-Fatal\) ", "pcie_error", "error"),
+    Rule("aer", "pcie_aer", r"AER: (?:Multiple )?Correct(?:ed|able) ", None, "warning"),
+    Rule("aer", "pcie_bus_error", r"PCIe Bus Error: severity=Uncorrect(?:ed|able) \(Fatal\)", "pcie_error", "critical"),
+    Rule("aer", "pcie_bus_error", r"PCIe Bus Error: severity=Uncorrect(?:ed|able) \(Non-Fatal\)", "pcie_error",
+         "error"),
+    Rule("aer", "pcie_bus_error", r"PCIe Bus Error: severity=Correct(?:ed|able)", None, "warning"),
+    Rule("aer", "pcie_recovery_failed", r"AER: device recovery failed", "pcie_error", "error"),
+    Rule("link", "port_module_error", r"Port module event(?:\[error\])?: module \d+, Cable (?:error|unplugged|disabled)",
+         "network", "error"),
+    Rule("link", "port_module", r"Port module event: module \d+, ", None, "info"),
+    Rule("link", "nic_health", r"mlx5_core .*health compromised", "network", "error"),
+    Rule("link", "link_down", r": Link down\b|: Port: \d+ Link DOWN\b", "network", "error"),
+    Rule("link", "link_up", r": Link up\b|: Port: \d+ Link ACTIVE\b", None, "info"),
+    Rule("link", "link_state", r": Port: \d+ Link [A-Z]", None, "info"),
+    Rule("oom", "oom_kill", r"(?i:out of memory): Kill(?:ed)? process \d+|^Killed process \d+ \(", "host_oom", "error"),
+    Rule("oom", "oom_constraint", r"oom-kill:constraint=", "host_oom", "warning"),
+    Rule("oom", "oom_invoked", r" invoked oom-killer: ", "host_oom", "warning"),
+    Rule("hung", "hung_task", r"INFO: task .*:\d+ blocked for more than \d+ seconds", None, "warning"),
+    Rule("nfs", "nfs_not_responding", r"\b(?:nfs|nfs4|lockd): server \S+ not responding, timed out", "filesystem_io",
+         "error"),
+    Rule("nfs", "nfs_not_responding", r"\b(?:nfs|nfs4|lockd): server \S+ not responding", "filesystem_io", "warning"),
+    Rule("nfs", "nfs_server_ok", r"\b(?:nfs|nfs4|lockd): server \S+ OK\b", None, "info"),
+    Rule("lustre", "lustre_connection_lost", r"Lustre: .*Connection to .* was lost", "filesystem_io", "error"),
+    Rule("lustre", "lustre_connection_restored", r"Lustre: .*Connection restored to ", None, "info"),
+    Rule("lustre", "lustre_timeout", r"Lustre: .*Request sent has timed out", "filesystem_io", "warning"),
+    Rule("lustre", "lustre_error", r"LustreError: |LNetError: ", "filesystem_io", "error"),
+    Rule("mce", "mce_panic", r"Kernel panic - not syncing: Fatal (?i:machine check)", "host_hw", "critical"),
+    Rule("cpu", "kernel_panic", r"Kernel panic - not syncing: ", "node_failure", "critical"),
+    Rule("mce", "mce_exception", r"\[Hardware Error\]: CPU \d+: Machine Check Exception: ", "host_hw", "critical"),
+    Rule("mce", "mce_corrected", r"\[Hardware Error\]: CPU \d+: Machine Check: ", None, "warning"),
+    Rule("mce", "mce_logged", r"\[Hardware Error\]: Machine check events logged", None, "warning"),
+    Rule("mce", "hw_error_fatal", r"\[Hardware Error\]: event severity: fatal", "host_hw", "critical"),
+    Rule("mce", "hw_error_recoverable", r"\[Hardware Error\]: event severity: recoverable", "host_hw", "error"),
+    Rule("mce", "hw_error_corrected", r"\[Hardware Error\]: event severity: ", None, "warning"),
+    Rule("mce", "memory_failure", r"Uncorrected hardware memory error|Memory failure: 0x", "host_hw", "error"),
+    Rule("mce", "edac_uncorrected", r"EDAC (?:\S+ )?MC\d+: \d+ (?:UE|Fatal) ", "host_hw", "error"),
+    Rule("mce", "edac_corrected", r"EDAC (?:\S+ )?MC\d+: \d+ CE ", None, "warning"),
+    Rule("cpu", "soft_lockup", r"soft lockup - CPU#\d+ stuck", None, "warning"),
+)
+
+_BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"
+
+# Per family, regexes whose named groups become columns (names are unique across all of them).
+EXTRACTORS: dict[str, list[str]] = {
+    "xid": [
+        r"NVRM: Xid \((?:PCI:)?(?P<xbus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})?[^)]*\): (?P<xcode>\d+)"
+        r"(?:, *pid='?(?P<xpid>[^,']*)'?)?(?:, *name=(?P<xname>[^,]*))?(?:, *(?P<xmsg>.*))?",
+        r"recovery action changed from [^(]*\([^)]*\) to \w+ \((?P<recovery>[^)]*)\)",
+        r"(?i:link) (?P<nvlink>\d+)",
+    ],
+    "gpu": [rf"(?P<gbus>{_BDF})", r"NVRM: (?P<gmsg>.*)"],
+    "sxid": [rf"(?P<sdev>nvidia-nvswitch\d*): SXid \((?:PCI:)?(?P<sbus>{_BDF})\): (?P<sxid>\d+), (?P<ssev>[^,]+)"
+             r"(?:, (?P<smsg>.*))?", r"Link (?P<slink>\d+)"],
+    "aer": [
+        rf"^(?P<adrv>[\w-]+) (?P<adev>{_BDF}): ",
+        r"received(?::| from) (?:id=)?(?P<asrc>[0-9A-Fa-f:.]+)",
+        r"severity=(?P<asev>[^,]+), type=(?P<atype>[^,]+)",
+    ],
+    "link": [
+        rf"^(?P<ldrv>[\w-]+) (?P<ldev>{_BDF})",
+        r"(?:(?P<lifc>[\w.@-]+): )(?:Port: (?P<lport>\d+) )?Link (?P<lstate>\w+)",
+        r"module (?P<lmodule>\d+), (?P<lcable>Cable \w+)(?:, (?P<lcable_err>.+))?",
+    ],
+    "oom": [
+        r"process (?P<opid>\d+) \((?P<ocomm>[^)]*)\)",
+        r"constraint=(?P<oconstraint>[^,]+)",
+        r"oom_memcg=(?P<omemcg>[^,]+)",
+        r"task_memcg=(?P<otask_memcg>[^,]+)",
+        r",task=(?P<otask>[^,]*),pid=(?P<opid2>\d+)",
+        r"^(?P<ocomm2>\S+) invoked oom-killer",
+    ],
+    "hung": [r"INFO: task (?P<htask>.+):(?P<hpid>\d+) blocked for more than (?P<hsecs>\d+) seconds"],
+    "nfs": [r"\b(?P<nprog>nfs|nfs4|lockd): server (?P<nserver>\S+) (?P<nstate>not responding, [\w ]+|OK)"],
+    "lustre": [r"(?P<ltarget>[\w-]+-(?:OST|MDT|MGS)[0-9A-Fa-f]*)", r"(?P<lnid>[\w.:-]+@(?:o2ib|tcp|gni|kfi)\d*)"],
+    "mce": [
+        r"CPU (?P<mcpu>\d+): Machine Check(?: Exception)?: \w+ Bank (?P<mbank>\d+): (?P<mstatus>[0-9a-fA-F]+)",
+        r"EDAC (?:\S+ )?MC(?P<emc>\d+): (?P<ecount>\d+) (?:CE|UE|Fatal) (?P<emsg>.*?)(?: on (?P<eloc>\S+))?"
+        r"(?: \(|$)",
+    ],
+    "cpu": [r"CPU#(?P<ccpu>\d+) stuck for (?P<csecs>\d+)s! \[(?P<ctask>[^\]]*)\]", r"not syncing: (?P<cwhy>.*)"],
+}
+
+
+def _int(name: str) -> pl.Expr:
+    return pl.col(name).cast(pl.Int64, strict=False)
+
+
+def _known(name: str) -> pl.Expr:
+    """A process name or pid as the driver printed it, null where it printed `<unknown>` or `N/A`."""
+    return pl.when(pl.col(name).str.contains(r"^(?:<.*>|N/A|)$")).then(None).otherwise(pl.col(name))
+
+
+def _details() -> dict[str, dict[str, pl.Expr]]:
+    """Per family, the `detail` JSON fields and how each is computed from the extracted columns."""
+    return {
+        "xid": {"pid": _int("xpid"), "process": _known("xname"), "message": pl.col("xmsg"),
+                "action": pl.col("xaction"), "root_cause": pl.col("xroot"), "description": pl.col("xdesc"),
+                "recovery_action": pl.col("recovery"), "link": _int("nvlink")},
+        "gpu": {"message": pl.col("gmsg")},
+        "sxid": {"sxid": _int("sxid"), "sxid_severity": pl.col("ssev"), "device": pl.col("sdev"),
+                 "message": pl.col("smsg"), "link": _int("slink")},
+        "aer": {"driver": pl.col("adrv"), "device": pl.col("adev"), "source": pl.col("asrc"),
+                "severity": pl.col("asev"), "error_type": pl.col("atype")},
+        "link": {"driver": pl.col("ldrv"), "device": pl.col("ldev"), "interface": pl.col("lifc"),
+                 "port": _int("lport"), "state": pl.col("lstate"), "module": _int("lmodule"),
+                 "cable": pl.col("lcable"), "cable_error": pl.col("lcable_err")},
+        "oom": {"pid": pl.coalesce(_int("opid"), _int("opid2")), "process": pl.coalesce("ocomm", "otask", "ocomm2"),
+                "constraint": pl.col("oconstraint"), "memcg": pl.col("omemcg"), "task_memcg": pl.col("otask_memcg")},
+        "hung": {"task": pl.col("htask"), "pid": _int("hpid"), "blocked_s": _int("hsecs")},
+        "nfs": {"program": pl.col("nprog"), "server": pl.col("nserver"), "state": pl.col("nstate")},
+        "lustre": {"target": pl.col("ltarget"), "nid": pl.col("lnid")},
+        "mce": {"cpu": _int("mcpu"), "bank": _int("mbank"), "status": pl.col("mstatus"), "mc": _int("emc"),
+                "count": _int("ecount"), "location": pl.col("eloc")},
+        "cpu": {"cpu": _int("ccpu"), "stuck_s": _int("csecs"), "task": pl.col("ctask"), "reason": pl.col("cwhy")},
+    }
+
+
+def sniff(head: bytes, path: str) -> bool:
+    """A kernel log: lines in one of the dmesg / journal / syslog spellings, or kernel events we read."""
+    lines = [ln for ln in head.decode("utf-8", "replace").splitlines()[:400] if ln.strip()]
+    kernel = sum(1 for ln in lines if _KERNEL_LINE.match(ln))
+    if kernel >= 3 or (kernel and kernel == len(lines)):
+        return True
+    return any(_PATTERN_RE.search(ln) for ln in lines)
+
+
+def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
+    """Events from the kernel log lines of one batch."""
+    out = Parsed()
+    frame = _split_prefix(lines)
+    frame = frame.with_columns(ts=_timestamp(ctx), host=_host(ctx))
+    if ctx.boot_time is None:
+        raw = frame.filter(pl.col("up").is_not_null())
+        if raw.height:
+            out.warnings.append(f"line {raw['line'][0]}: raw dmesg timestamps but no boot time "
+                                "(put a boot_time file beside the log)")
+    # Lines another program wrote into the journal or syslog are not kernel events, even if they
+    # quote one (a health daemon repeating an Xid would count it twice).
+    foreign = frame["prog"].is_not_null()
+    out.unparsed += int(foreign.sum())
+    frame = _classify(frame.filter(~foreign))
+    frame = _extract(frame)
+    frame = _apply_xid(frame)
+    bad = pl.col("rule").is_null() | ((pl.col("family") == "xid") & pl.col("xcode").is_null())
+    out.unparsed += frame.select(bad.sum()).item()
+    events = frame.filter(~bad).pipe(_finish)
+    out.add("events", events)
+    return out
+
+
+def _split_prefix(lines: pl.DataFrame) -> pl.DataFrame:
+    """The batch with the time-prefix groups, host, program tag and message as columns."""
+    groups = pl.col("text").str.extract_groups(_PREFIX).alias("_p")
+    frame = lines.select("line", "text", groups).unnest("_p")
+    return frame.with_columns(pl.coalesce("msg", "text").alias("msg"))
+
+
+def _local_to_utc(expr: pl.Expr, tz: str) -> pl.Expr:
+    """Naive UTC from naive local time in `tz` (a time that a DST change skipped stays null)."""
+    return (expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+            .dt.convert_time_zone("UTC").dt.replace_time_zone(None))
+
+
+def _timestamp(ctx: Context) -> pl.Expr:
+    """Naive UTC time of each line from whichever prefix it has (null: none, or raw without boot time)."""
+    dtype = pl.Datetime("us")
+    micros = (pl.col("up").cast(pl.Float64, strict=False) * 1e6).round().cast(pl.Int64)
+    boot = pl.lit(ctx.boot_time, dtype) if ctx.boot_time is not None else pl.lit(None, dtype)
+    raw = boot + pl.duration(microseconds=micros)
+    ctime = _local_to_utc(pl.col("ctime").str.replace_all(" +", " ")
+                          .str.strptime(dtype, "%b %d %H:%M:%S %Y", strict=False), ctx.tz)
+    bsd = _local_to_utc(pl.concat_str([pl.lit(str(ctx.year)), pl.col("bsd").str.replace_all(" +", " ")], separator=" ")
+                        .str.strptime(dtype, "%Y %b %d %H:%M:%S", strict=False), ctx.tz)
+    return pl.coalesce(raw, ctime, _iso(ctx), bsd).alias("ts")
+
+
+def _iso(ctx: Context) -> pl.Expr:
+    """ISO 8601 times: any fraction (`.` or `,`), offset `Z`, `+hh:mm`, `+hhmm` or none (local time)."""
+    dtype = pl.Datetime("us")
+    base = pl.col("iso").str.replace(" ", "T").str.strptime(dtype, "%Y-%m-%dT%H:%M:%S", strict=False)
+    local = base + pl.duration(microseconds=pl.col("frac").str.slice(0, 6).str.pad_end(6, "0")
+                               .cast(pl.Int64, strict=False).fill_null(0))
+    off = pl.col("off").str.replace(":", "")
+    sign = pl.when(off.str.starts_with("-")).then(-1).otherwise(1)
+    minutes = (off.str.slice(1, 2).cast(pl.Int64, strict=False) * 60
+               + off.str.slice(3, 2).cast(pl.Int64, strict=False)).fill_null(0)
+    return (pl.when(pl.col("off").is_null()).then(_local_to_utc(local, ctx.tz))
+            .otherwise(local - pl.duration(minutes=sign * minutes)))
+
+
+def _host(ctx: Context) -> pl.Expr:
+    """The journal / syslog host of the line; a FQDN whose first label is a known node becomes that node."""
+    host = pl.when(pl.col("kern").is_not_null()).then(pl.col("host"))
+    short = host.str.split(".").list.first()
+    if ctx.known_hosts:
+        host = pl.when(short.is_in(list(ctx.known_hosts))).then(short).otherwise(host)
+    return host.alias("host")
+
+
+def _classify(frame: pl.DataFrame) -> pl.DataFrame:
+    """Attach the first matching rule's index, family, kind, failure mode and severity."""
+    if not frame.height:
+        return frame.with_columns(rule=pl.lit(None, pl.Int32))
+    first = pl.min_horizontal([
+        pl.when(pl.col("msg").str.contains(r.regex)).then(pl.lit(i, pl.Int32)) for i, r in enumerate(RULES)
+    ])
+    table = pl.DataFrame({
+        "rule": pl.Series(range(len(RULES)), dtype=pl.Int32),
+        "family": [r.family for r in RULES],
+        "kind": [r.kind for r in RULES],
+        "failure_mode": pl.Series([r.failure_mode for r in RULES], dtype=pl.String),
+        "severity": pl.Series([r.severity for r in RULES], dtype=pl.String),
+    })
+    return frame.with_columns(first.alias("rule")).join(table, on="rule", how="left")
+
+
+def _extract(frame: pl.DataFrame) -> pl.DataFrame:
+    """Each family's named groups as columns (null outside the family)."""
+    if "family" not in frame.columns:
+        frame = frame.with_columns(family=pl.lit(None, pl.String), kind=pl.lit(None, pl.String),
+                                   failure_mode=pl.lit(None, pl.String), severity=pl.lit(None, pl.String))
+    for family, regexes in EXTRACTORS.items():
+        mine = pl.when(pl.col("family") == family).then(pl.col("msg"))
+        for i, rx in enumerate(regexes):
+            frame = frame.with_columns(mine.str.extract_groups(rx).alias(f"_{family}{i}")).unnest(f"_{family}{i}")
+    return frame
+
+
+def _apply_xid(frame: pl.DataFrame) -> pl.DataFrame:
+    """Failure mode, action and severity of Xid lines from the taxonomy (one lookup per distinct code)."""
+    codes = frame["xcode"].cast(pl.Int32, strict=False).drop_nulls().unique().to_list()
+    infos = [taxonomy.xid(c) for c in codes]
+    table = pl.DataFrame({
+        "xid": pl.Series(codes, dtype=pl.Int32),
+        "xmode": pl.Series([x.failure_mode for x in infos], dtype=pl.String),
+        "xaction": pl.Series([x.action for x in infos], dtype=pl.String),
+        "xroot": pl.Series([x.root_cause for x in infos], dtype=pl.Boolean),
+        "xdesc": pl.Series([x.description for x in infos], dtype=pl.String),
+    })
+    frame = frame.with_columns(xid=pl.col("xcode").cast(pl.Int32, strict=False)).join(table, on="xid", how="left")
+    # NOTE: a follow-on Xid (45, 63, 154: never a root cause alone) is a warning whatever it asks for.
+    xid_severity = (pl.when(~pl.col("xroot")).then(pl.lit("warning"))
+                    .when(pl.col("xaction") == "drain node").then(pl.lit("critical"))
+                    .when(pl.col("xaction") == "reset GPU").then(pl.lit("error"))
+                    .otherwise(pl.lit("warning")))
+    return frame.with_columns(
+        failure_mode=pl.when(pl.col("family") == "xid").then(pl.col("xmode")).otherwise(pl.col("failure_mode")),
+        severity=pl.when(pl.col("family") == "xid").then(xid_severity).otherwise(pl.col("severity")),
+    )
+
+
+def _bdf(expr: pl.Expr) -> pl.Expr:
+    """`0000:5d:00` (domain:bus:device, as Xid lines print it) from any spelling of a PCI address."""
+    g = expr.str.to_lowercase().str.extract_groups(
+        r"^(?:(?P<dom>[0-9a-f]{4,8}):)?(?P<bus>[0-9a-f]{2}):(?P<dev>[0-9a-f]{2})(?:\.[0-7])?$")
+    dom = g.struct.field("dom").str.slice(-4).fill_null("0000")
+    return pl.concat_str([dom, g.struct.field("bus"), g.struct.field("dev")], separator=":")
+
+
+def _overrides() -> dict[str, pl.Expr]:
+    """Kind, failure mode and severity that depend on a line's fields, not only on its rule."""
+    fam = pl.col("family")
+    # MCi_STATUS bit 61 (UC) says the machine check was not corrected.
+    uc = (fam == "mce") & (pl.col("kind") == "mce_corrected") & pl.col("mstatus").str.slice(0, 1).str.to_lowercase(
+    ).is_in(list("2367abef")) & (pl.col("mstatus").str.len_chars() == 16)
+    fs = (fam == "hung") & pl.col("msg").str.contains(_FS_TASK)
+    return {
+        "kind": pl.when(uc).then(pl.lit("mce_uncorrected")).otherwise(pl.col("kind")),
+        "failure_mode": pl.when(uc).then(pl.lit("host_hw")).when(fs).then(pl.lit("filesystem_io"))
+        .otherwise(pl.col("failure_mode")),
+        "severity": pl.when(uc | fs).then(pl.lit("error")).otherwise(pl.col("severity")),
+    }
+
+
+def _finish(frame: pl.DataFrame) -> pl.DataFrame:
+    """The events table: one row per line, detail as a JSON object of the family's fields."""
+    fam = pl.col("family")
+    pci = pl.coalesce(
+        pl.when(fam == "xid").then(_bdf(pl.col("xbus"))),
+        pl.when(fam == "gpu").then(_bdf(pl.col("gbus"))),
+        pl.when(fam == "sxid").then(_bdf(pl.col("sbus"))),
+        pl.when(fam == "aer").then(pl.coalesce(_bdf(pl.col("asrc")), _bdf(pl.col("adev")))),
+        pl.when(fam == "link").then(_bdf(pl.col("ldev"))),
+    )
+    detail = pl.lit(None, pl.String)
+    for family, fields in _details().items():
+        detail = pl.when(fam == family).then(pl.struct(**fields).struct.json_encode()).otherwise(detail)
+    frame = frame.with_columns(**_overrides())
+    schema = TABLE_COLUMNS["events"]
+    return frame.select(
+        pl.col("line").cast(pl.Int64), pl.col("ts").cast(schema["ts"]), pl.col("host"), pl.col("kind"),
+        pl.col("failure_mode"), pl.col("severity"), pl.col("xid").cast(pl.Int32), pci.alias("pci_bus"),
+        pl.col("text"), detail.alias("detail"),
+    )
