@@ -282,7 +282,11 @@ def _write(con, parsed: list[tuple[str, Parsed]], ctx: Context, file_id: int,
     known = pl.concat(stamped).unique("line").sort("line") if stamped else None
     for name, p in parsed:
         res.unparsed += p.unparsed
-        res.messages.extend(f"{ctx.path}:{w}" for w in p.warnings[:20])
+        for w in p.warnings[:20]:
+            msg = f"{ctx.path}:{w.removeprefix('line ')}" if w.startswith("line ") else f"{ctx.path}: {w}"
+            # a collector warns once per batch; the user needs to hear it once per file
+            if msg not in res.messages and len(res.messages) < 50:
+                res.messages.append(msg)
         for table, frame in p.tables.items():
             if not frame.height:
                 continue

@@ -52,7 +52,7 @@ PATTERN = "|".join([
 #   [Wed Nov 25 10:00:01 2026] msg                         dmesg -T (local time)
 #   2026-11-25T10:00:01,123456+00:00 msg                   dmesg --time-format iso
 #   2026-11-25T10:00:01[.123456]+0000 host kernel: msg     journalctl -k -o short-iso[-precise], RFC 3339 syslog
-#   Nov 25 10:00:01 host kernel: [12345.678901] msg        classic syslog (local time, no year)
+#   Nov 25 10:00:01[.123456] host kernel: [12345.6] msg    syslog, journalctl short[-precise] (local, no year)
 # An optional `kern  :err   : ` (dmesg -x) comes first. The weekday of dmesg -T is skipped: a
 # parser that checks it would drop a line over a mismatch that says nothing about the time.
 _PREFIX = (
@@ -60,10 +60,10 @@ _PREFIX = (
     r"(?:\[ *(?P<up>\d+\.\d+)\]"
     r"|\[[A-Z][a-z]{2} (?P<ctime>[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4})\]"
     r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?(?P<off>Z|[+-]\d\d:?\d\d)?"
-    r"|(?P<bsd>[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d))"
+    r"|(?P<bsd>[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d)(?:\.(?P<bfrac>\d+))?)"
     # NOTE: a program tag needs its [pid]: without one, `EDAC MC0:` after a dmesg-iso time would
     # read as host `EDAC`, program `MC0`.
-    r"(?: (?P<host>[^\s\[\]]+) (?:(?P<kern>kernel)|(?P<prog>[^\s\[\]:]+)\[\d+\]):)?"
+    r"(?: (?P<host>[^\s\[\]]+) (?:(?P<kern>kernel)(?:\[\d+\])?|(?P<prog>[^\s\[\]:]+)\[\d+\]):)?"
     r" *(?:\[ *\d+\.\d+\] ?)?"
     r"(?P<msg>.*)$"
 )
@@ -73,7 +73,7 @@ _KERNEL_LINE = re.compile(
     r"^(?:[a-z]+ *:[a-z]+ *: )?"
     r"(?:\[ *\d+\.\d+\] |\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}\] "
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d "
-    r"|(?:\d{4}-\d\d-\d\dT\S+|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d) \S+ kernel: )"
+    r"|(?:\d{4}-\d\d-\d\dT\S+|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?) \S+ kernel: )"
 )
 _PATTERN_RE = re.compile(PATTERN)
 
@@ -109,7 +109,7 @@ RULES: tuple[Rule, ...] = (
          "error"),
     Rule("aer", "pcie_bus_error", r"PCIe Bus Error: severity=Correct(?:ed|able)", None, "warning"),
     Rule("aer", "pcie_recovery_failed", r"AER: device recovery failed", "pcie_error", "error"),
-    Rule("link", "port_module_error", r"Port module event(?:\[error\])?: module \d+, Cable (?:error|unplugged|disabled)",
+    Rule("link", "port_module_error", r"Port module event(?:\[error\])?: module \d+, Cable (?:error|unplugged|dis)",
          "network", "error"),
     Rule("link", "port_module", r"Port module event: module \d+, ", None, "info"),
     Rule("link", "nic_health", r"mlx5_core .*health compromised", "network", "error"),
@@ -144,7 +144,13 @@ RULES: tuple[Rule, ...] = (
 
 _BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"
 
-# Per family, regexes whose named groups become columns (names are unique across all of them).
+# Per family, the extracted columns that may hold the PCI address of the device at fault, best first
+# (for AER, the device that sent the error message, else the port that reported it).
+PCI_COLUMNS: dict[str, tuple[str, ...]] = {
+    "xid": ("xbus",), "gpu": ("gbus",), "sxid": ("sbus",), "aer": ("asrc", "adev"), "link": ("ldev",),
+}
+
+# Per family, regexes whose named groups become columns of that family's lines.
 EXTRACTORS: dict[str, list[str]] = {
     "xid": [
         r"NVRM: Xid \((?:PCI:)?(?P<xbus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})?[^)]*\): (?P<xcode>\d+)"
@@ -186,6 +192,7 @@ EXTRACTORS: dict[str, list[str]] = {
 
 
 def _int(name: str) -> pl.Expr:
+    """An extracted number as an integer (null where the line printed something else)."""
     return pl.col(name).cast(pl.Int64, strict=False)
 
 
@@ -243,12 +250,15 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     foreign = frame["prog"].is_not_null()
     out.unparsed += int(foreign.sum())
     frame = _classify(frame.filter(~foreign))
-    frame = _extract(frame)
-    frame = _apply_xid(frame)
-    bad = pl.col("rule").is_null() | ((pl.col("family") == "xid") & pl.col("xcode").is_null())
-    out.unparsed += frame.select(bad.sum()).item()
-    events = frame.filter(~bad).pipe(_finish)
-    out.add("events", events)
+    out.unparsed += frame["rule"].null_count()
+    # One pass per family over its own lines only: a family's regexes never see the others' lines.
+    for (family,), part in sorted(frame.filter(pl.col("rule").is_not_null()).partition_by(
+            "family", as_dict=True, maintain_order=True).items()):
+        events, unreadable = _family_events(family, part)
+        out.unparsed += unreadable
+        out.add("events", events)
+    if "events" in out.tables:
+        out.tables["events"] = out.tables["events"].sort("line")
     return out
 
 
@@ -273,17 +283,21 @@ def _timestamp(ctx: Context) -> pl.Expr:
     raw = boot + pl.duration(microseconds=micros)
     ctime = _local_to_utc(pl.col("ctime").str.replace_all(" +", " ")
                           .str.strptime(dtype, "%b %d %H:%M:%S %Y", strict=False), ctx.tz)
-    bsd = _local_to_utc(pl.concat_str([pl.lit(str(ctx.year)), pl.col("bsd").str.replace_all(" +", " ")], separator=" ")
-                        .str.strptime(dtype, "%Y %b %d %H:%M:%S", strict=False), ctx.tz)
-    return pl.coalesce(raw, ctime, _iso(ctx), bsd).alias("ts")
+    bsd = (pl.concat_str([pl.lit(str(ctx.year)), pl.col("bsd").str.replace_all(" +", " ")], separator=" ")
+           .str.strptime(dtype, "%Y %b %d %H:%M:%S", strict=False))
+    return pl.coalesce(raw, ctime, _iso(ctx), _local_to_utc(bsd + _fraction(), ctx.tz)).alias("ts")
+
+
+def _fraction() -> pl.Expr:
+    """The fraction of a second that an ISO or syslog time printed (any number of digits), as a duration."""
+    digits = pl.coalesce("frac", "bfrac").str.slice(0, 6).str.pad_end(6, "0")
+    return pl.duration(microseconds=digits.cast(pl.Int64, strict=False).fill_null(0))
 
 
 def _iso(ctx: Context) -> pl.Expr:
     """ISO 8601 times: any fraction (`.` or `,`), offset `Z`, `+hh:mm`, `+hhmm` or none (local time)."""
-    dtype = pl.Datetime("us")
-    base = pl.col("iso").str.replace(" ", "T").str.strptime(dtype, "%Y-%m-%dT%H:%M:%S", strict=False)
-    local = base + pl.duration(microseconds=pl.col("frac").str.slice(0, 6).str.pad_end(6, "0")
-                               .cast(pl.Int64, strict=False).fill_null(0))
+    base = pl.col("iso").str.replace(" ", "T").str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
+    local = base + _fraction()
     off = pl.col("off").str.replace(":", "")
     sign = pl.when(off.str.starts_with("-")).then(-1).otherwise(1)
     minutes = (off.str.slice(1, 2).cast(pl.Int64, strict=False) * 60
@@ -296,18 +310,17 @@ def _host(ctx: Context) -> pl.Expr:
     """The journal / syslog host of the line; a FQDN whose first label is a known node becomes that node."""
     host = pl.when(pl.col("kern").is_not_null()).then(pl.col("host"))
     short = host.str.split(".").list.first()
-    if ctx.known_hosts:
-        host = pl.when(short.is_in(list(ctx.known_hosts))).then(short).otherwise(host)
+    nodes = sorted(ctx.known_hosts | ({ctx.host} if ctx.host else set()))
+    if nodes:
+        host = pl.when(short.is_in(nodes)).then(short).otherwise(host)
     return host.alias("host")
 
 
 def _classify(frame: pl.DataFrame) -> pl.DataFrame:
-    """Attach the first matching rule's index, family, kind, failure mode and severity."""
-    if not frame.height:
-        return frame.with_columns(rule=pl.lit(None, pl.Int32))
+    """Attach the first matching rule's index, family, kind, failure mode and severity (null: no rule)."""
     first = pl.min_horizontal([
         pl.when(pl.col("msg").str.contains(r.regex)).then(pl.lit(i, pl.Int32)) for i, r in enumerate(RULES)
-    ])
+    ]) if frame.height else pl.lit(None, pl.Int32)
     table = pl.DataFrame({
         "rule": pl.Series(range(len(RULES)), dtype=pl.Int32),
         "family": [r.family for r in RULES],
@@ -318,21 +331,38 @@ def _classify(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(first.alias("rule")).join(table, on="rule", how="left")
 
 
-def _extract(frame: pl.DataFrame) -> pl.DataFrame:
-    """Each family's named groups as columns (null outside the family)."""
-    if "family" not in frame.columns:
-        frame = frame.with_columns(family=pl.lit(None, pl.String), kind=pl.lit(None, pl.String),
-                                   failure_mode=pl.lit(None, pl.String), severity=pl.lit(None, pl.String))
-    for family, regexes in EXTRACTORS.items():
-        mine = pl.when(pl.col("family") == family).then(pl.col("msg"))
-        for i, rx in enumerate(regexes):
-            frame = frame.with_columns(mine.str.extract_groups(rx).alias(f"_{family}{i}")).unnest(f"_{family}{i}")
-    return frame
+def _family_events(family: str, part: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The events of one rule family's lines, and how many of them could not be read."""
+    for rx in EXTRACTORS[family]:
+        part = part.with_columns(pl.col("msg").str.extract_groups(rx).alias("_g")).unnest("_g")
+    unreadable = 0
+    if family == "xid":  # an Xid line without its code (cut short, redacted) is no Xid event
+        readable = part["xcode"].is_not_null()
+        unreadable = int((~readable).sum())
+        part = _apply_xid(part.filter(readable))
+    elif family == "mce":
+        part = _mce_uncorrected(part)
+    elif family == "hung":
+        part = _hung_on_filesystem(part)
+    pci = [_bdf(pl.col(c)) for c in PCI_COLUMNS.get(family, ())]
+    # Fields a line did not have are left out rather than written as null. Inside a JSON string a
+    # quote is escaped, so `"key":null` can only be a whole member.
+    detail = (pl.struct(**_details()[family]).struct.json_encode()
+              .str.replace_all(r'"\w+":null,', "").str.replace_all(r',?"\w+":null', ""))
+    events = part.select(
+        pl.col("line").cast(pl.Int64), pl.col("ts").cast(TABLE_COLUMNS["events"]["ts"]), pl.col("host"),
+        pl.col("kind"), pl.col("failure_mode"), pl.col("severity"),
+        (pl.col("xid") if family == "xid" else pl.lit(None)).cast(pl.Int32).alias("xid"),
+        (pl.coalesce(pci) if pci else pl.lit(None, pl.String)).alias("pci_bus"),
+        pl.col("text"), detail.alias("detail"),
+    )
+    return events, unreadable
 
 
-def _apply_xid(frame: pl.DataFrame) -> pl.DataFrame:
+def _apply_xid(part: pl.DataFrame) -> pl.DataFrame:
     """Failure mode, action and severity of Xid lines from the taxonomy (one lookup per distinct code)."""
-    codes = frame["xcode"].cast(pl.Int32, strict=False).drop_nulls().unique().to_list()
+    part = part.with_columns(xid=pl.col("xcode").cast(pl.Int32, strict=False))
+    codes = part["xid"].drop_nulls().unique().to_list()
     infos = [taxonomy.xid(c) for c in codes]
     table = pl.DataFrame({
         "xid": pl.Series(codes, dtype=pl.Int32),
@@ -341,15 +371,32 @@ def _apply_xid(frame: pl.DataFrame) -> pl.DataFrame:
         "xroot": pl.Series([x.root_cause for x in infos], dtype=pl.Boolean),
         "xdesc": pl.Series([x.description for x in infos], dtype=pl.String),
     })
-    frame = frame.with_columns(xid=pl.col("xcode").cast(pl.Int32, strict=False)).join(table, on="xid", how="left")
     # NOTE: a follow-on Xid (45, 63, 154: never a root cause alone) is a warning whatever it asks for.
-    xid_severity = (pl.when(~pl.col("xroot")).then(pl.lit("warning"))
-                    .when(pl.col("xaction") == "drain node").then(pl.lit("critical"))
-                    .when(pl.col("xaction") == "reset GPU").then(pl.lit("error"))
-                    .otherwise(pl.lit("warning")))
-    return frame.with_columns(
-        failure_mode=pl.when(pl.col("family") == "xid").then(pl.col("xmode")).otherwise(pl.col("failure_mode")),
-        severity=pl.when(pl.col("family") == "xid").then(xid_severity).otherwise(pl.col("severity")),
+    severity = (pl.when(~pl.col("xroot")).then(pl.lit("warning"))
+                .when(pl.col("xaction") == "drain node").then(pl.lit("critical"))
+                .when(pl.col("xaction") == "reset GPU").then(pl.lit("error"))
+                .otherwise(pl.lit("warning")))
+    return part.join(table, on="xid", how="left").with_columns(failure_mode=pl.col("xmode"), severity=severity)
+
+
+def _mce_uncorrected(part: pl.DataFrame) -> pl.DataFrame:
+    """A machine check whose MCi_STATUS has bit 61 (UC) set was not corrected: host hardware at fault."""
+    status = pl.col("mstatus").str.to_lowercase()
+    uc = ((pl.col("kind") == "mce_corrected") & (status.str.len_chars() == 16)
+          & status.str.slice(0, 1).is_in(list("2367abef")))
+    return part.with_columns(
+        kind=pl.when(uc).then(pl.lit("mce_uncorrected")).otherwise(pl.col("kind")),
+        failure_mode=pl.when(uc).then(pl.lit("host_hw")).otherwise(pl.col("failure_mode")),
+        severity=pl.when(uc).then(pl.lit("error")).otherwise(pl.col("severity")),
+    )
+
+
+def _hung_on_filesystem(part: pl.DataFrame) -> pl.DataFrame:
+    """A hung task is a filesystem stall when the line itself names NFS or Lustre, else cause unknown."""
+    fs = pl.col("msg").str.contains(_FS_TASK)
+    return part.with_columns(
+        failure_mode=pl.when(fs).then(pl.lit("filesystem_io")).otherwise(pl.col("failure_mode")),
+        severity=pl.when(fs).then(pl.lit("error")).otherwise(pl.col("severity")),
     )
 
 
@@ -359,40 +406,3 @@ def _bdf(expr: pl.Expr) -> pl.Expr:
         r"^(?:(?P<dom>[0-9a-f]{4,8}):)?(?P<bus>[0-9a-f]{2}):(?P<dev>[0-9a-f]{2})(?:\.[0-7])?$")
     dom = g.struct.field("dom").str.slice(-4).fill_null("0000")
     return pl.concat_str([dom, g.struct.field("bus"), g.struct.field("dev")], separator=":")
-
-
-def _overrides() -> dict[str, pl.Expr]:
-    """Kind, failure mode and severity that depend on a line's fields, not only on its rule."""
-    fam = pl.col("family")
-    # MCi_STATUS bit 61 (UC) says the machine check was not corrected.
-    uc = (fam == "mce") & (pl.col("kind") == "mce_corrected") & pl.col("mstatus").str.slice(0, 1).str.to_lowercase(
-    ).is_in(list("2367abef")) & (pl.col("mstatus").str.len_chars() == 16)
-    fs = (fam == "hung") & pl.col("msg").str.contains(_FS_TASK)
-    return {
-        "kind": pl.when(uc).then(pl.lit("mce_uncorrected")).otherwise(pl.col("kind")),
-        "failure_mode": pl.when(uc).then(pl.lit("host_hw")).when(fs).then(pl.lit("filesystem_io"))
-        .otherwise(pl.col("failure_mode")),
-        "severity": pl.when(uc | fs).then(pl.lit("error")).otherwise(pl.col("severity")),
-    }
-
-
-def _finish(frame: pl.DataFrame) -> pl.DataFrame:
-    """The events table: one row per line, detail as a JSON object of the family's fields."""
-    fam = pl.col("family")
-    pci = pl.coalesce(
-        pl.when(fam == "xid").then(_bdf(pl.col("xbus"))),
-        pl.when(fam == "gpu").then(_bdf(pl.col("gbus"))),
-        pl.when(fam == "sxid").then(_bdf(pl.col("sbus"))),
-        pl.when(fam == "aer").then(pl.coalesce(_bdf(pl.col("asrc")), _bdf(pl.col("adev")))),
-        pl.when(fam == "link").then(_bdf(pl.col("ldev"))),
-    )
-    detail = pl.lit(None, pl.String)
-    for family, fields in _details().items():
-        detail = pl.when(fam == family).then(pl.struct(**fields).struct.json_encode()).otherwise(detail)
-    frame = frame.with_columns(**_overrides())
-    schema = TABLE_COLUMNS["events"]
-    return frame.select(
-        pl.col("line").cast(pl.Int64), pl.col("ts").cast(schema["ts"]), pl.col("host"), pl.col("kind"),
-        pl.col("failure_mode"), pl.col("severity"), pl.col("xid").cast(pl.Int32), pci.alias("pci_bus"),
-        pl.col("text"), detail.alias("detail"),
-    )

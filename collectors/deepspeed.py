@@ -1,0 +1,168 @@
+"""DeepSpeed training logs: progress lines, checkpoint save/load, fp16 overflows, config facts.
+
+`[2026-11-24 08:10:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0,
+lr=[0.0001], mom=[(0.9, 0.999)]` (the node's local time, `ctx.tz`); the pipeline engine's
+`steps: 10 loss: 7.1234 iter time (s): 0.456 samples/sec: 140.3` (printed, no time). Lines of one
+step merge into one row. `skipped` is DeepSpeed's running count turned into skips since the
+previous row; `step_s` is `iter time (s)` where printed, else the time since the previous progress
+line over the steps between them. A save whose commit DeepSpeed does not print (newer releases)
+keeps `ok` unknown. Fact keys: global_batch_size, micro_batch_size, gradient_accumulation_steps,
+steps_per_print, data_parallel_size, deepspeed_version.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from clusterlab.collectors._base import Context, Parsed
+from clusterlab.collectors.megatron import (
+    NUM,
+    checkpoint_rows,
+    conform,
+    facts_from,
+    flag_nonfinite,
+    integer,
+    interval_step_s,
+    local_time,
+    loss_events,
+    merge_repeats,
+    num,
+    prepare,
+    segment,
+    used_lines,
+)
+
+NAME = "deepspeed"
+EXCLUSIVE = False
+
+_TS = r"\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3})\] \[[A-Z]+\] "
+_PROGRESS = r"\] step=(\d+), skipped=(\d+), lr=\[([^\],]*)"
+_PIPE = r"\bsteps: (\d+) loss: " + NUM + r" .*?iter time \(s\): ([\d.]+) samples/sec: ([\d.]+)"
+_CREATE = r"\[Torch\] Checkpoint (\S+) is about to be saved!"
+_SAVING = r"Saving model checkpoint: (\S+)"
+_READY = r"\[Torch\] Checkpoint (\S+) is ready now!"
+_FAILED = r"Failed saving model checkpoint to (\S+) with tag (\S+)"
+_LOAD = r"\[Torch\] (?:Begin Load|Loading) checkpoint from (\S+?)(?:\.\.\.)?$"
+_LOADED = r"\[Torch\] (?:End Load|Loaded) checkpoint from (\S+?)(?:\.\.\.|\.)?$"
+_OVERFLOW = r"OVERFLOW! Rank \d+ Skipping step|Overflow detected\. Skipping step"
+_MIN_SCALE = r"Current loss scale already at minimum - cannot decrease scale anymore"
+_VERSION = r"DeepSpeed info: version=([^,\s]+)"
+# The config dump prints `  name <29 - len(name) dots> value`.
+_CONFIG_KEYS = {"train_batch_size": "global_batch_size", "train_micro_batch_size_per_gpu": "micro_batch_size",
+                "gradient_accumulation_steps": "gradient_accumulation_steps",
+                "steps_per_print": "steps_per_print", "world_size": "data_parallel_size"}
+_CONFIG = r"\] {2,}(" + "|".join(f"{k} \\.{{{max(29 - len(k), 0)}}}" for k in _CONFIG_KEYS) + r") (\S+)\s*$"
+
+PATTERN = "|".join([
+    r"\] step=\d+, skipped=\d+", r"\bsteps: \d+ loss: ", r"\[Torch\] Checkpoint \S+ is (?:about to be saved|ready now)",
+    r"Saving model checkpoint: ", r"Failed saving model checkpoint to ",
+    r"\[Torch\] (?:Begin Load|Loading|End Load|Loaded) checkpoint from ", _OVERFLOW, _MIN_SCALE,
+    r"DeepSpeed info: version=", _CONFIG.removeprefix(r"\] {2,}").removesuffix(r"(\S+)\s*$"),
+])
+
+_HEAD = re.compile(rb"\[logging\.py:\d+:log_dist\]|DeepSpeed info: version=|\[Rank \d+\] step=\d+, skipped=|"
+                   rb"\bsteps: \d+ loss: \S+ iter time \(s\)|\[(?:INFO|WARNING)\] \[(?:engine|config)\.py:\d+:")
+
+
+def sniff(head: bytes, path: str) -> bool:
+    """A DeepSpeed log: its `log_dist` lines, version banner or progress lines."""
+    return _HEAD.search(head) is not None
+
+
+def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
+    """Steps, checkpoints, facts and overflow / NaN events from matched DeepSpeed lines."""
+    df = prepare(lines, ctx).with_columns(
+        ts=local_time(pl.col("msg").str.extract(_TS, 1), "%Y-%m-%d %H:%M:%S%.f", ctx),
+        rank=pl.coalesce(pl.col("rank"), integer(r"\[Rank (\d+)\] ").cast(pl.Int32)),
+    )
+    rows = _step_lines(df)
+    ops = _checkpoint_ops(df)
+    steps = _steps(segment(rows, ops.filter(pl.col("action") == "load")["line"]))
+    facts = pl.concat([facts_from(df, _VERSION, {"deepspeed_version": 1}), _config_facts(df)]).sort("line")
+    # NOTE: NaN events come from the unmerged rows so that they cite the line that printed the NaN.
+    events = pl.concat([loss_events(flag_nonfinite(rows)), _scale_events(df)], how="diagonal_relaxed")
+    out = Parsed()
+    out.add("steps", conform(steps, "steps"))
+    out.add("checkpoints", conform(checkpoint_rows(ops, missing_ok=None), "checkpoints"))
+    out.add("facts", conform(facts, "facts"))
+    out.add("events", conform(events, "events"))
+    out.unparsed = lines.height - used_lines(rows, ops, facts, events)
+    return out
+
+
+def _step_lines(df: pl.DataFrame) -> pl.DataFrame:
+    """`step=` progress lines and pipeline `steps:` lines, one row each (not yet merged)."""
+    progress = df.filter(pl.col("msg").str.contains(_PROGRESS)).with_columns(
+        step=integer(_PROGRESS), _skipped_total=integer(_PROGRESS, 2), lr=num(_PROGRESS, 3),
+        loss=pl.lit(None, pl.Float64), step_s=pl.lit(None, pl.Float64))
+    pipe = df.filter(pl.col("msg").str.contains(_PIPE)).with_columns(
+        step=integer(_PIPE), _skipped_total=pl.lit(None, pl.Int64), lr=pl.lit(None, pl.Float64),
+        loss=num(_PIPE, 2), step_s=num(_PIPE, 3))
+    return pl.concat([progress, pipe]).with_columns(grad_norm=pl.lit(None, pl.Float64)).sort("line")
+
+
+def _steps(rows: pl.DataFrame) -> pl.DataFrame:
+    """Merged step rows with interval skips and step times."""
+    steps = flag_nonfinite(merge_repeats(rows))
+    prev = pl.col("_skipped_total").shift(1).over("_seg")
+    first = pl.col("_skipped_total") == 0  # NOTE: a first row can only vouch for "none yet"
+    skipped = pl.when(prev.is_not_null() & (pl.col("_skipped_total") >= prev)).then(pl.col("_skipped_total") - prev)
+    steps = steps.with_columns(skipped=pl.coalesce(skipped, pl.when(first).then(0)).cast(pl.Int32))
+    return interval_step_s(steps)
+
+
+def _tag_step(col: str) -> pl.Expr:
+    """The step a DeepSpeed tag or checkpoint path names (`global_step100`)."""
+    return pl.col(col).str.extract(r"global_step(\d+)", 1).cast(pl.Int64, strict=False)
+
+
+def _op(df: pl.DataFrame, pattern: str, action: str, phase: str, path: int | None, tag: int | None,
+        ok: bool | None = None) -> pl.DataFrame:
+    """Checkpoint lines matching `pattern`, with the columns `checkpoint_rows` reads."""
+    hit = df.filter(pl.col("msg").str.contains(pattern)).with_columns(
+        _path=pl.col("msg").str.extract(pattern, path) if path else pl.lit(None, pl.String),
+        _tag=pl.col("msg").str.extract(pattern, tag) if tag else pl.lit(None, pl.String))
+    return hit.select(
+        "line", "ts", "host", pl.lit(action).alias("action"), pl.lit(phase).alias("phase"),
+        pl.coalesce(_tag_step("_tag"), _tag_step("_path")).alias("step"),
+        # the directory of the checkpoint: a file path's folder, as printed
+        pl.col("_path").str.replace(r"/[^/]+\.pt$", "").alias("path"),
+        pl.lit(None, pl.Float64).alias("duration_s"), pl.lit(ok, pl.Boolean).alias("ok"))
+
+
+def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:
+    """Save and load lines; one save spans `about to be saved` .. `is ready now`."""
+    return pl.concat([
+        _op(df, _CREATE, "save", "start", None, 1), _op(df, _SAVING, "save", "info", 1, None),
+        _op(df, _READY, "save", "finish", None, 1, ok=True), _op(df, _FAILED, "save", "finish", 1, 2, ok=False),
+        _op(df, _LOAD, "load", "info", 1, None), _op(df, _LOADED, "load", "finish", 1, None, ok=True),
+    ]).sort("line")
+
+
+def _config_facts(df: pl.DataFrame) -> pl.DataFrame:
+    """Batch sizes and data-parallel size from DeepSpeed's config dump."""
+    hit = df.filter(pl.col("msg").str.contains(_CONFIG))
+    return hit.select(
+        "line", "ts", "host",
+        pl.col("msg").str.extract(_CONFIG, 1).str.extract(r"^(\w+)", 1).replace_strict(_CONFIG_KEYS).alias("key"),
+        pl.col("msg").str.extract(_CONFIG, 2).alias("value"))
+
+
+def _scale_events(df: pl.DataFrame) -> pl.DataFrame:
+    """fp16 overflows (a skipped step: routine, informational) and a loss scale that hit its floor."""
+    hit = df.filter(pl.col("msg").str.contains(_OVERFLOW) | pl.col("msg").str.contains(_MIN_SCALE))
+    floor = pl.col("msg").str.contains(_MIN_SCALE)
+    scale = pl.col("msg").str.extract_groups(r"Attempted loss scale: ([\d.]+), (?:reducing to|but) ([\d.]+)?")
+    return hit.select(
+        "line", "ts", "host", pl.coalesce("rank", integer(r"OVERFLOW! Rank (\d+)").cast(pl.Int32)).alias("rank"),
+        pl.when(floor).then(pl.lit("loss_scale_min")).otherwise(pl.lit("grad_overflow")).alias("kind"),
+        pl.when(floor).then(pl.lit("loss_divergence")).alias("failure_mode"),
+        pl.when(floor).then(pl.lit("error")).otherwise(pl.lit("info")).alias("severity"),
+        pl.col("msg").str.strip_chars().alias("text"),
+        pl.when(~floor).then(
+            pl.struct(scale.struct.field("1").cast(pl.Float64, strict=False).alias("loss_scale"),
+                      scale.struct.field("2").cast(pl.Float64, strict=False).alias("next_scale"))
+            .struct.json_encode()).alias("detail"),
+    )

@@ -1,0 +1,255 @@
+"""Slurm job-output collector: `slurmstepd` banners and `srun` errors → scheduler events.
+
+What Slurm writes into a job's output (and, for slurmstepd, into slurmd logs), with the wording of
+Slurm 22.05–24.11 (`src/slurmd/slurmstepd/req.c`, `src/srun/launch.c`, `src/api/step_launch.c`,
+`src/plugins/task/cgroup/task_cgroup_memory.c`, `src/interfaces/jobacct_gather.c`):
+
+    slurmstepd[-node3]: error: *** JOB 25 ON node1 CANCELLED AT 2026-12-03T08:45:21 DUE TO NODE FAILURE, ...
+    slurmstepd: error: *** STEP 18.0 ON node3 CANCELLED AT 2026-12-03T08:43:54 ***
+    srun: error: node2: task 3: Exited with exit code 1
+    srun: error: node1: tasks 0-1: Terminated
+    srun: error: Node failure on node2
+    slurmstepd: error: Detected 1 oom_kill event in StepId=1234.0. Some of the step tasks have been OOM Killed.
+    srun: job 14 queued and waiting for resources
+
+The banner's time is the node's local time (`ctx.tz`); srun lines carry no time of their own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import polars as pl
+
+from clusterlab import hostlist
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed
+
+NAME = "slurm"
+EXCLUSIVE = False
+
+# Every branch holds a literal that ordinary training, NCCL and kernel lines never contain.
+PATTERN = "|".join([
+    r"\*\*\* (?:JOB|STEP) \d",
+    r"\*\*\* REASON: ",
+    r"srun: (?:error: |Job step aborted|forcing job termination|Force Terminated )",
+    r"srun: (?:launch/slurm: _step_signal: )?Terminating (?:Step|Job)Id=",
+    r"srun: job \d+ (?:queued and waiting|has been allocated)",
+    r"oom[_-]kill event",
+    r"exceeded (?:virtual )?memory limit \(",
+])
+
+_PATTERN_RE = re.compile(PATTERN)
+
+# A job or step id as Slurm prints it: 1234, 1234.0, 1234.batch, 1234_7 (array), 1234+1 (het).
+_ID = r"\d+(?:_\d+)?(?:\+\d+)?(?:\.\w+)?(?:\+\d+)?"
+_ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d"
+
+# Optional prefixes: the slurmd log time (`[2026-..] [5.0] `) and slurmstepd's program name, which
+# names the node on builds with multiple slurmd per host (`slurmstepd-node3: `).
+_PREFIX = rf"^(?:\[(?P<pts>{_ISO})(?:\.(?P<pfrac>\d+))?\] )?(?:\[[\w.+]+\] )?(?:slurmstepd-(?P<phost>[^\s:]+): )?"
+
+
+# Linux strsignal() texts, which srun prints for a task killed by a signal.
+SIGNALS: dict[str, int] = {
+    "Hangup": 1, "Interrupt": 2, "Quit": 3, "Illegal instruction": 4, "Trace/breakpoint trap": 5,
+    "Aborted": 6, "Bus error": 7, "Floating point exception": 8, "Killed": 9, "User defined signal 1": 10,
+    "Segmentation fault": 11, "User defined signal 2": 12, "Broken pipe": 13, "Alarm clock": 14,
+    "Terminated": 15, "CPU time limit exceeded": 24, "File size limit exceeded": 25,
+}
+_SIGNAL_NAMES = "|".join(re.escape(n) for n in SIGNALS) + r"|Real-time signal \d+|Unknown signal \d+"
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str  # "" : a line of ours that cannot be read (counted in Parsed.unparsed)
+    regex: str
+    failure_mode: str | None
+    severity: str
+
+
+# Ordered: the first rule that matches a line decides its kind, failure mode and severity.
+RULES: tuple[Rule, ...] = (
+    Rule("slurm_node_fail", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ DUE TO NODE FAILURE", "node_failure",
+         "critical"),
+    Rule("slurm_time_limit", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT", "time_limit",
+         "error"),
+    Rule("slurm_preempted", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ DUE TO PREEMPTION", "preemption",
+         "warning"),
+    Rule("slurm_requeued", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ DUE TO JOB REQUEUE", None, "warning"),
+    # NOTE: a whole job cancelled with no reason is scancel (SIGTERM/SIGKILL from a person or their
+    # script); a step alone is also cancelled by srun --kill-on-bad-exit after a task failed.
+    Rule("slurm_cancelled", r"\*\*\* JOB \S+ ON \S+ CANCELLED AT \S+ \*\*\*", "manual_stop", "warning"),
+    Rule("slurm_step_cancelled", r"\*\*\* STEP \S+ ON \S+ CANCELLED AT ", None, "warning"),
+    Rule("slurm_step_failed", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ FAILED \(", None, "error"),
+    Rule("slurm_memory_error", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ UNCORRECTABLE MEMORY ERROR", "host_hw", "critical"),
+    Rule("slurm_stepd_terminated", r"\*\*\* (?:JOB|STEP) \S+ STEPD TERMINATED ON ", None, "error"),
+    Rule("slurm_cancel_reason", r"\*\*\* REASON: ", None, "info"),
+    Rule("slurm_oom", r"srun: error: \S+: tasks? [\d,-]+: Out Of Memory", "host_oom", "error"),
+    Rule("slurm_task_exit", r"srun: error: \S+: tasks? [\d,-]+: Exited with exit code \d+", None, "error"),
+    # NOTE: srun SIGTERMs the surviving tasks of a failed or cancelled step: a consequence, not a cause.
+    Rule("slurm_task_signal", r"srun: error: \S+: tasks? [\d,-]+: Terminated(?: \(core dumped\))?$", None,
+         "warning"),
+    Rule("slurm_task_signal", rf"srun: error: \S+: tasks? [\d,-]+: (?:{_SIGNAL_NAMES})(?: \(core dumped\))?$", None,
+         "error"),
+    # A task line whose ending is no status srun prints (a truncated line) is not read as one.
+    Rule("", r"srun: error: \S+: tasks? [\d,-]+: ", None, "error"),
+    Rule("slurm_node_fail", r"srun: error: Node failure on \S+", "node_failure", "critical"),
+    Rule("slurm_alloc_failed", r"srun: error: Unable to allocate resources", None, "error"),
+    Rule("slurm_srun_error", r"srun: error: \S", None, "warning"),
+    Rule("slurm_step_aborted", r"srun: Job step aborted", None, "warning"),
+    Rule("slurm_job_termination", r"srun: forcing job termination", None, "warning"),
+    Rule("slurm_force_terminated", r"srun: Force Terminated (?:Step|Job)Id=", None, "warning"),
+    Rule("slurm_step_terminating", r"Terminating (?:Step|Job)Id=", None, "warning"),
+    Rule("slurm_oom", r"Detected \d+ oom[_-]kill event", "host_oom", "error"),
+    Rule("slurm_oom", r"exceeded (?:virtual )?memory limit \(\d+ > \d+\)", "host_oom", "error"),
+    Rule("slurm_job_queued", r"srun: job \d+ (?:queued and waiting|has been allocated)", None, "info"),
+)
+
+# Named groups (unique across all) that become the detail fields of the lines they match.
+EXTRACTORS: tuple[str, ...] = (
+    rf"\*\*\* (?P<bent>JOB|STEP) (?P<bid>{_ID}) (?:STEPD TERMINATED )?ON (?P<bnode>\S+) "
+    rf"(?:CANCELLED AT |FAILED|UNCORRECTABLE MEMORY ERROR AT |AT )?(?P<bts>{_ISO})?"
+    r"(?: DUE TO (?P<bwhy>[A-Z][A-Z ]*[A-Z]))?",
+    r"\*\*\* REASON: (?P<reason>.*?)(?: \*\*\*)?$",
+    r"srun: error: (?P<thost>[^\s:]+): tasks? (?P<tasks>[\d,-]+): (?:Exited with exit code (?P<texit>\d+)"
+    r"|(?P<tsig>[^(]*[^\s(])(?P<core> \(core dumped\))?)",
+    r"srun: error: Node failure on (?P<nfnodes>\S+)",
+    r"srun: error: (?P<emsg>.+)$",
+    r"Job step aborted(?:: Waiting up to (?P<wait>\d+) seconds)?",
+    rf"(?:Terminat(?:ed|ing)) (?:Step|Job)Id=(?P<tid>{_ID})",
+    rf"Detected (?P<oomn>\d+) oom[_-]kill event(?:s|\(s\))? in (?:Step|Job)Id=(?P<oomid>{_ID})",
+    rf"(?:Step|Job)Id=(?P<memid>{_ID}) exceeded (?P<virt>virtual )?memory limit \((?P<used>\d+) > (?P<limit>\d+)\)",
+    r"srun: job (?P<qjob>\d+) (?P<qstate>queued|has been allocated)",
+)
+
+def sniff(head: bytes, path: str) -> bool:
+    """Job output or a slurmd log holding slurmstepd banners or srun errors."""
+    text = head.decode("utf-8", "replace")
+    return any(_PATTERN_RE.search(ln) for ln in text.splitlines()[:2000])
+
+
+def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
+    """Events (and the job id as a fact) from the srun / slurmstepd lines of one batch."""
+    out = Parsed()
+    frame = classify(lines, RULES)
+    unread = pl.col("kind").is_null() | (pl.col("kind") == "")
+    out.unparsed += frame.select(unread.sum()).item()
+    frame = frame.filter(~unread)
+    for rx in (_PREFIX, *EXTRACTORS):
+        frame = frame.with_columns(pl.col("text").str.extract_groups(rx).alias("_g")).unnest("_g")
+    frame = frame.with_columns(ts=_timestamp(ctx), host=_host_expr())
+    facts = frame.filter(pl.col("kind") == "slurm_job_queued")
+    out.add("facts", facts.select(
+        pl.col("line").cast(pl.Int64), "ts", pl.lit(None, pl.String).alias("host"),
+        pl.lit("slurm_job_id").alias("key"), pl.col("qjob").alias("value")))
+    events = explode_hosts(frame.filter(pl.col("kind") != "slurm_job_queued"), "host")
+    out.add("events", _finish(events))
+    return out
+
+
+def classify(lines: pl.DataFrame, rules: tuple) -> pl.DataFrame:
+    """The lines with the first matching rule's kind, failure mode and severity (null: none matched)."""
+    if not lines.height:
+        return lines.with_columns(kind=pl.lit(None, pl.String), failure_mode=pl.lit(None, pl.String),
+                                  severity=pl.lit(None, pl.String))
+    first = pl.min_horizontal([
+        pl.when(pl.col("text").str.contains(r.regex)).then(pl.lit(i, pl.Int32)) for i, r in enumerate(rules)
+    ]).alias("_rule")
+    table = pl.DataFrame({
+        "_rule": pl.Series(range(len(rules)), dtype=pl.Int32),
+        "kind": [r.kind for r in rules],
+        "failure_mode": pl.Series([r.failure_mode for r in rules], dtype=pl.String),
+        "severity": [r.severity for r in rules],
+    })
+    return lines.with_columns(first).join(table, on="_rule", how="left").sort("line").drop("_rule")
+
+
+def local_to_utc(expr: pl.Expr, tz: str) -> pl.Expr:
+    """Naive UTC from naive local time in `tz` (a time a DST change skipped stays null)."""
+    return (expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+            .dt.convert_time_zone("UTC").dt.replace_time_zone(None))
+
+
+def iso_local(expr: pl.Expr, tz: str) -> pl.Expr:
+    """Naive UTC from Slurm's `2026-11-25T10:15:03` local time; null for `Unknown`, `None`, ..."""
+    return local_to_utc(expr.str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False), tz)
+
+
+def _timestamp(ctx: Context) -> pl.Expr:
+    """The slurmd log prefix's time (it has milliseconds), else the banner's: both the node's local time."""
+    frac = pl.col("pfrac").str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64, strict=False).fill_null(0)
+    prefix = iso_local(pl.col("pts"), ctx.tz) + pl.duration(microseconds=frac)
+    return pl.coalesce(prefix, iso_local(pl.col("bts"), ctx.tz)).alias("ts")
+
+
+def _host_expr() -> pl.Expr:
+    """The node a line names: the banner's `ON node`, srun's task or node-failure host, the stepd name."""
+    return pl.coalesce("bnode", "thost", "nfnodes", "phost").alias("host")
+
+
+def explode_hosts(frame: pl.DataFrame, col: str) -> pl.DataFrame:
+    """One row per host where `col` holds a hostlist (`node[2,4]`); `nodelist` keeps the expression."""
+    frame = frame.with_columns(pl.col(col).alias("nodelist"))
+    multi = frame.filter(pl.col(col).str.contains(r"[\[,]"))[col].unique().to_list()
+    pairs = [(expr, h) for expr in multi for h in _expand(expr)]
+    if not pairs:
+        return frame.with_columns(pl.lit(None, pl.String).alias("nodelist"))
+    table = pl.DataFrame({"_expr": [p[0] for p in pairs], "_one": [p[1] for p in pairs]}, schema={
+        "_expr": pl.String, "_one": pl.String})
+    joined = frame.join(table, left_on=col, right_on="_expr", how="left")
+    return joined.with_columns(
+        pl.coalesce("_one", col).alias(col),
+        pl.when(pl.col("_one").is_not_null()).then(pl.col("nodelist")).alias("nodelist"),
+    ).drop("_one").sort("line", col)
+
+
+def _expand(expr: str) -> list[str]:
+    """The hosts of a hostlist; a malformed one stays as printed (one row, its text as host)."""
+    try:
+        return hostlist.expand(expr) or [expr]
+    except ValueError:
+        return [expr]
+
+
+def job_and_step(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """`1234` and `0` from `1234.0`; the step is null for a bare job id."""
+    parts = expr.str.extract_groups(r"^(?P<j>[^.]+)(?:\.(?P<s>.+))?$")
+    return parts.struct.field("j"), parts.struct.field("s")
+
+
+def json_detail(fields: dict[str, pl.Expr]) -> pl.Expr:
+    """A JSON object of the non-null fields (null when all are)."""
+    detail = pl.struct(**fields).struct.json_encode()
+    # NOTE: inside a JSON string a quote is escaped, so `"key":null` can only be a whole member.
+    detail = detail.str.replace_all(r'"\w+":null,', "").str.replace_all(r',?"\w+":null', "")
+    return pl.when(detail == "{}").then(None).otherwise(detail)
+
+
+def _finish(frame: pl.DataFrame) -> pl.DataFrame:
+    """The events table from classified, extracted lines."""
+    job, step = job_and_step(pl.coalesce("bid", "tid", "oomid", "memid"))
+    step = pl.when(pl.col("bent") == "JOB").then(pl.lit("batch")).otherwise(step)
+    sig = pl.col("tsig").str.strip_chars()
+    rank = pl.col("tasks").cast(pl.Int32, strict=False)
+    detail = json_detail({
+        "job_id": job, "step": step, "reason": pl.coalesce(pl.col("bwhy").str.to_lowercase(), "reason"),
+        "tasks": pl.col("tasks"),
+        "exit_code": pl.col("texit").cast(pl.Int32, strict=False),
+        "signal": sig.replace_strict(SIGNALS, default=None, return_dtype=pl.Int32),
+        "signal_name": pl.when(pl.col("kind") == "slurm_task_signal").then(sig),
+        "core_dumped": pl.when(pl.col("core").is_not_null()).then(pl.lit(True)),
+        "nodelist": pl.col("nodelist"),
+        "wait_s": pl.col("wait").cast(pl.Int32, strict=False),
+        "oom_events": pl.col("oomn").cast(pl.Int32, strict=False),
+        "memory_used": pl.col("used").cast(pl.Int64, strict=False),
+        "memory_limit": pl.col("limit").cast(pl.Int64, strict=False),
+        "virtual_memory": pl.when(pl.col("virt").is_not_null()).then(pl.lit(True)),
+        "message": pl.when(pl.col("kind").is_in(["slurm_srun_error", "slurm_alloc_failed"])).then(pl.col("emsg")),
+    })
+    schema = TABLE_COLUMNS["events"]
+    return frame.select(
+        pl.col("line").cast(pl.Int64), pl.col("ts").cast(schema["ts"]), "host", "kind", "failure_mode",
+        "severity", pl.when(pl.col("kind").is_in(["slurm_task_exit", "slurm_task_signal", "slurm_oom"]))
+        .then(rank).alias("rank"), "text", detail.alias("detail"),
+    )

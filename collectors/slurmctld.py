@@ -1,0 +1,205 @@
+"""slurmctld log collector: node state changes, job allocation, requeue, preemption and completion.
+
+The controller's log file (`SlurmctldLogFile`) prints `[2026-12-03T08:45:21.388] message` in local
+time (`LogTimeFormat=iso8601_ms`, the default; `rfc5424` adds the offset, `short` drops the
+year); under systemd without a log file the journal has `... host slurmctld[pid]: message`. The
+messages, as slurmctld 22.05–24.11 words them (`src/slurmctld/{node_mgr,ping_nodes,job_mgr,
+job_scheduler}.c`, `src/interfaces/preempt.c`):
+
+    error: Nodes node[2,4] not responding, setting DOWN
+    update_node: node node3 reason set to: xid79 GPU fell off the bus
+    update_node: node node3 state set to DRAINED
+    Killing JobId=25 on failed node node2          requeue job JobId=26 due to failure of node node4
+    _job_complete: JobId=10 WEXITSTATUS 3          Time limit exhausted for JobId=19
+    sched: Allocate JobId=1 NodeList=node[1-2] #CPUs=4 Partition=main
+    preempted JobId=27 has been requeued to reclaim resources for JobId=28
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from clusterlab import taxonomy
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed
+from clusterlab.collectors.slurm import Rule, classify, explode_hosts, json_detail, local_to_utc
+
+NAME = "slurmctld"
+EXCLUSIVE = False
+
+_J = r"JobId=\d"
+PATTERN = "|".join([
+    r"Nodes \S+ not responding",
+    r"(?:update_node|drain_nodes): node \S+ (?:state|reason) set to",
+    r"Node \S+ (?:now responding|unexpectedly rebooted)",
+    r"node \S+ returned to service",
+    rf"Killing {_J}\S* (?:StepId=\S+ )?on failed node ",
+    rf"requeue (?:job )?{_J}\S* due to failure of node ",
+    rf"Requeuing {_J}", rf"_job_complete: (?:requeue )?{_J}", rf"Time limit exhausted for {_J}",
+    rf"Allocate {_J}\S* NodeList=", rf"backfill: Started {_J}", rf"_slurm_rpc_allocate_resources {_J}",
+    rf"preempted {_J}", rf"REQUEST_KILL_JOB {_J}",
+    r"slurmctld version \S+ started",
+])
+_PATTERN_RE = re.compile(PATTERN)
+
+# The time prefix: log file (`[iso(.ms)(+hh:mm)]`, `[Mon dd hh:mm:ss(.ms)]`) or journal / syslog.
+_PREFIX = (
+    r"^(?:\[(?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))?(?P<off>Z|[+-]\d\d:?\d\d)?\] "
+    r"|\[(?P<bsd>[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d)(?:\.(?P<bfrac>\d+))?\] "
+    r"|(?:(?P<jiso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:[.,](?P<jfrac>\d+))?(?P<joff>Z|[+-]\d\d:?\d\d)?"
+    r"|(?P<jbsd>[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d)) \S+ slurmctld\[\d+\]: )?"
+)
+
+_JOB = r"JobId=(?P<job>\d+(?:_\d+|_\*|\+\d+)?)(?:\((?P<rawjob>\d+)\))?"
+
+RULES: tuple[Rule, ...] = (
+    Rule("slurm_node_down", r"Nodes \S+ not responding, setting DOWN", "node_failure", "error"),
+    Rule("slurm_node_not_responding", r"Nodes \S+ not responding", None, "warning"),
+    Rule("slurm_node_reason", r"update_node: node \S+ reason set to: ", None, "info"),
+    Rule("slurm_node_drain", r"(?:update_node|drain_nodes): node \S+ state set to DRAIN", None, "warning"),
+    # NOTE: DOWN set by hand says nothing about the hardware; the reason line beside it may.
+    Rule("slurm_node_down", r"update_node: node \S+ state set to DOWN", None, "error"),
+    Rule("slurm_node_resume", r"update_node: node \S+ state set to (?:IDLE|RESUME|UNDRAIN|ALLOC|MIX)", None, "info"),
+    Rule("slurm_node_state", r"update_node: node \S+ state set to ", None, "info"),
+    Rule("slurm_node_responding", r"Node \S+ now responding", None, "info"),
+    Rule("slurm_node_resume", r"node \S+ returned to service", None, "info"),
+    Rule("slurm_node_reboot", r"Node \S+ unexpectedly rebooted", "node_failure", "error"),
+    Rule("slurm_job_node_fail", r"Killing JobId=\S+ (?:StepId=\S+ )?on failed node ", "node_failure", "error"),
+    Rule("slurm_job_requeue", r"requeue (?:job )?JobId=\S+ due to (?:failure of node|node failure)", "node_failure",
+         "warning"),
+    Rule("slurm_job_requeue", r"requeue JobId=\S+ per user/system request", None, "warning"),
+    Rule("slurm_job_requeued", r"Requeuing JobId=", None, "info"),
+    Rule("slurm_oom", r"_job_complete: JobId=\S+ OOM failure", "host_oom", "error"),
+    Rule("slurm_job_node_fail", r"_job_complete: JobId=\S+ cancelled by node failure", "node_failure", "error"),
+    Rule("slurm_cancelled", r"_job_complete: JobId=\S+ cancelled by interactive user", "manual_stop", "warning"),
+    Rule("slurm_job_exit", r"_job_complete: JobId=\S+ WEXITSTATUS 0$", None, "info"),
+    Rule("slurm_job_exit", r"_job_complete: JobId=\S+ (?:WEXITSTATUS|WTERMSIG) \d+", None, "warning"),
+    Rule("slurm_job_end", r"_job_complete: JobId=\S+ done", None, "info"),
+    Rule("slurm_time_limit", r"Time limit exhausted for JobId=", "time_limit", "error"),
+    Rule("slurm_job_pending", r"_slurm_rpc_allocate_resources JobId=\S+ NodeList=\(null\)", None, "info"),
+    Rule("slurm_job_alloc", r"Allocate JobId=\S+ NodeList=|backfill: Started JobId=|_slurm_rpc_allocate_resources ",
+         None, "info"),
+    Rule("slurm_preempted", r"preempted JobId=\S+ (?:has been|had to be) (?:killed|requeued)", "preemption",
+         "warning"),
+    Rule("slurm_cancel_request", r"REQUEST_KILL_JOB JobId=\S+ uid \d+", "manual_stop", "warning"),
+    Rule("slurm_version", r"slurmctld version \S+ started", None, "info"),
+)
+
+EXTRACTORS: tuple[str, ...] = (
+    r"Nodes (?P<n1>\S+) not responding|(?:update_node|drain_nodes): node (?P<n2>\S+) (?:state|reason) set"
+    r"|Node (?P<n3>\S+) (?:now responding|unexpectedly)|node (?P<n4>\S+) returned to service"
+    r"|on failed node (?P<n5>\S+)$|failure of node (?P<n6>\S+)$",
+    r"state set to (?P<state>\S+)",
+    r"reason set to: (?P<reason>.*)$",
+    r"boot_time=(?P<boot>\d+)",
+    _JOB,
+    r"StepId=(?P<stepid>\S+)",
+    r"(?:WEXITSTATUS (?P<exit>\d+)|WTERMSIG (?P<sig>\d+))",
+    r"(?:NodeList=|backfill: Started \S+ in (?P<bfpart>\S+) on )(?P<alloc>\S+)",
+    r"#CPUs=(?P<cpus>\d+) Partition=(?P<part>\S+)",
+    r"has been (?P<pact>killed|requeued)(?: to reclaim resources for JobId=(?P<pby>\S+))?|had to be (?P<pact2>killed)",
+    r"REQUEST_KILL_JOB JobId=(?P<kjob>\S+) uid (?P<uid>\d+)",
+    r"slurmctld version (?P<version>\S+) started(?: on cluster (?P<cluster>\S+))?",
+)
+
+
+def sniff(head: bytes, path: str) -> bool:
+    """A slurmctld log: its start-up line, or bracket-timed lines with messages we read."""
+    text = head.decode("utf-8", "replace")
+    if "slurmctld version " in text or "slurmctld[" in text:
+        return True
+    return any(ln.startswith("[") and _PATTERN_RE.search(ln) for ln in text.splitlines()[:2000])
+
+
+def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
+    """Events (and version / cluster facts) from the slurmctld lines of one batch."""
+    out = Parsed()
+    frame = classify(lines, RULES)
+    out.unparsed += frame.select(pl.col("kind").is_null().sum()).item()
+    frame = frame.filter(pl.col("kind").is_not_null())
+    for rx in (_PREFIX, *EXTRACTORS):
+        frame = frame.with_columns(pl.col("text").str.extract_groups(rx).alias("_g")).unnest("_g")
+    frame = frame.with_columns(ts=_timestamp(ctx))
+    facts = frame.filter(pl.col("kind") == "slurm_version")
+    out.add("facts", _facts(facts))
+    node = pl.coalesce("n1", "n2", "n3", "n4", "n5", "n6").alias("host")
+    events = explode_hosts(frame.filter(pl.col("kind") != "slurm_version").with_columns(node), "host")
+    out.add("events", _finish(_with_reasons(events)))
+    return out
+
+
+def _timestamp(ctx: Context) -> pl.Expr:
+    """Naive UTC: an offset where the line has one, else the cluster's local time; `short` takes ctx.year."""
+    dtype = pl.Datetime("us")
+    iso = pl.coalesce("iso", "jiso")
+    frac = pl.coalesce("frac", "jfrac").str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64, strict=False).fill_null(0)
+    local = iso.str.strptime(dtype, "%Y-%m-%dT%H:%M:%S", strict=False) + pl.duration(microseconds=frac)
+    off = pl.coalesce("off", "joff").str.replace(":", "")
+    sign = pl.when(off.str.starts_with("-")).then(-1).otherwise(1)
+    minutes = (off.str.slice(1, 2).cast(pl.Int64, strict=False) * 60
+               + off.str.slice(3, 2).cast(pl.Int64, strict=False)).fill_null(0)
+    with_off = pl.when(off.is_null()).then(local_to_utc(local, ctx.tz)).otherwise(local - pl.duration(
+        minutes=sign * minutes))
+    bsd = pl.concat_str([pl.lit(str(ctx.year)), pl.coalesce("bsd", "jbsd").str.replace_all(" +", " ")], separator=" ")
+    bfrac = pl.col("bfrac").str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64, strict=False).fill_null(0)
+    short = local_to_utc(bsd.str.strptime(dtype, "%Y %b %d %H:%M:%S", strict=False)
+                         + pl.duration(microseconds=bfrac), ctx.tz)
+    return pl.coalesce(with_off, short).alias("ts")
+
+
+def _facts(frame: pl.DataFrame) -> pl.DataFrame:
+    """`slurm_version` and `slurm_cluster` from the controller's start-up line."""
+    base = frame.select(pl.col("line").cast(pl.Int64), "ts", pl.lit(None, pl.String).alias("host"), "version",
+                        "cluster")
+    return pl.concat([
+        base.select("line", "ts", "host", pl.lit("slurm_version").alias("key"), pl.col("version").alias("value")),
+        base.select("line", "ts", "host", pl.lit("slurm_cluster").alias("key"), pl.col("cluster").alias("value")),
+    ]).filter(pl.col("value").is_not_null())
+
+
+def _with_reasons(frame: pl.DataFrame) -> pl.DataFrame:
+    """Drain / down lines take the reason set for the same node just before (same update_node call)."""
+    frame = frame.with_columns(pl.col("line").cast(pl.Int64)).sort("line")
+    has = pl.col("reason").is_not_null()
+    last = pl.col("reason").forward_fill().over("host")
+    last_line = pl.when(has).then(pl.col("line")).forward_fill().over("host")
+    near = (pl.col("line") - last_line) <= 5
+    node_state = pl.col("kind").is_in(["slurm_node_drain", "slurm_node_down"]) & pl.col("state").is_not_null()
+    frame = frame.with_columns(pl.when(has).then(pl.col("reason")).when(node_state & near).then(last).alias("reason"))
+    return _reason_xid(frame)
+
+
+def _reason_xid(frame: pl.DataFrame) -> pl.DataFrame:
+    """An Xid named in a node's reason (`xid79`, `Xid 48`) sets `xid` and the failure mode it means."""
+    code = pl.col("reason").str.extract(r"(?i)\bxid[\s:=_-]*(\d+)").cast(pl.Int32, strict=False)
+    xid = frame.select(code).to_series()
+    codes = xid.drop_nulls().unique().to_list()
+    table = pl.DataFrame({"xid": pl.Series(codes, dtype=pl.Int32),
+                          "_xmode": pl.Series([taxonomy.xid(c).failure_mode for c in codes], dtype=pl.String)})
+    frame = frame.with_columns(xid=xid).join(table, on="xid", how="left")
+    # NOTE: slurmctld's own reason for a node it lost; a person's drain reason is free text.
+    lost = pl.col("reason").str.contains(r"^(?:Not responding|Node unexpectedly rebooted)")
+    mode = pl.coalesce("failure_mode", "_xmode", pl.when(lost).then(pl.lit("node_failure")))
+    return frame.with_columns(failure_mode=mode).drop("_xmode")
+
+
+def _finish(frame: pl.DataFrame) -> pl.DataFrame:
+    """The events table from classified, extracted lines."""
+    # NOTE: a kill request names what scancel was given, array ranges included (`81240_[4-9]`).
+    job = pl.coalesce("kjob", "job")
+    step = pl.col("stepid").str.extract(r"^\d+\.(.+)$")
+    detail = json_detail({
+        "job_id": job, "raw_job_id": pl.col("rawjob"), "step": pl.coalesce(step, "stepid"),
+        "state": pl.col("state"), "reason": pl.col("reason"),
+        "nodelist": pl.coalesce(pl.when(pl.col("alloc") != "(null)").then(pl.col("alloc")), "nodelist"),
+        "cpus": pl.col("cpus").cast(pl.Int32, strict=False), "partition": pl.coalesce("part", "bfpart"),
+        "exit_code": pl.col("exit").cast(pl.Int32, strict=False), "signal": pl.col("sig").cast(pl.Int32, strict=False),
+        "preempt_action": pl.coalesce("pact", "pact2"), "preempted_by": pl.col("pby"),
+        "uid": pl.col("uid").cast(pl.Int64, strict=False), "boot_time": pl.col("boot").cast(pl.Int64, strict=False),
+    })
+    schema = TABLE_COLUMNS["events"]
+    return frame.select(
+        pl.col("line").cast(pl.Int64), pl.col("ts").cast(schema["ts"]), "host", "kind", "failure_mode",
+        "severity", pl.col("xid").cast(pl.Int32), "text", detail.alias("detail"),
+    )

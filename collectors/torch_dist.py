@@ -1,0 +1,401 @@
+"""PyTorch distributed failures: ProcessGroupNCCL watchdog, torchrun summaries, CUDA and NCCL errors, tracebacks.
+
+Formats (torch 1.x to 2.10), behind launcher prefixes (`[rank3]:`, `[default3]:`, srun `3: `):
+    [rank3]:[E1125 10:15:01.123456789 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective ...
+    [E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught ...                (c10 logging before 2.4: no time)
+    [PG ID 0 PG GUID 0(default_pg) Rank 3] ...                                (2.5+ log prefix; [PG 0 Rank 3] 2.2-2.4)
+    E1125 10:15:03.456000 1234 torch/distributed/elastic/multiprocessing/api.py:882] failed (exitcode: -6) ...
+    [2024-04-10 16:02:56,193] torch.distributed.elastic.multiprocessing.api: [ERROR] failed ...   (2.1-2.3)
+    ERROR:torch.distributed.elastic.multiprocessing.api:failed ...                               (<= 2.0)
+    the ChildFailedError summary (`Root Cause (first observed failure):`, `[0]:`, `  time      : ...`)
+    CUDA / NCCL errors and Python tracebacks (`Traceback (most recent call last):` ... `ExcType: message`).
+Times without a year (glog) take ctx.year; all are the node's local time (ctx.tz).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import signal
+
+import polars as pl
+
+from clusterlab.collectors._base import Context, Parsed
+from clusterlab.collectors.nccl import cuda_mode, detail_json, local_to_utc
+
+NAME = "torch"
+EXCLUSIVE = False
+_START = r"Setting OMP_NUM_THREADS environment variable for each process|Starting elastic_operator with launch"
+PATTERN = "|".join([
+    r"ollective operation timeout|watchdog thread terminated with exception|Heartbeat monitor timed out",
+    r"watchdog got stuck for|Received a global timeout from another rank|Some NCCL operations have failed",
+    r"detected by watchdog at work|Timeout at NCCL work: |NCCL communicator was aborted",
+    r"CUDA out of memory|CUDA (?:driver )?error: |NCCL [Ee]rror|Unknown NCCL error",
+    r"Root Cause \(first observed failure\)|Failures:\s*$",
+    r"  (?:time      |host      |rank      |exitcode  |error_file|traceback ): ",
+    r"failed \(exitcode: -?\d+\) local_rank: |attempts left; will restart worker group",
+    r"death signal, shutting down workers|terminate called after throwing an instance of",
+    _START,
+    r"Traceback \(most recent call last\)|During handling of the above exception|The above exception was the direct",
+    r"\w(?:Error|Exception|Interrupt|Exit)(?::\s|:?\s*$)",
+])
+
+_SNIFF = re.compile(
+    rb"ProcessGroupNCCL|torch\.distributed|ChildFailedError|CUDA out of memory|CUDA error: |OutOfMemoryError"
+)
+# srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) `, torchrun `[rank3]:` / `[default3]:`, mpirun `[1,3]<...>:`
+_LAUNCHER = (r"^(?P<pfx>(?:\s*(?P<task>\d{1,6}): )?(?:\(\w+ pid=\d+(?:, ip=[\w.:]+)?\) )?"
+             r"(?:\[rank(?P<prank>\d{1,6})\]: ?|\[default(?P<plocal>\d{1,4})\]: ?"
+             r"|\[\d+,(?P<mrank>\d+)\]<std(?:out|err)>: ?)?)(?P<rest>.*)$")
+_GLOG = (r"^\[?(?P<lvl>[IWEF])(?:(?P<md>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?)(?: +\d+)?)? "
+         r"(?P<src>[\w./-]+:\d+)\] ?(?P<gmsg>.*)$")
+_PYLOG = r"^\[(?P<pyts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(?P<ms>\d{3})\] [\w.]+: \[\w+\] (?P<pmsg>.*)$"
+_OLDLOG = r"^(?:ERROR|WARNING|INFO|CRITICAL):torch[\w.]*:(?P<omsg>.*)$"
+_EXC = (r"^(?P<ind>\s*)(?P<exc_type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit))"
+        r"(?::\s?(?P<exc_msg>.*?))?\s*$")
+_FIELD = r"^  (?P<field>time|host|rank|exitcode|error_file|traceback) *: ?(?P<value>.*?)\s*$"
+_TB_START = r"^\s*(?:traceback : )?Traceback \(most recent call last\):\s*$"
+_CHAIN = r"During handling of the above exception|The above exception was the direct cause"
+_TB_MAX_LINES = 1000  # a traceback whose exception line is further away than this is not paired
+
+# Content kinds in the order tried: (kind, regex on the message, failure mode or None, severity).
+_KINDS: list[tuple[str, str, str | None, str]] = [
+    ("watchdog_terminated", r"watchdog thread terminated with exception", None, "critical"),
+    ("comm_aborted", r"NCCL communicator was aborted", None, "error"),
+    ("watchdog_timeout", r"ollective operation timeout", "nccl_timeout", "error"),
+    ("heartbeat_timeout", r"Heartbeat monitor timed out|watchdog got stuck for", "nccl_timeout", "critical"),
+    ("timeout_notified", r"Received a global timeout from another rank", "nccl_timeout", "warning"),
+    ("nccl_ops_failed", r"Some NCCL operations have failed or timed out", None, "error"),
+    ("watchdog_status", r"detected by watchdog at work|Timeout at NCCL work: ", None, "error"),
+    ("cuda_oom", r"CUDA out of memory|CUDA error: out of memory", "cuda_oom", "error"),
+    ("cuda_error", r"CUDA (?:driver )?error: ", None, "error"),
+    ("nccl_detail", r"^\s*nccl[A-Z]\w*Error: |^\s*Unknown NCCL error", None, "error"),
+    ("nccl_error", r"NCCL [Ee]rror\b", None, "error"),
+    ("worker_failed", r"failed \(exitcode: -?\d+\) local_rank: ", None, "error"),
+    ("worker_group_restart", r"attempts left; will restart worker group", None, "warning"),
+    ("agent_signal", r"death signal, shutting down workers", None, "warning"),
+    ("process_abort", r"terminate called after throwing an instance of", None, "critical"),
+]
+_CONTENT_MODE_KINDS = ("watchdog_terminated", "comm_aborted", "cuda_error", "nccl_detail", "nccl_error")
+# Exceptions that wrap or follow another failure: they name no cause of their own.
+_NO_MODE_EXC = {"DistStoreError", "DistBackendError", "SignalException", "ProcessExitedException", "SystemExit",
+                "ProcessRaisedException", "RendezvousClosedError", "RendezvousTimeoutError", "RendezvousError",
+                "RendezvousConnectionError", "RendezvousStateError"}
+_SIGNAMES = {str(s.value): s.name for s in signal.Signals}
+_GIB = {"bytes": 1 / 2**30, "B": 1 / 2**30, "KiB": 1 / 2**20, "MiB": 1 / 2**10, "GiB": 1.0, "TiB": 1024.0}
+_DETAIL = [
+    "task", "local_rank", "src", "pg_id", "pg_desc", "pg_rank", "seq_num", "op_type", "numel_in", "numel_out",
+    "timeout_ms", "ran_for_ms", "last_enqueued", "last_completed", "heartbeat_timeout_s", "nccl_error",
+    "nccl_result", "nccl_version", "nccl_src", "cuda_error", "gpu", "tried_gib", "total_gib", "free_gib",
+    "process_gib", "allocated_gib", "reserved_gib", "reserved_unallocated_gib", "exitcode", "signal", "pid",
+    "binary", "role", "state", "attempts_left", "max_restarts", "abort_exception", "exception", "message", "causes",
+]
+
+
+def sniff(head: bytes, path: str) -> bool:
+    """PyTorch distributed, CUDA or torchrun output in the head of the file."""
+    return _SNIFF.search(head) is not None
+
+
+def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
+    """Events for watchdog, elastic, CUDA, NCCL and traceback lines; child-failure summaries by adjacency."""
+    out = Parsed()
+    f = _fields(lines, ctx)
+    finals, unpaired = _tracebacks(f)
+    children, child_tbs, bad_entries = _children(f, finals, ctx)
+    in_summary = finals.filter(pl.col("tb_line").is_in(child_tbs))["line"].implode()
+    finals = finals.filter(~pl.col("tb_line").is_in(child_tbs))
+    # The exception inside a summary belongs to its child_failed event, not to an event of its own.
+    content = f.filter(pl.col("kind").is_not_null() & ~pl.col("line").is_in(in_summary))
+    events = pl.concat([_with_exceptions(content, finals), _exception_events(f, finals)], how="diagonal_relaxed")
+    events = _fold_nccl_detail(events)
+    if events.height:
+        out.add("events", events.sort("line").select(
+            "line", "ts", "kind", "failure_mode", "severity", "rank", "text", detail_json(_DETAIL).alias("detail"),
+        ))
+    out.add("events", children)
+    # A launcher start anchors the attempt in time (and gives the lines after it a clock).
+    out.add("facts", f.filter(pl.col("msg").str.contains(_START)).select(
+        "line", "ts", key=pl.lit("launcher_start"), value=pl.lit("torchrun")))
+    out.unparsed = unpaired + bad_entries
+    return out
+
+
+def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
+    """Launcher prefix, log header, time, content kind and the parsed fields of every matched line."""
+    f = lines.with_columns(pl.col("text").str.extract_groups(_LAUNCHER).alias("p")).unnest("p")
+    rest = pl.col("rest")
+    f = f.with_columns(
+        rest.str.extract_groups(_GLOG).alias("g"), rest.str.extract_groups(_PYLOG).alias("y"),
+        rest.str.extract_groups(_FIELD).alias("c"), rest.str.extract_groups(_EXC).alias("e"),
+        omsg=rest.str.extract(_OLDLOG, 1),
+    ).unnest("g", "y", "c", "e")
+    # c10 logging prints month*100+day unpadded (`E219` is 19 February); glog pads it (`E0219`).
+    md = pl.col("md").cast(pl.Int32, strict=False)
+    stamp = pl.coalesce(
+        pl.concat_str([pl.lit(f"{ctx.year}-"), (md // 100).cast(pl.String).str.zfill(2), pl.lit("-"),
+                       (md % 100).cast(pl.String).str.zfill(2), pl.lit(" "), pl.col("hms")]),
+        pl.when(pl.col("pyts").is_not_null()).then(pl.format("{}.{}", "pyts", "ms")),
+    )
+    # `what():` repeats a watchdog message already logged; NCCL's own lines belong to the nccl collector.
+    drop = rest.str.contains(r"^\s*what\(\):.*(?:watchdog thread terminated|Watchdog caught)|NCCL (?:INFO|WARN|TRACE) ")
+    f = f.with_columns(
+        msg=pl.coalesce("gmsg", "pmsg", "omsg", "rest"),
+        ts=local_to_utc(stamp.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False), ctx),
+        is_tb=rest.str.contains(_TB_START), is_chain=rest.str.contains(_CHAIN),
+        header=pl.when(rest.str.contains(r"^Root Cause \(first observed failure\):")).then(pl.lit("root"))
+        .when(rest.str.contains(r"^Failures:\s*$")).then(pl.lit("others")),
+        exc_type=pl.when(~drop).then(pl.col("exc_type")),
+        key=pl.concat_str([pl.col("pfx").str.strip_chars(), pl.lit("|"), rest.str.extract(r"^(\s*)", 1)]),
+        drop=drop,
+    )
+    kind, mode, severity = pl.lit(None, pl.String), pl.lit(None, pl.String), pl.lit(None, pl.String)
+    for k, rx, m, sev in reversed(_KINDS):
+        hit = pl.col("msg").str.contains(rx)
+        kind, mode = pl.when(hit).then(pl.lit(k)).otherwise(kind), pl.when(hit).then(pl.lit(m)).otherwise(mode)
+        severity = pl.when(hit).then(pl.lit(sev)).otherwise(severity)
+    kind = pl.when(~pl.col("drop") & pl.col("field").is_null() & pl.col("header").is_null()).then(kind)
+    f = f.with_columns(kind=kind, severity=severity, mode=mode).with_columns(
+        failure_mode=pl.when(pl.col("kind").is_in(_CONTENT_MODE_KINDS)).then(_content_mode(pl.col("msg")))
+        .when(pl.col("kind").is_not_null()).then(pl.col("mode")),
+    )
+    return _message_fields(f)
+
+
+def _content_mode(t: pl.Expr) -> pl.Expr:
+    """The failure mode a message names: a collective timeout, a CUDA error, an NCCL error."""
+    return (
+        pl.when(t.str.contains(r"ollective operation timeout")).then(pl.lit("nccl_timeout"))
+        .when(t.str.contains(r"CUDA out of memory")).then(pl.lit("cuda_oom"))
+        .when(t.str.contains(r"CUDA (?:driver )?error: "))
+        .then(cuda_mode(t.str.extract(r"CUDA (?:driver )?error: (.*)", 1)))
+        .when(t.str.contains(r"remote process exited|network error|ncclRemoteError")).then(pl.lit("network"))
+        .when(t.str.contains(r"unhandled cuda error|ncclUnhandledCudaError")).then(pl.lit("cuda_error"))
+        .when(t.str.contains(r"invalid (?:usage|argument)|ncclInvalid")).then(pl.lit("user_code_error"))
+        .when(t.str.contains(r"NCCL [Ee]rror.*\btime(?:out|d out)")).then(pl.lit("nccl_timeout"))
+    )
+
+
+def _num(rx: str, dtype: pl.DataType = pl.Int64) -> pl.Expr:
+    """The number the regex's first group captures in the message."""
+    return pl.col("msg").str.extract(rx, 1).cast(dtype, strict=False)
+
+
+def _gib(rx: str) -> pl.Expr:
+    """A `<value> <unit>` size the regex's two groups capture, in GiB."""
+    value = pl.col("msg").str.extract(rx, 1).cast(pl.Float64, strict=False)
+    unit = pl.col("msg").str.extract(rx, 2).replace_strict(_GIB, default=None, return_dtype=pl.Float64)
+    return (value * unit).round(4)
+
+
+def _message_fields(f: pl.DataFrame) -> pl.DataFrame:
+    """The numbers and names each kind of message carries (extracts hit only the lines that carry them)."""
+    m = pl.col("msg")
+    pg = r"\[PG (?:ID )?(\d+) (?:PG GUID \S+? |\([^)]*\) )?Rank \d+\]"
+    return f.with_columns(
+        task=pl.col("task").cast(pl.Int32), local_rank=pl.coalesce(
+            pl.col("plocal").cast(pl.Int32), _num(r"local_rank: (\d+)", pl.Int32)),
+        pg_id=_num(pg, pl.Int32), pg_desc=m.str.extract(r"\[PG (?:ID )?\d+ (?:PG GUID \d+)? ?\(([^)]*)\) Rank", 1),
+        pg_rank=_num(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", pl.Int32),
+        seq_num=pl.coalesce(_num(r"SeqNum=(\d+)"), _num(r"watchdog at work(?: sequence id)?: (\d+)"),
+                            _num(r"NCCL work: (\d+)")),
+        op_type=m.str.extract(r"OpType=(\w+)", 1), numel_in=_num(r"NumelIn=(\d+)"), numel_out=_num(r"NumelOut=(\d+)"),
+        timeout_ms=_num(r"Timeout\(ms\)=(\d+)"), ran_for_ms=_num(r"ran for (\d+) milliseconds"),
+        last_enqueued=_num(r"last enqueued (?:NCCL )?work: (-?\d+)"),
+        last_completed=_num(r"last completed (?:NCCL )?work: (-?\d+)"),
+        heartbeat_timeout_s=_num(r"got stuck for (\d+) seconds"),
+        nccl_error=m.str.extract(r"NCCL [Ee]rror(?: \d+)?(?: in: [^,]+,|:)? ?([^,]+?)(?:, NCCL version \S+)?\s*$", 1),
+        nccl_version=m.str.extract(r"NCCL version (\S+)", 1),
+        nccl_src=m.str.extract(r"NCCL [Ee]rror in: ([^,]+),", 1),
+        nccl_result=m.str.extract(r"^\s*(nccl[A-Z]\w*Error):", 1),
+        cuda_error=m.str.extract(r"CUDA (?:driver )?error: (.+?)\s*$", 1),
+        gpu=pl.coalesce(_num(r"\. GPU (\d+) has a total", pl.Int32), _num(r"\(GPU (\d+); ", pl.Int32)),
+        tried_gib=_gib(r"Tried to allocate ([\d.]+) (\w+)"),
+        total_gib=_gib(r"(?:total capaci?ty of|GPU \d+; ) ?([\d.]+) (\w+)"),
+        free_gib=_gib(r"(?:of which|already allocated; ) ?([\d.]+) (\w+) (?:is )?free"),
+        process_gib=_gib(r"(?:this process|Process \d+) has ([\d.]+) (\w+) memory in use"),
+        allocated_gib=_gib(r"(?:Of the allocated memory|capacity;) ([\d.]+) (\w+) (?:is allocated|already)"),
+        reserved_gib=_gib(r"([\d.]+) (\w+) reserved in total by PyTorch"),
+        reserved_unallocated_gib=_gib(r"and ([\d.]+) (\w+) is reserved by PyTorch but unallocated"),
+        exitcode=_num(r"failed \(exitcode: (-?\d+)\)", pl.Int32), pid=_num(r"\(pid: (\d+)\) of binary"),
+        binary=m.str.extract(r"of binary: (.+)$", 1),
+        role=m.str.extract(r"\[(\w+)\] Worker group", 1), state=m.str.extract(r"Worker group (\w+)\.", 1),
+        attempts_left=_num(r"(\d+)/\d+ attempts left", pl.Int32),
+        max_restarts=_num(r"\d+/(\d+) attempts left", pl.Int32),
+        signal=m.str.extract(r"Received (\S+) death signal", 1).str.strip_prefix("Signals.").replace(_SIGNAMES),
+        abort_exception=m.str.extract(r"instance of '([^']+)'", 1),
+        rank=pl.coalesce(pl.col("prank").cast(pl.Int32), pl.col("mrank").cast(pl.Int32),
+                         pl.when(_num(pg, pl.Int32).fill_null(0) == 0)
+                         .then(_num(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", pl.Int32))),
+    )
+
+
+def _tracebacks(f: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The exception line that ends each traceback (causes of chained ones folded in); count of unended ones."""
+    tb = f.filter(pl.col("is_tb")).select(pl.col("line").alias("tb_line"), "key")
+    ex = f.filter(pl.col("exc_type").is_not_null()).select("line", "key", "exc_type", "exc_msg")
+    schema = {"line": pl.Int64, "tb_line": pl.Int64, "exc_type": pl.String, "exc_msg": pl.String,
+              "causes": pl.List(pl.String), "chain_msgs": pl.List(pl.String), "consumed": pl.Boolean}
+    if not tb.height:
+        return pl.DataFrame(schema=schema), 0
+    pairs = (ex.sort("line").join_asof(tb.sort("tb_line"), left_on="line", right_on="tb_line", by="key",
+                                       strategy="backward", check_sortedness=False)
+             .filter(pl.col("tb_line").is_not_null() & (pl.col("line") - pl.col("tb_line") <= _TB_MAX_LINES))
+             .sort("line").unique("tb_line", keep="first", maintain_order=True))
+    marks: dict[str, list[int]] = {}
+    for line, key in f.filter(pl.col("is_chain")).select("line", "key").iter_rows():
+        marks.setdefault(key, []).append(line)
+    rows, by_key = [], {}
+    for r in pairs.iter_rows(named=True):  # one per traceback: rare lines
+        by_key.setdefault(r["key"], []).append(r)
+    for key, seq in by_key.items():
+        causes: list[str] = []
+        msgs: list[str | None] = []
+        ms = marks.get(key, [])
+        for cur, nxt in zip(seq, [*seq[1:], None], strict=True):
+            # "During handling ..." between this exception and the next traceback: this one is a cause.
+            i = bisect.bisect_right(ms, cur["line"])
+            chained = nxt is not None and i < len(ms) and ms[i] < nxt["tb_line"]
+            rows.append({"line": cur["line"], "tb_line": cur["tb_line"], "exc_type": cur["exc_type"],
+                         "exc_msg": cur["exc_msg"], "causes": causes or None,
+                         "chain_msgs": [*msgs, cur["exc_msg"]], "consumed": chained})
+            causes, msgs = ([*causes, cur["exc_type"]], [*msgs, cur["exc_msg"]]) if chained else ([], [])
+    return pl.DataFrame(rows, schema=schema), tb.height - pairs.height
+
+
+def _children(f: pl.DataFrame, finals: pl.DataFrame, ctx: Context) -> tuple[pl.DataFrame, list[int], int]:
+    """One event per failure entry of a ChildFailedError summary, grouped by line adjacency."""
+    lines = f.filter(pl.col("field").is_not_null() | pl.col("header").is_not_null()).select(
+        "line", "rest", "key", "field", "value", "header").sort("line")
+    entries: list[dict] = []
+    section: dict[str, str] = {}
+    for r in lines.iter_rows(named=True):  # summary lines only: a handful per failure
+        block = r["key"].split("|")[0]
+        if r["header"]:
+            section[block] = r["header"]
+            continue
+        last = entries[-1] if entries else None
+        if (r["field"] == "time" or last is None or r["line"] - last["last"] > 8 or last["block"] != block
+                or r["field"] in last["fields"]):
+            last = {"line": r["line"], "block": block, "root": section.get(block), "fields": {}, "tb": None,
+                    "lines": []}
+            entries.append(last)
+        last["fields"][r["field"]], last["last"] = r["value"], r["line"]
+        last["lines"].append(r["rest"].strip())
+        if r["field"] == "traceback" and r["value"].startswith("Traceback (most recent call last)"):
+            last["tb"] = r["line"]
+    exc = {r["tb_line"]: r for r in finals.iter_rows(named=True)}
+    rows = [_child_row(e, exc.get(e["tb"]), ctx) for e in entries]
+    good = [r for r in rows if r["rank"] is not None or r["exitcode"] is not None]
+    tbs = [e["tb"] for e in entries if e["tb"] is not None]
+    if not good:
+        return pl.DataFrame(), tbs, len(rows)
+    frame = pl.DataFrame(good, infer_schema_length=None)
+    stamp = pl.col("time").str.replace("_", " ").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us",
+                                                                   strict=False)
+    frame = frame.select(
+        pl.col("line").cast(pl.Int64), local_to_utc(stamp, ctx).alias("ts"), pl.col("host").cast(pl.String),
+        pl.lit("child_failed").alias("kind"), _content_mode(pl.col("cause").cast(pl.String)).alias("failure_mode"),
+        "severity", pl.col("rank").cast(pl.Int32), "text",
+        detail_json(["root_cause", "local_rank", "exitcode", "signal", "pid", "fqdn", "error_file", "exception",
+                     "message"]).alias("detail"),
+    )
+    return frame, tbs, len(rows) - len(good)
+
+
+def _child_row(e: dict, exc: dict | None, ctx: Context) -> dict:
+    """The fields of one summary entry (`rank : 3 (local_rank: 3)`, `exitcode : -6 (pid: 1234)`, ...)."""
+    fl = e["fields"]
+    rank = re.match(r"(\d+)(?: \(local_rank: (\d+)\))?", fl.get("rank") or "")
+    code = re.match(r"(-?\d+)(?: \(pid: (\d+)\))?(?: \(?(SIG\w+)\)?)?", fl.get("exitcode") or "")
+    tb = fl.get("traceback") or ""
+    sig = re.search(r"Signal (\d+) \((SIG\w+)\)", tb)
+    exitcode = int(code.group(1)) if code else None
+    signame = (code.group(3) if code and code.group(3) else sig.group(2) if sig else
+               _signal_name(-exitcode) if exitcode is not None and exitcode < 0 else None)
+    fqdn = fl.get("host")
+    host = fqdn if not fqdn or fqdn in ctx.known_hosts or _is_ip(fqdn) else fqdn.split(".")[0]
+    message = exc["exc_msg"] if exc else (None if tb in ("", "<N/A>") or tb.startswith("Traceback") else tb)
+    return {
+        "line": e["line"], "text": " | ".join(e["lines"]), "time": fl.get("time"), "host": host, "rank": _int(rank, 1),
+        "severity": "critical" if e["root"] == "root" else "error",
+        "root_cause": e["root"] == "root" if e["root"] else None, "local_rank": _int(rank, 2),
+        "exitcode": exitcode, "signal": signame, "pid": _int(code, 2), "fqdn": fqdn if fqdn != host else None,
+        "error_file": None if fl.get("error_file") in (None, "<N/A>") else fl.get("error_file"),
+        "exception": exc["exc_type"] if exc else None, "message": message,
+        "cause": " ".join(x for x in (exc["exc_type"] if exc else None, message) if x) or None,
+    }
+
+
+def _with_exceptions(content: pl.DataFrame, finals: pl.DataFrame) -> pl.DataFrame:
+    """Content events, with the exception type (and chained causes) where the line ends a traceback."""
+    return content.join(finals.select("line", pl.col("exc_type").alias("exception"), "causes"),
+                        on="line", how="left")
+
+
+def _exc_mode(exc_type: pl.Expr, message: pl.Expr) -> pl.Expr:
+    """The failure mode an exception type (and message) names; ordinary exceptions are the user's code."""
+    short = exc_type.str.extract(r"(\w+)$", 1)
+    return (pl.when(short == "KeyboardInterrupt").then(pl.lit("manual_stop"))
+            .when(short == "MemoryError").then(pl.lit("host_oom"))
+            .when(short.is_in(["OSError", "IOError"]) & message.fill_null("").str.contains(
+                r"\[Errno (?:5|116)\]|Input/output error|Stale file handle")).then(pl.lit("filesystem_io"))
+            .when(short == "DistNetworkError").then(pl.lit("network"))
+            .when(short.is_in(list(_NO_MODE_EXC))).then(pl.lit(None, pl.String))
+            .otherwise(pl.lit("user_code_error")))
+
+
+def _exception_events(f: pl.DataFrame, finals: pl.DataFrame) -> pl.DataFrame:
+    """A python_exception event for each traceback ending in an exception no content kind covers."""
+    plain = finals.filter(~pl.col("consumed") & (pl.col("exc_type").str.extract(r"(\w+)$", 1) != "ChildFailedError"))
+    # A chain takes the mode of its root-most specific cause (a stale NFS handle under a RuntimeError).
+    members = (plain.select("line", pl.concat_list([pl.col("causes").fill_null([]), pl.col("exc_type")]).alias("t"),
+                            "chain_msgs")
+               .explode(["t", "chain_msgs"]).with_columns(m=_exc_mode(pl.col("t"), pl.col("chain_msgs"))))
+    modes = members.group_by("line").agg(
+        pl.col("m").filter(pl.col("m").is_not_null() & (pl.col("m") != "user_code_error")).first().alias("specific"),
+        pl.col("m").last().alias("own"),
+    )
+    rows = (f.filter(pl.col("kind").is_null()).join(plain.select("line", "causes"), on="line", how="inner")
+            .join(modes, on="line", how="left"))
+    return rows.with_columns(
+        kind=pl.lit("python_exception"), failure_mode=pl.coalesce("specific", "own"), severity=pl.lit("error"),
+        exception=pl.col("exc_type"), message=pl.col("exc_msg"),
+    ).drop("specific", "own")
+
+
+def _fold_nccl_detail(events: pl.DataFrame) -> pl.DataFrame:
+    """`ncclRemoteError: ...` lines explain the NCCL error one or two lines above: fold them into it."""
+    if not events.height or not (events["kind"] == "nccl_detail").any():
+        return events
+    events = events.sort("line")
+    det = events.filter(pl.col("kind") == "nccl_detail").select(
+        "line", pl.col("nccl_result").alias("d_result"), pl.col("failure_mode").alias("d_mode"))
+    base = events.filter(pl.col("kind").is_in(["nccl_error", "watchdog_terminated", "comm_aborted"])).select(
+        pl.col("line").alias("target"))
+    folded = (det.join_asof(base, left_on="line", right_on="target", strategy="backward", tolerance=2)
+              .filter(pl.col("target").is_not_null()).unique("target", keep="first"))
+    events = events.join(folded.select(pl.col("target").alias("line"), "d_result", "d_mode"), on="line", how="left")
+    return events.filter(~pl.col("line").is_in(folded["line"].implode())).with_columns(
+        nccl_result=pl.coalesce("nccl_result", "d_result"),
+        failure_mode=pl.coalesce("failure_mode", "d_mode"),
+        kind=pl.when(pl.col("kind") == "nccl_detail").then(pl.lit("nccl_error")).otherwise(pl.col("kind")),
+    ).drop("d_result", "d_mode")
+
+
+def _signal_name(n: int) -> str | None:
+    """SIGABRT for 6 (Linux numbering, as torchrun itself reports it)."""
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return None
+
+
+def _int(m: re.Match | None, group: int) -> int | None:
+    """A regex group as an int, None where it did not match."""
+    return int(m.group(group)) if m and m.group(group) else None
+
+
+def _is_ip(host: str) -> bool:
+    """An IPv4 or IPv6 address (never shortened at its first dot)."""
+    return re.fullmatch(r"[\d.]+|[0-9a-fA-F]*:[0-9a-fA-F:]*", host) is not None

@@ -1,0 +1,415 @@
+"""Training step log collectors: Megatron-LM, torchtitan, DeepSpeed, HF Trainer, step JSONL."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+
+import polars as pl
+import pytest
+
+from clusterlab import attempts, store
+from clusterlab.bundle import FileTask
+from clusterlab.collectors import all_collectors, deepspeed, hf_trainer, megatron, step_jsonl, torchtitan
+from clusterlab.collectors._base import Context, Parsed
+from clusterlab.ingest import ingest_file
+from conftest import SAMPLES
+
+CTX = Context(path="test.log")
+NCCL_SPAM = [
+    "gpu-001:2231:2301 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
+    "gpu-001:2231:2231 [0] NCCL INFO comm 0x55d3c1a0 rank 0 nranks 64 cudaDev 0 busId 18000 - Init COMPLETE",
+    "gpu-001:2231:2231 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.10.1.1<0>",
+    "gpu-001:2231:2290 [0] NCCL INFO Connected all rings, step 3 loss 0 iteration 12/40 | size 8",
+]
+STEP_COLLECTORS = [megatron, torchtitan, deepspeed, hf_trainer]
+
+
+def run(collector, *texts: str, ctx: Context = CTX) -> Parsed:
+    """Parse `texts` as the engine would: number them, keep the lines the PATTERN matches."""
+    frame = pl.DataFrame({"line": pl.Series(range(1, len(texts) + 1), dtype=pl.Int64), "text": list(texts)})
+    if collector.PATTERN is not None:
+        frame = frame.filter(pl.col("text").str.contains(collector.PATTERN))
+    return collector.parse(frame, ctx)
+
+
+def rows(parsed: Parsed, table: str) -> list[dict]:
+    frame = parsed.tables.get(table)
+    return [] if frame is None else frame.to_dicts()
+
+
+def meg_iter(step: int, ms: str = "5432.1", ts: str | None = "2026-11-24 08:10:43", tail: str = "") -> str:
+    pre = f" [{ts}]" if ts else ""
+    return (f"{pre} iteration {step:8d}/  500000 | consumed samples: {step * 512:12d} | elapsed time per iteration "
+            f"(ms): {ms} | throughput per GPU (TFLOP/s/GPU): 402.3 | learning rate: 3.000000E-04 | global batch "
+            f"size:   512 | lm loss: 7.123456E+00 | loss scale: 1.0 | grad norm: 1.234 | number of skipped "
+            f"iterations:   0 | number of nan iterations:   0 |{tail}")
+
+
+# ---------------------------------------------------------------- Megatron-LM
+
+def test_megatron_iteration_line_gives_step_time_and_tflops():
+    (row,) = rows(run(megatron, meg_iter(100)), "steps")
+    assert row["step"] == 100 and row["step_s"] == pytest.approx(5.4321)
+    assert row["tflops"] == 402.3 and row["loss"] == pytest.approx(7.123456) and row["lr"] == pytest.approx(3e-4)
+    assert row["grad_norm"] == 1.234 and row["skipped"] == 0 and row["nan"] == 0
+    assert row["ts"] == dt.datetime(2026, 11, 24, 8, 10, 43)
+
+
+def test_megatron_time_prefix_is_local_time_of_the_node():
+    (row,) = rows(run(megatron, meg_iter(100), ctx=Context(path="t", tz="America/Chicago")), "steps")
+    assert row["ts"] == dt.datetime(2026, 11, 24, 14, 10, 43)
+
+
+def test_megatron_deepspeed_variant_in_seconds_with_srun_label():
+    line = ("63:  iteration      100/  143051 | consumed samples:       204800 | consumed tokens:    419430400 | "
+            "elapsed time per iteration (s): 15.23 | learning rate: 1.944E-05 | global batch size:  2048 | "
+            "lm loss: 5.396257E+00 | grad norm: 0.765 | num zeros: 0.0 | number of skipped iterations:   0 | "
+            "number of nan iterations:   0 | samples per second: 134.471 | TFLOPs: 148.04 |")
+    (row,) = rows(run(megatron, line), "steps")
+    assert row["step_s"] == 15.23 and row["tflops"] == 148.04 and row["rank"] == 63 and row["ts"] is None
+
+
+def test_megatron_nan_iterations_raise_a_loss_divergence_event():
+    line = meg_iter(300).replace("number of skipped iterations:   0", "number of skipped iterations:   3").replace(
+        "number of nan iterations:   0", "number of nan iterations:   3")
+    parsed = run(megatron, line)
+    (event,) = rows(parsed, "events")
+    assert event["kind"] == "loss_nan" and event["failure_mode"] == "loss_divergence"
+    assert json.loads(event["detail"]) == {"step": 300, "nan_iterations": 3}
+    assert rows(parsed, "steps")[0]["skipped"] == 3
+
+
+def test_megatron_rerun_validation_names_node_rank_and_step():
+    line = ("[rank17]: RuntimeError: Rank 17, node gpu-003, device 1, iteration 1234: Unexpected result nan "
+            "(message='found NaN in local grad norm for bucket #0 in backward pass')")
+    (event,) = rows(run(megatron, line), "events")
+    assert (event["host"], event["rank"], event["kind"]) == ("gpu-003", 17, "loss_nan")
+    assert json.loads(event["detail"])["step"] == 1234
+
+
+def test_megatron_save_pairs_start_finish_and_timer():
+    parsed = run(
+        megatron, meg_iter(200),
+        "saving checkpoint at iteration     200 to /lustre/ckpt in torch_dist format",
+        "  successfully saved checkpoint from iteration     200 to /lustre/ckpt [ t 1/8, p 1/1 ]",
+        "(min, max) time across ranks (ms):",
+        "    save-checkpoint ................................: (31876.54, 32001.87)",
+    )
+    (ck,) = rows(parsed, "checkpoints")
+    assert (ck["line"], ck["action"], ck["step"], ck["path"], ck["ok"]) == (2, "save", 200, "/lustre/ckpt", True)
+    assert ck["duration_s"] == pytest.approx(32.00187)
+    assert parsed.unparsed == 0
+
+
+def test_megatron_save_without_finish_is_not_ok():
+    (ck,) = rows(run(megatron, "saving checkpoint at iteration     400 to /lustre/ckpt in torch_dist format"),
+                 "checkpoints")
+    assert ck["ok"] is False and ck["duration_s"] is None
+
+
+def test_megatron_async_save_is_ok_once_finalised_and_keeps_the_blocking_time():
+    parsed = run(
+        megatron,
+        "[rank0]: [2026-11-24 14:20:42.004417] saving checkpoint at iteration    1000 to /ckpt in torch_dist format",
+        "[rank0]:   [2026-11-24 14:20:44.337120] scheduled an async checkpoint save at iteration    1000 to /ckpt",
+        "[rank63]:     save-checkpoint ................................: (2301.11, 2333.45)",
+        meg_iter(1100, ts="2026-11-24 14:22:46.117342"),
+        "[rank0]:   [2026-11-24 14:22:47.500030] successfully saved checkpoint from iteration    1000 to /ckpt "
+        "[ t 1/4, gtp_remat 1/1, p 1/2 ]",
+    )
+    (ck,) = rows(parsed, "checkpoints")
+    assert ck["ok"] is True and ck["duration_s"] == pytest.approx(2.33345) and ck["step"] == 1000
+    assert ck["ts"] == dt.datetime(2026, 11, 24, 14, 20, 42, 4417)
+
+
+def test_megatron_load_timer_of_a_fresh_start_is_not_a_checkpoint():
+    parsed = run(
+        megatron,
+        "    will not load any checkpoints and will start from random",
+        "    load-checkpoint ................................: (1.52, 2.10)",
+        " loading distributed checkpoint from /ckpt at iteration 200",
+        "  successfully loaded checkpoint from /ckpt [ t 1/8, p 1/1 ] at iteration 200",
+        "    load-checkpoint ................................: (41234.50, 41260.12)",
+    )
+    (ck,) = rows(parsed, "checkpoints")
+    assert (ck["action"], ck["step"], ck["ok"]) == ("load", 200, True)
+    assert ck["duration_s"] == pytest.approx(41.26012)
+
+
+def test_megatron_truncated_iteration_line_is_counted_unparsed():
+    parsed = run(megatron, meg_iter(100), meg_iter(200)[:110])
+    assert len(rows(parsed, "steps")) == 1 and parsed.unparsed == 1
+    assert parsed.warnings == ["line 2: iteration line without a readable step time"]
+
+
+def test_megatron_argument_dump_gives_model_shape_facts():
+    parsed = run(
+        megatron,
+        "  num_layers ...................................... 32",
+        "  seq_length ...................................... 8192",
+        "  num_experts ..................................... None",
+        " > number of parameters on (tensor, pipeline) model parallel rank (1, 0): 1003782144",
+        "[before the start of training step] datetime: 2026-11-24 08:01:40 ",
+    )
+    facts = {r["key"]: r["value"] for r in rows(parsed, "facts")}
+    assert facts == {"layers": "32", "seq_len": "8192", "params_shard_tp1_pp0": "1003782144",
+                     "milestone": "before the start of training step"}
+    assert parsed.unparsed == 0
+
+
+def test_megatron_ignores_deepspeed_config_dump_with_shorter_dot_leaders():
+    line = "[2026-11-24 06:00:20,412] [INFO] [config.py:1004:print]   world_size ................... 16"
+    assert not re.search(megatron.PATTERN, line)
+    assert rows(run(deepspeed, line), "facts")[0]["key"] == "data_parallel_size"
+
+
+# ---------------------------------------------------------------- torchtitan
+
+def titan(ts: str, msg: str) -> str:
+    return f"[rank0]:[titan] {ts} - root - INFO - {msg}"
+
+
+def titan_step(ts: str, step: int, loss: str = " 7.89991") -> str:
+    return titan(ts, f"\x1b[31mstep: {step:2}  \x1b[32mloss: {loss}  \x1b[38;2;180;60;0mgrad_norm:  1.2345  "
+                     f"\x1b[38;2;54;234;195mmemory: 23.11GiB(29.20%)  \x1b[34mtps: 6,519  \x1b[36mtflops: 377.44  "
+                     f"\x1b[35mmfu: 38.16%\x1b[39m")
+
+
+def test_torchtitan_coloured_step_line_gives_loss_grad_norm_and_tflops():
+    (row,) = rows(run(torchtitan, titan_step("2026-11-24 08:10:00,123", 10)), "steps")
+    assert (row["step"], row["loss"], row["grad_norm"], row["tflops"], row["rank"]) == (10, 7.89991, 1.2345, 377.44, 0)
+    assert row["ts"] == dt.datetime(2026, 11, 24, 8, 10, 0, 123000)
+
+
+def test_torchtitan_step_time_is_the_interval_between_step_lines_within_one_launch():
+    parsed = run(
+        torchtitan,
+        titan_step("2026-11-24 08:10:00,000", 10), titan_step("2026-11-24 08:10:30,000", 20),
+        titan("2026-11-24 08:20:00,000", "Loading the checkpoint from ./outputs/checkpoint/step-10."),
+        titan_step("2026-11-24 08:21:00,000", 20), titan_step("2026-11-24 08:21:27,000", 30),
+    )
+    assert [(r["step"], r["step_s"]) for r in rows(parsed, "steps")] == [(10, None), (20, 3.0), (20, None), (30, 2.7)]
+
+
+def test_torchtitan_validation_and_repeated_rank_lines_are_not_extra_steps():
+    same = titan_step("2026-11-24 08:10:00,123", 10).removeprefix("[rank0]:")
+    val = titan("2026-11-24 08:10:05,000", "\x1b[33mvalidate step: 10  \x1b[32mloss:  7.5512  tps: 21,040")
+    parsed = run(torchtitan, same, same, same, val)
+    assert [r["step"] for r in rows(parsed, "steps")] == [10] and parsed.unparsed == 0
+
+
+def test_torchtitan_nan_loss_is_flagged_and_raises_an_event():
+    parsed = run(torchtitan, titan_step("2026-11-24 08:10:00,123", 40, loss="     nan"))
+    (row,) = rows(parsed, "steps")
+    assert row["loss"] is None and row["nan"] == 1
+    assert rows(parsed, "events")[0]["kind"] == "loss_nan"
+
+
+def test_torchtitan_save_takes_the_last_logged_step_and_staging_leaves_ok_unknown():
+    parsed = run(
+        torchtitan, titan_step("2026-11-24 08:10:00,000", 500),
+        titan("2026-11-24 08:10:00,100", "Saving the checkpoint."),
+        titan("2026-11-24 08:10:12,440", "Finished saving the checkpoint in 12.34 seconds."),
+        titan_step("2026-11-24 08:10:40,000", 510),
+        titan("2026-11-24 08:10:40,100", "Staging the checkpoint."),
+        titan("2026-11-24 08:10:40,600", "Finished staging the checkpoint in 0.50 seconds."),
+    )
+    got = [(r["step"], r["duration_s"], r["ok"]) for r in rows(parsed, "checkpoints")]
+    assert got == [(500, 12.34, True), (510, 0.5, None)]
+
+
+def test_torchtitan_model_size_and_trainer_facts():
+    parsed = run(
+        torchtitan, titan("2026-11-24 08:00:11,480", "\x1b[34mModel llama3 8B \x1b[31msize: 8,030,261,248 total "
+                                                     "parameters\x1b[39m"),
+        titan("2026-11-24 08:00:13,004", "Trainer is initialized with 16384 tokens per DP rank, 1048576 tokens per "
+                                         "train step, gradient accumulation steps 1, maximum context length 8192, "
+                                         "total steps 3000 (warmup 200)"),
+    )
+    facts = {r["key"]: r["value"] for r in rows(parsed, "facts")}
+    assert facts["model"] == "llama3 8B" and facts["params"] == "8030261248"
+    assert facts["tokens_per_step"] == "1048576" and facts["seq_len"] == "8192" and facts["train_iters"] == "3000"
+
+
+# ---------------------------------------------------------------- DeepSpeed
+
+def ds(ts: str, msg: str, src: str = "logging.py:128:log_dist") -> str:
+    return f"[{ts}] [INFO] [{src}] {msg}"
+
+
+def test_deepspeed_progress_and_pipeline_lines_of_one_step_merge():
+    parsed = run(
+        deepspeed, ds("2026-11-25 12:03:10,410", "[Rank 0] step=10, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]"),
+        "steps: 10 loss: 7.1234 iter time (s): 0.456 samples/sec: 140.351",
+    )
+    (row,) = rows(parsed, "steps")
+    assert (row["step"], row["loss"], row["step_s"], row["lr"], row["line"]) == (10, 7.1234, 0.456, 1e-4, 1)
+    assert row["ts"] == dt.datetime(2026, 11, 25, 12, 3, 10, 410000)
+
+
+def test_deepspeed_skipped_is_the_skips_since_the_previous_row_not_the_running_total():
+    parsed = run(
+        deepspeed, *[ds(f"2026-11-24 06:0{i}:00,000", f"[Rank 0] step={10 * i}, skipped={s}, lr=[3e-05], mom=[]")
+                     for i, s in ((1, 1), (2, 1), (3, 3))])
+    got = [(r["step"], r["skipped"], r["step_s"]) for r in rows(parsed, "steps")]
+    assert got == [(10, None, None), (20, 0, 6.0), (30, 2, 6.0)]
+
+
+def test_deepspeed_overflow_is_informational_and_a_floored_loss_scale_is_divergence():
+    parsed = run(
+        deepspeed,
+        ds("2026-11-24 06:01:02,551", "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, "
+                                      "reducing to 32768", src="loss_scaler.py:183:update_scale"),
+        "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.",
+    )
+    first, second = rows(parsed, "events")
+    assert (first["kind"], first["severity"], first["failure_mode"]) == ("grad_overflow", "info", None)
+    assert first["rank"] == 0
+    assert json.loads(first["detail"]) == {"loss_scale": 65536.0, "next_scale": 32768.0}
+    assert (second["kind"], second["failure_mode"]) == ("loss_scale_min", "loss_divergence")
+
+
+def test_deepspeed_save_spans_about_to_be_saved_to_ready_and_load_spans_its_files():
+    model, optim = "/fsx/ckpt/global_step30/mp_rank_00_model_states.pt", "/fsx/ckpt/global_step30/zero_pp_rank_0.pt"
+    parsed = run(
+        deepspeed, ds("2026-11-24 06:02:58,900", "[Rank 0] [Torch] Checkpoint global_step30 is about to be saved!"),
+        ds("2026-11-24 06:02:59,010", f"[Rank 0] Saving model checkpoint: {model}"),
+        ds("2026-11-24 06:03:41,950", "[Torch] Checkpoint global_step30 is ready now!", src="torch_ckpt.py:33:commit"),
+        ds("2026-11-24 07:00:00,000", f"[Rank 0] [Torch] Begin Load checkpoint from {model}..."),
+        ds("2026-11-24 07:00:06,000", f"[Rank 0] [Torch] End Load checkpoint from {model}..."),
+        ds("2026-11-24 07:00:06,100", f"[Rank 0] [Torch] Begin Load checkpoint from {optim}..."),
+        ds("2026-11-24 07:00:10,000", f"[Rank 0] [Torch] End Load checkpoint from {optim}..."),
+    )
+    got = [(r["action"], r["step"], r["path"], r["duration_s"], r["ok"]) for r in rows(parsed, "checkpoints")]
+    assert got == [("save", 30, "/fsx/ckpt/global_step30", pytest.approx(43.05), True),
+                   ("load", 30, "/fsx/ckpt/global_step30", pytest.approx(10.0), True)]
+
+
+def test_deepspeed_newer_save_without_commit_line_keeps_ok_unknown():
+    (ck,) = rows(run(deepspeed, ds("2026-11-24 06:02:58,900", "[Rank 0] [Torch] Checkpoint global_step20 is about "
+                                                              "to be saved!")), "checkpoints")
+    assert ck["ok"] is None and ck["step"] == 20
+
+
+# ---------------------------------------------------------------- HuggingFace Trainer
+
+def test_hf_trainer_dict_lines_read_numbers_and_quoted_numbers():
+    parsed = run(
+        hf_trainer, "{'loss': 3.9813, 'grad_norm': 2.2116, 'learning_rate': 4.9911e-05, 'epoch': 0.03}",
+        " 2%|▏  | 100/5625 [01:02<57:01,  1.61it/s]{'loss': '2.341', 'grad_norm': '1.12', 'learning_rate': '1.98e-05'}",
+        "{'eval_loss': 3.3102, 'eval_runtime': 12.3012, 'epoch': 0.09}",
+    )
+    got = [(r["step"], r["loss"], r["grad_norm"], r["lr"]) for r in rows(parsed, "steps")]
+    assert got == [(None, 3.9813, 2.2116, 4.9911e-05), (None, 2.341, 1.12, 1.98e-05)]
+
+
+def test_hf_trainer_nan_loss_event_and_truncated_dict_unparsed():
+    parsed = run(hf_trainer, "{'loss': nan, 'grad_norm': nan, 'learning_rate': 4.96e-05, 'epoch': 0.1}",
+                 "{'loss': '2.01', 'grad_norm': '0.95', 'learning_ra")
+    assert rows(parsed, "steps")[0]["nan"] == 1 and rows(parsed, "events")[0]["kind"] == "loss_nan"
+    assert parsed.unparsed == 1
+
+
+def test_hf_trainer_checkpoint_step_from_its_folder_and_final_metrics_as_facts():
+    parsed = run(
+        hf_trainer,
+        "[INFO|trainer.py:3705] 2026-11-24 11:05:12,441 >> Saving model checkpoint to out/gpt2/checkpoint-500",
+        "[INFO|trainer.py:2250] 2026-11-24 11:20:10,012 >> Loading model from out/gpt2/checkpoint-500.",
+        "[INFO|trainer.py:2134] 2026-11-24 11:20:31,500 >>   Total train batch size (w. parallel, distributed & "
+        "accumulation) = 64",
+        "{'train_runtime': 3601.2219, 'train_samples_per_second': 99.97, 'train_steps_per_second': 1.562, "
+        "'train_loss': 3.0511, 'epoch': 3.0}",
+        ctx=Context(path="t", tz="Asia/Singapore"),
+    )
+    got = [(r["action"], r["step"], r["path"], r["ok"], r["ts"]) for r in rows(parsed, "checkpoints")]
+    assert got == [("save", 500, "out/gpt2/checkpoint-500", None, dt.datetime(2026, 11, 24, 3, 5, 12, 441000)),
+                   ("load", 500, "out/gpt2/checkpoint-500", None, dt.datetime(2026, 11, 24, 3, 20, 10, 12000))]
+    facts = {r["key"]: r["value"] for r in rows(parsed, "facts")}
+    assert facts == {"global_batch_size": "64", "train_runtime_s": "3601.2219", "train_samples_per_second": "99.97",
+                     "train_steps_per_second": "1.562", "train_loss": "3.0511"}
+
+
+# ---------------------------------------------------------------- step JSONL
+
+def record(**kw) -> str:
+    base = {"ts": 1795824002.5, "rank": 0, "host": "east-001", "step": 1, "step_s": 2.41}
+    return json.dumps({**base, **kw})
+
+
+def test_step_jsonl_junk_lines_counted_not_fatal():
+    parsed = run(step_jsonl, record(), "WARNING: not json", "\x00\x00\x00", '{"ts": 1, "rank": 1, "step": 2,, }',
+                 '{"ts": 1, "step": 2}', record(rank=1, step_s=[2.4]), "", record(rank=2), '{"ts": 1795824002.5, "ra')
+    assert [r["rank"] for r in rows(parsed, "rank_steps")] == [0, 2]
+    assert parsed.unparsed == 6
+    assert parsed.warnings[0] == "line 2: not a step record (a JSON object with rank and step)"
+
+
+def test_step_jsonl_reads_iso_offsets_epoch_seconds_and_numbers_as_text():
+    parsed = run(step_jsonl, record(ts="2026-11-28T01:00:05.250+01:00"), record(ts="2026-11-28T00:00:05Z"),
+                 record(ts="2026-11-28 00:00:07.5"), record(ts=1795824002.5), record(rank="3", tokens="65536"))
+    got = [(r["ts"], r["rank"]) for r in rows(parsed, "rank_steps")]
+    day = dt.datetime(2026, 11, 28)
+    assert [g[0] for g in got[:4]] == [day + dt.timedelta(seconds=s) for s in (5.25, 5, 7.5, 2.5)]
+    assert got[4][1] == 3 and rows(parsed, "rank_steps")[4]["tokens"] == 65536
+
+
+def test_step_jsonl_large_batch_keeps_every_good_record_around_bad_ones():
+    texts = [record(rank=i % 512, step=i // 512, comm_s=0.1) for i in range(20_000)]
+    texts[777] = '{"rank": 1, "step": }'
+    texts[15_000] = '{"rank": [1], "step": 3}'
+    parsed = run(step_jsonl, *texts)
+    frame = parsed.tables["rank_steps"]
+    assert frame.height == 19_998 and parsed.unparsed == 2
+    assert frame["line"].is_sorted() and 778 not in frame["line"].to_list()
+
+
+def test_step_jsonl_sniff_needs_objects_with_rank_and_step():
+    assert step_jsonl.sniff(((record() + "\n") * 3 + '{"ts": 1, "ra').encode(), "x.jsonl")
+    assert not step_jsonl.sniff(b'{"loss": 1.0, "step": 3}\n{"loss": 0.9, "step": 4}\n', "x.jsonl")
+    assert not step_jsonl.sniff(b"[2026-11-24 06:00:12,002] [INFO] step=10, skipped=0\n", "x.log")
+
+
+# ---------------------------------------------------------------- across the step collectors
+
+@pytest.mark.parametrize("collector", STEP_COLLECTORS, ids=lambda c: c.NAME)
+def test_step_patterns_do_not_match_nccl_info_spam(collector):
+    assert not [line for line in NCCL_SPAM if re.search(collector.PATTERN, line)]
+
+
+@pytest.mark.parametrize("collector", STEP_COLLECTORS, ids=lambda c: c.NAME)
+def test_step_patterns_are_rust_regex(collector):
+    frame = pl.DataFrame({"text": ["x"]})
+    frame.filter(pl.col("text").str.contains(collector.PATTERN))  # raises on look-around or backrefs
+
+
+@pytest.mark.parametrize(("collector", "sample"), [
+    (megatron, "megatron/gpt_restart.log"), (torchtitan, "torchtitan/llama3_8b_restart.log"),
+    (deepspeed, "deepspeed/zero2_fp16_overflow.log"), (hf_trainer, "hf_trainer/run_clm_resume.log"),
+    (step_jsonl, "step_jsonl/rank_steps.jsonl"),
+])
+def test_each_step_collector_sniffs_its_own_sample_only(collector, sample):
+    head = (SAMPLES / sample).read_bytes()[:65536]
+    others = [c for c in (megatron, torchtitan, deepspeed, hf_trainer, step_jsonl) if c is not collector]
+    assert collector.sniff(head, sample)
+    assert not [c.NAME for c in others if c.sniff(head, sample)]
+
+
+def test_pdsh_host_prefix_names_the_host_only_when_the_host_is_known():
+    line = ds("2026-11-24 06:01:40,120", "[Rank 0] step=10, skipped=0, lr=[3e-05], mom=[(0.9, 0.999)]")
+    known = Context(path="t", known_hosts=frozenset({"worker-1"}))
+    assert rows(run(deepspeed, "worker-1: " + line, ctx=known), "steps")[0]["host"] == "worker-1"
+    assert rows(run(deepspeed, "WARNING: " + line, ctx=known), "steps")[0]["host"] is None
+
+
+def test_megatron_restart_in_one_log_becomes_two_attempts():
+    path = SAMPLES / "megatron" / "gpt_restart.log"
+    con = store.connect(":memory:")
+    ctx = Context(path=path.name, run="r1", tz="America/Chicago")
+    res = ingest_file(con, FileTask(path, path.name, True, "r1", None, None), ctx, all_collectors())
+    assert res.status == "ingested"
+    attempts.refresh(con)
+    got = con.execute("SELECT attempt, first_step, last_step FROM attempts ORDER BY attempt").fetchall()
+    assert got == [(1, 100, 400), (2, 300, 400)]
+
