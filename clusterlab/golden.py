@@ -46,7 +46,8 @@ def context_for(p: Path) -> Context:
     if isinstance(boot, dt.datetime):
         boot = boot.astimezone(dt.UTC).replace(tzinfo=None) if boot.tzinfo else boot
     return Context(path=p.name, host=doc.get("host"), run=doc.get("run"), attempt=doc.get("attempt"),
-                   year=doc.get("year", 2026), tz=doc.get("tz", "UTC"), boot_time=boot)
+                   year=doc.get("year", 2026), tz=doc.get("tz", "UTC"), boot_time=boot,
+                   known_hosts=frozenset(doc.get("known_hosts", [])))
 
 
 def _jsonable(v):

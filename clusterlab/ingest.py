@@ -310,16 +310,23 @@ def _write(con, parsed: list[tuple[str, Parsed]], ctx: Context, file_id: int,
 
 
 def _fill_ts(frame: pl.DataFrame, known: pl.DataFrame | None) -> pl.DataFrame:
-    """Lines without a time of their own take the nearest earlier stamped line's (else the next's)."""
+    """Lines without a time of their own take the nearest earlier stamped line's (else the next's).
+
+    A checkpoint load is the exception: it starts a new launch, so the last line before it belongs
+    to the crashed one and the next stamped line is the better time."""
     if "ts" not in frame.columns or known is None or not frame["ts"].null_count():
         return frame
     frame = frame.with_columns(pl.col("line").cast(pl.Int64)).sort("line")
     k = known.rename({"ts": "_ts"}).with_columns(pl.col("line").cast(pl.Int64))
-    back = frame.join_asof(k, on="line", strategy="backward").with_columns(
-        pl.col("ts").fill_null(pl.col("_ts"))).drop("_ts")
-    fwd = back.join_asof(k, on="line", strategy="forward").with_columns(
-        pl.col("ts").fill_null(pl.col("_ts"))).drop("_ts")
-    return fwd
+    fwd_first = (pl.col("action") == "load") if "action" in frame.columns else pl.lit(False)
+    both = (frame.join_asof(k, on="line", strategy="backward")
+            .join_asof(k.rename({"_ts": "_next"}), on="line", strategy="forward"))
+    return both.with_columns(
+        pl.when(fwd_first.fill_null(False))
+        .then(pl.col("ts").fill_null(pl.col("_next")).fill_null(pl.col("_ts")))
+        .otherwise(pl.col("ts").fill_null(pl.col("_ts")).fill_null(pl.col("_next")))
+        .alias("ts")
+    ).drop("_ts", "_next")
 
 
 def _record(con, file_id, task, ctx, whole, size, state: ReadState, chosen, res, grown) -> None:

@@ -111,7 +111,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     init = info.filter(pl.col("what").is_not_null() & pl.col("rank").is_not_null() & pl.col("pid").is_not_null())
     ranks = init.filter(pl.col("what").str.starts_with("Init"))
     out.add("nccl_ranks", ranks.select(
-        "line", "ts", "host", "pid", "rank", "nranks", "cuda_dev", _bus_id(pl.col("bus")).alias("bus_id"), "comm_id",
+        "line", "ts", "host", "pid", "rank", "nranks", "cuda_dev", _bus_id(pl.col("bus"), ranks["bus"]).alias("bus_id"),
+        "comm_id",
     ))
     facts = info.filter(pl.col("fact_key").is_not_null() & pl.col("pid").is_not_null())
     out.add("facts", _facts(facts))
@@ -135,11 +136,10 @@ def _info_fields(info: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     """Host, pid and init-line fields of INFO lines, by splitting (no capture regex on the hot path)."""
     parts = pl.col("text").str.splitn(" NCCL INFO ", 2)
     f = info.with_columns(left=parts.struct.field("field_0"), msg=parts.struct.field("field_1"))
-    words = pl.col("left").str.split(" ")
-    hpt = words.list.get(-2, null_on_oob=True).str.split(":")  # [launcher prefix:]host:pid:tid
+    # `[launcher prefix:]host:pid:tid` is the word before `[cudaDev]`.
+    hpt = pl.col("left").str.split(" ").list.get(-2, null_on_oob=True)
     f = f.with_columns(
-        host=hpt.list.get(-3, null_on_oob=True).str.replace(r"^.*[\]\s]", ""),
-        pid=hpt.list.get(-2, null_on_oob=True).cast(pl.Int64, strict=False),
+        hp=hpt.str.extract_groups(r"(?P<host>[^\s:\[\]]+):(?P<pid>\d+):\d+$"),
         ts=_stamp(pl.col("left").str.extract(r"\[(\d{4}-\d\d-\d\d[ T][\d:.,]+)\] ?\S+ \[\d+\]$", 1), ctx),
         i=pl.col("msg").str.extract_groups(
             r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda_dev>\d+) "),
@@ -148,9 +148,9 @@ def _info_fields(info: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         what=pl.col("msg").str.extract(r"- (Init START|Init COMPLETE|Abort COMPLETE|Destroy COMPLETE)$", 1),
         fact_key=pl.when(pl.col("msg").str.starts_with("NCCL version ")).then(pl.lit("nccl_version"))
         .when(pl.col("msg").str.contains(r"^Bootstrap ?: Using")).then(pl.lit("nccl_bootstrap_if")),
-    ).unnest("i")
-    return f.with_columns(pl.col("rank").cast(pl.Int32), pl.col("nranks").cast(pl.Int32),
-                          pl.col("cuda_dev").cast(pl.Int32))
+    ).unnest("hp", "i")
+    return f.with_columns(pl.col("pid").cast(pl.Int64, strict=False), pl.col("rank").cast(pl.Int32),
+                          pl.col("nranks").cast(pl.Int32), pl.col("cuda_dev").cast(pl.Int32))
 
 
 def _warn_fields(warns: pl.DataFrame, ctx: Context) -> pl.DataFrame:
@@ -167,14 +167,14 @@ def _stamp(raw: pl.Expr, ctx: Context) -> pl.Expr:
     return local_to_utc(parsed, ctx)
 
 
-def _bus_id(raw: pl.Expr) -> pl.Expr:
-    """NCCL's busId (`%lx` of the packed PCI address, e.g. 5d000) as 0000:5d:00.0 (its int64ToBusId)."""
-    s = raw.str.zfill(9)
-    n = s.str.len_chars()
-    return pl.concat_str([
-        s.str.slice(0, n - 5), pl.lit(":"), s.str.slice(n - 5, 2), pl.lit(":"), s.str.slice(n - 3, 2),
-        pl.lit("."), s.str.slice(n - 1, 1),
-    ])
+def _bus_id(raw: pl.Expr, values: pl.Series) -> pl.Expr:
+    """NCCL's busId (`%lx` of the packed PCI address, e.g. 5d000) as 0000:5d:00.0, as its int64ToBusId does."""
+    # A node has a handful of GPUs: format each distinct value once, not each row.
+    table = {}
+    for v in values.drop_nulls().unique().to_list():
+        n = int(v, 16)
+        table[v] = f"{n >> 20:04x}:{(n & 0xff000) >> 12:02x}:{(n & 0xff0) >> 4:02x}.{n & 0xf:01x}"
+    return raw.replace_strict(table, default=None, return_dtype=pl.String)
 
 
 def _facts(info: pl.DataFrame) -> pl.DataFrame:

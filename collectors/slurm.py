@@ -123,6 +123,7 @@ EXTRACTORS: tuple[str, ...] = (
     r"srun: job (?P<qjob>\d+) (?P<qstate>queued|has been allocated)",
 )
 
+
 def sniff(head: bytes, path: str) -> bool:
     """Job output or a slurmd log holding slurmstepd banners or srun errors."""
     text = head.decode("utf-8", "replace")
