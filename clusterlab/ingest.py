@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -178,6 +179,8 @@ def ingest_file(con: duckdb.DuckDBPyConnection, task: bundle.FileTask, ctx: Cont
         if not chosen:
             return _fail(res, f"{task.display}: no collector recognises this content "
                               f"({_describe(head)})", task.explicit)
+        first_line = next((ln for ln in head.decode("utf-8", "replace").splitlines() if ln.strip()), None)
+        ctx = dataclasses.replace(ctx, header=first_line)
         grown = prev is not None and prefix is not None and prefix == prev[1]
         con.execute("BEGIN")
         try:
@@ -254,7 +257,7 @@ def _parse_into(con, task, ctx, chosen, file_id, skip, first, state, res) -> Non
                 pending[c.NAME] = []
                 parsed.append((c.NAME, c.parse(batch, ctx)))
         pending_rows = 0
-        clock = _write(con, parsed, ctx, file_id, clock, res)
+        clock = _write(con, parsed, chosen, ctx, file_id, clock, res)
 
     for frame in iter_batches(task.path, task.display, skip, first, state):
         matched = frame if combined is None else frame.filter(pl.col("text").str.contains(combined))
@@ -270,7 +273,7 @@ def _parse_into(con, task, ctx, chosen, file_id, skip, first, state, res) -> Non
     flush()
 
 
-def _write(con, parsed: list[tuple[str, Parsed]], ctx: Context, file_id: int,
+def _write(con, parsed: list[tuple[str, Parsed]], chosen: list[ModuleType], ctx: Context, file_id: int,
            clock: pl.DataFrame | None, res: FileResult) -> pl.DataFrame | None:
     """Fill times and hosts, align to the schema and insert; returns the file's clock."""
     stamped = [
@@ -280,6 +283,7 @@ def _write(con, parsed: list[tuple[str, Parsed]], ctx: Context, file_id: int,
     if clock is not None:
         stamped.append(clock)
     known = pl.concat(stamped).unique("line").sort("line") if stamped else None
+    fill_host = {c.NAME: getattr(c, "FILL_HOST", True) for c in chosen}
     for name, p in parsed:
         res.unparsed += p.unparsed
         for w in p.warnings[:20]:
@@ -290,13 +294,14 @@ def _write(con, parsed: list[tuple[str, Parsed]], ctx: Context, file_id: int,
         for table, frame in p.tables.items():
             if not frame.height:
                 continue
-            frame = _fill_ts(frame, known)
+            if table != "jobs":  # a scheduler record without times has none: a neighbour's is wrong
+                frame = _fill_ts(frame, known)
             schema = evidence_schema(table)
             frame = frame.with_columns(
                 file_id=pl.lit(file_id, pl.Int64), source=pl.lit(name),
                 run=pl.lit(ctx.run, pl.String), attempt=pl.lit(ctx.attempt, pl.Int32),
             )
-            if "host" in schema:
+            if "host" in schema and fill_host[name]:
                 frame = frame.with_columns(pl.col("host").fill_null(pl.lit(ctx.host, pl.String))
                                            if "host" in frame.columns else pl.lit(ctx.host, pl.String).alias("host"))
             aligned = frame.select([

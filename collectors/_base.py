@@ -131,6 +131,7 @@ class Context:
     tz: str = "UTC"  # timezone of formats printed in local time (dmesg -T, syslog)
     boot_time: dt.datetime | None = None  # naive UTC, for raw dmesg's seconds since boot
     known_hosts: frozenset[str] = frozenset()
+    header: str | None = None  # the file's first non-blank line (a structured format's header)
 
     @property
     def zone(self) -> ZoneInfo:

@@ -126,8 +126,11 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     events = pl.concat([warns.filter(pl.col("pid").is_not_null()), echoes.with_columns(echo=pl.lit(True))],
                        how="diagonal_relaxed")
     out.add("events", _warn_events(events, rank_of))
-    # TRACE lines (NCCL_DEBUG=TRACE) may repeat an echo phrase: understood, not wanted, not unreadable.
-    ignored = f.filter(pl.col("level").is_null() & text.str.contains("NCCL TRACE ", literal=True)).height
+    # TRACE lines and INFO retries ("Call to ibv_modify_qp failed ..., retrying") repeat an echo phrase:
+    # understood and not wanted, so not unreadable either.
+    ignored = (f.filter(pl.col("level").is_null() & text.str.contains("NCCL TRACE ", literal=True)).height
+               + info.filter(pl.col("what").is_null() & pl.col("fact_key").is_null()
+                             & pl.col("msg").str.contains(_ECHO)).height)
     out.unparsed = f.height - (init.height + facts.height + events.height + ignored)
     return out
 

@@ -55,13 +55,19 @@ def sniff(head: bytes, path: str) -> bool:
     return False
 
 
+def _file_header(ctx: Context) -> list[str] | None:
+    """The header on the file's first line, for batches (or appended reads) that start after it."""
+    h = (ctx.header or "").strip()
+    return h.split("|") if _HEADER_RE.match(h) and re.search(_NAMES_ID, h) else None
+
+
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Jobs (and steps) from the header and rows of one batch."""
     out = Parsed()
     frame = lines.filter(pl.col("text").str.strip_chars() != "").with_columns(
         (pl.col("text").str.strip_chars().str.contains(_HEADER) & pl.col("text").str.contains(_NAMES_ID)).alias("_hdr"))
     frame = frame.with_columns(pl.col("_hdr").cum_sum().alias("_grp"))
-    headers = {0: _HEADERS.get(ctx)} if frame.height and frame["line"][0] > 1 else {0: None}
+    headers = {0: _HEADERS.get(ctx) or _file_header(ctx)} if frame.height and frame["line"][0] > 1 else {0: None}
     for g, text in frame.filter(pl.col("_hdr")).select("_grp", "text").iter_rows():
         headers[g] = text.strip().split("|")
     for g, names in sorted(headers.items()):

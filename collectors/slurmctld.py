@@ -27,6 +27,8 @@ from clusterlab.collectors.slurm import Rule, classify, explode_hosts, json_deta
 
 NAME = "slurmctld"
 EXCLUSIVE = False
+# Job events name no host of their own; the controller the log sits on is not to blame for them.
+FILL_HOST = False
 
 _J = r"JobId=\d"
 PATTERN = "|".join([

@@ -9,17 +9,19 @@ import polars as pl
 import pytest
 
 from clusterlab.collectors import nccl
-from clusterlab.collectors._base import Context
+from clusterlab.collectors._base import Context, Parsed
 
 
-def parse(lines: list[str], **ctx) -> nccl.Parsed:
+def parse(lines: list[str], **ctx) -> Parsed:
     """Run the collector on these lines as the engine would (only lines PATTERN selects)."""
-    frame = pl.DataFrame({"line": range(1, len(lines) + 1), "text": lines}, schema={"line": pl.Int64, "text": pl.String})
+    schema = {"line": pl.Int64, "text": pl.String}
+    frame = pl.DataFrame({"line": range(1, len(lines) + 1), "text": lines}, schema=schema)
     frame = frame.filter(pl.col("text").str.contains(nccl.PATTERN))
     return nccl.parse(frame, Context(path="t.log", **ctx))
 
 
-def events(p: nccl.Parsed) -> list[dict]:
+def events(p: Parsed) -> list[dict]:
+    """The events rows, detail decoded."""
     rows = p.tables["events"].to_dicts()
     for r in rows:
         r["detail"] = json.loads(r["detail"]) if r["detail"] else {}
@@ -54,7 +56,8 @@ def test_ib_completion_error_names_peer() -> None:
     ("NET/IB: Got completion from peer 10.20.1.8<47110> with status=IBV_WC_REM_ACCESS_ERR(10) opcode=IBV_WC_SEND(0) "
      "vendor_err=136  hca mlx5_3", "10.20.1.8", 10, "IBV_WC_REM_ACCESS_ERR"),
 ])
-def test_ib_completion_error_formats_across_versions(warn: str, peer: str | None, status: int, status_name: str) -> None:
+def test_ib_completion_error_formats_across_versions(warn: str, peer: str | None, status: int,
+                                                    status_name: str) -> None:
     (e,) = events(parse([f"dgx-017:5522:5616 [1] transport/net_ib.cc:1198 NCCL WARN {warn}"]))
     assert e["kind"] == "ib_completion_error" and e["failure_mode"] == "network"
     assert e["peer"] == peer and e["detail"]["status"] == status and e["detail"]["status_name"] == status_name
@@ -88,7 +91,8 @@ def test_init_line_formats_across_versions(msg: str, rank: int, nranks: int, com
 
 
 def test_bus_id_keeps_the_pci_domain() -> None:
-    line = "gpu-node2:2985003:2985016 [0] NCCL INFO comm 0x8e01d00 rank 1 nranks 2 cudaDev 0 busId 100000 - Init COMPLETE"
+    line = ("gpu-node2:2985003:2985016 [0] NCCL INFO comm 0x8e01d00 rank 1 nranks 2 cudaDev 0 busId 100000 - "
+            "Init COMPLETE")
     assert parse([line]).tables["nccl_ranks"]["bus_id"].to_list() == ["0001:00:00.0"]
 
 
@@ -104,7 +108,7 @@ def test_info_spam_does_not_match_pattern() -> None:
         "gpu-a01:18301:18342 [0] NCCL INFO Trees [0] 1/4/-1->0->-1 [1] 1/-1/-1->0->4",
         "gpu-a01:18301:18342 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
         "gpu-a01:18301:18342 [0] NCCL INFO Connected all rings",
-        "gpu-a01:18301:18342 [0] NCCL INFO comm 0x55d4c0a3e2b0 rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0",
+        "gpu-a01:18301:18342 [0] NCCL INFO comm 0x55d4c0a3e2b0 rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0",
         "gpu-a01:18301:18342 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB ib0:10.10.0.1<0>",
         "gpu-a01:18301:18398 [1] NCCL INFO transport/net.cc:1298 -> 6",
         "gpu-a01:18301:18342 [0] NCCL INFO [Service thread] Connection closed by localRank 1",
@@ -169,7 +173,8 @@ def test_facts_give_nccl_version_and_bootstrap_address() -> None:
 
 
 def test_truncated_init_line_counts_as_unparsed() -> None:
-    p = parse([INIT_221, "gpu-a02:20513:20513 [2] NCCL INFO ncclCommInitRank comm 0x55e1 rank 6 nranks 8 cudaDev 2 nvm"])
+    cut = "gpu-a02:20513:20513 [2] NCCL INFO ncclCommInitRank comm 0x55e1 rank 6 nranks 8 cudaDev 2 nvm"
+    p = parse([INIT_221, cut])
     assert p.tables["nccl_ranks"].height == 1 and p.unparsed == 1
 
 
@@ -177,3 +182,15 @@ def test_sniff_recognises_nccl_lines_by_content() -> None:
     assert nccl.sniff(b"noise\n[rank0]:node-1:12:13 [0] NCCL INFO Bootstrap : Using ib0:10.0.0.1<0>\n", "x.txt")
     assert nccl.sniff(b"node-1:12:14 [0] misc/socket.cc:50 NCCL WARN socketProgress: x\n", "x")
     assert not nccl.sniff(b"iteration 10 | loss 2.3\nNCCL is great\n", "nccl.log")
+
+
+def test_info_lines_with_timestamps_enabled_carry_their_time() -> None:
+    # NCCL_DEBUG_TIMESTAMP_LEVELS=ALL with NCCL_DEBUG_TIMESTAMP_FORMAT="[%F %T.%3f] "
+    p = parse(["[rank5]:[2026-11-25 10:15:01.250] " + INIT_221], tz="Asia/Tokyo")
+    assert p.tables["nccl_ranks"]["ts"].to_list() == [dt.datetime(2026, 11, 25, 1, 15, 1, 250000)]
+
+
+def test_info_retry_of_an_ibv_call_is_neither_event_nor_unparsed() -> None:
+    p = parse(["gpu-b07:41211:41355 [1] NCCL INFO Call to ibv_modify_qp failed with 110 Connection timed out, on dev "
+               "mlx5_1:1, curr state INIT, next state RTR, retrying 1/3 after 1000 msec of sleep"])
+    assert "events" not in p.tables and p.unparsed == 0
