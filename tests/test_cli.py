@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, SAMPLES
 
 from clusterlab import Lab
 from clusterlab.cli import main
+from conftest import ROOT, SAMPLES
 
 README = (ROOT / "README.md").read_text()
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT
 from nbclient import NotebookClient
+
+from conftest import ROOT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
