@@ -122,12 +122,14 @@ def ingest(
         if progress:
             progress(done, total, task.display)
         boot = walked.boot_times.get(task.path.parent)
+        mtime = dt.datetime.fromtimestamp(task.path.stat().st_mtime, dt.UTC).replace(tzinfo=None)
         ctx = Context(
             path=task.display,
             host=task.host or host,
             run=task.run or run,
             attempt=task.attempt,
-            year=year or dt.datetime.fromtimestamp(task.path.stat().st_mtime, dt.UTC).year,
+            year=year or mtime.year,
+            mtime=None if year else mtime,
             tz=zones.get(task.host or host or "", "UTC"),
             boot_time=bundle.read_boot_time(boot) if boot else None,
             known_hosts=known,
@@ -295,7 +297,8 @@ def _write(con, parsed: list[tuple[str, Parsed]], chosen: list[ModuleType], ctx:
             if not frame.height:
                 continue
             if table != "jobs":  # a scheduler record without times has none: a neighbour's is wrong
-                frame = _fill_ts(frame, known)
+                frame = _fill_ts(frame, known, table)
+            frame = _roll_year_back(frame, ctx.mtime)
             schema = evidence_schema(table)
             frame = frame.with_columns(
                 file_id=pl.lit(file_id, pl.Int64), source=pl.lit(name),
@@ -314,24 +317,36 @@ def _write(con, parsed: list[tuple[str, Parsed]], chosen: list[ModuleType], ctx:
     return known.tail(1) if known is not None and known.height else clock
 
 
-def _fill_ts(frame: pl.DataFrame, known: pl.DataFrame | None) -> pl.DataFrame:
-    """Lines without a time of their own take the nearest earlier stamped line's (else the next's).
+def _fill_ts(frame: pl.DataFrame, known: pl.DataFrame | None, table: str) -> pl.DataFrame:
+    """Lines without a time of their own take the nearest earlier stamped line's.
 
-    A checkpoint load is the exception: it starts a new launch, so the last line before it belongs
-    to the crashed one and the next stamped line is the better time."""
+    Where there is none, only evidence events take the next stamped line's (an upper bound: srun's
+    error lines come just before slurmstepd's stamped one); rank maps and facts stay without a time,
+    since the next stamp may be the failure forty minutes later. A checkpoint load prefers the next
+    stamp: it starts a new launch, and the line before it belongs to the crashed one."""
     if "ts" not in frame.columns or known is None or not frame["ts"].null_count():
         return frame
     frame = frame.with_columns(pl.col("line").cast(pl.Int64)).sort("line")
     k = known.rename({"ts": "_ts"}).with_columns(pl.col("line").cast(pl.Int64))
-    fwd_first = (pl.col("action") == "load") if "action" in frame.columns else pl.lit(False)
+    load = (pl.col("action") == "load").fill_null(False) if "action" in frame.columns else pl.lit(False)
     both = (frame.join_asof(k, on="line", strategy="backward")
             .join_asof(k.rename({"_ts": "_next"}), on="line", strategy="forward"))
+    later = pl.col("_next") if table == "events" else pl.lit(None, pl.Datetime("us"))
     return both.with_columns(
-        pl.when(fwd_first.fill_null(False))
+        pl.when(load)
         .then(pl.col("ts").fill_null(pl.col("_next")).fill_null(pl.col("_ts")))
-        .otherwise(pl.col("ts").fill_null(pl.col("_ts")).fill_null(pl.col("_next")))
+        .otherwise(pl.col("ts").fill_null(pl.col("_ts")).fill_null(later))
         .alias("ts")
     ).drop("_ts", "_next")
+
+
+def _roll_year_back(frame: pl.DataFrame, mtime: dt.datetime | None) -> pl.DataFrame:
+    """Formats without a year got the file's mtime year; a line can't be newer than its file, so
+    December lines in a file last written in January belong to the year before."""
+    if mtime is None or "ts" not in frame.columns:
+        return frame
+    late = pl.col("ts") > pl.lit(mtime + dt.timedelta(days=2))
+    return frame.with_columns(pl.when(late).then(pl.col("ts").dt.offset_by("-1y")).otherwise(pl.col("ts")).alias("ts"))
 
 
 def _record(con, file_id, task, ctx, whole, size, state: ReadState, chosen, res, grown) -> None:

@@ -132,6 +132,7 @@ class Context:
     boot_time: dt.datetime | None = None  # naive UTC, for raw dmesg's seconds since boot
     known_hosts: frozenset[str] = frozenset()
     header: str | None = None  # the file's first non-blank line (a structured format's header)
+    mtime: dt.datetime | None = None  # naive UTC; set when `year` was taken from it
 
     @property
     def zone(self) -> ZoneInfo:

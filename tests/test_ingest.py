@@ -28,7 +28,6 @@ def xid_lines(n: int, start: int = 0) -> str:
     return "".join(XID.format(m=(start + i) // 60, s=(start + i) % 60) + "\n" for i in range(n))
 
 
-@pytest.mark.skipif(not (SAMPLES / "bundle").exists(), reason="bundle not generated")
 def test_reingesting_the_bundle_changes_no_row_count(lab: Lab) -> None:
     lab.ingest(SAMPLES / "bundle")
     before = counts(lab)
