@@ -112,6 +112,13 @@ def connect(path: str | os.PathLike | None = None, read_only: bool = False) -> d
     return con
 
 
-def frame(con: duckdb.DuckDBPyConnection, query: str, params: list | None = None) -> pl.DataFrame:
-    """The result of a query as a polars frame."""
-    return pl.from_arrow(con.sql(query, params=params or None).to_arrow_table())
+def frame(con: duckdb.DuckDBPyConnection, query: str, params: list | dict | None = None,
+          **frames: pl.DataFrame) -> pl.DataFrame:
+    """The result of a query as a polars frame; `frames` are visible to it under their names."""
+    for name, f in frames.items():
+        con.register(name, f.to_arrow())
+    try:
+        return pl.from_arrow(con.sql(query, params=params or None).to_arrow_table())
+    finally:
+        for name in frames:
+            con.unregister(name)

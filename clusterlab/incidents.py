@@ -1,0 +1,234 @@
+"""Incidents: why each attempt ended, which host was slow, which save stalled or was lost.
+
+Root cause, not symptom. Evidence near an attempt's end is ranked in tiers: a hardware signal on
+one host outranks a network error naming a peer, which outranks an application error on a rank,
+which outranks the generic watchdog timeouts every rank prints once the job hangs. Within a tier
+the earliest line wins: the flood comes after the cause.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import polars as pl
+
+from clusterlab import store, taxonomy
+
+# NOTE: order matters: the first matching rule gives an event its tier.
+TIERS: list[tuple[int, str]] = [
+    (100, "failure_mode IN ('gpu_fell_off_bus','gpu_memory_ecc','gpu_hw_other','nvlink_error','pcie_error',"
+          "'host_hw')"),
+    (100, "failure_mode = 'network' AND source = 'kernel'"),  # link down / NIC health on the host itself
+    (90, "failure_mode IN ('node_failure', 'preemption', 'checkpoint_lost')"),
+    (80, "failure_mode = 'network' AND kind IN ('ib_completion_error', 'ibv_error', 'ib_async_event')"),
+    (65, "failure_mode = 'filesystem_io' AND source <> 'kernel'"),  # the application died on I/O
+    (60, "failure_mode IN ('cuda_oom', 'cuda_error', 'host_oom', 'loss_divergence')"),
+    (55, "failure_mode = 'user_code_error'"),
+    (50, "failure_mode = 'time_limit'"),
+    (45, "failure_mode = 'filesystem_io'"),  # a slow filesystem stalls saves; it rarely kills a job
+    (40, "failure_mode = 'manual_stop'"),
+    # "remote process exited or there was a network error": what every rank says when a peer dies
+    (35, "failure_mode = 'network'"),
+    (30, "failure_mode = 'nccl_timeout'"),
+]
+SYMPTOM_TIER = 35  # at or below: seen on every rank of a hung job, says nothing about where
+
+_NOT_CAUSES = [x.code for x in taxonomy.XIDS.values() if not x.root_cause]
+
+
+@dataclass(frozen=True)
+class Settings:
+    window_s: float = 1800.0  # evidence this long before an attempt's end is considered
+    grace_s: float = 120.0  # ... and this long after it (scheduler lines come late)
+    straggler_ratio: float = 1.10  # a host is slow at a step when its compute is this much above the median
+    straggler_min_steps: int = 5  # a stretch of at least this many slow steps opens an incident
+    stall_ratio: float = 3.0  # a save this many times the run's median save time is a stall
+    stall_min_s: float = 60.0  # ... and at least this much longer than the median
+
+
+def _tier_sql() -> str:
+    return "CASE " + " ".join(f"WHEN {cond} THEN {t}" for t, cond in TIERS) + " ELSE 10 END"
+
+
+def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings) -> pl.DataFrame:
+    """Events that could explain each attempt's end, with their tier."""
+    return store.frame(con, f"""
+        WITH a AS (
+            SELECT *, lead(start_ts) OVER (PARTITION BY run ORDER BY attempt) AS next_start
+            FROM attempts WHERE ($run IS NULL OR run = $run)
+        ),
+        ev AS (
+            SELECT e.*, f.path AS file, {_tier_sql()} AS tier FROM events e JOIN ingested_files f USING (file_id)
+            WHERE e.failure_mode IS NOT NULL AND e.ts IS NOT NULL
+              AND NOT (e.source = 'kernel' AND e.kind = 'xid' AND list_contains($not_causes, e.xid))
+        )
+        SELECT a.run, a.attempt, ev.ts, ev.host, ev.source, ev.kind, ev.failure_mode, ev.xid, ev.rank,
+               ev.peer, ev.file, ev.line, ev.text, ev.tier, ev.severity
+        FROM a JOIN ev ON (
+            (ev.run = a.run AND ev.attempt = a.attempt)
+            -- node-side evidence (kernel, slurmctld) names no run: it counts on the attempt's hosts
+            OR (ev.run IS NULL AND list_contains(a.hosts, ev.host))
+        )
+        WHERE ev.ts >= greatest(a.start_ts, a.end_ts - to_seconds($window))
+          AND ev.ts <= a.end_ts + to_seconds($grace)
+          AND (a.next_start IS NULL OR ev.ts < a.next_start)
+    """, {"run": run, "window": s.window_s, "grace": s.grace_s, "not_causes": _NOT_CAUSES})
+
+
+def _peer_hosts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """IP address → host, from the addresses NCCL says each host bootstraps on."""
+    return store.frame(con, """
+        SELECT DISTINCT split_part(value, ':', -1) AS peer, host AS peer_host FROM facts
+        WHERE key = 'nccl_bootstrap_if' AND host IS NOT NULL
+    """)
+
+
+def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None,
+                          settings: Settings | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One incident per attempt that ended badly, and the ranked evidence of each."""
+    s = settings or Settings()
+    att = store.frame(con, """
+        SELECT run, attempt, start_ts, end_ts, hosts,
+               attempt = max(attempt) OVER (PARTITION BY run) AS is_last
+        FROM attempts WHERE ($run IS NULL OR run = $run)""", {"run": run})
+    cand = candidates(con, run, s)
+    peers = _peer_hosts(con)
+    if cand.height and peers.height:
+        cand = cand.join(peers, on="peer", how="left")
+    else:
+        cand = cand.with_columns(peer_host=pl.lit(None, pl.String))
+    # The cause: the top tier, then the earliest line of it.
+    ranked = cand.sort(["run", "attempt", "tier", "ts", "file", "line"], descending=[False, False, True, False,
+                                                                                      False, False])
+    best = ranked.group_by("run", "attempt", maintain_order=True).first()
+    # A network error names a peer: the host most named is the broken one.
+    named = (cand.filter(pl.col("tier") == 80, pl.col("peer_host").is_not_null())
+             .group_by("run", "attempt", "peer_host").len()
+             .sort(["run", "attempt", "len", "peer_host"], descending=[False, False, True, False])
+             .group_by("run", "attempt", maintain_order=True).first().select("run", "attempt", named="peer_host"))
+    inc = (att.join(best, on=["run", "attempt"], how="left").join(named, on=["run", "attempt"], how="left")
+           # the last attempt with nothing wrong near its end simply finished
+           .filter(pl.col("tier").is_not_null() | ~pl.col("is_last")))
+    inc = inc.with_columns(
+        failure_mode=pl.col("failure_mode").fill_null("unknown"),
+        host=pl.when(pl.col("tier") == 80).then(pl.coalesce("named", "host"))
+        # a hang, a time limit or a person names no guilty host, whichever host printed it
+        .when((pl.col("tier") <= SYMPTOM_TIER) | pl.col("failure_mode").is_in(["time_limit", "manual_stop"]))
+        .then(pl.lit(None, pl.String)).otherwise(pl.col("host")),
+    )
+    inc = inc.select(
+        incident_id=pl.format("{}:{}:end", "run", "attempt"), run="run", attempt="attempt",
+        kind=pl.lit("attempt_end"), root_ts=pl.coalesce("ts", "end_ts"), exit_ts="end_ts",
+        failure_mode="failure_mode", host="host", tier="tier",
+    )
+    evidence = ranked.join(inc.select("run", "attempt", "incident_id"), on=["run", "attempt"]).with_columns(
+        rank_in_incident=pl.int_range(pl.len()).over("incident_id") + 1)
+    return inc, evidence.select("incident_id", "rank_in_incident", "ts", "host", "source", "kind",
+                                "failure_mode", "xid", "rank", "file", "line", "text", "tier")
+
+
+def host_steps(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.DataFrame:
+    """Per (run, attempt, step, host): the host's slowest compute, its data wait, and the step's end."""
+    return store.frame(con, """
+        SELECT run, attempt, step, host, max(ts) AS ts, max(step_s) AS step_s,
+               max(coalesce(compute_s, step_s - coalesce(comm_s, 0))) AS compute_s, max(data_s) AS data_s
+        FROM rank_steps WHERE run IS NOT NULL AND ($run IS NULL OR run = $run) AND step IS NOT NULL
+        GROUP BY ALL""", {"run": run})
+
+
+def slow_steps(hs: pl.DataFrame, s: Settings) -> pl.DataFrame:
+    """Steps at which one host computed markedly slower than the others (the slowest such host)."""
+    if not hs.height:
+        return pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, "step": pl.Int64, "host": pl.String,
+                                    "ts": pl.Datetime("us"), "excess_s": pl.Float64})
+    med = pl.col("compute_s").median().over("run", "attempt", "step")
+    return (hs.with_columns(ratio=pl.col("compute_s") / med, excess_s=pl.col("compute_s") - med)
+            .filter(pl.col("ratio") > s.straggler_ratio, pl.col("host").is_not_null())
+            .sort("ratio", descending=True).group_by("run", "attempt", "step").first()
+            .select("run", "attempt", "step", "host", "ts", "excess_s").sort("run", "attempt", "step"))
+
+
+def straggler_incidents(slow: pl.DataFrame, s: Settings) -> pl.DataFrame:
+    """A host slow for a stretch of consecutive steps is an incident; isolated slow steps are not."""
+    if not slow.height:
+        return _empty_incidents()
+    runs = (slow.sort("run", "attempt", "host", "step")
+            .with_columns(stretch=(pl.col("step") - pl.int_range(pl.len()).over("run", "attempt", "host")))
+            .group_by("run", "attempt", "host", "stretch")
+            .agg(first_step=pl.col("step").min(), last_step=pl.col("step").max(), n=pl.len(),
+                 root_ts=pl.col("ts").min(), exit_ts=pl.col("ts").max())
+            .filter(pl.col("n") >= s.straggler_min_steps))
+    return runs.sort("run", "attempt", "first_step").select(
+        incident_id=pl.format("{}:{}:straggler:{}:{}", "run", "attempt", "host", "first_step"),
+        run="run", attempt="attempt", kind=pl.lit("straggler"), root_ts="root_ts", exit_ts="exit_ts",
+        failure_mode=pl.lit("straggler"), host="host", tier=pl.lit(None, pl.Int32),
+        first_step="first_step", last_step="last_step")
+
+
+def _empty_incidents() -> pl.DataFrame:
+    return pl.DataFrame(schema={
+        "incident_id": pl.String, "run": pl.String, "attempt": pl.Int32, "kind": pl.String,
+        "root_ts": pl.Datetime("us"), "exit_ts": pl.Datetime("us"), "failure_mode": pl.String,
+        "host": pl.String, "tier": pl.Int32, "first_step": pl.Int64, "last_step": pl.Int64})
+
+
+def checkpoint_incidents(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings
+                         ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Stalled saves (with the filesystem evidence beside them) and saves that were lost."""
+    saves = store.frame(con, """
+        WITH c AS (
+            -- NOTE: Megatron-DeepSpeed logs one save twice (both frameworks print it): keep the first
+            SELECT DISTINCT ON (c.run, c.attempt, c.action, c.step) c.*, f.path AS file FROM checkpoints c
+            JOIN ingested_files f USING (file_id)
+            WHERE c.run IS NOT NULL AND ($run IS NULL OR c.run = $run)
+            ORDER BY c.run, c.attempt, c.action, c.step, c.ts
+        )
+        SELECT c.*, median(duration_s) FILTER (WHERE action = 'save') OVER (PARTITION BY run) AS median_save_s
+        FROM c""", {"run": run})
+    stalls = saves.filter(pl.col("action") == "save", pl.col("duration_s") > pl.col("median_save_s") * s.stall_ratio,
+                          pl.col("duration_s") > pl.col("median_save_s") + s.stall_min_s)
+    ev = pl.DataFrame()
+    if stalls.height:
+        ev = store.frame(con, """
+            SELECT s.run, s.attempt, s.step AS save_step, e.ts, e.host, e.source, e.kind, e.failure_mode, e.xid,
+                   e.rank, f.path AS file, e.line, e.text
+            FROM stalls s JOIN attempts a USING (run, attempt)
+            JOIN events e ON e.failure_mode = 'filesystem_io' AND list_contains(a.hosts, e.host)
+              AND e.ts BETWEEN s.ts - INTERVAL 60 SECOND AND s.ts + to_seconds(s.duration_s + 60)
+            JOIN ingested_files f ON f.file_id = e.file_id ORDER BY e.ts""", stalls=stalls)
+    first_ev = (ev.group_by("run", "attempt", "save_step").agg(pl.col("host").first(), root_ts=pl.col("ts").min())
+                if ev.height else pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, "save_step": pl.Int64,
+                                                       "host": pl.String, "root_ts": pl.Datetime("us")}))
+    stall_inc = stalls.join(first_ev, left_on=["run", "attempt", "step"], right_on=["run", "attempt", "save_step"],
+                            how="left", suffix="_ev")
+    stall_inc = stall_inc.select(
+        incident_id=pl.format("{}:{}:checkpoint-stall:{}", "run", "attempt", "step"), run="run", attempt="attempt",
+        kind=pl.lit("checkpoint_stall"), root_ts=pl.coalesce("root_ts", "ts"),
+        exit_ts=pl.col("ts") + pl.duration(seconds=pl.col("duration_s")),
+        failure_mode=pl.when(pl.col("host_ev").is_not_null()).then(pl.lit("filesystem_io")).otherwise(
+            pl.lit("unknown")),
+        host="host_ev", tier=pl.lit(None, pl.Int32), first_step="step", last_step="step")
+    lost = _lost_checkpoints(saves)
+    inc = pl.concat([stall_inc, lost], how="diagonal_relaxed") if lost.height else stall_inc
+    evidence = (ev.join(stall_inc.select("run", "attempt", "incident_id", step="first_step"),
+                        left_on=["run", "attempt", "save_step"], right_on=["run", "attempt", "step"])
+                if ev.height else pl.DataFrame())
+    return inc, evidence
+
+
+def _lost_checkpoints(saves: pl.DataFrame) -> pl.DataFrame:
+    """A resume from an older step than the newest save logged before it: that save was lost."""
+    loads = saves.filter(pl.col("action") == "load").select("run", "attempt", load_step="step", load_ts="ts")
+    done = saves.filter(pl.col("action") == "save", pl.col("ok").fill_null(True)).select(
+        "run", save_attempt="attempt", save_step="step", save_ts="ts")
+    if not loads.height or not done.height:
+        return pl.DataFrame()
+    newer = (loads.join(done, on="run").filter(pl.col("save_attempt") < pl.col("attempt"),
+                                                pl.col("save_step") > pl.col("load_step"))
+             .sort("save_step", descending=True).group_by("run", "attempt").first())
+    return newer.select(
+        incident_id=pl.format("{}:{}:checkpoint-lost:{}", "run", "attempt", "save_step"), run="run",
+        attempt="attempt", kind=pl.lit("checkpoint_lost"), root_ts="load_ts", exit_ts="load_ts",
+        failure_mode=pl.lit("checkpoint_lost"), host=pl.lit(None, pl.String), tier=pl.lit(None, pl.Int32),
+        first_step=pl.col("load_step") + 1, last_step="save_step")
