@@ -9,8 +9,10 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from clusterlab import annotations, attribution, incidents
 from clusterlab import ingest as _ingest
 from clusterlab import store
+from clusterlab.ledger import LedgerError
 
 
 def connect(path: str | os.PathLike | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -113,3 +115,33 @@ class Lab:
     def inventory(self) -> pl.DataFrame:
         """Every host known from the inventory or seen in evidence, with cluster and provider."""
         return self.sql("SELECT * FROM inventory ORDER BY provider, cluster, host")
+
+    def attribute(self, run: str, settings: incidents.Settings | None = None) -> attribution.Attribution:
+        """Incidents and the GPU-time ledger of one run (frames in `.rows`, `.ledger`, `.by(...)`)."""
+        return attribution.attribute(self.con, run, settings)
+
+    def incidents(self, run: str | None = None, settings: incidents.Settings | None = None) -> pl.DataFrame:
+        """One row per incident, root cause first; GPU-hours lost where the run's ledger can be built."""
+        s = settings or incidents.Settings()
+        runs = [run] if run else self.sql("SELECT DISTINCT run FROM attempts ORDER BY run")["run"].to_list()
+        frames = []
+        for r in runs:
+            try:
+                frames.append(self.attribute(r, s).incidents)
+            except LedgerError:
+                inc, _ = attribution.incidents_of(self.con, r, s)
+                frames.append(inc)
+        if not frames:
+            return attribution.empty_incidents()
+        out = pl.concat(frames, how="diagonal_relaxed")
+        return out.select([c for c in attribution.INCIDENT_COLUMNS if c in out.columns]).sort("root_ts", "incident_id")
+
+    def evidence(self, incident_id: str) -> pl.DataFrame:
+        """The ranked evidence lines of one incident (root cause first), with file and line."""
+        run = incident_id.split(":", 1)[0]
+        _, ev = attribution.incidents_of(self.con, run, incidents.Settings())
+        return ev.filter(pl.col("incident_id") == incident_id).sort("rank_in_incident")
+
+    def annotate(self, incident_id: str, **fields) -> None:
+        """Confirm or override an incident's failure_mode / host / blame; add a note, ticket, status."""
+        annotations.annotate(self.con, incident_id, **fields)

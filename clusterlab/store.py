@@ -66,8 +66,14 @@ _V1 = [
         LEFT JOIN providers p ON p.provider = c.provider""",
 ]
 
+_V2 = [
+    """CREATE TABLE annotations (incident_id VARCHAR NOT NULL, failure_mode VARCHAR, host VARCHAR,
+        blame VARCHAR, note VARCHAR, ticket VARCHAR, status VARCHAR, author VARCHAR,
+        annotated_at TIMESTAMP DEFAULT current_timestamp)""",
+]
+
 # Index i holds the statements that take a database from version i to version i + 1.
-MIGRATIONS: list[list[str]] = [_V1]
+MIGRATIONS: list[list[str]] = [_V1, _V2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -25,6 +25,9 @@ _MODES = [
     FailureMode("node_failure", "provider", "drain node", "node lost with no finer evidence"),
     FailureMode("checkpoint_lost", "provider", "none", "a checkpoint recorded as saved is missing or corrupt"),
     FailureMode("preemption", "provider", "none", "provider maintenance or reclaim"),
+    # NOTE: not in DESIGN.md's list: a host slower than its peers for a stretch of steps (thermal
+    # throttling, a down-trained PCIe link, a bad DIMM) costs GPU-hours without failing anything.
+    FailureMode("straggler", "provider", "run preflight; drain if it repeats", "host slower than its peers"),
     FailureMode("nccl_timeout", "unknown", "none", "collective hang with no deeper cause found"),
     FailureMode("cuda_oom", "user", "none", "CUDA out of memory"),
     FailureMode("host_oom", "user", "none", "host out of memory (Linux OOM killer)"),

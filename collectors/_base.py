@@ -22,7 +22,9 @@ collector could not make sense of are counted in `Parsed.unparsed`.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
@@ -166,3 +168,94 @@ def to_utc(ts: dt.datetime, zone: ZoneInfo) -> dt.datetime:
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=zone)
     return ts.astimezone(UTC).replace(tzinfo=None)
+
+
+# ---------------------------------------------------------------- expressions the collectors share
+
+
+def local_to_utc(ts: pl.Expr, tz: str) -> pl.Expr:
+    """Naive UTC from naive local time in `tz` (a time a DST change skipped becomes null)."""
+    if tz in ("UTC", "Etc/UTC"):
+        return ts
+    return (ts.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+            .dt.convert_time_zone("UTC").dt.replace_time_zone(None))
+
+
+def fraction(digits: pl.Expr) -> pl.Expr:
+    """The fraction of a second printed as `digits` (any number of them; null: none) as a duration."""
+    micros = digits.str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64, strict=False).fill_null(0)
+    return pl.duration(microseconds=micros)
+
+
+def offset_to_utc(local: pl.Expr, off: pl.Expr, tz: str) -> pl.Expr:
+    """Naive UTC from a time and its printed offset (`Z`, `+hh:mm`, `+hhmm`); no offset: local time in `tz`."""
+    off = off.str.replace(":", "")
+    sign = pl.when(off.str.starts_with("-")).then(-1).otherwise(1)
+    minutes = (off.str.slice(1, 2).cast(pl.Int64, strict=False) * 60
+               + off.str.slice(3, 2).cast(pl.Int64, strict=False)).fill_null(0)
+    return pl.when(off.is_null()).then(local_to_utc(local, tz)).otherwise(local - pl.duration(minutes=sign * minutes))
+
+
+def syslog_time(stamp: pl.Expr, year: int) -> pl.Expr:
+    """Naive local time from a syslog `Nov 25 10:00:01` (no year: `year`, from the context)."""
+    text = pl.concat_str([pl.lit(str(year)), stamp.str.replace_all(" +", " ")], separator=" ")
+    return text.str.strptime(pl.Datetime("us"), "%Y %b %d %H:%M:%S", strict=False)
+
+
+def json_detail(fields: Mapping[str, pl.Expr] | Sequence[str]) -> pl.Expr:
+    """A JSON object of the non-null fields (name -> expression, or column names); null when all are."""
+    exprs = dict(fields) if isinstance(fields, Mapping) else {c: pl.col(c) for c in fields}
+    # Each member is encoded (and escaped) by polars on its own; null members are left out.
+    parts = [
+        pl.when(e.is_not_null())
+        .then(pl.struct(e.alias(k)).struct.json_encode().str.strip_prefix("{").str.strip_suffix("}"))
+        for k, e in exprs.items()
+    ]
+    inner = pl.concat_str(parts, separator=",", ignore_nulls=True)
+    return pl.when(inner.str.len_bytes() > 0).then(pl.concat_str([pl.lit("{"), inner, pl.lit("}")]))
+
+
+def extract_all(frame: pl.DataFrame, regexes: Sequence[str], col: str = "text") -> pl.DataFrame:
+    """`frame` plus a column for every named group of `regexes`, searched in `col`."""
+    for rx in regexes:
+        frame = frame.with_columns(pl.col(col).str.extract_groups(rx).alias("_g")).unnest("_g")
+    return frame
+
+
+def classify(frame: pl.DataFrame, rules: Sequence, col: str = "text", index: str = "_rule") -> pl.DataFrame:
+    """`frame` with the index (in `index`) and fields of the first rule whose `regex` matches `col`."""
+    # `rules`: dataclasses with a `regex` field; their other fields become (text) columns.
+    names = [f.name for f in dataclasses.fields(rules[0]) if f.name != "regex"]
+    table = pl.DataFrame({
+        index: pl.Series(range(len(rules)), dtype=pl.Int32),
+        **{n: pl.Series([getattr(r, n) for r in rules], dtype=pl.String) for n in names},
+    })
+    first = pl.min_horizontal([
+        pl.when(pl.col(col).str.contains(r.regex)).then(pl.lit(i, pl.Int32)) for i, r in enumerate(rules)
+    ]) if frame.height else pl.lit(None, pl.Int32)
+    return frame.with_columns(first.alias(index)).join(table, on=index, how="left")
+
+
+def first_kind(text: pl.Expr, kinds: Sequence[tuple[str, str, str | None, str]], kind: pl.Expr | None = None,
+               mode: pl.Expr | None = None, severity: pl.Expr | None = None) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """Kind, failure mode and severity of the first `(kind, regex, mode, severity)` whose regex matches `text`."""
+    # Where none matches: the given defaults (null where not given).
+    none = pl.lit(None, pl.String)
+    kind, mode, severity = (none if e is None else e for e in (kind, mode, severity))
+    for k, rx, m, sev in reversed(kinds):
+        hit = text.str.contains(rx)
+        kind = pl.when(hit).then(pl.lit(k)).otherwise(kind)
+        mode = pl.when(hit).then(pl.lit(m, pl.String)).otherwise(mode)
+        severity = pl.when(hit).then(pl.lit(sev)).otherwise(severity)
+    return kind, mode, severity
+
+
+def cuda_mode(text: pl.Expr) -> pl.Expr:
+    """The failure mode a CUDA error string names: OOM, ECC, NVLink, a lost GPU, else application error."""
+    return (
+        pl.when(text.str.contains(r"(?i)out of memory")).then(pl.lit("cuda_oom"))
+        .when(text.str.contains(r"(?i)ECC error")).then(pl.lit("gpu_memory_ecc"))
+        .when(text.str.contains(r"(?i)NVLink")).then(pl.lit("nvlink_error"))
+        .when(text.str.contains(r"(?i)unknown error|GPU is lost|no CUDA-capable device")).then(pl.lit("gpu_hw_other"))
+        .otherwise(pl.lit("cuda_error"))
+    )

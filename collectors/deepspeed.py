@@ -17,21 +17,20 @@ import re
 import polars as pl
 
 from clusterlab.collectors._base import Context, Parsed
-from clusterlab.collectors.megatron import (
+from clusterlab.collectors._steplog import (
     NUM,
+    checkpoint_ops,
     checkpoint_rows,
-    conform,
     facts_from,
     flag_nonfinite,
     integer,
     interval_step_s,
-    local_time,
     loss_events,
     merge_repeats,
     num,
     prepare,
     segment,
-    used_lines,
+    step_result,
 )
 
 NAME = "deepspeed"
@@ -73,23 +72,16 @@ def sniff(head: bytes, path: str) -> bool:
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Steps, checkpoints, facts and overflow / NaN events from matched DeepSpeed lines."""
-    df = prepare(lines, ctx).with_columns(
-        ts=local_time(pl.col("msg").str.extract(_TS, 1), "%Y-%m-%d %H:%M:%S%.f", ctx),
-        rank=pl.coalesce(pl.col("rank"), integer(r"\[Rank (\d+)\] ").cast(pl.Int32)),
-    )
+    df = prepare(lines, ctx, ts=_TS).with_columns(
+        rank=pl.coalesce(pl.col("rank"), integer(r"\[Rank (\d+)\] ").cast(pl.Int32)))
     rows = _step_lines(df)
     ops = _checkpoint_ops(df)
     steps = _steps(segment(rows, ops.filter(pl.col("action") == "load")["line"]))
     facts = pl.concat([facts_from(df, _VERSION, {"deepspeed_version": 1}), _config_facts(df)]).sort("line")
     # NOTE: NaN events come from the unmerged rows so that they cite the line that printed the NaN.
     events = pl.concat([loss_events(flag_nonfinite(rows)), _scale_events(df)], how="diagonal_relaxed")
-    out = Parsed()
-    out.add("steps", conform(steps, "steps"))
-    out.add("checkpoints", conform(checkpoint_rows(ops, missing_ok=None), "checkpoints"))
-    out.add("facts", conform(facts, "facts"))
-    out.add("events", conform(events, "events"))
-    out.unparsed = lines.height - used_lines(rows, ops, facts, events)
-    return out
+    return step_result(lines, [rows, ops, facts, events], steps=steps,
+                       checkpoints=checkpoint_rows(ops, missing_ok=None), facts=facts, events=events)
 
 
 def _step_lines(df: pl.DataFrame) -> pl.DataFrame:
@@ -113,23 +105,19 @@ def _steps(rows: pl.DataFrame) -> pl.DataFrame:
     return interval_step_s(steps)
 
 
-def _tag_step(col: str) -> pl.Expr:
+def _tag_step(text: pl.Expr) -> pl.Expr:
     """The step a DeepSpeed tag or checkpoint path names (`global_step100`)."""
-    return pl.col(col).str.extract(r"global_step(\d+)", 1).cast(pl.Int64, strict=False)
+    return text.str.extract(r"global_step(\d+)", 1).cast(pl.Int64, strict=False)
 
 
 def _op(df: pl.DataFrame, pattern: str, action: str, phase: str, path: int | None, tag: int | None,
         ok: bool | None = None) -> pl.DataFrame:
-    """Checkpoint lines matching `pattern`, with the columns `checkpoint_rows` reads."""
-    hit = df.filter(pl.col("msg").str.contains(pattern)).with_columns(
-        _path=pl.col("msg").str.extract(pattern, path) if path else pl.lit(None, pl.String),
-        _tag=pl.col("msg").str.extract(pattern, tag) if tag else pl.lit(None, pl.String))
-    return hit.select(
-        "line", "ts", "host", pl.lit(action).alias("action"), pl.lit(phase).alias("phase"),
-        pl.coalesce(_tag_step("_tag"), _tag_step("_path")).alias("step"),
-        # the directory of the checkpoint: a file path's folder, as printed
-        pl.col("_path").str.replace(r"/[^/]+\.pt$", "").alias("path"),
-        pl.lit(None, pl.Float64).alias("duration_s"), pl.lit(ok, pl.Boolean).alias("ok"))
+    """Checkpoint lines matching `pattern` (`path`/`tag`: regex groups), step from the tag or the path."""
+    path_text = pl.col("msg").str.extract(pattern, path) if path else pl.lit(None, pl.String)
+    tag_text = pl.col("msg").str.extract(pattern, tag) if tag else pl.lit(None, pl.String)
+    # the directory of the checkpoint: a file path's folder, as printed
+    return checkpoint_ops(df, pattern, action, phase, step=pl.coalesce(_tag_step(tag_text), _tag_step(path_text)),
+                          path=path_text.str.replace(r"/[^/]+\.pt$", ""), ok=pl.lit(ok, pl.Boolean))
 
 
 def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:

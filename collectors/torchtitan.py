@@ -17,21 +17,20 @@ import re
 import polars as pl
 
 from clusterlab.collectors._base import Context, Parsed
-from clusterlab.collectors.megatron import (
+from clusterlab.collectors._steplog import (
     NUM,
+    checkpoint_ops,
     checkpoint_rows,
-    conform,
     facts_from,
     flag_nonfinite,
     integer,
     interval_step_s,
-    local_time,
     loss_events,
     merge_repeats,
     num,
     prepare,
     segment,
-    used_lines,
+    step_result,
 )
 
 NAME = "torchtitan"
@@ -66,20 +65,15 @@ def sniff(head: bytes, path: str) -> bool:
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Steps, checkpoints, facts and NaN events from matched torchtitan lines."""
-    df = prepare(lines, ctx).with_columns(
-        ts=local_time(pl.col("msg").str.extract(_TS, 1), "%Y-%m-%d %H:%M:%S%.f", ctx))
+    df = prepare(lines, ctx, ts=_TS)
     rows, bad = _steps(df)
     ops = _checkpoint_ops(df, rows)
     facts = _facts(df)
     restarts = pl.concat([ops.filter(pl.col("action") == "load")["line"],
                           df.filter(pl.col("msg").str.contains(_START))["line"]])
     steps = interval_step_s(merge_repeats(segment(rows, restarts)))
-    out = Parsed()
-    out.add("steps", conform(steps, "steps"))
-    out.add("checkpoints", conform(checkpoint_rows(ops, missing_ok=False), "checkpoints"))
-    out.add("facts", conform(facts, "facts"))
-    out.add("events", conform(loss_events(steps), "events"))
-    out.unparsed = lines.height - used_lines(rows, ops, facts)
+    out = step_result(lines, [rows, ops, facts], steps=steps, checkpoints=checkpoint_rows(ops, missing_ok=False),
+                      facts=facts, events=loss_events(steps))
     out.warnings += [f"line {n}: step line without a readable loss" for n in bad["line"][:5]]
     return out
 
@@ -98,30 +92,21 @@ def _steps(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return flag_nonfinite(rows.filter(ok)), rows.filter(~ok).select("line")
 
 
-def _op(df: pl.DataFrame, pattern: str, action: str, phase: str, **cols: pl.Expr) -> pl.DataFrame:
-    """Checkpoint lines matching `pattern`, with the columns `checkpoint_rows` reads."""
-    base = {"step": pl.lit(None, pl.Int64), "path": pl.lit(None, pl.String),
-            "duration_s": pl.lit(None, pl.Float64), "ok": pl.lit(None, pl.Boolean)}
-    base.update(cols)
-    return df.filter(pl.col("msg").str.contains(pattern)).select(
-        "line", "ts", "host", pl.lit(action).alias("action"), pl.lit(phase).alias("phase"),
-        *[e.alias(k) for k, e in base.items()])
-
-
 def _checkpoint_ops(df: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
     """Save/load lines; a save without a step takes the last step logged before it."""
     verb = pl.col("msg").str.extract(_DONE, 1)
     path = pl.col("msg").str.extract(_LOAD, 2)
+    load_step = pl.coalesce(integer(_LOAD), path.str.extract(r"step-(\d+)", 1).cast(pl.Int64, strict=False))
+    done = num(_DONE, 3)
     ops = pl.concat([
-        _op(df, _SAVE, "save", "start"),
-        _op(df, _LAST, "save", "start", step=integer(_LAST)),
-        _op(df, _LAST_DONE, "save", "finish", duration_s=num(_LAST_DONE), ok=pl.lit(True)),
+        checkpoint_ops(df, _SAVE, "save", "start"),
+        checkpoint_ops(df, _LAST, "save", "start", step=integer(_LAST)),
+        checkpoint_ops(df, _LAST_DONE, "save", "finish", duration_s=num(_LAST_DONE), ok=pl.lit(True)),
         # NOTE: "staging" (async) ends before the checkpoint is durable: ok stays unknown.
-        _op(df.filter(verb.is_in(["saving", "staging"])), _DONE, "save", "finish", duration_s=num(_DONE, 3),
-            ok=pl.when(verb == "saving").then(True)),
-        _op(df, _LOAD, "load", "start", path=path,
-            step=pl.coalesce(integer(_LOAD), path.str.extract(r"step-(\d+)", 1).cast(pl.Int64, strict=False))),
-        _op(df.filter(verb == "loading"), _DONE, "load", "finish", duration_s=num(_DONE, 3), ok=pl.lit(True)),
+        checkpoint_ops(df.filter(verb.is_in(["saving", "staging"])), _DONE, "save", "finish", duration_s=done,
+                       ok=pl.when(verb == "saving").then(True)),
+        checkpoint_ops(df, _LOAD, "load", "start", path=path, step=load_step),
+        checkpoint_ops(df.filter(verb == "loading"), _DONE, "load", "finish", duration_s=done, ok=pl.lit(True)),
     ]).sort("line")
     logged = steps.select("line", pl.col("step").alias("_logged")).sort("line")
     ops = ops.join_asof(logged, on="line", strategy="backward")

@@ -1,0 +1,307 @@
+"""Attribution of a run: incidents, the ledger tied to them, and lost MFU by host, cluster, provider, mode."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import duckdb
+import polars as pl
+
+from clusterlab import annotations, flops, incidents, ledger, store, taxonomy
+
+NONE = "none"
+INCIDENT_COLUMNS = ["incident_id", "run", "attempt", "kind", "root_ts", "exit_ts", "failure_mode", "blame", "host",
+                    "cluster", "provider", "action", "gpu_hours_lost", "usd_lost", "evidence_count", "overridden",
+                    "detected_failure_mode", "detected_host", "status", "ticket", "note", "first_step", "last_step"]
+
+
+def empty_incidents() -> pl.DataFrame:
+    """An incidents frame with no rows."""
+    return pl.DataFrame(schema={c: pl.String for c in INCIDENT_COLUMNS})
+
+
+@dataclass
+class Attribution:
+    """Where a run's GPU-hours went; frames for notebooks, `to_dict()` for the CLI's JSON."""
+
+    run: str
+    gpus: int
+    cluster: str | None
+    wall_hours: float
+    gpu_hours: float
+    steady_mfu: float | None
+    effective_mfu: float | None
+    baseline_step_s: float
+    rows: pl.DataFrame  # one row per (category, attempt, incident, host): the detailed ledger
+    incidents: pl.DataFrame
+    evidence: pl.DataFrame
+    mfu_source: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ledger(self) -> pl.DataFrame:
+        """category, gpu_hours, lost_mfu: every category, in the fixed order."""
+        agg = self.rows.group_by("category").agg(gpu_hours=pl.col("gpu_hours").sum())
+        cats = pl.DataFrame({"category": ledger.CATEGORIES})
+        out = cats.join(agg, on="category", how="left").with_columns(pl.col("gpu_hours").fill_null(0.0))
+        return out.with_columns(lost_mfu=self._lost_mfu(pl.col("gpu_hours"), pl.col("category") != "productive"))
+
+    def _lost_mfu(self, hours: pl.Expr, is_lost: pl.Expr | bool = True) -> pl.Expr:
+        if self.steady_mfu is None:
+            return pl.lit(None, pl.Float64)
+        share = self.steady_mfu * hours / self.gpu_hours
+        return pl.when(is_lost).then(share).otherwise(0.0) if not isinstance(is_lost, bool) else share
+
+    def by(self, key: str) -> pl.DataFrame:
+        """Lost GPU-hours, lost MFU and $ by `failure_mode`, `host`, `cluster` or `provider`."""
+        lost = self.rows.filter(pl.col("category") != "productive")
+        agg = (lost.group_by(key).agg(gpu_hours_lost=pl.col("gpu_hours").sum(), usd_lost=pl.col("usd").sum())
+               .sort("gpu_hours_lost", descending=True))
+        return agg.with_columns(lost_mfu=self._lost_mfu(pl.col("gpu_hours_lost"))).select(
+            key, "gpu_hours_lost", "lost_mfu", "usd_lost")
+
+    def to_dict(self) -> dict:
+        """The JSON document of `clusterlab attribute --json`."""
+        ev = self.evidence
+        incs = []
+        for inc in self.incidents.to_dicts():
+            lines = ev.filter(pl.col("incident_id") == inc["incident_id"]).head(20)
+            incs.append({**{k: _iso(v) for k, v in inc.items()},
+                         "evidence": [{k: _iso(r[k]) for k in ("source", "file", "line", "ts", "host", "text")}
+                                      for r in lines.to_dicts()]})
+        return {
+            "run": self.run, "gpus": self.gpus, "wall_hours": self.wall_hours, "gpu_hours": self.gpu_hours,
+            "steady_mfu": self.steady_mfu, "effective_mfu": self.effective_mfu,
+            "ledger": self.ledger.to_dicts(),
+            **{f"by_{k}": self.by(k).to_dicts() for k in ("failure_mode", "host", "cluster", "provider")},
+            "incidents": incs,
+        }
+
+    def plot(self, ax=None):
+        """The waterfall from steady-state to effective MFU (or GPU-hours when MFU is unknown)."""
+        from clusterlab import plots
+
+        return plots.ledger_waterfall(self, ax=ax)
+
+
+def _iso(v):
+    return v.isoformat() if isinstance(v, dt.datetime | dt.date) else v
+
+
+def _run_info(con: duckdb.DuckDBPyConnection, run: str) -> dict:
+    rows = store.frame(con, """
+        SELECT r.*, c.gpu, c.provider, p.usd_per_gpu_hour FROM runs r
+        LEFT JOIN clusters c USING (cluster) LEFT JOIN providers p USING (provider) WHERE r.run = ?""", [run])
+    if rows.height:
+        return rows.row(0, named=True)
+    if not store.frame(con, "SELECT 1 FROM attempts WHERE run = ? LIMIT 1", [run]).height:
+        raise KeyError(f"no run {run!r}")
+    return {"run": run}
+
+
+def _steps(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
+    """One record per step: per-rank timings where there are some, else the training log's lines."""
+    return store.frame(con, """
+        WITH r AS (
+            SELECT attempt, step, max(ts) AS ts, max(step_s) AS step_s, max(data_s) AS data_s
+            FROM rank_steps WHERE run = $run AND step IS NOT NULL GROUP BY ALL
+        )
+        SELECT * FROM r
+        UNION ALL
+        SELECT attempt, step, ts, step_s, NULL::DOUBLE AS data_s FROM steps
+        WHERE run = $run AND attempt NOT IN (SELECT attempt FROM r)""", {"run": run})
+
+
+def _mfu(con: duckdb.DuckDBPyConnection, info: dict, baseline_s: float, notes: list[str]
+         ) -> tuple[float | None, str | None]:
+    """Steady-state MFU: the model FLOPs of one step at baseline speed over the GPUs' peak."""
+    facts = dict(store.frame(con, "SELECT key, any_value(value) AS value FROM facts WHERE run = ? GROUP BY key",
+                             [info["run"]]).iter_rows())
+    try:
+        per_token, source = flops.run_flops_per_token(info, facts)
+        peak = flops.peak_flops(info.get("gpu") or "")
+    except ValueError as e:
+        notes.append(f"MFU unknown: {e}")
+        return None, None
+    tokens = info.get("tokens_per_step") or facts.get("tokens_per_step")
+    if not tokens or not info.get("gpus"):
+        notes.append("MFU unknown: run.toml gives no tokens_per_step or gpus")
+        return None, None
+    return float(tokens) * per_token / (baseline_s * info["gpus"] * peak), source
+
+
+def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Settings | None = None) -> Attribution:
+    """Incidents and the exact GPU-time ledger of one run."""
+    s = settings or incidents.Settings()
+    info = _run_info(con, run)
+    att = store.frame(con, "SELECT attempt, start_ts, end_ts FROM attempts WHERE run = ? ORDER BY attempt", [run])
+    if not att.height:
+        raise KeyError(f"run {run!r} has no attempts with times")
+    gpus = int(info.get("gpus") or 0)
+    notes: list[str] = []
+    if not gpus:
+        gpus = int(store.frame(con, "SELECT coalesce(max(rank) + 1, 0) AS g FROM rank_steps WHERE run = ?",
+                               [run]).item() or 1)
+        notes.append(f"run.toml gives no gpus: {gpus} from the per-rank timings")
+    inc, evidence = incidents_of(con, run, s)
+    tl = ledger.timeline(_steps(con, run), att)
+    b = ledger.baseline_step_s(tl)
+    saves = store.frame(con, """SELECT DISTINCT ON (attempt, step) attempt AS s_attempt, step AS save_step, ts,
+                                       coalesce(duration_s, 0) AS duration_s
+                                FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL
+                                ORDER BY attempt, step, ts""", [run])
+    slow = incidents.slow_steps(incidents.host_steps(con, run), s).filter(pl.col("run") == run)
+    # NOTE: isolated slow steps are noise; only stretches that became incidents count as straggling
+    strag = inc.filter(pl.col("kind") == "straggler")
+    slow = slow.join_where(strag.select("attempt", "host", "first_step", "last_step", strag_id="incident_id"),
+                           pl.col("attempt") == pl.col("attempt_right"), pl.col("host") == pl.col("host_right"),
+                           pl.col("step") >= pl.col("first_step"), pl.col("step") <= pl.col("last_step")
+                           ).select("attempt", "step", "host", "strag_id") if strag.height else slow.head(0).select(
+        "attempt", "step", "host", strag_id=pl.lit(None, pl.String))
+    wide = ledger.split_intervals(tl, saves, slow, _keep_points(att, saves, inc, con, run), b)
+    tails = ledger.tails(tl, att, saves)
+    rows = _tie(wide, tails, slow, inc, att)
+    total_s = (att["end_ts"].max() - att["start_ts"].min()).total_seconds()
+    ledger.check(rows, total_s)
+    steady, source = _mfu(con, info, b, notes)
+    rows = _place(con, rows, inc, info, gpus)
+    gpu_hours = gpus * total_s / 3600
+    productive = rows.filter(pl.col("category") == "productive")["gpu_hours"].sum()
+    inc = _with_cost(inc, rows, con, info)
+    return Attribution(
+        run=run, gpus=gpus, cluster=info.get("cluster"), wall_hours=total_s / 3600, gpu_hours=gpu_hours,
+        steady_mfu=steady, effective_mfu=None if steady is None else steady * productive / gpu_hours,
+        baseline_step_s=b, rows=rows, incidents=inc, evidence=evidence, mfu_source=source, notes=notes)
+
+
+def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.Settings
+                 ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """All incidents of a run (or every run) with human overrides applied, and their evidence."""
+    ends, ev = incidents.attempt_end_incidents(con, run, s)
+    strag = incidents.straggler_incidents(incidents.slow_steps(incidents.host_steps(con, run), s), s)
+    ckpt, ckpt_ev = incidents.checkpoint_incidents(con, run, s)
+    inc = pl.concat([ends, strag, ckpt], how="diagonal_relaxed").sort("run", "root_ts", "incident_id")
+    if ckpt_ev.height:
+        ckpt_ev = ckpt_ev.with_columns(rank_in_incident=pl.int_range(pl.len()).over("incident_id") + 1,
+                                       tier=pl.lit(None, pl.Int32)).select(ev.columns)
+        evidence = pl.concat([ev, ckpt_ev], how="diagonal_relaxed")
+    else:
+        evidence = ev
+    counts = evidence.group_by("incident_id").len("evidence_count")
+    inc = inc.join(counts, on="incident_id", how="left").with_columns(pl.col("evidence_count").fill_null(0))
+    inc = annotations.apply(con, inc)
+    modes = pl.DataFrame({"failure_mode": list(taxonomy.MODES), "blame_default": [m.blame for m in
+                          taxonomy.MODES.values()], "action": [m.action for m in taxonomy.MODES.values()]})
+    inc = inc.join(modes, on="failure_mode", how="left").with_columns(
+        blame=pl.coalesce("blame", "blame_default")).drop("blame_default")
+    xid_action = evidence.filter(pl.col("rank_in_incident") == 1, pl.col("xid").is_not_null())
+    if xid_action.height:  # NVIDIA's guidance for the Xid beats the mode's generic advice
+        xa = xid_action.select("incident_id", xid_act=pl.col("xid").map_elements(
+            lambda c: taxonomy.xid(int(c)).action, return_dtype=pl.String))
+        inc = inc.join(xa, on="incident_id", how="left").with_columns(
+            action=pl.coalesce("xid_act", "action")).drop("xid_act")
+    return inc, evidence
+
+
+def _keep_points(att: pl.DataFrame, saves: pl.DataFrame, inc: pl.DataFrame, con, run: str) -> pl.DataFrame:
+    """Per attempt, the last step (or time) whose work was kept: what the next attempt resumed from."""
+    loads = store.frame(con, """SELECT attempt, min(step) AS load_step FROM checkpoints
+                                WHERE run = ? AND action = 'load' GROUP BY attempt""", [run])
+    firsts = store.frame(con, "SELECT attempt, first_step FROM attempts WHERE run = ?", [run])
+    nxt = (att.select("attempt").sort("attempt").with_columns(next_attempt=pl.col("attempt").shift(-1))
+           .join(loads.rename({"attempt": "next_attempt"}), on="next_attempt", how="left")
+           .join(firsts.rename({"attempt": "next_attempt"}), on="next_attempt", how="left"))
+    keep = nxt.with_columns(keep_step=pl.coalesce("load_step", pl.col("first_step") - 1))
+    ended_badly = inc.filter(pl.col("kind") == "attempt_end").select("attempt").with_columns(bad=pl.lit(True))
+    last_save = saves.group_by("s_attempt").agg(last_save_step=pl.col("save_step").max(),
+                                                last_save_ts=pl.col("ts").max()).rename({"s_attempt": "attempt"})
+    keep = keep.join(ended_badly, on="attempt", how="left").join(last_save, on="attempt", how="left")
+    # A final attempt that failed keeps only what it saved; one that finished keeps everything.
+    final_bad = pl.col("next_attempt").is_null() & pl.col("bad").fill_null(False)
+    no_steps = pl.col("last_save_step").is_null() & pl.col("last_save_ts").is_null()
+    return keep.select(
+        "attempt",
+        keep_step=pl.when(final_bad).then(pl.when(no_steps).then(pl.lit(-1)).otherwise(pl.col("last_save_step")))
+        .otherwise(pl.col("keep_step")),
+        keep_ts=pl.when(final_bad).then(pl.col("last_save_ts")).otherwise(pl.lit(None, pl.Datetime("us"))),
+    )
+
+
+def _part(frame: pl.DataFrame, category: str, seconds: str, incident: pl.Expr, host: pl.Expr | None = None,
+          start: str = "start", end: str = "end") -> pl.DataFrame:
+    return frame.select(category=pl.lit(category), attempt="attempt", start_ts=start, end_ts=end,
+                        seconds=pl.col(seconds).cast(pl.Float64), incident_id=incident.cast(pl.String),
+                        own_host=(host if host is not None else pl.lit(None)).cast(pl.String))
+
+
+def _tie(wide: pl.DataFrame, tails: pl.DataFrame, slow: pl.DataFrame, inc: pl.DataFrame,
+         att: pl.DataFrame) -> pl.DataFrame:
+    """Ledger rows: each category's seconds tied to the incident that caused them."""
+    ends = inc.filter(pl.col("kind") == "attempt_end").select("attempt", end_id="incident_id")
+    stalls = inc.filter(pl.col("kind") == "checkpoint_stall").select("attempt", save_step="first_step",
+                                                                      stall_id="incident_id")
+    lost = inc.filter(pl.col("kind") == "checkpoint_lost")
+    w = (wide.join(ends, on="attempt", how="left").join(stalls, on=["attempt", "save_step"], how="left")
+         .join(slow.select("attempt", "step", "strag_id"), on=["attempt", "step"], how="left"))
+    if lost.height:  # the work between the resumed step and the lost save is the lost save's fault
+        pairs = w.select("attempt", "step").join_where(
+            lost.select(lost_attempt="attempt", lo="first_step", hi="last_step", lost_id="incident_id"),
+            pl.col("attempt") < pl.col("lost_attempt"), pl.col("step") >= pl.col("lo"), pl.col("step") <= pl.col("hi"))
+        w = w.join(pairs.select("attempt", "step", "lost_id").unique(["attempt", "step"]), on=["attempt", "step"],
+                   how="left")
+    else:
+        w = w.with_columns(lost_id=pl.lit(None, pl.String))
+    none = pl.lit(None, pl.String)
+    t = tails.join(ends, on="attempt", how="left").join(
+        stalls.rename({"save_step": "tail_save_step", "stall_id": "tail_stall_id"}), on=["attempt", "tail_save_step"],
+        how="left").with_columns(prev_end_id=pl.col("end_id").shift(1))
+    parts = [
+        _part(w, "productive", "productive", none),
+        _part(w, "checkpoint", "checkpoint", pl.col("stall_id")),
+        _part(w, "data_stall", "data_stall", none),
+        _part(w, "straggler", "straggler", pl.col("strag_id"), pl.col("slow_host")),
+        _part(w, "slowdown", "slowdown", none),
+        _part(w, "recompute", "recompute", pl.coalesce("lost_id", "end_id")),
+        _part(t, "startup", "startup", pl.col("prev_end_id"), start="start_ts", end="first_start"),
+        _part(t, "checkpoint", "tail_checkpoint", pl.col("tail_stall_id"), start="last_end", end="end_ts"),
+        _part(t, "hang", "hang", pl.col("end_id"), start="last_end", end="end_ts"),
+        _part(t, "restart", "restart", pl.col("end_id"), start="end_ts", end="next_start"),
+    ]
+    rows = pl.concat(parts, how="vertical_relaxed").filter(pl.col("seconds") != 0)
+    return (rows.group_by("category", "attempt", "incident_id", "own_host")
+            .agg(pl.col("seconds").sum(), pl.col("start_ts").min(), pl.col("end_ts").max())
+            .sort("attempt", "start_ts", "category"))
+
+
+def _place(con: duckdb.DuckDBPyConnection, rows: pl.DataFrame, inc: pl.DataFrame, info: dict,
+           gpus: int) -> pl.DataFrame:
+    """Give every ledger row its failure mode, host, cluster, provider, GPU-hours and dollars."""
+    inv = store.frame(con, "SELECT host, cluster, provider FROM inventory")
+    placed = (rows.join(inc.select("incident_id", "failure_mode", inc_host="host"), on="incident_id", how="left")
+              .with_columns(host=pl.coalesce("own_host", "inc_host"))
+              .join(inv, on="host", how="left"))
+    price = info.get("usd_per_gpu_hour")
+    return placed.with_columns(
+        cluster=pl.coalesce("cluster", pl.lit(info.get("cluster"), pl.String)).fill_null(NONE),
+        provider=pl.coalesce("provider", pl.lit(info.get("provider"), pl.String)).fill_null(NONE),
+        gpu_hours=pl.col("seconds") * gpus / 3600,
+    ).with_columns(
+        # the run pays its own provider's price, whichever host wasted the time
+        usd=pl.col("gpu_hours") * (price or 0.0),
+        incident_id=pl.col("incident_id").fill_null(NONE), failure_mode=pl.col("failure_mode").fill_null(NONE),
+        host=pl.col("host").fill_null(NONE),
+    ).select("category", "attempt", "start_ts", "end_ts", "seconds", "gpu_hours", "usd", "incident_id",
+             "failure_mode", "host", "cluster", "provider")
+
+
+def _with_cost(inc: pl.DataFrame, rows: pl.DataFrame, con: duckdb.DuckDBPyConnection, info: dict) -> pl.DataFrame:
+    """Incidents with cluster, provider and the GPU-hours the ledger pins on each."""
+    cost = (rows.filter(pl.col("category") != "productive").group_by("incident_id")
+            .agg(gpu_hours_lost=pl.col("gpu_hours").sum(), usd_lost=pl.col("usd").sum()))
+    inv = store.frame(con, "SELECT host, cluster, provider FROM inventory")
+    out = inc.join(inv, on="host", how="left").join(cost, on="incident_id", how="left")
+    return out.with_columns(
+        cluster=pl.coalesce("cluster", pl.lit(info.get("cluster"), pl.String)).fill_null(NONE),
+        provider=pl.coalesce("provider", pl.lit(info.get("provider"), pl.String)).fill_null(NONE),
+        gpu_hours_lost=pl.col("gpu_hours_lost").fill_null(0.0), usd_lost=pl.col("usd_lost").fill_null(0.0))

@@ -1,0 +1,177 @@
+"""Helpers the step-log collectors (megatron, deepspeed, torchtitan, hf_trainer) share.
+
+Launcher prefixes and local times of the lines, numbers from regex groups, step rows merged per
+step and split at restarts, NaN flags and events, checkpoint operations and their pairing, facts,
+and the `Parsed` each collector returns. Every frame here has the columns `prepare()` gives.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, local_to_utc
+
+ANSI = r"\x1b\[[0-9;]*m"
+# pdsh/deepspeed `host: `, then torchrun's `[rank3]:` / `[default3]:` or srun --label's `3: `.
+_LAUNCHER = r"^(?:(?P<h>[A-Za-z][\w.-]*): +)?(?:\[(?:rank|default)(?P<r1>\d+)\]: ?|(?P<r2>\d+): +)?"
+NUM = r"(-?(?:\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf))"
+TS_FORMAT = "%Y-%m-%d %H:%M:%S%.f"
+
+
+def prepare(lines: pl.DataFrame, ctx: Context, ts: str | None = None) -> pl.DataFrame:
+    """`lines` plus `msg` (colour codes removed), the launcher prefix's `rank` / `host`, and `ts` (`ts` group 1)."""
+    df = lines.with_columns(msg=pl.col("text").str.replace_all(ANSI, ""))
+    pre = pl.col("msg").str.extract_groups(_LAUNCHER)
+    host = pre.struct.field("h")
+    # NOTE: a `word: ` prefix is a host only when the inventory knows that host ("WARNING: ...").
+    known = pl.when(host.is_in(sorted(ctx.known_hosts))).then(host) if ctx.known_hosts else None
+    df = df.with_columns(
+        rank=pl.coalesce(pre.struct.field("r1"), pre.struct.field("r2")).cast(pl.Int32, strict=False),
+        host=known if known is not None else pl.lit(None, pl.String),
+    )
+    # `ts`: a regex whose first group is a `TS_FORMAT` time in the node's local time.
+    return df if ts is None else df.with_columns(ts=local_time(pl.col("msg").str.extract(ts, 1), TS_FORMAT, ctx))
+
+
+def local_time(raw: pl.Expr, fmt: str, ctx: Context) -> pl.Expr:
+    """Naive UTC from a timestamp string printed in the node's local time (`ctx.tz`)."""
+    t = raw.str.replace(",", ".", literal=True).str.to_datetime(fmt, strict=False, time_unit="us")
+    return local_to_utc(t, ctx.tz)
+
+
+def num(pattern: str, group: int = 1, col: str = "msg") -> pl.Expr:
+    """The float a regex group captures (thousands separators dropped; nan/inf kept)."""
+    return pl.col(col).str.extract(pattern, group).str.replace_all(",", "").cast(pl.Float64, strict=False)
+
+
+def integer(pattern: str, group: int = 1, col: str = "msg") -> pl.Expr:
+    """The integer a regex group captures."""
+    return pl.col(col).str.extract(pattern, group).str.replace_all(",", "").cast(pl.Int64, strict=False)
+
+
+def conform(frame: pl.DataFrame, table: str) -> pl.DataFrame:
+    """`frame` reduced to the columns of `table`, with the table's types."""
+    schema = TABLE_COLUMNS[table]
+    return frame.select([pl.col(c).cast(t) for c, t in schema.items() if c in frame.columns])
+
+
+def merge_repeats(steps: pl.DataFrame) -> pl.DataFrame:
+    """One row per run of consecutive rows with the same step in one segment."""
+    # Ranks repeating a line, or two line kinds reporting one step: keep the run's first line and
+    # each column's first non-null value.
+    steps = steps if "_seg" in steps.columns else steps.with_columns(_seg=pl.lit(0, pl.Int64))
+    change = (pl.col("step") != pl.col("step").shift(1)) | (pl.col("_seg") != pl.col("_seg").shift(1))
+    run = change.fill_null(True).cum_sum().alias("_run")
+    cols = [c for c in steps.columns if c != "line"]
+    return (steps.sort("line").with_columns(run).group_by("_run", maintain_order=True)
+            .agg(pl.col("line").first(), *[pl.col(c).drop_nulls().first() for c in cols]).drop("_run"))
+
+
+def segment(frame: pl.DataFrame, breaks: pl.Series) -> pl.DataFrame:
+    """`frame` with `_seg`: how many restart markers (line numbers in `breaks`) precede each row."""
+    marks = breaks.cast(pl.Int64).unique().sort()
+    return frame.with_columns(_seg=marks.search_sorted(frame["line"], side="left").cast(pl.Int64))
+
+
+def interval_step_s(steps: pl.DataFrame) -> pl.DataFrame:
+    """Fill a missing `step_s` from the time between consecutive step rows of one segment."""
+    # seconds between the two rows / steps between them: whatever ran in between is included
+    prev_ts, prev_step = pl.col("ts").shift(1).over("_seg"), pl.col("step").shift(1).over("_seg")
+    span = (pl.col("ts") - prev_ts).dt.total_microseconds() / 1e6
+    derived = pl.when((pl.col("step") > prev_step) & (span >= 0)).then(span / (pl.col("step") - prev_step))
+    return steps.with_columns(step_s=pl.coalesce(pl.col("step_s"), derived))
+
+
+def flag_nonfinite(steps: pl.DataFrame) -> pl.DataFrame:
+    """Store a NaN/inf loss or grad norm as null and count (at least) one NaN iteration in `nan`."""
+    # The `loss_nan` event keeps the line's text; NaN itself never reaches the tables.
+    nan = pl.col("nan") if "nan" in steps.columns else pl.lit(None, pl.Int32)
+    bad = pl.col("loss").is_finite().not_().fill_null(False)
+    return steps.with_columns(
+        nan=pl.when(bad).then(pl.max_horizontal(nan.fill_null(0), pl.lit(1))).otherwise(nan).cast(pl.Int32),
+        loss=pl.when(bad).then(None).otherwise(pl.col("loss")),
+        grad_norm=pl.when(pl.col("grad_norm").is_finite()).then(pl.col("grad_norm")),
+    )
+
+
+def loss_events(steps: pl.DataFrame) -> pl.DataFrame:
+    """A `loss_nan` event for each step row that counts NaN iterations (see `flag_nonfinite`)."""
+    bad = steps.filter(pl.col("nan").fill_null(0) > 0)
+    detail = pl.struct(pl.col("step"), pl.col("nan").alias("nan_iterations")).struct.json_encode()
+    return bad.select(
+        "line", "ts", "host", "rank", pl.lit("loss_nan").alias("kind"),
+        pl.lit("loss_divergence").alias("failure_mode"), pl.lit("error").alias("severity"),
+        pl.col("msg").str.strip_chars().alias("text"), detail.alias("detail"),
+    )
+
+
+def checkpoint_ops(df: pl.DataFrame, pattern: str, action: str | pl.Expr, phase: str,
+                   **cols: pl.Expr) -> pl.DataFrame:
+    """The lines matching `pattern` as checkpoint operation lines, in the form `checkpoint_rows` takes."""
+    # `cols`: any of step, path, duration_s, ok (null where not given).
+    base = {"step": pl.lit(None, pl.Int64), "path": pl.lit(None, pl.String),
+            "duration_s": pl.lit(None, pl.Float64), "ok": pl.lit(None, pl.Boolean)}
+    base.update(cols)
+    act = pl.lit(action) if isinstance(action, str) else action
+    return df.filter(pl.col("msg").str.contains(pattern)).select(
+        "line", "ts", "host", act.alias("action"), pl.lit(phase).alias("phase"),
+        *[e.alias(k) for k, e in base.items()])
+
+
+def checkpoint_rows(ops: pl.DataFrame, missing_ok: bool | None) -> pl.DataFrame:
+    """One checkpoint row per save/load operation, at its first line (see the comment below)."""
+    # `ops`: `line`, `ts`, `host`, `action` (save | load), `phase` (start: a new operation; info:
+    # part of the open one unless its step differs; finish; timer), `step`, `path`, `duration_s`
+    # (printed by a finish or timer line) and `ok` (of a finish line). An operation that has no
+    # finish line gets `ok = missing_ok`: False where the format always prints one.
+    ops = ops.sort("line")
+    prev_phase = pl.col("phase").shift(1).over("action")
+    prev_step = pl.col("step").shift(1).over("action")
+    closed = prev_phase.is_in(["finish", "timer"])
+    opens = pl.col("phase").is_in(["start", "info"]) & (
+        prev_phase.is_null() | prev_step.ne_missing(pl.col("step"))
+        | (closed & ((pl.col("phase") == "start") | pl.col("step").is_null())))
+    # A timer belongs to the operation before it, unless that one already had its timer (a
+    # timer of a load that found no checkpoint): then it stands alone and is dropped.
+    opens = opens | ((pl.col("phase") == "timer") & (prev_phase.is_null() | (prev_phase == "timer")))
+    ops = ops.with_columns(_op=opens.cast(pl.Int64).cum_sum().over("action"))
+    phase = pl.col("phase")
+    groups = ops.group_by("action", "_op", maintain_order=True).agg(
+        pl.col("line").first(), pl.col("ts").drop_nulls().first(), pl.col("host").drop_nulls().first(),
+        pl.col("step").drop_nulls().first(), pl.col("path").drop_nulls().first(),
+        pl.col("ts").filter(phase.is_in(["start", "info"])).drop_nulls().first().alias("_t0"),
+        pl.col("ts").filter(phase == "finish").drop_nulls().last().alias("_t1"),
+        pl.col("duration_s").filter(phase == "timer").max().alias("_timer"),
+        pl.col("duration_s").filter(phase == "finish").drop_nulls().first().alias("_printed"),
+        (phase == "finish").any().alias("_done"), pl.col("ok").filter(phase == "finish").first().alias("_ok"),
+        (phase != "timer").any().alias("_real"),
+    )
+    span = (pl.col("_t1") - pl.col("_t0")).dt.total_microseconds() / 1e6
+    return groups.filter("_real").with_columns(
+        duration_s=pl.coalesce("_timer", "_printed", pl.when(span >= 0).then(span)),
+        ok=pl.when("_done").then("_ok").otherwise(pl.lit(missing_ok, pl.Boolean)),
+    ).sort("line")
+
+
+def facts_from(df: pl.DataFrame, pattern: str, pairs: dict[str, int]) -> pl.DataFrame:
+    """Facts `key = group` for each line matching `pattern` (`pairs`: key -> regex group)."""
+    hit = df.filter(pl.col("msg").str.contains(pattern))
+    frames = [hit.select("line", "ts", "host", pl.lit(k).alias("key"),
+                         pl.col("msg").str.extract(pattern, g).str.replace_all(",", "").alias("value"))
+              for k, g in pairs.items()]
+    return pl.concat(frames).filter(pl.col("value").is_not_null()) if frames else hit.clear()
+
+
+def used_lines(*frames: pl.DataFrame) -> int:
+    """How many distinct lines the frames drew on."""
+    lines = [f["line"] for f in frames if f.height]
+    return pl.concat(lines).n_unique() if lines else 0
+
+
+def step_result(lines: pl.DataFrame, used: list[pl.DataFrame], **tables: pl.DataFrame) -> Parsed:
+    """`Parsed` with each of `tables` conformed, and the matched lines none of `used` drew on as unparsed."""
+    out = Parsed()
+    for table, frame in tables.items():
+        out.add(table, conform(frame, table))
+    out.unparsed = lines.height - used_lines(*used)
+    return out
