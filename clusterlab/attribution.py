@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import duckdb
 import polars as pl
 
-from clusterlab import annotations, flops, incidents, ledger, store, taxonomy
+from clusterlab import advice, annotations, flops, incidents, ledger, store, taxonomy
 
 NONE = "none"
 INCIDENT_COLUMNS = ["incident_id", "run", "attempt", "kind", "root_ts", "exit_ts", "failure_mode", "blame", "host",
@@ -38,6 +38,7 @@ class Attribution:
     evidence: pl.DataFrame
     mfu_source: str | None = None
     notes: list[str] = field(default_factory=list)
+    checkpoint_advice: advice.CheckpointAdvice | None = None
 
     @property
     def ledger(self) -> pl.DataFrame:
@@ -76,6 +77,8 @@ class Attribution:
             "ledger": self.ledger.to_dicts(),
             **{f"by_{k}": self.by(k).to_dicts() for k in ("failure_mode", "host", "cluster", "provider")},
             "incidents": incs,
+            "checkpoint_advice": self.checkpoint_advice.to_dict() if self.checkpoint_advice else None,
+            "notes": self.notes,
         }
 
     def plot(self, ax=None):
@@ -172,7 +175,8 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
     return Attribution(
         run=run, gpus=gpus, cluster=info.get("cluster"), wall_hours=total_s / 3600, gpu_hours=gpu_hours,
         steady_mfu=steady, effective_mfu=None if steady is None else steady * productive / gpu_hours,
-        baseline_step_s=b, rows=rows, incidents=inc, evidence=evidence, mfu_source=source, notes=notes)
+        baseline_step_s=b, rows=rows, incidents=inc, evidence=evidence, mfu_source=source, notes=notes,
+        checkpoint_advice=advice.advise(con, run, gpus, gpu_hours, inc))
 
 
 def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.Settings

@@ -12,6 +12,7 @@ import click
 import polars as pl
 
 from clusterlab.lab import Lab
+from clusterlab.ledger import LedgerError
 from clusterlab.reader import InputError
 from clusterlab.store import DEFAULT_DB
 
@@ -149,6 +150,72 @@ def events(ctx, host, mode, run, kind, limit, as_json):
         print_frame(frame.with_columns(pl.col("file").str.split("/").list.last()), limit or 50)
 
 
+INCIDENT_CLI_COLUMNS = ["incident_id", "run", "attempt", "root_ts", "exit_ts", "failure_mode", "blame", "host",
+                        "cluster", "provider", "gpu_hours_lost", "evidence_count"]
+
+
+@main.command()
+@click.option("--run", help="Only this run.")
+@json_option
+@click.pass_context
+def incidents(ctx, run, as_json):
+    """One row per incident: root-cause time, exit, failure mode, blame, host, GPU-hours lost, evidence."""
+    with _open(ctx, read_only=True) as lab:
+        frame = lab.incidents(run)
+    frame = frame.select([c for c in [*INCIDENT_CLI_COLUMNS, "overridden", "status"] if c in frame.columns])
+    if as_json:
+        emit_json(records(frame.rename({"incident_id": "id", "root_ts": "start", "exit_ts": "end"})))
+    else:
+        print_frame(frame)
+
+
+def _print_attribution(a) -> None:
+    mfu = (f"steady MFU {a.steady_mfu:.1%}, effective {a.effective_mfu:.1%}" if a.steady_mfu is not None
+           else "MFU unknown")
+    click.echo(f"{a.run}: {a.gpus} GPUs x {a.wall_hours:.2f} h = {a.gpu_hours:.1f} GPU-hours; {mfu}")
+    print_frame(a.ledger.with_columns(pl.col("gpu_hours").round(3), pl.col("lost_mfu").round(4)))
+    print_frame(a.incidents.select("incident_id", "failure_mode", "host", "blame", "action",
+                                   pl.col("gpu_hours_lost").round(3), pl.col("usd_lost").round(2)))
+    for note in a.notes:
+        click.echo(f"note: {note}")
+
+
+@main.command()
+@click.option("--run", required=True, help="The run to account for.")
+@json_option
+@click.pass_context
+def attribute(ctx, run, as_json):
+    """The GPU-time ledger of a run: every GPU-hour in one category, tied to incident, mode, host, provider."""
+    with _open(ctx, read_only=True) as lab:
+        try:
+            a = lab.attribute(run)
+        except (KeyError, LedgerError) as e:
+            click.echo(f"error: {run}: {e.args[0] if e.args else e}", err=True)
+            ctx.exit(EXIT_BAD_INPUT)
+        emit_json(a.to_dict()) if as_json else _print_attribution(a)
+
+
+@main.command()
+@click.argument("incident_id")
+@click.option("--mode", "failure_mode", help="The failure mode it really was.")
+@click.option("--host", help="The host really at fault.")
+@click.option("--blame", type=click.Choice(["provider", "user", "unknown"]))
+@click.option("--note", help="What a reviewer found.")
+@click.option("--ticket", help="The provider's ticket reference.")
+@click.option("--status", type=click.Choice(["open", "with_provider", "resolved"]))
+@click.option("--author", help="Who says so.")
+@click.pass_context
+def annotate(ctx, incident_id, **fields):
+    """Confirm or override an incident (mode, host, blame) and track its ticket; reports show the override."""
+    with _open(ctx) as lab:
+        try:
+            lab.annotate(incident_id, **fields)
+        except ValueError as e:
+            click.echo(f"error: {e}", err=True)
+            ctx.exit(EXIT_BAD_INPUT)
+    click.echo(f"annotated {incident_id}")
+
+
 @main.command()
 @click.option("--out", type=click.Path(path_type=Path), default=Path("clusterlab-demo"), show_default=True,
               help="Folder for the demo database and outputs (recreated).")
@@ -176,7 +243,13 @@ def demo(ctx, out: Path, samples: Path):
             SELECT ts, host, kind, failure_mode, xid, text FROM events
             WHERE source = 'kernel' AND failure_mode IS NOT NULL
             QUALIFY row_number() OVER (PARTITION BY host, kind ORDER BY ts) = 1 ORDER BY ts"""))
-    click.echo(f"\nexplore it: clusterlab --db {db} events --mode gpu_fell_off_bus")
+        for run in lab.runs()["run"].to_list():
+            click.echo(f"\n# attribution: {run}")
+            try:
+                _print_attribution(lab.attribute(run))
+            except LedgerError as e:
+                click.echo(f"no ledger: {e}")
+    click.echo(f"\nexplore it: clusterlab --db {db} incidents")
     ctx.exit(status)
 
 

@@ -19,17 +19,18 @@ import re
 import polars as pl
 
 from clusterlab.collectors._base import Context, Parsed
-from clusterlab.collectors.megatron import (
+from clusterlab.collectors._steplog import (
     NUM,
+    TS_FORMAT,
+    checkpoint_ops,
     checkpoint_rows,
-    conform,
     facts_from,
     flag_nonfinite,
     local_time,
     loss_events,
     num,
     prepare,
-    used_lines,
+    step_result,
 )
 
 NAME = "hf_trainer"
@@ -77,7 +78,7 @@ def _value(key: str) -> str:
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Steps, checkpoints, facts and NaN events from matched Trainer lines."""
     df = prepare(lines, ctx).with_columns(
-        ts=pl.coalesce(local_time(pl.col("msg").str.extract(_TS_EXPLICIT, 1), "%Y-%m-%d %H:%M:%S%.f", ctx),
+        ts=pl.coalesce(local_time(pl.col("msg").str.extract(_TS_EXPLICIT, 1), TS_FORMAT, ctx),
                        local_time(pl.col("msg").str.extract(_TS_EXAMPLES, 1), "%m/%d/%Y %H:%M:%S", ctx)))
     rows = df.filter(pl.col("msg").str.contains(_LOSS_DICT)).with_columns(
         step=pl.lit(None, pl.Int64), loss=num(_value("loss")), grad_norm=num(_value("grad_norm")),
@@ -86,25 +87,18 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     steps = flag_nonfinite(rows.filter(pl.col("loss").is_not_null() & pl.col("msg").str.contains(r"\}\s*$")))
     ops = _checkpoint_ops(df)
     facts = _facts(df)
-    out = Parsed()
-    out.add("steps", conform(steps, "steps"))
-    out.add("checkpoints", conform(checkpoint_rows(ops, missing_ok=None), "checkpoints"))
-    out.add("facts", conform(facts, "facts"))
-    out.add("events", conform(loss_events(steps), "events"))
-    out.unparsed = lines.height - used_lines(steps, ops, facts)
-    return out
+    return step_result(lines, [steps, ops, facts], steps=steps, checkpoints=checkpoint_rows(ops, missing_ok=None),
+                       facts=facts, events=loss_events(steps))
 
 
 def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:
     """`Saving model checkpoint to` and `Loading model from` lines (step from `checkpoint-N`)."""
     parts = []
     for pattern, action in ((_SAVE, "save"), (_LOAD, "load")):
-        hit = df.filter(pl.col("msg").str.contains(pattern)).with_columns(_path=pl.col("msg").str.extract(pattern, 1))
-        parts.append(hit.select(
-            "line", "ts", "host", pl.lit(action).alias("action"), pl.lit("start").alias("phase"),
-            pl.col("_path").str.extract(r"checkpoint-(\d+)", 1).cast(pl.Int64, strict=False).alias("step"),
-            pl.col("_path").str.strip_suffix(".").alias("path"), pl.lit(None, pl.Float64).alias("duration_s"),
-            pl.lit(None, pl.Boolean).alias("ok")))
+        path = pl.col("msg").str.extract(pattern, 1)
+        parts.append(checkpoint_ops(
+            df, pattern, action, "start", path=path.str.strip_suffix("."),
+            step=path.str.extract(r"checkpoint-(\d+)", 1).cast(pl.Int64, strict=False)))
     return pl.concat(parts).sort("line")
 
 

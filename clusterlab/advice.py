@@ -1,0 +1,82 @@
+"""Checkpoint interval advice (Young/Daly) from the measured failure rate and save cost."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import duckdb
+import polars as pl
+
+from clusterlab import store
+
+# Interruptions the cluster is answerable for; a time limit or a person stopping the job is not a failure.
+_NOT_FAILURES = ("time_limit", "manual_stop")
+
+
+@dataclass(frozen=True)
+class CheckpointAdvice:
+    run: str
+    cluster: str | None
+    failures: int  # on this cluster, across all runs in the store
+    cluster_gpu_hours: float
+    mtbf_job_hours: float | None  # expected hours between failures for a job of this run's size
+    save_s: float | None  # median measured save time
+    interval_s: float | None  # median measured time between saves
+    optimal_interval_s: float | None  # Young's sqrt(2·δ·M), Daly's correction where δ is not small
+    gpu_hours_saved: float | None  # on this run, had it saved at the optimal interval
+
+    def to_dict(self) -> dict:
+        return self.__dict__.copy()
+
+
+def waste_fraction(interval_s: float, save_s: float, mtbf_s: float) -> float:
+    """Expected share of time lost to saving plus recomputing after failures (first order)."""
+    return save_s / interval_s + (interval_s + save_s) / (2 * mtbf_s)
+
+
+def daly_interval(save_s: float, mtbf_s: float) -> float:
+    """Daly's optimum: Young's sqrt(2δM) with the higher-order correction, capped at M."""
+    if save_s >= 2 * mtbf_s:
+        return mtbf_s
+    x = math.sqrt(save_s / (2 * mtbf_s))
+    return math.sqrt(2 * save_s * mtbf_s) * (1 + x / 3 + x * x / 9) - save_s
+
+
+def advise(con: duckdb.DuckDBPyConnection, run: str, gpus: int, gpu_hours: float,
+           incidents: pl.DataFrame) -> CheckpointAdvice:
+    """Advice for one run, from its cluster's record in the store and its own saves."""
+    info = store.frame(con, "SELECT cluster FROM runs WHERE run = ?", [run])
+    cluster = info["cluster"][0] if info.height else None
+    fleet = store.frame(con, """
+        SELECT a.run, sum(epoch(a.end_ts - a.start_ts)) / 3600.0 * any_value(r.gpus) AS gpu_hours
+        FROM attempts a JOIN runs r USING (run) WHERE r.cluster IS NOT DISTINCT FROM ? GROUP BY a.run""", [cluster])
+    cluster_hours = float(fleet["gpu_hours"].sum() or 0.0) if fleet.height else gpu_hours
+    ends = incidents.filter(pl.col("kind") == "attempt_end", ~pl.col("failure_mode").is_in(_NOT_FAILURES))
+    failures = ends.height if not fleet.height else _cluster_failures(con, cluster, fleet["run"].to_list(), ends)
+    saves = store.frame(con, """SELECT ts, duration_s FROM checkpoints WHERE run = ? AND action = 'save'
+                                ORDER BY ts""", [run])
+    save_s = saves["duration_s"].drop_nulls().median() if saves.height else None
+    gaps = saves["ts"].diff().dt.total_seconds().drop_nulls() if saves.height > 1 else pl.Series([], dtype=pl.Float64)
+    interval = float(gaps.median()) if gaps.len() else None
+    if not failures or not cluster_hours or not save_s:
+        return CheckpointAdvice(run, cluster, failures, cluster_hours, None, save_s, interval, None, None)
+    mtbf_s = cluster_hours / failures / gpus * 3600  # failures scale with the GPUs a job holds
+    best = daly_interval(save_s, mtbf_s)
+    saved = None
+    if interval:
+        saved = max(0.0, waste_fraction(interval, save_s, mtbf_s) - waste_fraction(best, save_s, mtbf_s)) * gpu_hours
+    return CheckpointAdvice(run, cluster, failures, cluster_hours, mtbf_s / 3600, float(save_s), interval, best, saved)
+
+
+def _cluster_failures(con: duckdb.DuckDBPyConnection, cluster: str | None, runs: list[str],
+                      this_run: pl.DataFrame) -> int:
+    """Failures of every run on the cluster (the other runs' from their own incidents)."""
+    from clusterlab.attribution import incidents_of
+    from clusterlab.incidents import Settings
+
+    total = 0
+    for r in runs:
+        inc = this_run if this_run.height and this_run["run"][0] == r else incidents_of(con, r, Settings())[0]
+        total += inc.filter(pl.col("kind") == "attempt_end", ~pl.col("failure_mode").is_in(_NOT_FAILURES)).height
+    return total
