@@ -9,9 +9,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from clusterlab import annotations, attribution, incidents
+from clusterlab import annotations, attribution, incidents, store
 from clusterlab import ingest as _ingest
-from clusterlab import store
 from clusterlab.ledger import LedgerError
 
 

@@ -13,11 +13,9 @@ without the NCCL prefix after "Last error:" in the errors PyTorch raises; those 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed
+from clusterlab.collectors._base import Context, Parsed, cuda_mode, first_kind, json_detail, local_to_utc
 
 NAME = "nccl"
 EXCLUSIVE = False
@@ -67,36 +65,6 @@ _WARN_KINDS: list[tuple[str, str, str | None, str]] = [
 def sniff(head: bytes, path: str) -> bool:
     """NCCL lines (`host:pid:tid [dev] NCCL INFO|WARN`) in the head of the file."""
     return _SNIFF.search(head) is not None
-
-
-def detail_json(cols: Sequence[str]) -> pl.Expr:
-    """A JSON object of the non-null `cols`, each value encoded (and escaped) by polars."""
-    parts = [
-        pl.when(pl.col(c).is_not_null())
-        .then(pl.struct(pl.col(c)).struct.json_encode().str.strip_prefix("{").str.strip_suffix("}"))
-        for c in cols
-    ]
-    inner = pl.concat_str(parts, separator=",", ignore_nulls=True)
-    return pl.when(inner.str.len_bytes() > 0).then(pl.concat_str([pl.lit("{"), inner, pl.lit("}")]))
-
-
-def cuda_mode(text: pl.Expr) -> pl.Expr:
-    """The failure mode a CUDA error string names: OOM, ECC, NVLink, a lost GPU, else application error."""
-    return (
-        pl.when(text.str.contains(r"(?i)out of memory")).then(pl.lit("cuda_oom"))
-        .when(text.str.contains(r"(?i)ECC error")).then(pl.lit("gpu_memory_ecc"))
-        .when(text.str.contains(r"(?i)NVLink")).then(pl.lit("nvlink_error"))
-        .when(text.str.contains(r"(?i)unknown error|GPU is lost|no CUDA-capable device")).then(pl.lit("gpu_hw_other"))
-        .otherwise(pl.lit("cuda_error"))
-    )
-
-
-def local_to_utc(ts: pl.Expr, ctx: Context) -> pl.Expr:
-    """Naive local times (in ctx.tz) as naive UTC; nonexistent DST times become null."""
-    if ctx.tz == "UTC":
-        return ts
-    return (ts.dt.replace_time_zone(ctx.tz, ambiguous="earliest", non_existent="null")
-            .dt.convert_time_zone("UTC").dt.replace_time_zone(None))
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
@@ -167,7 +135,7 @@ def _stamp(raw: pl.Expr, ctx: Context) -> pl.Expr:
     """NCCL_DEBUG_TIMESTAMP_FORMAT's default `%F %T` (optionally with subseconds), local time, as UTC."""
     parsed = raw.str.replace(",", ".").str.replace("T", " ").str.to_datetime(
         "%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False)
-    return local_to_utc(parsed, ctx)
+    return local_to_utc(parsed, ctx.tz)
 
 
 def _bus_id(raw: pl.Expr, values: pl.Series) -> pl.Expr:
@@ -194,7 +162,7 @@ def _aborts(aborts: pl.DataFrame) -> pl.DataFrame:
     return aborts.select(
         "line", "ts", "host", kind=pl.lit("comm_abort"), failure_mode=pl.lit(None, pl.String),
         severity=pl.lit("warning"), rank=pl.coalesce("prefix_rank", "rank"),
-        text="text", detail=detail_json(["pid", "cuda_dev", "comm", "nranks", "comm_id"]),
+        text="text", detail=json_detail(["pid", "cuda_dev", "comm", "nranks", "comm_id"]),
     )
 
 
@@ -203,14 +171,8 @@ def _warn_events(w: pl.DataFrame, rank_of: pl.DataFrame) -> pl.DataFrame:
     if not w.height:
         return w
     msg = pl.coalesce("msg", "text")
-    kind = pl.lit("nccl_warn")
-    mode: pl.Expr = pl.when(msg.str.contains(r"NET/IB|NET/Socket|\bibv_|[Ss]ocket")).then(pl.lit("network"))
-    severity = pl.lit("warning")
-    for k, rx, m, sev in reversed(_WARN_KINDS):
-        hit = msg.str.contains(rx)
-        kind = pl.when(hit).then(pl.lit(k)).otherwise(kind)
-        mode = pl.when(hit).then(pl.lit(m, pl.String)).otherwise(mode)
-        severity = pl.when(hit).then(pl.lit(sev)).otherwise(severity)
+    network = pl.when(msg.str.contains(r"NET/IB|NET/Socket|\bibv_|[Ss]ocket")).then(pl.lit("network"))
+    kind, mode, severity = first_kind(msg, _WARN_KINDS, pl.lit("nccl_warn"), network, pl.lit("warning"))
     w = w.select(
         "line", "ts", "host", "text", "src", "func", "echo", "prefix_rank",
         kind=kind, failure_mode=mode, severity=severity, m=msg,
@@ -227,7 +189,7 @@ def _warn_events(w: pl.DataFrame, rank_of: pl.DataFrame) -> pl.DataFrame:
             "vendor_err", "req", "local_gid", "remote_gid", "hca", "ib_dev", "call", "error"]
     return w.sort("line").select(
         "line", "ts", "host", "kind", "failure_mode", "severity",
-        rank=pl.coalesce("prefix_rank", "rank"), peer="peer", text="text", detail=detail_json(cols),
+        rank=pl.coalesce("prefix_rank", "rank"), peer="peer", text="text", detail=json_detail(cols),
     )
 
 

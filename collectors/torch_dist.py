@@ -20,8 +20,7 @@ import signal
 
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed
-from clusterlab.collectors.nccl import cuda_mode, detail_json, local_to_utc
+from clusterlab.collectors._base import Context, Parsed, cuda_mode, first_kind, json_detail, local_to_utc
 
 NAME = "torch"
 EXCLUSIVE = False
@@ -112,7 +111,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     events = _fold_nccl_detail(events)
     if events.height:
         out.add("events", events.sort("line").select(
-            "line", "ts", "kind", "failure_mode", "severity", "rank", "text", detail_json(_DETAIL).alias("detail"),
+            "line", "ts", "kind", "failure_mode", "severity", "rank", "text", json_detail(_DETAIL).alias("detail"),
         ))
     out.add("events", children)
     # A launcher start anchors the attempt in time (and gives the lines after it a clock).
@@ -142,7 +141,7 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     drop = rest.str.contains(r"^\s*what\(\):.*(?:watchdog thread terminated|Watchdog caught)|NCCL (?:INFO|WARN|TRACE) ")
     f = f.with_columns(
         msg=pl.coalesce("gmsg", "pmsg", "omsg", "rest"),
-        ts=local_to_utc(stamp.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False), ctx),
+        ts=local_to_utc(stamp.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False), ctx.tz),
         is_tb=rest.str.contains(_TB_START), is_chain=rest.str.contains(_CHAIN),
         header=pl.when(rest.str.contains(r"^Root Cause \(first observed failure\):")).then(pl.lit("root"))
         .when(rest.str.contains(r"^Failures:\s*$")).then(pl.lit("others")),
@@ -150,11 +149,7 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         key=pl.concat_str([pl.col("pfx").str.strip_chars(), pl.lit("|"), rest.str.extract(r"^(\s*)", 1)]),
         drop=drop,
     )
-    kind, mode, severity = pl.lit(None, pl.String), pl.lit(None, pl.String), pl.lit(None, pl.String)
-    for k, rx, m, sev in reversed(_KINDS):
-        hit = pl.col("msg").str.contains(rx)
-        kind, mode = pl.when(hit).then(pl.lit(k)).otherwise(kind), pl.when(hit).then(pl.lit(m)).otherwise(mode)
-        severity = pl.when(hit).then(pl.lit(sev)).otherwise(severity)
+    kind, mode, severity = first_kind(pl.col("msg"), _KINDS)
     kind = pl.when(~pl.col("drop") & pl.col("field").is_null() & pl.col("header").is_null()).then(kind)
     f = f.with_columns(kind=kind, severity=severity, mode=mode).with_columns(
         failure_mode=pl.when(pl.col("kind").is_in(_CONTENT_MODE_KINDS)).then(_content_mode(pl.col("msg")))
@@ -295,10 +290,10 @@ def _children(f: pl.DataFrame, finals: pl.DataFrame, ctx: Context) -> tuple[pl.D
     stamp = pl.col("time").str.replace("_", " ").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us",
                                                                    strict=False)
     frame = frame.select(
-        pl.col("line").cast(pl.Int64), local_to_utc(stamp, ctx).alias("ts"), pl.col("host").cast(pl.String),
+        pl.col("line").cast(pl.Int64), local_to_utc(stamp, ctx.tz).alias("ts"), pl.col("host").cast(pl.String),
         pl.lit("child_failed").alias("kind"), _content_mode(pl.col("cause").cast(pl.String)).alias("failure_mode"),
         "severity", pl.col("rank").cast(pl.Int32), "text",
-        detail_json(["root_cause", "local_rank", "exitcode", "signal", "pid", "fqdn", "error_file", "exception",
+        json_detail(["root_cause", "local_rank", "exitcode", "signal", "pid", "fqdn", "error_file", "exception",
                      "message"]).alias("detail"),
     )
     return frame, tbs, len(rows) - len(good)

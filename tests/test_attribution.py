@@ -1,0 +1,187 @@
+"""Incidents find the cause, not the symptom; the ledger accounts for every GPU-second exactly once."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from timelines import Attempt, write_events, write_run
+
+from clusterlab import Lab, advice, ledger
+from clusterlab.cli import main
+from conftest import SAMPLES
+
+
+def _conserves(a) -> None:
+    led = a.ledger
+    assert (led["gpu_hours"] >= -1e-9).all()
+    assert math.isclose(led["gpu_hours"].sum(), a.gpus * a.wall_hours, rel_tol=1e-6)
+    if a.steady_mfu is not None:
+        assert math.isclose(a.effective_mfu + led["lost_mfu"].sum(), a.steady_mfu, rel_tol=1e-6)
+
+
+attempt_st = st.builds(
+    Attempt,
+    start_s=st.just(0.0),
+    startup_s=st.floats(0, 600),
+    step_s=st.lists(st.floats(0.5, 20), min_size=1, max_size=40),
+    tail_s=st.floats(0, 900),
+    saves=st.dictionaries(st.integers(1, 40), st.floats(0, 300), max_size=3),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plan=st.lists(attempt_st, min_size=1, max_size=4), gaps=st.lists(st.floats(0, 3600), min_size=4, max_size=4),
+       gpus=st.integers(1, 4096))
+def test_ledger_adds_up_to_gpus_times_wall_time(plan: list[Attempt], gaps: list[float], gpus: int) -> None:
+    t, step = 0.0, 1
+    for a, gap in zip(plan, gaps, strict=False):
+        a.start_s, a.first_step = t, step
+        a.saves = {a.first_step + k - 1: v for k, v in a.saves.items() if k <= len(a.step_s)}
+        step = a.first_step + len(a.step_s) // 2  # each restart resumes half-way back
+        t = a.end_s + gap
+    with Lab(":memory:") as lab:
+        write_run(lab.con, "r", gpus, plan)
+        _conserves(lab.attribute("r"))
+
+
+def test_overlapping_attempts_raise_rather_than_clamp(lab: Lab) -> None:
+    write_run(lab.con, "r", 8, [Attempt(0, 10, [5.0] * 10), Attempt(30, 10, [5.0] * 10, first_step=11)])
+    with pytest.raises(ledger.LedgerError, match="overlap"):
+        lab.attribute("r")
+
+
+def test_flood_of_watchdog_timeouts_points_to_the_xid_host(lab: Lab) -> None:
+    hosts = [f"n-{i:03d}" for i in range(128)]
+    write_run(lab.con, "big", 1024, [Attempt(0, 60, [2.0] * 100, tail_s=700, hosts=hosts),
+                                     Attempt(2000, 60, [2.0] * 10, first_step=101, hosts=hosts)])
+    end = 60 + 200 + 700
+    write_events(lab.con, [{"t": end - 650, "host": "n-042", "kind": "xid", "xid": 79,
+                            "failure_mode": "gpu_fell_off_bus"}], name="dmesg")
+    write_events(lab.con, [{"t": end - 5 + r / 1000, "source": "torch", "kind": "watchdog_timeout", "rank": r,
+                            "failure_mode": "nccl_timeout", "host": hosts[r // 8]} for r in range(1024)],
+                 run="big", attempt=1)
+    # harmless: an Xid 13 of another job on a host outside this run, and an ECC follow-on Xid 63
+    write_events(lab.con, [{"t": end - 600, "host": "other-001", "kind": "xid", "xid": 13,
+                            "failure_mode": "cuda_error"},
+                           {"t": end - 700, "host": "n-001", "kind": "xid", "xid": 63,
+                            "failure_mode": "gpu_memory_ecc"}], name="dmesg2")
+    inc = lab.incidents("big")
+    ends = inc.filter(inc["kind"] == "attempt_end")
+    assert ends.height == 1
+    row = ends.row(0, named=True)
+    assert (row["host"], row["failure_mode"], row["blame"]) == ("n-042", "gpu_fell_off_bus", "provider")
+    assert row["action"] == "drain node"
+    assert row["evidence_count"] == 1025
+    assert lab.evidence(row["incident_id"])["xid"][0] == 79
+
+
+def test_attempt_without_evidence_is_unknown_not_guessed(lab: Lab) -> None:
+    write_run(lab.con, "r", 8, [Attempt(0, 10, [5.0] * 10, tail_s=30), Attempt(200, 10, [5.0] * 10, first_step=6)])
+    inc = lab.incidents("r")
+    assert inc.height == 1
+    assert (inc["failure_mode"][0], inc["host"][0], inc["blame"][0]) == ("unknown", None, "unknown")
+
+
+def test_ib_error_naming_a_peer_blames_the_peer(lab: Lab) -> None:
+    write_run(lab.con, "r", 16, [Attempt(0, 10, [5.0] * 10, tail_s=30, hosts=["a", "b"]),
+                                 Attempt(200, 10, [5.0] * 5, first_step=6, hosts=["a", "b"])])
+    lab.con.execute("INSERT INTO facts (file_id, run, attempt, line, host, key, value) VALUES "
+                    "(1, 'r', 1, 1, 'a', 'nccl_bootstrap_if', 'ib0:10.0.0.1'),"
+                    "(1, 'r', 1, 2, 'b', 'nccl_bootstrap_if', 'ib0:10.0.0.2')")
+    write_events(lab.con, [{"t": 70, "source": "nccl", "host": "a", "kind": "ib_completion_error", "peer": "10.0.0.2",
+                            "failure_mode": "network"},
+                           {"t": 75, "source": "torch", "host": "a", "kind": "watchdog_timeout",
+                            "failure_mode": "nccl_timeout"}], run="r", attempt=1)
+    inc = lab.incidents("r")
+    assert (inc["failure_mode"][0], inc["host"][0]) == ("network", "b")
+
+
+def test_annotation_overrides_and_shows_it(lab: Lab) -> None:
+    write_run(lab.con, "r", 8, [Attempt(0, 10, [5.0] * 10, tail_s=30), Attempt(200, 10, [5.0] * 10, first_step=6)])
+    iid = lab.incidents("r")["incident_id"][0]
+    lab.annotate(iid, failure_mode="host_hw", host="h-002", note="DIMM replaced", ticket="ACME-123",
+                 status="with_provider")
+    row = lab.incidents("r").row(0, named=True)
+    assert (row["failure_mode"], row["host"], row["blame"], row["overridden"]) == ("host_hw", "h-002", "provider", True)
+    assert (row["detected_failure_mode"], row["ticket"], row["status"]) == ("unknown", "ACME-123", "with_provider")
+    by_mode = lab.attribute("r").by("failure_mode")
+    assert "host_hw" in by_mode["failure_mode"].to_list()
+    with pytest.raises(ValueError, match="unknown failure mode"):
+        lab.annotate(iid, failure_mode="cosmic_rays")
+
+
+def test_young_daly_interval() -> None:
+    # small save cost: Daly's optimum is close to Young's sqrt(2 delta M)
+    assert math.isclose(advice.daly_interval(10, 36_000), math.sqrt(2 * 10 * 36_000), rel_tol=0.02)
+    best = advice.daly_interval(60, 7200)
+    assert advice.waste_fraction(best, 60, 7200) < advice.waste_fraction(best * 2, 60, 7200)
+    assert advice.waste_fraction(best, 60, 7200) < advice.waste_fraction(best / 2, 60, 7200)
+
+
+@pytest.fixture(scope="module")
+def bundle_lab():
+    with Lab(":memory:") as lab:
+        lab.ingest(SAMPLES / "bundle")
+        yield lab
+
+
+def test_bundle_incidents_name_the_root_cause_hosts(bundle_lab: Lab) -> None:
+    inc = bundle_lab.incidents()
+    got = {(r["incident_id"], r["failure_mode"], r["host"]) for r in inc.iter_rows(named=True)}
+    assert got == {
+        ("llama8b-pretrain:1:end", "gpu_fell_off_bus", "east-003"),  # Xid 79 ten minutes before 31 watchdogs
+        ("llama8b-pretrain:2:end", "network", "east-002"),  # mlx5 link down; NCCL names 10.10.0.2
+        ("llama8b-pretrain:2:straggler:east-005:331", "straggler", "east-005"),  # steps 331-390, +25% compute
+        ("llama8b-pretrain:3:checkpoint-stall:600", "filesystem_io", "east-004"),  # 201 s save, Lustre errors
+        ("llama8b-pretrain:3:end", "time_limit", None),
+        ("mm7b-sft:1:checkpoint-stall:200", "filesystem_io", "bor-002"),  # 252 s save, NFS not responding
+        ("mm7b-sft:1:end", "cuda_oom", "bor-001"),  # rank 5's OOM, not bor-002's "remote peer" errors
+        ("ds1b-ablation:1:end", "preemption", "west-03"),
+        ("hf-eval-sweep:1:end", "manual_stop", None),
+    }
+
+
+def test_bundle_ledger_by_hand(bundle_lab: Lab) -> None:
+    """llama8b-pretrain, 32 GPUs, from the bundle's own times:
+    wall 08:00:05.800 → 09:44:35.080 = 6269.28 s → 55.727 GPU-h;
+    restart (08:31:53 → 08:43:58.8) + (09:09:31.477 → 09:19:40.8) = 725.8 + 609.323 s → 11.868 GPU-h;
+    hang: last step → attempt end: 687.851 + 38.986 + 2.952 s → 6.487 GPU-h;
+    checkpoint: the 201 s save at 600 is most of it: 201 s x 32 = 1.787 GPU-h of the stall incident;
+    recompute: steps 201-270, 501-520 and 701-792 at the 4.061 s baseline = 182 x 4.061 x 32 s ≈ 6.57 GPU-h."""
+    a = bundle_lab.attribute("llama8b-pretrain")
+    led = dict(zip(a.ledger["category"], a.ledger["gpu_hours"], strict=True))
+    assert a.gpus == 32 and math.isclose(a.gpu_hours, 6269.28 * 32 / 3600, rel_tol=1e-9)
+    assert math.isclose(led["restart"], (725.8 + 609.323) * 32 / 3600, rel_tol=1e-6)
+    assert math.isclose(led["hang"], (687.851 + 38.986 + 2.952) * 32 / 3600, rel_tol=1e-6)
+    assert math.isclose(led["recompute"], 182 * 4.061 * 32 / 3600, rel_tol=0.01)
+    stall = a.rows.filter(a.rows["incident_id"] == "llama8b-pretrain:3:checkpoint-stall:600")["gpu_hours"].sum()
+    assert math.isclose(stall, 201 * 32 / 3600, rel_tol=0.01)
+    assert led["straggler"] > 0.4  # east-005: 60 steps about 1 s slower
+    _conserves(a)
+    assert 0.40 < a.steady_mfu < 0.50  # 256 x 4096 tokens x 6N-plus-attention FLOPs / (4.061 s x 32 x 989 TFLOP/s)
+
+
+def test_attribute_json_has_the_documented_shape(tmp_path: Path) -> None:
+    db = tmp_path / "b.duckdb"
+    runner = CliRunner()
+    assert runner.invoke(main, ["--db", str(db), "ingest", str(SAMPLES / "bundle")]).exit_code == 0
+    res = runner.invoke(main, ["--db", str(db), "attribute", "--run", "mm7b-sft", "--json"])
+    doc = json.loads(res.stdout)
+    for key in ("run", "gpus", "wall_hours", "gpu_hours", "steady_mfu", "effective_mfu", "ledger",
+                "by_failure_mode", "by_host", "by_cluster", "by_provider", "incidents"):
+        assert key in doc
+    assert [r["category"] for r in doc["ledger"]] == ledger.CATEGORIES
+    assert {"gpu_hours_lost", "lost_mfu", "usd_lost"} <= set(doc["by_provider"][0])
+    oom = next(i for i in doc["incidents"] if i["failure_mode"] == "cuda_oom")
+    assert oom["evidence"][0]["file"].endswith("bor-001.log") and oom["evidence"][0]["line"] > 0
+    res = runner.invoke(main, ["--db", str(db), "attribute", "--run", "no-such-run"])
+    assert res.exit_code == 2 and "no-such-run" in res.stderr
+    res = runner.invoke(main, ["--db", str(db), "incidents", "--json"])
+    assert {"id", "run", "attempt", "start", "end", "failure_mode", "blame", "host", "cluster", "provider",
+            "gpu_hours_lost", "evidence_count"} <= set(json.loads(res.stdout)[0])
