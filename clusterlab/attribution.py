@@ -147,24 +147,24 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
         gpus = int(store.frame(con, "SELECT coalesce(max(rank) + 1, 0) AS g FROM rank_steps WHERE run = ?",
                                [run]).item() or 1)
         notes.append(f"run.toml gives no gpus: {gpus} from the per-rank timings")
-    inc, evidence = incidents_of(con, run, s)
+    slow = incidents.slow_steps(incidents.host_steps(con, run), s)
+    inc, evidence = incidents_of(con, run, s, slow)
     tl = ledger.timeline(_steps(con, run), att)
     b = ledger.baseline_step_s(tl)
     saves = store.frame(con, """SELECT DISTINCT ON (attempt, step) attempt AS s_attempt, step AS save_step, ts,
                                        coalesce(duration_s, 0) AS duration_s
                                 FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL
                                 ORDER BY attempt, step, ts""", [run])
-    slow = incidents.slow_steps(incidents.host_steps(con, run), s).filter(pl.col("run") == run)
     # NOTE: isolated slow steps are noise; only stretches that became incidents count as straggling
     strag = inc.filter(pl.col("kind") == "straggler")
-    slow = slow.join_where(strag.select("attempt", "host", "first_step", "last_step", strag_id="incident_id"),
+    straggling = slow.join_where(strag.select("attempt", "host", "first_step", "last_step", strag_id="incident_id"),
                            pl.col("attempt") == pl.col("attempt_right"), pl.col("host") == pl.col("host_right"),
                            pl.col("step") >= pl.col("first_step"), pl.col("step") <= pl.col("last_step")
                            ).select("attempt", "step", "host", "strag_id") if strag.height else slow.head(0).select(
         "attempt", "step", "host", strag_id=pl.lit(None, pl.String))
-    wide = ledger.split_intervals(tl, saves, slow, _keep_points(att, saves, inc, con, run), b)
+    wide = ledger.split_intervals(tl, saves, straggling, _keep_points(att, saves, inc, con, run), b)
     tails = ledger.tails(tl, att, saves)
-    rows = _tie(wide, tails, slow, inc, att)
+    rows = _tie(wide, tails, straggling, inc, att)
     total_s = (att["end_ts"].max() - att["start_ts"].min()).total_seconds()
     ledger.check(rows, total_s)
     steady, source = _mfu(con, info, b, notes)
@@ -179,11 +179,13 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
         checkpoint_advice=advice.advise(con, run, gpus, gpu_hours, inc))
 
 
-def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.Settings
-                 ) -> tuple[pl.DataFrame, pl.DataFrame]:
+def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.Settings,
+                 slow: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """All incidents of a run (or every run) with human overrides applied, and their evidence."""
     ends, ev = incidents.attempt_end_incidents(con, run, s)
-    strag = incidents.straggler_incidents(incidents.slow_steps(incidents.host_steps(con, run), s), s)
+    if slow is None:
+        slow = incidents.slow_steps(incidents.host_steps(con, run), s)
+    strag = incidents.straggler_incidents(slow, s)
     ckpt, ckpt_ev = incidents.checkpoint_incidents(con, run, s)
     inc = pl.concat([ends, strag, ckpt], how="diagonal_relaxed").sort("run", "root_ts", "incident_id")
     if ckpt_ev.height:

@@ -13,6 +13,7 @@ without the NCCL prefix after "Last error:" in the errors PyTorch raises; those 
 from __future__ import annotations
 
 import re
+
 import polars as pl
 
 from clusterlab.collectors._base import Context, Parsed, cuda_mode, first_kind, json_detail, local_to_utc

@@ -1,0 +1,100 @@
+"""Full attribution of one huge run against a plain DuckDB aggregate scan of the same table.
+
+    python benchmarks/attribute.py [--ranks 1024] [--steps 100000] [--incidents 500] [--db PATH]
+
+The run's per-rank timings (ranks × steps rows) are generated straight into DuckDB with SQL,
+split into `--incidents` attempts, each ended by an Xid on one host ten minutes before a flood
+of watchdog timeouts, with a checkpoint save every 50 steps and one straggling host. Then it
+times `Lab.attribute(run)` and, as the floor, one aggregate scan over the same rows, and prints
+the ratio and the process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+from clusterlab import Lab, attempts
+
+T0 = "TIMESTAMP '2026-11-24 08:00:00'"
+
+
+def generate(lab: Lab, ranks: int, steps: int, incidents: int) -> None:
+    """Rows for run `big`: attempt k covers steps [k·n, (k+1)·n), 2 s a step, 15 min between attempts."""
+    per = steps // incidents
+    hosts = max(1, ranks // 8)
+    con = lab.con
+    con.execute("INSERT INTO runs (run, cluster, gpus, tokens_per_step, flops_per_token) "
+                "VALUES ('big', 'c', ?, 4194304, 5.8e10)", [ranks])
+    con.execute("INSERT INTO clusters (cluster, provider, gpu, gpus_per_node) VALUES ('c', 'p', 'H100-SXM', 8)")
+    con.execute("INSERT INTO providers VALUES ('p', 2.0, NULL)")
+    con.execute("INSERT INTO ingested_files (file_id, path, run, attempt) VALUES (1, '/bench/steps', 'big', NULL)")
+    # step s of attempt a ends at: a * (per * 2 + 900) + (s - a * per + 1) * 2 seconds after T0 (+60 s start-up)
+    con.execute(f"""
+        INSERT INTO rank_steps (file_id, source, run, attempt, line, ts, host, rank, step, step_s, compute_s,
+                                comm_s, data_s, tokens, loss)
+        SELECT 1, 'bench', 'big', a + 1, s * {ranks} + r, {T0} + to_seconds(a * ({per} * 2 + 960) + 60
+               + (s - a * {per} + 1) * 2.0),
+               'n-' || lpad(CAST(r // 8 AS VARCHAR), 4, '0'), r, s, 2.0,
+               CASE WHEN r // 8 = 7 AND s % {per} BETWEEN 20 AND 40 THEN 1.9 ELSE 1.6 END, 0.35, 0.05,
+               4096, 2.0
+        FROM (SELECT range AS s, range // {per} AS a FROM range({per * incidents})) st, range({ranks}) rk(r)
+    """)
+    con.execute(f"""
+        INSERT INTO checkpoints (file_id, source, run, attempt, line, ts, action, step, duration_s, ok)
+        SELECT 1, 'bench', 'big', s // {per} + 1, 0, {T0} + to_seconds((s // {per}) * ({per} * 2 + 960) + 60
+               + (s % {per} + 1) * 2.0), 'save', s, 10.0, true
+        FROM range({per * incidents}) t(s) WHERE s % 50 = 49
+    """)
+    con.execute(f"""
+        INSERT INTO events (file_id, source, run, attempt, line, ts, host, kind, failure_mode, severity, xid, text)
+        SELECT 1, 'kernel', NULL, NULL, a, {T0} + to_seconds(a * ({per} * 2 + 960) + 60 + {per} * 2.0 + 1),
+               'n-' || lpad(CAST((a * 7) % {hosts} AS VARCHAR), 4, '0'), 'xid', 'gpu_fell_off_bus', 'critical', 79,
+               'NVRM: Xid (PCI:0000:5d:00): 79, GPU has fallen off the bus.'
+        FROM range({incidents}) t(a)
+    """)
+    con.execute(f"""
+        INSERT INTO events (file_id, source, run, attempt, line, ts, host, kind, failure_mode, severity, rank, text)
+        SELECT 1, 'torch', 'big', a + 1, a * {ranks} + r,
+               {T0} + to_seconds(a * ({per} * 2 + 960) + 60 + {per} * 2.0 + 600),
+               'n-' || lpad(CAST(r // 8 AS VARCHAR), 4, '0'), 'watchdog_timeout', 'nccl_timeout', 'error', r,
+               'Watchdog caught collective operation timeout'
+        FROM range({incidents}) t(a), range({ranks}) rk(r)
+    """)
+    con.execute("UPDATE ingested_files SET attempt = 1")  # attempts come from the rows, not an unsplit log
+    attempts.refresh(con)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", type=int, default=1024)
+    ap.add_argument("--steps", type=int, default=100_000)
+    ap.add_argument("--incidents", type=int, default=500)
+    ap.add_argument("--db", type=Path, default=None)
+    args = ap.parse_args()
+    db = args.db or Path(tempfile.mkdtemp()) / "attribute.duckdb"
+    with Lab(db) as lab:
+        t = time.perf_counter()
+        generate(lab, args.ranks, args.steps, args.incidents)
+        rows = lab.sql("SELECT count(*) AS n FROM rank_steps")["n"][0]
+        print(f"generated {rows:,} rank-step rows in {time.perf_counter() - t:.1f} s")
+    with Lab(db) as lab:
+        t = time.perf_counter()
+        lab.sql("SELECT attempt, step, max(step_s) AS s, max(compute_s) AS c FROM rank_steps GROUP BY ALL")
+        floor = time.perf_counter() - t
+        t = time.perf_counter()
+        a = lab.attribute("big")
+        full = time.perf_counter() - t
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    found = a.incidents.filter(a.incidents["kind"] == "attempt_end")
+    print(f"aggregate scan {floor:6.2f} s   full attribution {full:6.2f} s   ratio {full / floor:5.2f}x   "
+          f"peak RSS {rss:,.0f} MiB")
+    print(f"{found.height} attempt-end incidents ({(found['failure_mode'] == 'gpu_fell_off_bus').sum()} Xid 79), "
+          f"{(a.incidents['kind'] == 'straggler').sum()} straggler incidents, ledger {a.gpu_hours:,.0f} GPU-hours")
+
+
+if __name__ == "__main__":
+    main()
