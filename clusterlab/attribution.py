@@ -103,17 +103,12 @@ def _run_info(con: duckdb.DuckDBPyConnection, run: str) -> dict:
     return {"run": run}
 
 
-def _steps(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
+def _steps(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFrame) -> pl.DataFrame:
     """One record per step: per-rank timings where there are some, else the training log's lines."""
-    return store.frame(con, """
-        WITH r AS (
-            SELECT attempt, step, max(ts) AS ts, max(step_s) AS step_s, max(data_s) AS data_s
-            FROM rank_steps WHERE run = $run AND step IS NOT NULL GROUP BY ALL
-        )
-        SELECT * FROM r
-        UNION ALL
-        SELECT attempt, step, ts, step_s, NULL::DOUBLE AS data_s FROM steps
-        WHERE run = $run AND attempt NOT IN (SELECT attempt FROM r)""", {"run": run})
+    timed = profile.select("attempt", "step", "ts", "step_s", "data_s")
+    logged = store.frame(con, "SELECT attempt, step, ts, step_s, NULL::DOUBLE AS data_s FROM steps WHERE run = ?",
+                         [run]).filter(~pl.col("attempt").is_in(timed["attempt"].unique().implode()))
+    return pl.concat([timed, logged], how="vertical_relaxed")
 
 
 def _mfu(con: duckdb.DuckDBPyConnection, info: dict, baseline_s: float, notes: list[str]
@@ -147,9 +142,10 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
         gpus = int(store.frame(con, "SELECT coalesce(max(rank) + 1, 0) AS g FROM rank_steps WHERE run = ?",
                                [run]).item() or 1)
         notes.append(f"run.toml gives no gpus: {gpus} from the per-rank timings")
-    slow = incidents.slow_steps(incidents.host_steps(con, run), s)
+    profile = incidents.step_profile(con, run)
+    slow = incidents.slow_steps(profile, s)
     inc, evidence = incidents_of(con, run, s, slow)
-    tl = ledger.timeline(_steps(con, run), att)
+    tl = ledger.timeline(_steps(con, run, profile), att)
     b = ledger.baseline_step_s(tl)
     saves = store.frame(con, """SELECT DISTINCT ON (attempt, step) attempt AS s_attempt, step AS save_step, ts,
                                        coalesce(duration_s, 0) AS duration_s
@@ -184,7 +180,7 @@ def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.S
     """All incidents of a run (or every run) with human overrides applied, and their evidence."""
     ends, ev = incidents.attempt_end_incidents(con, run, s)
     if slow is None:
-        slow = incidents.slow_steps(incidents.host_steps(con, run), s)
+        slow = incidents.slow_steps(incidents.step_profile(con, run), s)
     strag = incidents.straggler_incidents(slow, s)
     ckpt, ckpt_ev = incidents.checkpoint_incidents(con, run, s)
     inc = pl.concat([ends, strag, ckpt], how="diagonal_relaxed").sort("run", "root_ts", "incident_id")

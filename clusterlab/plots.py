@@ -1,36 +1,245 @@
-"""Plots that take frames (or an Attribution) and draw; they compute nothing of their own."""
+"""Plots that take frames (or an Attribution) and draw; they compute nothing of their own.
+
+Each function draws one figure on `ax` (a new figure when it is None) and returns the axes, so that
+it can be used alone in a notebook cell or composed into a widget. The frames come from the
+analysis API (`Lab`, `Attribution`) or from `clusterlab.widgets.frames`; every plot states the
+columns it reads.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import TYPE_CHECKING
 
+import polars as pl
+
+from clusterlab import taxonomy
+
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
     from clusterlab.attribution import Attribution
 
+_PEAK = "#4c72b0"
+_LOST = "#dd8452"
+_GAP = "#b0b0b0"
+_KEPT = "#55a868"
+_ATTEMPT = "#8fb3d9"
+_STARTUP = "#d0dcea"
+_BAD = "#c44e52"
+MAX_LABELS = 12  # incident labels on a timeline before they become unreadable
 
-def ledger_waterfall(a: Attribution, ax=None):
-    """From steady-state MFU (or all GPU-hours) down to effective, one bar per lost category."""
+
+def mode_color(mode: str | None) -> str:
+    """A stable colour per failure mode, the same in every plot."""
+    import matplotlib
+
+    modes = list(taxonomy.MODES)
+    if mode not in modes:
+        return _GAP
+    return matplotlib.colors.to_hex(matplotlib.colormaps["tab20"](modes.index(mode) % 20))
+
+
+def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
+    """The axes to draw on: the caller's, or those of a new figure of `size` inches."""
+    if ax is not None:
+        return ax
     import matplotlib.pyplot as plt
 
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 3.5))
-    led = a.ledger.filter(a.ledger["gpu_hours"] > 0)
+    _, ax = plt.subplots(figsize=size, layout="constrained")
+    return ax
+
+
+def _empty(ax: Axes, title: str, message: str) -> Axes:
+    """An axes that says there is nothing to draw, rather than an empty box."""
+    ax.set_title(title)
+    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, color="#666666")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    return ax
+
+
+def run_timeline(attempts: pl.DataFrame, incidents: pl.DataFrame | None = None,
+                 checkpoints: pl.DataFrame | None = None, ax: Axes | None = None,
+                 window: tuple[dt.datetime, dt.datetime] | None = None) -> Axes:
+    """Attempts as bars, incidents as coloured bands labelled mode @ host, checkpoints as ticks.
+
+    attempts: attempt, start_ts, end_ts[, first_step_ts]; incidents: root_ts, exit_ts, failure_mode,
+    host[, gpu_hours_lost]; checkpoints: attempt, ts, action[, ok]. `window` limits the time axis.
+    """
+    import matplotlib.dates as mdates
+
+    ax = _axes(ax, (10, 1.6 + 0.45 * max(attempts.height, 1)))
+    if not attempts.height:
+        return _empty(ax, "timeline", "no attempts")
+    for a in attempts.iter_rows(named=True):
+        start, end = mdates.date2num(a["start_ts"]), mdates.date2num(a["end_ts"])
+        ax.barh(a["attempt"], end - start, left=start, height=0.5, color=_ATTEMPT, edgecolor="#4c72b0")
+        if a.get("first_step_ts") is not None:  # start-up (init, checkpoint load) in a lighter shade
+            ax.barh(a["attempt"], mdates.date2num(a["first_step_ts"]) - start, left=start, height=0.5,
+                    color=_STARTUP, edgecolor="#4c72b0")
+    _draw_incidents(ax, incidents, attempts)
+    _draw_checkpoints(ax, checkpoints)
+    ys = attempts["attempt"].to_list()
+    ax.set_yticks(ys, [f"attempt {k}" for k in ys])
+    ax.set_ylim(max(ys) + 0.7, min(ys) - 1.1)  # attempt 1 on top; room above it for the labels
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
+    if window is not None:
+        ax.set_xlim(mdates.date2num(window[0]), mdates.date2num(window[1]))
+    ax.set_title("attempts, incidents and checkpoints")
+    return ax
+
+
+def _draw_incidents(ax: Axes, incidents: pl.DataFrame | None, attempts: pl.DataFrame) -> None:
+    """Bands from root cause to exit; labels on the largest ones, staggered so they do not overlap."""
+    import matplotlib.dates as mdates
+
+    if incidents is None or not incidents.height:
+        return
+    order = incidents.sort("gpu_hours_lost", descending=True, nulls_last=True) \
+        if "gpu_hours_lost" in incidents.columns else incidents
+    labelled = set(order.head(MAX_LABELS)["incident_id"].to_list()) if "incident_id" in order.columns else set()
+    top = attempts["attempt"].min() - 0.55
+    for i, inc in enumerate(incidents.sort("root_ts").iter_rows(named=True)):
+        if inc["root_ts"] is None:
+            continue
+        color = mode_color(inc["failure_mode"])
+        start = mdates.date2num(inc["root_ts"])
+        end = mdates.date2num(inc["exit_ts"]) if inc.get("exit_ts") is not None else start
+        if end > start:
+            ax.axvspan(start, end, color=color, alpha=0.35, lw=0)
+        ax.axvline(start, color=color, lw=1.5)
+        if not labelled or inc.get("incident_id") in labelled:
+            ax.text(start, top - 0.28 * (i % 2), f" {inc['failure_mode']} @ {inc['host'] or '?'}", fontsize=7,
+                    color="black", va="center", ha="left",
+                    bbox={"boxstyle": "round,pad=0.15", "fc": color, "alpha": 0.6, "lw": 0})
+
+
+def _draw_checkpoints(ax: Axes, checkpoints: pl.DataFrame | None) -> None:
+    """Saves as ticks above their attempt's bar, loads as triangles, failed saves as red crosses."""
+    if checkpoints is None or not checkpoints.height:
+        return
+    ck = checkpoints.filter(pl.col("ts").is_not_null(), pl.col("attempt").is_not_null())
+    ok = pl.col("ok").fill_null(True) if "ok" in ck.columns else pl.lit(True)
+    styles = [(pl.col("action").eq("save") & ok, "|", "#333333", "save"),
+              (pl.col("action").eq("load"), "v", "#333333", "load"),
+              (pl.col("action").eq("save") & ~ok, "x", _BAD, "failed save")]
+    for cond, marker, color, label in styles:
+        part = ck.filter(cond)
+        if part.height:
+            ax.plot(part["ts"].to_list(), (part["attempt"] - 0.33).to_list(), ls="none", marker=marker,
+                    color=color, ms=7, label=label)
+    ax.legend(loc="lower right", fontsize=7, frameon=False, ncols=3)
+
+
+def ledger_waterfall(a: Attribution, ax: Axes | None = None, from_peak: bool = True) -> Axes:
+    """From peak (or steady-state) MFU down to effective MFU, one bar per lost category.
+
+    Without an MFU (no FLOPs or GPU model known) it falls back to GPU-hours, from all to productive.
+    """
+    ax = _axes(ax, (8, 4))
+    led = a.ledger.filter((pl.col("gpu_hours") > 0) & (pl.col("category") != "productive"))
+    led = led.sort("gpu_hours", descending=True)
     use_mfu = a.steady_mfu is not None
-    top = (a.steady_mfu * 100) if use_mfu else a.gpu_hours
-    unit = "MFU (%)" if use_mfu else "GPU-hours"
-    labels, lefts, widths = ["steady"], [0.0], [top]
-    level = top
-    for row in led.filter(led["category"] != "productive").sort("gpu_hours", descending=True).iter_rows(named=True):
-        size = row["lost_mfu"] * 100 if use_mfu else row["gpu_hours"]
+    scale = 100.0 if use_mfu else 1.0
+    unit = "MFU (% of peak)" if use_mfu else "GPU-hours"
+    steps: list[tuple[str, float, float, str]] = []  # label, left, width, colour
+    if use_mfu and from_peak:
+        steps += [("peak", 0.0, 100.0, _PEAK), ("below peak\nat steady state", a.steady_mfu * 100,
+                                                100 - a.steady_mfu * 100, _GAP)]
+    else:
+        steps.append(("steady state" if use_mfu else "all", 0.0, (a.steady_mfu * 100) if use_mfu else a.gpu_hours,
+                      _PEAK))
+    level = (a.steady_mfu * 100) if use_mfu else a.gpu_hours
+    for row in led.iter_rows(named=True):
+        size = row["lost_mfu"] * scale if use_mfu else row["gpu_hours"]
         level -= size
-        labels.append(row["category"])
-        lefts.append(level)
-        widths.append(size)
-    labels.append("effective")
-    lefts.append(0.0)
-    widths.append(level)
-    colors = ["#4c72b0"] + ["#dd8452"] * (len(labels) - 2) + ["#55a868"]
-    ax.barh(labels[::-1], widths[::-1], left=lefts[::-1], color=colors[::-1])
+        steps.append((row["category"], level, size, _LOST))
+    steps.append(("effective" if use_mfu else "productive", 0.0, level, _KEPT))
+    labels, lefts, widths, colors = zip(*steps, strict=True)
+    ys = range(len(steps))
+    ax.barh(ys, widths, left=lefts, color=colors)
+    for y, left, width in zip(ys, lefts, widths, strict=True):
+        ax.text(left + width, y, f" {width:.2f}" if use_mfu else f" {width:,.1f}", va="center", fontsize=8)
+    ax.set_yticks(list(ys), labels)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(lefts[i] + widths[i] for i in ys) * 1.12)
     ax.set_xlabel(unit)
-    ax.set_title(f"{a.run}: where the {unit.split(' ')[0]} went")
+    ax.set_title(f"{a.run}: where the {'MFU' if use_mfu else 'GPU-hours'} went")
+    return ax
+
+
+def lost_hours_heatmap(wide: pl.DataFrame, ax: Axes | None = None) -> Axes:
+    """Lost GPU-hours by host (rows) and day (columns): a frame with `host` and one column per day."""
+    days = [c for c in wide.columns if c != "host"]
+    ax = _axes(ax, (max(4, 1.1 * len(days) + 2.5), max(2.0, 0.3 * wide.height + 1.2)))
+    if not wide.height or not days:
+        return _empty(ax, "lost GPU-hours by host and day", "no lost GPU-hours")
+    values = wide.select(days).to_numpy()
+    im = ax.imshow(values, aspect="auto", cmap="Oranges", vmin=0)
+    ax.set_xticks(range(len(days)), days, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(wide.height), wide["host"].to_list(), fontsize=8)
+    if values.size <= 400:  # numbers in the cells while they still fit
+        peak = values.max() or 1.0
+        for (r, c), v in _cells(values):
+            ax.text(c, r, f"{v:.1f}", ha="center", va="center", fontsize=7,
+                    color="white" if v > peak * 0.6 else "black")
+    ax.figure.colorbar(im, ax=ax, label="GPU-hours lost")
+    ax.set_title("lost GPU-hours by host and day")
+    return ax
+
+
+def _cells(values) -> list[tuple[tuple[int, int], float]]:
+    """The non-zero cells of a matrix with their positions."""
+    return [((r, c), float(v)) for r, row in enumerate(values) for c, v in enumerate(row) if v]
+
+
+def step_time_boxes(stats: pl.DataFrame, ax: Axes | None = None) -> Axes:
+    """Per-host step compute time as boxes (quartiles, p1–p99 whiskers, max); stragglers in red.
+
+    stats: host, p01, q1, median, q3, p99, max[, straggler, fleet_median_s, hosts_total], one row per
+    host in the order to draw them (slowest first).
+    """
+    ax = _axes(ax, (8, 1.2 + 0.28 * max(stats.height, 1)))
+    if not stats.height:
+        return _empty(ax, "step time by host", "no per-rank step timings")
+    rows = stats.to_dicts()
+    boxes = [{"label": r["host"], "whislo": r["p01"], "q1": r["q1"], "med": r["median"], "q3": r["q3"],
+              "whishi": r["p99"], "fliers": [r["max"]] if r["max"] > r["p99"] else []} for r in rows]
+    art = ax.bxp(boxes, orientation="horizontal", patch_artist=True, showfliers=True, widths=0.6,
+                 flierprops={"marker": "o", "ms": 3, "mfc": "none"})
+    for patch, r in zip(art["boxes"], rows, strict=True):
+        patch.set_facecolor(_BAD if r.get("straggler") else _ATTEMPT)
+    if "fleet_median_s" in stats.columns:
+        ax.axvline(rows[0]["fleet_median_s"], ls="--", lw=1, color="#555555", label="median of all hosts")
+        ax.legend(loc="lower right", fontsize=7, frameon=False)
+    ax.invert_yaxis()
+    ax.tick_params(axis="y", labelsize=8)
+    ax.set_xlabel("compute time per step (s), slowest rank of the host")
+    total = rows[0].get("hosts_total") or len(rows)
+    shown = f"the {len(rows)} slowest of {total} hosts" if total > len(rows) else f"{total} hosts"
+    ax.set_title(f"step time by host ({shown}; red: straggler incident)")
+    return ax
+
+
+def failure_mix(mix: pl.DataFrame, ax: Axes | None = None, value: str = "gpu_hours_lost") -> Axes:
+    """Stacked bars per provider of `value` (gpu_hours_lost or incidents) by failure mode.
+
+    mix: provider, failure_mode, and the `value` column; one row per (provider, failure_mode).
+    """
+    providers = mix["provider"].unique(maintain_order=True).to_list() if mix.height else []
+    ax = _axes(ax, (8, 1.5 + 0.5 * max(len(providers), 1)))
+    if not mix.height:
+        return _empty(ax, "failure modes by provider", "no incidents")
+    lefts = dict.fromkeys(providers, 0.0)
+    for mode in mix["failure_mode"].unique(maintain_order=True).to_list():
+        part = mix.filter(pl.col("failure_mode") == mode)
+        ps, vs = part["provider"].to_list(), part[value].fill_null(0).to_list()
+        ax.barh(ps, vs, left=[lefts[p] for p in ps], color=mode_color(mode), label=mode)
+        for p, v in zip(ps, vs, strict=True):
+            lefts[p] += v
+    ax.invert_yaxis()
+    ax.set_xlabel("GPU-hours lost" if value == "gpu_hours_lost" else value)
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title("failure modes by provider")
     return ax

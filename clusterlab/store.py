@@ -72,8 +72,17 @@ _V2 = [
         annotated_at TIMESTAMP DEFAULT current_timestamp)""",
 ]
 
+# The relaunch driver's audit trail: one row per execution (or refused repeat) of a relaunch plan.
+_V3 = [
+    "CREATE SEQUENCE relaunch_ids START 1",
+    """CREATE TABLE relaunches (relaunch_id BIGINT PRIMARY KEY DEFAULT nextval('relaunch_ids'),
+        incident_id VARCHAR NOT NULL, run VARCHAR, backend VARCHAR, plan_json VARCHAR, command VARCHAR[],
+        commands_json VARCHAR, started_at TIMESTAMP, finished_at TIMESTAMP, job_id VARCHAR, result VARCHAR,
+        detail VARCHAR)""",
+]
+
 # Index i holds the statements that take a database from version i to version i + 1.
-MIGRATIONS: list[list[str]] = [_V1, _V2]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -14,7 +14,18 @@ from dataclasses import dataclass
 import polars as pl
 
 from clusterlab import taxonomy
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed
+from clusterlab.collectors._base import (
+    TABLE_COLUMNS,
+    Context,
+    Parsed,
+    classify,
+    extract_all,
+    fraction,
+    json_detail,
+    local_to_utc,
+    offset_to_utc,
+    syslog_time,
+)
 
 NAME = "kernel"
 EXCLUSIVE = False
@@ -249,7 +260,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     # quote one (a health daemon repeating an Xid would count it twice).
     foreign = frame["prog"].is_not_null()
     out.unparsed += int(foreign.sum())
-    frame = _classify(frame.filter(~foreign))
+    # The first rule whose regex matches the message decides family, kind, failure mode and severity.
+    frame = classify(frame.filter(~foreign), RULES, col="msg", index="rule")
     out.unparsed += frame["rule"].null_count()
     # One pass per family over its own lines only: a family's regexes never see the others' lines.
     for (family,), part in sorted(frame.filter(pl.col("rule").is_not_null()).partition_by(
@@ -269,41 +281,27 @@ def _split_prefix(lines: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.coalesce("msg", "text").alias("msg"))
 
 
-def _local_to_utc(expr: pl.Expr, tz: str) -> pl.Expr:
-    """Naive UTC from naive local time in `tz` (a time that a DST change skipped stays null)."""
-    return (expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
-            .dt.convert_time_zone("UTC").dt.replace_time_zone(None))
-
-
 def _timestamp(ctx: Context) -> pl.Expr:
     """Naive UTC time of each line from whichever prefix it has (null: none, or raw without boot time)."""
     dtype = pl.Datetime("us")
     micros = (pl.col("up").cast(pl.Float64, strict=False) * 1e6).round().cast(pl.Int64)
     boot = pl.lit(ctx.boot_time, dtype) if ctx.boot_time is not None else pl.lit(None, dtype)
     raw = boot + pl.duration(microseconds=micros)
-    ctime = _local_to_utc(pl.col("ctime").str.replace_all(" +", " ")
-                          .str.strptime(dtype, "%b %d %H:%M:%S %Y", strict=False), ctx.tz)
-    bsd = (pl.concat_str([pl.lit(str(ctx.year)), pl.col("bsd").str.replace_all(" +", " ")], separator=" ")
-           .str.strptime(dtype, "%Y %b %d %H:%M:%S", strict=False))
-    return pl.coalesce(raw, ctime, _iso(ctx), _local_to_utc(bsd + _fraction(), ctx.tz)).alias("ts")
+    ctime = local_to_utc(pl.col("ctime").str.replace_all(" +", " ")
+                         .str.strptime(dtype, "%b %d %H:%M:%S %Y", strict=False), ctx.tz)
+    bsd = local_to_utc(syslog_time(pl.col("bsd"), ctx.year) + _fraction(), ctx.tz)
+    return pl.coalesce(raw, ctime, _iso(ctx), bsd).alias("ts")
 
 
 def _fraction() -> pl.Expr:
-    """The fraction of a second that an ISO or syslog time printed (any number of digits), as a duration."""
-    digits = pl.coalesce("frac", "bfrac").str.slice(0, 6).str.pad_end(6, "0")
-    return pl.duration(microseconds=digits.cast(pl.Int64, strict=False).fill_null(0))
+    """The fraction of a second that an ISO or syslog time printed, as a duration."""
+    return fraction(pl.coalesce("frac", "bfrac"))
 
 
 def _iso(ctx: Context) -> pl.Expr:
     """ISO 8601 times: any fraction (`.` or `,`), offset `Z`, `+hh:mm`, `+hhmm` or none (local time)."""
     base = pl.col("iso").str.replace(" ", "T").str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
-    local = base + _fraction()
-    off = pl.col("off").str.replace(":", "")
-    sign = pl.when(off.str.starts_with("-")).then(-1).otherwise(1)
-    minutes = (off.str.slice(1, 2).cast(pl.Int64, strict=False) * 60
-               + off.str.slice(3, 2).cast(pl.Int64, strict=False)).fill_null(0)
-    return (pl.when(pl.col("off").is_null()).then(_local_to_utc(local, ctx.tz))
-            .otherwise(local - pl.duration(minutes=sign * minutes)))
+    return offset_to_utc(base + _fraction(), pl.col("off"), ctx.tz)
 
 
 def _host(ctx: Context) -> pl.Expr:
@@ -316,25 +314,9 @@ def _host(ctx: Context) -> pl.Expr:
     return host.alias("host")
 
 
-def _classify(frame: pl.DataFrame) -> pl.DataFrame:
-    """Attach the first matching rule's index, family, kind, failure mode and severity (null: no rule)."""
-    first = pl.min_horizontal([
-        pl.when(pl.col("msg").str.contains(r.regex)).then(pl.lit(i, pl.Int32)) for i, r in enumerate(RULES)
-    ]) if frame.height else pl.lit(None, pl.Int32)
-    table = pl.DataFrame({
-        "rule": pl.Series(range(len(RULES)), dtype=pl.Int32),
-        "family": [r.family for r in RULES],
-        "kind": [r.kind for r in RULES],
-        "failure_mode": pl.Series([r.failure_mode for r in RULES], dtype=pl.String),
-        "severity": pl.Series([r.severity for r in RULES], dtype=pl.String),
-    })
-    return frame.with_columns(first.alias("rule")).join(table, on="rule", how="left")
-
-
 def _family_events(family: str, part: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     """The events of one rule family's lines, and how many of them could not be read."""
-    for rx in EXTRACTORS[family]:
-        part = part.with_columns(pl.col("msg").str.extract_groups(rx).alias("_g")).unnest("_g")
+    part = extract_all(part, EXTRACTORS[family], col="msg")
     unreadable = 0
     if family == "xid":  # an Xid line without its code (cut short, redacted) is no Xid event
         readable = part["xcode"].is_not_null()
@@ -345,10 +327,8 @@ def _family_events(family: str, part: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     elif family == "hung":
         part = _hung_on_filesystem(part)
     pci = [_bdf(pl.col(c)) for c in PCI_COLUMNS.get(family, ())]
-    # Fields a line did not have are left out rather than written as null. Inside a JSON string a
-    # quote is escaped, so `"key":null` can only be a whole member.
-    detail = (pl.struct(**_details()[family]).struct.json_encode()
-              .str.replace_all(r'"\w+":null,', "").str.replace_all(r',?"\w+":null', ""))
+    # Fields a line did not have are left out rather than written as null (none: `{}`).
+    detail = json_detail(_details()[family]).fill_null("{}")
     events = part.select(
         pl.col("line").cast(pl.Int64), pl.col("ts").cast(TABLE_COLUMNS["events"]["ts"]), pl.col("host"),
         pl.col("kind"), pl.col("failure_mode"), pl.col("severity"),

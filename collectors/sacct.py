@@ -15,8 +15,8 @@ import weakref
 
 import polars as pl
 
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed
-from clusterlab.collectors.slurm import iso_local
+from clusterlab.collectors._base import Context, Parsed
+from clusterlab.collectors._slurmlib import jobs_frame
 
 NAME = "sacct"
 EXCLUSIVE = True
@@ -102,42 +102,3 @@ def read_rows(rows: pl.DataFrame, names: list[str], ctx: Context) -> tuple[pl.Da
     col = {key: next((pl.col("_f").list.get(names.index(n)) for n in cands if n in names), pl.lit(None, pl.String))
            for key, cands in FIELDS.items()}
     return jobs_frame(frame, col, ctx), bad
-
-
-def known(expr: pl.Expr) -> pl.Expr:
-    """Null for the words Slurm prints where a value is missing."""
-    return pl.when(expr.str.strip_chars().is_in(["", "Unknown", "unknown", "None", "None assigned", "(null)", "N/A"])
-                   ).then(None).otherwise(expr.str.strip_chars())
-
-
-def exit_parts(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """Exit status and signal from Slurm's `exit:signal`."""
-    parts = expr.str.extract_groups(r"^(?P<e>\d+):(?P<s>\d+)$")
-    return parts.struct.field("e").cast(pl.Int32), parts.struct.field("s").cast(pl.Int32)
-
-
-def gpus(tres: pl.Expr) -> pl.Expr:
-    """GPU count from a TRES string (`billing=16,cpu=16,gres/gpu=32,node=4`); null where it names none."""
-    return tres.str.extract(r"(?:^|,)gres/gpu=(\d+)").cast(pl.Int32, strict=False)
-
-
-def jobs_frame(frame: pl.DataFrame, col: dict[str, pl.Expr], ctx: Context) -> pl.DataFrame:
-    """The jobs table from per-field expressions over `frame` (shared with the jobcomp collector)."""
-    code, sig = exit_parts(known(col["exit"]))
-    start = iso_local(known(col["start"]), ctx.tz)
-    end = iso_local(known(col["end"]), ctx.tz)
-    submit = iso_local(known(col["submit"]), ctx.tz)
-    schema = TABLE_COLUMNS["jobs"]
-    return frame.select(
-        pl.col("line").cast(pl.Int64),
-        pl.coalesce(end, start, submit).cast(schema["ts"]).alias("ts"),
-        known(col["job_id"]).alias("job_id"),
-        pl.when(col["job_name"] != "").then(col["job_name"]).alias("job_name"),
-        # `CANCELLED by 1000`: the state is the first word (the uid says who, not what).
-        known(col["state"]).str.extract(r"^([A-Z_]+)").alias("state"),
-        code.alias("exit_code"), sig.alias("signal"),
-        start.cast(schema["start_ts"]).alias("start_ts"), end.cast(schema["end_ts"]).alias("end_ts"),
-        known(col["nodelist"]).alias("nodelist"),
-        known(col["nnodes"]).cast(pl.Int32, strict=False).alias("nnodes"),
-        gpus(known(col["tres"])).alias("ngpus"),
-    )

@@ -18,12 +18,11 @@ The banner's time is the node's local time (`ctx.tz`); srun lines carry no time 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import polars as pl
 
-from clusterlab import hostlist
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, extract_all, fraction, json_detail
+from clusterlab.collectors._slurmlib import Rule, classify_lines, explode_hosts, iso_local
 
 NAME = "slurm"
 EXCLUSIVE = False
@@ -58,14 +57,6 @@ SIGNALS: dict[str, int] = {
     "Terminated": 15, "CPU time limit exceeded": 24, "File size limit exceeded": 25,
 }
 _SIGNAL_NAMES = "|".join(re.escape(n) for n in SIGNALS) + r"|Real-time signal \d+|Unknown signal \d+"
-
-
-@dataclass(frozen=True)
-class Rule:
-    kind: str  # "" : a line of ours that cannot be read (counted in Parsed.unparsed)
-    regex: str
-    failure_mode: str | None
-    severity: str
 
 
 # Ordered: the first rule that matches a line decides its kind, failure mode and severity.
@@ -133,12 +124,10 @@ def sniff(head: bytes, path: str) -> bool:
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Events (and the job id as a fact) from the srun / slurmstepd lines of one batch."""
     out = Parsed()
-    frame = classify(lines, RULES)
+    frame = classify_lines(lines, RULES)
     unread = pl.col("kind").is_null() | (pl.col("kind") == "")
     out.unparsed += frame.select(unread.sum()).item()
-    frame = frame.filter(~unread)
-    for rx in (_PREFIX, *EXTRACTORS):
-        frame = frame.with_columns(pl.col("text").str.extract_groups(rx).alias("_g")).unnest("_g")
+    frame = extract_all(frame.filter(~unread), (_PREFIX, *EXTRACTORS))
     frame = frame.with_columns(ts=_timestamp(ctx), host=_host_expr())
     facts = frame.filter(pl.col("kind") == "slurm_job_queued")
     out.add("facts", facts.select(
@@ -149,38 +138,9 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     return out
 
 
-def classify(lines: pl.DataFrame, rules: tuple) -> pl.DataFrame:
-    """The lines with the first matching rule's kind, failure mode and severity (null: none matched)."""
-    if not lines.height:
-        return lines.with_columns(kind=pl.lit(None, pl.String), failure_mode=pl.lit(None, pl.String),
-                                  severity=pl.lit(None, pl.String))
-    first = pl.min_horizontal([
-        pl.when(pl.col("text").str.contains(r.regex)).then(pl.lit(i, pl.Int32)) for i, r in enumerate(rules)
-    ]).alias("_rule")
-    table = pl.DataFrame({
-        "_rule": pl.Series(range(len(rules)), dtype=pl.Int32),
-        "kind": [r.kind for r in rules],
-        "failure_mode": pl.Series([r.failure_mode for r in rules], dtype=pl.String),
-        "severity": [r.severity for r in rules],
-    })
-    return lines.with_columns(first).join(table, on="_rule", how="left").sort("line").drop("_rule")
-
-
-def local_to_utc(expr: pl.Expr, tz: str) -> pl.Expr:
-    """Naive UTC from naive local time in `tz` (a time a DST change skipped stays null)."""
-    return (expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
-            .dt.convert_time_zone("UTC").dt.replace_time_zone(None))
-
-
-def iso_local(expr: pl.Expr, tz: str) -> pl.Expr:
-    """Naive UTC from Slurm's `2026-11-25T10:15:03` local time; null for `Unknown`, `None`, ..."""
-    return local_to_utc(expr.str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False), tz)
-
-
 def _timestamp(ctx: Context) -> pl.Expr:
     """The slurmd log prefix's time (it has milliseconds), else the banner's: both the node's local time."""
-    frac = pl.col("pfrac").str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64, strict=False).fill_null(0)
-    prefix = iso_local(pl.col("pts"), ctx.tz) + pl.duration(microseconds=frac)
+    prefix = iso_local(pl.col("pts"), ctx.tz) + fraction(pl.col("pfrac"))
     return pl.coalesce(prefix, iso_local(pl.col("bts"), ctx.tz)).alias("ts")
 
 
@@ -189,42 +149,10 @@ def _host_expr() -> pl.Expr:
     return pl.coalesce("bnode", "thost", "nfnodes", "phost").alias("host")
 
 
-def explode_hosts(frame: pl.DataFrame, col: str) -> pl.DataFrame:
-    """One row per host where `col` holds a hostlist (`node[2,4]`); `nodelist` keeps the expression."""
-    frame = frame.with_columns(pl.col(col).alias("nodelist"))
-    multi = frame.filter(pl.col(col).str.contains(r"[\[,]"))[col].unique().to_list()
-    pairs = [(expr, h) for expr in multi for h in _expand(expr)]
-    if not pairs:
-        return frame.with_columns(pl.lit(None, pl.String).alias("nodelist"))
-    table = pl.DataFrame({"_expr": [p[0] for p in pairs], "_one": [p[1] for p in pairs]}, schema={
-        "_expr": pl.String, "_one": pl.String})
-    joined = frame.join(table, left_on=col, right_on="_expr", how="left")
-    return joined.with_columns(
-        pl.coalesce("_one", col).alias(col),
-        pl.when(pl.col("_one").is_not_null()).then(pl.col("nodelist")).alias("nodelist"),
-    ).drop("_one").sort("line", col)
-
-
-def _expand(expr: str) -> list[str]:
-    """The hosts of a hostlist; a malformed one stays as printed (one row, its text as host)."""
-    try:
-        return hostlist.expand(expr) or [expr]
-    except ValueError:
-        return [expr]
-
-
 def job_and_step(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """`1234` and `0` from `1234.0`; the step is null for a bare job id."""
     parts = expr.str.extract_groups(r"^(?P<j>[^.]+)(?:\.(?P<s>.+))?$")
     return parts.struct.field("j"), parts.struct.field("s")
-
-
-def json_detail(fields: dict[str, pl.Expr]) -> pl.Expr:
-    """A JSON object of the non-null fields (null when all are)."""
-    detail = pl.struct(**fields).struct.json_encode()
-    # NOTE: inside a JSON string a quote is escaped, so `"key":null` can only be a whole member.
-    detail = detail.str.replace_all(r'"\w+":null,', "").str.replace_all(r',?"\w+":null', "")
-    return pl.when(detail == "{}").then(None).otherwise(detail)
 
 
 def _finish(frame: pl.DataFrame) -> pl.DataFrame:

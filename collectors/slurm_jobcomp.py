@@ -20,7 +20,7 @@ import re
 import polars as pl
 
 from clusterlab.collectors._base import Context, Parsed
-from clusterlab.collectors.sacct import jobs_frame
+from clusterlab.collectors._slurmlib import jobs_frame
 
 NAME = "slurm_jobcomp"
 EXCLUSIVE = True

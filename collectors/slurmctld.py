@@ -22,8 +22,18 @@ import re
 import polars as pl
 
 from clusterlab import taxonomy
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed
-from clusterlab.collectors.slurm import Rule, classify, explode_hosts, json_detail, local_to_utc
+from clusterlab.collectors._base import (
+    TABLE_COLUMNS,
+    Context,
+    Parsed,
+    extract_all,
+    fraction,
+    json_detail,
+    local_to_utc,
+    offset_to_utc,
+    syslog_time,
+)
+from clusterlab.collectors._slurmlib import Rule, classify_lines, explode_hosts
 
 NAME = "slurmctld"
 EXCLUSIVE = False
@@ -117,11 +127,9 @@ def sniff(head: bytes, path: str) -> bool:
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Events (and version / cluster facts) from the slurmctld lines of one batch."""
     out = Parsed()
-    frame = classify(lines, RULES)
+    frame = classify_lines(lines, RULES)
     out.unparsed += frame.select(pl.col("kind").is_null().sum()).item()
-    frame = frame.filter(pl.col("kind").is_not_null())
-    for rx in (_PREFIX, *EXTRACTORS):
-        frame = frame.with_columns(pl.col("text").str.extract_groups(rx).alias("_g")).unnest("_g")
+    frame = extract_all(frame.filter(pl.col("kind").is_not_null()), (_PREFIX, *EXTRACTORS))
     frame = frame.with_columns(ts=_timestamp(ctx))
     facts = frame.filter(pl.col("kind") == "slurm_version")
     out.add("facts", _facts(facts))
@@ -133,20 +141,9 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
 
 def _timestamp(ctx: Context) -> pl.Expr:
     """Naive UTC: an offset where the line has one, else the cluster's local time; `short` takes ctx.year."""
-    dtype = pl.Datetime("us")
-    iso = pl.coalesce("iso", "jiso")
-    frac = pl.coalesce("frac", "jfrac").str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64, strict=False).fill_null(0)
-    local = iso.str.strptime(dtype, "%Y-%m-%dT%H:%M:%S", strict=False) + pl.duration(microseconds=frac)
-    off = pl.coalesce("off", "joff").str.replace(":", "")
-    sign = pl.when(off.str.starts_with("-")).then(-1).otherwise(1)
-    minutes = (off.str.slice(1, 2).cast(pl.Int64, strict=False) * 60
-               + off.str.slice(3, 2).cast(pl.Int64, strict=False)).fill_null(0)
-    with_off = pl.when(off.is_null()).then(local_to_utc(local, ctx.tz)).otherwise(local - pl.duration(
-        minutes=sign * minutes))
-    bsd = pl.concat_str([pl.lit(str(ctx.year)), pl.coalesce("bsd", "jbsd").str.replace_all(" +", " ")], separator=" ")
-    bfrac = pl.col("bfrac").str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64, strict=False).fill_null(0)
-    short = local_to_utc(bsd.str.strptime(dtype, "%Y %b %d %H:%M:%S", strict=False)
-                         + pl.duration(microseconds=bfrac), ctx.tz)
+    iso = pl.coalesce("iso", "jiso").str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
+    with_off = offset_to_utc(iso + fraction(pl.coalesce("frac", "jfrac")), pl.coalesce("off", "joff"), ctx.tz)
+    short = local_to_utc(syslog_time(pl.coalesce("bsd", "jbsd"), ctx.year) + fraction(pl.col("bfrac")), ctx.tz)
     return pl.coalesce(with_off, short).alias("ts")
 
 

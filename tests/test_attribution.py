@@ -165,6 +165,13 @@ def test_bundle_ledger_by_hand(bundle_lab: Lab) -> None:
     assert led["straggler"] > 0.4  # east-005: 60 steps about 1 s slower
     _conserves(a)
     assert 0.40 < a.steady_mfu < 0.50  # 256 x 4096 tokens x 6N-plus-attention FLOPs / (4.061 s x 32 x 989 TFLOP/s)
+    adv = a.checkpoint_advice
+    # acme-east: 2 failures (Xid 79, IB link) in the ~44 GPU-hours its attempts ran (restarts excluded)
+    # → a 32-GPU job fails every ~0.68 h; saves take ~20 s
+    held = a.gpu_hours - led["restart"]
+    assert adv.failures == 2 and math.isclose(adv.mtbf_job_hours, held / 2 / 32, rel_tol=1e-6)
+    assert math.isclose(adv.optimal_interval_s, advice.daly_interval(adv.save_s, adv.mtbf_job_hours * 3600))
+    assert adv.gpu_hours_saved >= 0
 
 
 def test_attribute_json_has_the_documented_shape(tmp_path: Path) -> None:

@@ -1,0 +1,356 @@
+"""The weekly provider scorecard: per provider and cluster, every figure read off the attribution API.
+
+A run's ledger rows (`Attribution.rows`) count in the ISO week in which each row starts, and an
+incident in the week of its root cause. Within a week, every figure is a sum, count or GPU-hour
+weighted mean of those rows and incidents: nothing here re-derives what the ledger already says.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+import duckdb
+import polars as pl
+
+from clusterlab import attribution, incidents, store, taxonomy
+from clusterlab.advice import _NOT_FAILURES  # NOTE: one definition of "failure" for MTBF and advice
+from clusterlab.ledger import LedgerError
+from clusterlab.reports import fleet
+
+NOT_FAILURES = list(_NOT_FAILURES)
+_WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
+# Change against last week, for these provider figures.
+CHANGE_METRICS = ["gpu_hours", "ettr", "effective_mfu", "failures", "failures_per_1k_gpu_days", "lost_gpu_hours",
+                  "usd_lost", "provider_usd_lost"]
+
+
+def week_bounds(week: str) -> tuple[dt.datetime, dt.datetime]:
+    """Monday 00:00 UTC of an ISO week (`2026-W48`) and the Monday after, naive UTC like the store."""
+    m = _WEEK.match(week.strip())
+    if not m:
+        raise ValueError(f"week must look like 2026-W48, not {week!r}")
+    try:
+        monday = dt.date.fromisocalendar(int(m[1]), int(m[2]), 1)
+    except ValueError as e:
+        raise ValueError(f"no such ISO week {week!r}: {e}") from None
+    start = dt.datetime.combine(monday, dt.time())
+    return start, start + dt.timedelta(days=7)
+
+
+def week_of(ts: dt.datetime | dt.date) -> str:
+    """The ISO week a time falls in, as `2026-W48`."""
+    y, w, _ = ts.isocalendar()
+    return f"{y}-W{w:02d}"
+
+
+def latest_week(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The ISO week of the newest attempt end in the store (what a demo calls `this week`)."""
+    last = store.frame(con, "SELECT max(end_ts) AS t FROM attempts").item()
+    return week_of(last) if last is not None else None
+
+
+@dataclass
+class Scorecard:
+    """One week's scorecard: polars frames per provider and cluster, ready to render or serialise."""
+
+    week: str
+    start: dt.datetime
+    end: dt.datetime
+    providers: pl.DataFrame  # one row per provider: use, ETTR, MFU, failures, MTBF, restart, hang, $, delivery
+    clusters: pl.DataFrame  # the same per cluster
+    runs: pl.DataFrame  # the same per run, with its MTBF
+    ledger: pl.DataFrame  # provider, cluster, category, gpu_hours, usd
+    failure_modes: pl.DataFrame  # provider, failure_mode, blame, incidents, gpu_hours_lost, usd_lost
+    blame: pl.DataFrame  # provider, blame, gpu_hours_lost, usd_lost, share
+    worst_hosts: pl.DataFrame  # hosts with incidents, repeat offenders across weeks flagged
+    stragglers: pl.DataFrame  # hosts the straggler category is pinned on
+    delivery: pl.DataFrame  # per cluster: contracted, inventory, missing, drained, available GPU-hours
+    drained: pl.DataFrame  # per host taken out of service: since, until, state, reason, file:line
+    responsiveness: pl.DataFrame  # per provider: tickets sent, resolved, hours to resolve
+    checkpoint_advice: pl.DataFrame  # per run: Young/Daly interval against the measured one
+    ranking: pl.DataFrame  # rank, provider, score, verdict
+    change: pl.DataFrame  # provider, metric, this_week, last_week, change
+    incidents: pl.DataFrame  # the week's incidents, root cause first
+    notes: list[str] = field(default_factory=list)
+    attributions: dict[str, attribution.Attribution] = field(default_factory=dict, repr=False)
+
+    FRAMES = ("ranking", "providers", "clusters", "runs", "delivery", "drained", "ledger", "failure_modes", "blame",
+              "worst_hosts", "stragglers", "responsiveness", "checkpoint_advice", "change", "incidents")
+
+    def to_dict(self) -> dict:
+        """The JSON document of `clusterlab scorecard --json`."""
+        doc: dict = {"week": self.week, "start": self.start.isoformat(), "end": self.end.isoformat()}
+        for name in self.FRAMES:
+            doc[name] = records(getattr(self, name))
+        doc["notes"] = list(self.notes)
+        return doc
+
+
+def records(frame: pl.DataFrame) -> list[dict]:
+    """Frame rows as JSON-ready dicts (times ISO 8601, lists kept)."""
+    def iso(v):
+        return v.isoformat() if isinstance(v, dt.datetime | dt.date) else v
+    return [{k: iso(v) for k, v in row.items()} for row in frame.to_dicts()]
+
+
+@dataclass
+class _Evidence:
+    """What the attribution API says about every run touching a window."""
+
+    attributions: dict[str, attribution.Attribution]
+    rows: pl.DataFrame  # Attribution.rows of every run, with `run`
+    incidents: pl.DataFrame  # incidents of every run, placed on a cluster and provider
+    run_mfu: pl.DataFrame  # run, steady_mfu
+    notes: list[str]
+
+
+def _collect(con: duckdb.DuckDBPyConnection, start: dt.datetime, end: dt.datetime,
+             s: incidents.Settings) -> _Evidence:
+    """Attribute every run with an attempt in [start, end); a run without a ledger keeps its incidents."""
+    runs = store.frame(con, """SELECT run FROM attempts GROUP BY run
+                               HAVING min(start_ts) < ? AND max(end_ts) >= ? ORDER BY run""", [end, start])
+    atts, rows, incs, notes = {}, [], [], []
+    for run in runs["run"].to_list():
+        try:
+            a = attribution.attribute(con, run, s)
+        except (LedgerError, KeyError) as e:  # same fallback as Lab.incidents
+            notes.append(f"{run}: no GPU-time ledger ({e.args[0] if e.args else e}); its incidents are listed "
+                         "without GPU-hours")
+            incs.append(attribution.incidents_of(con, run, s)[0])
+            continue
+        atts[run] = a
+        rows.append(a.rows.with_columns(run=pl.lit(run)))
+        incs.append(a.incidents)
+    row_frame = (pl.concat(rows, how="vertical_relaxed") if rows else _empty_rows())
+    inc = fleet.place(con, pl.concat(incs, how="diagonal_relaxed")) if incs else fleet.place(
+        con, attribution.empty_incidents())
+    mfu = pl.DataFrame({"run": list(atts), "steady_mfu": [a.steady_mfu for a in atts.values()]},
+                       schema={"run": pl.String, "steady_mfu": pl.Float64})
+    return _Evidence(atts, row_frame, inc, mfu, notes)
+
+
+def _empty_rows() -> pl.DataFrame:
+    return pl.DataFrame(schema={"category": pl.String, "attempt": pl.Int32, "start_ts": pl.Datetime("us"),
+                                "end_ts": pl.Datetime("us"), "seconds": pl.Float64, "gpu_hours": pl.Float64,
+                                "usd": pl.Float64, "incident_id": pl.String, "failure_mode": pl.String,
+                                "host": pl.String, "cluster": pl.String, "provider": pl.String, "run": pl.String})
+
+
+def _in(frame: pl.DataFrame, col: str, start: dt.datetime, end: dt.datetime) -> pl.DataFrame:
+    return frame.filter(pl.col(col) >= start, pl.col(col) < end)
+
+
+def _with_blame(rows: pl.DataFrame, inc: pl.DataFrame) -> pl.DataFrame:
+    """Ledger rows with the blame of the incident they are pinned on (`none` for unpinned losses)."""
+    blame = inc.select("incident_id", pl.col("blame").cast(pl.String)).unique("incident_id")
+    return rows.join(blame, on="incident_id", how="left").with_columns(pl.col("blame").fill_null("none"))
+
+
+def summary(rows: pl.DataFrame, inc: pl.DataFrame, run_mfu: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Use, ETTR, MFU, losses and failures grouped by `keys` (provider, cluster or run)."""
+    lost = pl.col("category") != "productive"
+    r = _with_blame(rows, inc).join(run_mfu, on="run", how="left")
+    has_mfu = pl.col("steady_mfu").is_not_null()
+    used = r.group_by(keys).agg(
+        runs=pl.col("run").n_unique(),
+        wall_hours=pl.col("seconds").sum() / 3600,  # only meaningful per run: a run's rows tile its wall time
+        gpu_hours=pl.col("gpu_hours").sum(),
+        productive_gpu_hours=pl.col("gpu_hours").filter(~lost).sum(),
+        lost_gpu_hours=pl.col("gpu_hours").filter(lost).sum(),
+        usd_lost=pl.col("usd").filter(lost).sum(),
+        provider_lost_gpu_hours=pl.col("gpu_hours").filter(lost & (pl.col("blame") == "provider")).sum(),
+        provider_usd_lost=pl.col("usd").filter(lost & (pl.col("blame") == "provider")).sum(),
+        hang_gpu_hours=pl.col("gpu_hours").filter(pl.col("category") == "hang").sum(),
+        restart_gpu_hours=pl.col("gpu_hours").filter(pl.col("category") == "restart").sum(),
+        checkpoint_gpu_hours=pl.col("gpu_hours").filter(pl.col("category") == "checkpoint").sum(),
+        straggler_gpu_hours=pl.col("gpu_hours").filter(pl.col("category") == "straggler").sum(),
+        mean_restart_s=pl.col("seconds").filter(pl.col("category") == "restart").mean(),
+        mean_hang_s=pl.col("seconds").filter((pl.col("category") == "hang") & (pl.col("incident_id") != "none")
+                                             ).mean(),
+        _mfu_hours=pl.col("gpu_hours").filter(has_mfu).sum(),
+        _steady=(pl.col("steady_mfu") * pl.col("gpu_hours")).filter(has_mfu).sum(),
+        _effective=(pl.col("steady_mfu") * pl.col("gpu_hours")).filter(has_mfu & ~lost).sum(),
+    )
+    used = used.with_columns(
+        ettr=pl.col("productive_gpu_hours") / pl.col("gpu_hours"),
+        steady_mfu=pl.when(pl.col("_mfu_hours") > 0).then(pl.col("_steady") / pl.col("_mfu_hours")),
+        effective_mfu=pl.when(pl.col("_mfu_hours") > 0).then(pl.col("_effective") / pl.col("_mfu_hours")),
+    ).drop("_mfu_hours", "_steady", "_effective")
+    ends = pl.col("kind") == "attempt_end"
+    failure = ends & ~pl.col("failure_mode").is_in(NOT_FAILURES)
+    counted = inc.group_by(keys).agg(
+        incidents=pl.len(), interruptions=ends.sum(), failures=failure.sum(),
+        provider_failures=(failure & (pl.col("blame") == "provider")).sum())
+    out = used.join(counted, on=keys, how="full", coalesce=True).with_columns(
+        pl.col("incidents", "interruptions", "failures", "provider_failures").fill_null(0))
+    return out.with_columns(
+        failures_per_1k_gpu_days=pl.when(pl.col("gpu_hours") > 0).then(
+            pl.col("failures") / (pl.col("gpu_hours") / 24) * 1000),
+        mtbf_gpu_days=pl.when(pl.col("failures") > 0).then(pl.col("gpu_hours") / 24 / pl.col("failures")),
+    ).sort(keys)
+
+
+def _runs(ev: _Evidence, rows: pl.DataFrame, inc: pl.DataFrame, con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Per run: the summary plus its own MTBF (wall hours between failures) and whether it has a ledger."""
+    per = summary(rows, inc, ev.run_mfu, ["run"])
+    info = fleet.run_places(con).select("run", "cluster", "provider", "gpus")
+    return per.join(info, on="run", how="left").with_columns(
+        mtbf_hours=pl.when(pl.col("failures") > 0).then(pl.col("wall_hours") / pl.col("failures")),
+        has_ledger=pl.col("run").is_in(list(ev.attributions)),
+    ).select("run", "cluster", "provider", "gpus", pl.exclude("run", "cluster", "provider", "gpus")).sort("run")
+
+
+def _failure_modes(lost: pl.DataFrame, inc: pl.DataFrame) -> pl.DataFrame:
+    """Per provider and failure mode: incidents, blame, lost GPU-hours and dollars."""
+    by_rows = lost.group_by("provider", "failure_mode").agg(gpu_hours_lost=pl.col("gpu_hours").sum(),
+                                                            usd_lost=pl.col("usd").sum())
+    by_inc = inc.group_by("provider", "failure_mode").agg(incidents=pl.len(), blame=pl.col("blame").first())
+    out = by_rows.join(by_inc, on=["provider", "failure_mode"], how="full", coalesce=True)
+    default = pl.col("failure_mode").replace_strict({m: x.blame for m, x in taxonomy.MODES.items()},
+                                                    default="none", return_dtype=pl.String)
+    return out.with_columns(blame=pl.coalesce("blame", default), incidents=pl.col("incidents").fill_null(0),
+                            gpu_hours_lost=pl.col("gpu_hours_lost").fill_null(0.0),
+                            usd_lost=pl.col("usd_lost").fill_null(0.0)).sort(
+        ["provider", "gpu_hours_lost", "failure_mode"], descending=[False, True, False])
+
+
+def _blame(lost: pl.DataFrame) -> pl.DataFrame:
+    """Per provider: lost GPU-hours and dollars by blame, and each blame's share of the loss."""
+    out = lost.group_by("provider", "blame").agg(gpu_hours_lost=pl.col("gpu_hours").sum(),
+                                                 usd_lost=pl.col("usd").sum())
+    return out.with_columns(share=pl.col("gpu_hours_lost") / pl.col("gpu_hours_lost").sum().over("provider")).sort(
+        ["provider", "gpu_hours_lost"], descending=[False, True])
+
+
+def _worst_hosts(lost: pl.DataFrame, inc: pl.DataFrame, history: pl.DataFrame, limit: int = 10) -> pl.DataFrame:
+    """Hosts with incidents this week, costliest first; `repeat_offender` when they had some in other weeks."""
+    hosts = inc.filter(pl.col("host").is_not_null()).group_by("host", "cluster", "provider").agg(
+        incidents=pl.len(), failure_modes=pl.col("failure_mode").unique().sort().str.join(", "))
+    cost = lost.filter(pl.col("host") != attribution.NONE).group_by("host").agg(
+        gpu_hours_lost=pl.col("gpu_hours").sum(), usd_lost=pl.col("usd").sum())
+    hist = history.filter(pl.col("host").is_not_null()).group_by("host").agg(
+        incidents_to_date=pl.len(), weeks_with_incidents=pl.col("week").n_unique(),
+        first_incident_ts=pl.col("root_ts").min())
+    out = hosts.join(cost, on="host", how="left").join(hist, on="host", how="left").with_columns(
+        pl.col("gpu_hours_lost", "usd_lost").fill_null(0.0))
+    return out.with_columns(repeat_offender=pl.col("weeks_with_incidents") > 1).sort(
+        ["gpu_hours_lost", "incidents", "host"], descending=[True, True, False]).head(limit)
+
+
+def _stragglers(lost: pl.DataFrame, inc: pl.DataFrame) -> pl.DataFrame:
+    """Hosts the ledger's straggler time is pinned on, with the step stretches that made them incidents."""
+    strag = lost.filter(pl.col("category") == "straggler")
+    steps = inc.filter(pl.col("kind") == "straggler").group_by("host").agg(
+        stretches=pl.len(), slow_steps=(pl.col("last_step") - pl.col("first_step") + 1).sum(),
+        runs=pl.col("run").unique().sort().str.join(", "))
+    out = strag.group_by("host", "cluster", "provider").agg(gpu_hours_lost=pl.col("gpu_hours").sum(),
+                                                            usd_lost=pl.col("usd").sum())
+    return out.join(steps, on="host", how="left").sort("gpu_hours_lost", descending=True)
+
+
+def _advice(atts: dict[str, attribution.Attribution], week_runs: list[str]) -> pl.DataFrame:
+    """Each run's checkpoint-interval advice (Young/Daly on the cluster's measured failure rate)."""
+    recs = [a.checkpoint_advice.to_dict() for r, a in atts.items() if r in week_runs and a.checkpoint_advice]
+    schema = {"run": pl.String, "cluster": pl.String, "failures": pl.Int64, "cluster_gpu_hours": pl.Float64,
+              "mtbf_job_hours": pl.Float64, "save_s": pl.Float64, "interval_s": pl.Float64,
+              "optimal_interval_s": pl.Float64, "gpu_hours_saved": pl.Float64}
+    out = pl.DataFrame(recs, schema=schema) if recs else pl.DataFrame(schema=schema)
+    ratio = pl.col("interval_s") / pl.col("optimal_interval_s")
+    verdict = (pl.when(pl.col("optimal_interval_s").is_null()).then(pl.lit("not enough failures or saves to advise"))
+               .when((ratio > 0.8) & (ratio < 1.25)).then(pl.lit("interval is near the optimum"))
+               .otherwise(pl.format("save every {} s instead of every {} s",
+                                    pl.col("optimal_interval_s").round(0).cast(pl.Int64),
+                                    pl.col("interval_s").round(0).cast(pl.Int64))))
+    return out.with_columns(advice=verdict).sort("run")
+
+
+def _change(this: pl.DataFrame, last: pl.DataFrame) -> pl.DataFrame:
+    """Provider figures this week against last week (null where last week had no data)."""
+    def long(f: pl.DataFrame, name: str) -> pl.DataFrame:
+        cols = [c for c in CHANGE_METRICS if c in f.columns]
+        return f.select("provider", *[pl.col(c).cast(pl.Float64) for c in cols]).unpivot(
+            index="provider", variable_name="metric", value_name=name)
+    out = long(this, "this_week").join(long(last, "last_week"), on=["provider", "metric"], how="left")
+    order = {m: i for i, m in enumerate(CHANGE_METRICS)}
+    return out.with_columns(change=pl.col("this_week") - pl.col("last_week")).sort(
+        pl.col("provider"), pl.col("metric").replace_strict(order, return_dtype=pl.Int32))
+
+
+def _ranking(providers: pl.DataFrame) -> pl.DataFrame:
+    """Providers by the share of contracted GPU-time that was delivered and not lost to their own faults."""
+    p = providers.with_columns(
+        kept=pl.when(pl.col("gpu_hours") > 0).then(1 - pl.col("provider_lost_gpu_hours") / pl.col("gpu_hours")),
+        score=pl.col("delivered_share").fill_null(1.0)
+        * pl.coalesce(1 - pl.col("provider_lost_gpu_hours") / pl.col("gpu_hours"), pl.lit(1.0)))
+    p = p.sort(["score", "provider"], descending=[True, False]).with_row_index("rank", offset=1)
+    return p.select("rank", "provider", "score", "kept", "delivered_share", verdict=_verdict())
+
+
+def _verdict() -> pl.Expr:
+    """One line per provider, from the figures beside it."""
+    word = (pl.when(pl.col("gpu_hours").fill_null(0) == 0).then(pl.lit("no runs this week"))
+            .when(pl.col("score") >= 0.9).then(pl.lit("keep"))
+            .when(pl.col("score") >= 0.7).then(pl.lit("keep, claim credits"))
+            .otherwise(pl.lit("escalate")))
+    delivery = pl.when(pl.col("missing_nodes").fill_null(0) > 0).then(
+        pl.format("; {} of {} contracted nodes missing", "missing_nodes", "contracted_nodes")).otherwise(pl.lit(""))
+    drained = pl.when(pl.col("drained_nodes").fill_null(0) > 0).then(
+        pl.format("; {} node(s) drained", "drained_nodes")).otherwise(pl.lit(""))
+    body = pl.format("{}: ETTR {}%, {} provider-caused interruption(s), ${} lost to provider faults, {}% of contracted "
+                     "GPU-time delivered", word, (pl.col("ettr") * 100).round(1),
+                     pl.col("provider_failures"), pl.col("provider_usd_lost").round(2),
+                     (pl.col("delivered_share") * 100).round(1))
+    return pl.when(pl.col("gpu_hours").fill_null(0) == 0).then(word).otherwise(
+        pl.concat_str([body, delivery, drained], ignore_nulls=True))
+
+
+def scorecard(con: duckdb.DuckDBPyConnection, week: str, providers: list[str] | tuple[str, ...] | None = None,
+              settings: incidents.Settings | None = None) -> Scorecard:
+    """The scorecard of one ISO week (`2026-W48`), for every provider or only those named."""
+    s = settings or incidents.Settings()
+    start, end = week_bounds(week)
+    prev = start - dt.timedelta(days=7)
+    ev = _collect(con, prev, end, s)
+    rows, inc = _in(ev.rows, "start_ts", start, end), _in(ev.incidents, "root_ts", start, end)
+    lost = _with_blame(rows.filter(pl.col("category") != "productive"), inc)
+    delivery, drained = fleet.delivery(con, start, end)
+    by_cluster = summary(rows, inc, ev.run_mfu, ["provider", "cluster"])
+    clusters = delivery.join(by_cluster, on=["provider", "cluster"], how="full", coalesce=True).sort(
+        "provider", "cluster")
+    prov = summary(rows, inc, ev.run_mfu, ["provider"]).join(
+        fleet.provider_delivery(con, delivery), on="provider", how="full", coalesce=True)
+    last = summary(_in(ev.rows, "start_ts", prev, start), _in(ev.incidents, "root_ts", prev, start), ev.run_mfu,
+                   ["provider"])
+    history = fleet.history(con, s, end)
+    week_runs = sorted(set(rows["run"].to_list()) | set(inc["run"].to_list()))
+    sc = Scorecard(
+        week=week_of(start), start=start, end=end, providers=prov.sort("provider"), clusters=clusters,
+        runs=_runs(ev, rows, inc, con).filter(pl.col("run").is_in(week_runs)),
+        ledger=rows.group_by("provider", "cluster", "category").agg(pl.col("gpu_hours").sum(), pl.col("usd").sum())
+        .sort("provider", "cluster", "category"),
+        failure_modes=_failure_modes(lost, inc), blame=_blame(lost), worst_hosts=_worst_hosts(lost, inc, history),
+        stragglers=_stragglers(lost, inc), delivery=delivery, drained=drained,
+        responsiveness=fleet.responsiveness(con, history, start, end), checkpoint_advice=_advice(
+            ev.attributions, week_runs), ranking=_ranking(prov), change=_change(prov, last),
+        incidents=inc.select([c for c in attribution.INCIDENT_COLUMNS if c in inc.columns]).sort(
+            "root_ts", "incident_id"),
+        notes=[n for n in ev.notes if n.split(":", 1)[0] in week_runs],
+        attributions={r: a for r, a in ev.attributions.items() if r in week_runs})
+    return _only(sc, providers) if providers else sc
+
+
+def _only(sc: Scorecard, providers: list[str] | tuple[str, ...]) -> Scorecard:
+    """The scorecard cut down to some providers (the ranking re-numbered among them)."""
+    keep = list(providers)
+    for name in Scorecard.FRAMES:
+        f = getattr(sc, name)
+        if "provider" in f.columns:
+            setattr(sc, name, f.filter(pl.col("provider").is_in(keep)))
+    sc.ranking = sc.ranking.drop("rank").with_row_index("rank", offset=1)
+    runs = set(sc.runs["run"].to_list())
+    sc.checkpoint_advice = sc.checkpoint_advice.filter(pl.col("run").is_in(list(runs)))
+    sc.attributions = {r: a for r, a in sc.attributions.items() if r in runs}
+    sc.notes = [n for n in sc.notes if n.split(":", 1)[0] in runs]
+    return sc

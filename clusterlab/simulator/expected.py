@@ -1,0 +1,74 @@
+"""The ledger a correct attribution must find, computed from the timeline by the ledger's rules.
+
+Per attempt: `startup` (start → first step begins: its end minus its step time), one interval
+per step (the first is its own step time, then end to end), the tail (last step end → attempt
+end: a completed save in it is `checkpoint`, the rest `hang`) and `restart` (end → next start).
+An interval is `productive` up to the run's baseline b (median step time of all its steps);
+the excess goes to `checkpoint` (up to the save that ran in it), then `data_stall` (the step's
+data wait above the run's median data wait), then `straggler` (a host was slow at that step) or
+else `slowdown`. The productive part of steps past the checkpoint the next attempt resumed from
+is `recompute`. `idle` is 0: the simulation requests no window.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from clusterlab.simulator.timeline import Attempt, Run
+
+CATEGORIES = ("productive", "straggler", "slowdown", "checkpoint", "data_stall", "recompute", "hang", "restart",
+              "startup", "idle")
+
+
+def baseline_ms(run: Run) -> tuple[float, float]:
+    """The run's median step time and median data wait, in ms, over all its steps."""
+    steps = np.concatenate([a.steps.step_ms for a in run.attempts])
+    data = np.concatenate([a.steps.data_ms for a in run.attempts])
+    return float(np.median(steps)), float(np.median(data))
+
+
+def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float) -> dict[str, float]:
+    """One attempt's milliseconds by category (restart: up to the next attempt's start)."""
+    s = att.steps
+    interval = np.concatenate([[s.step_ms[0]], np.diff(s.end)]).astype(float)
+    save_in = np.concatenate([[0], s.save_after[:-1]]).astype(float)
+    productive = np.minimum(interval, b)
+    excess = interval - productive
+    ckpt = np.minimum(excess, save_in)
+    rest = excess - ckpt
+    data = np.minimum(rest, np.clip(s.data_ms - data_base, 0, None))
+    rest = rest - data
+    slow = s.slow >= 0
+    keep = nxt.resumed_from if nxt is not None else None
+    thrown = s.step > keep if keep is not None else np.zeros(len(s), dtype=bool)
+    out = {c: 0.0 for c in CATEGORIES}
+    out["productive"] = float(productive[~thrown].sum())
+    out["recompute"] = float(productive[thrown].sum())
+    out["checkpoint"] = float(ckpt.sum())
+    out["data_stall"] = float(data.sum())
+    out["straggler"] = float(rest[slow].sum())
+    out["slowdown"] = float(rest[~slow].sum())
+    out["startup"] = float(s.end[0] - s.step_ms[0] - att.start_ms)
+    tail = float(att.end_ms - s.end[-1])
+    last_save = next((sv for sv in att.saves if sv.step == att.last_step and sv.complete), None)
+    tail_ckpt = min(tail, float(last_save.end_ms - last_save.start_ms)) if last_save else 0.0
+    out["checkpoint"] += tail_ckpt
+    out["hang"] = tail - tail_ckpt
+    out["restart"] = float(nxt.start_ms - att.end_ms) if nxt is not None else 0.0
+    return out
+
+
+def ledger(run: Run) -> dict:
+    """The run's expected ledger: GPU-hours per category, the baseline, and the total."""
+    b, data_base = baseline_ms(run)
+    total_ms = {c: 0.0 for c in CATEGORIES}
+    for att, nxt in zip(run.attempts, [*run.attempts[1:], None], strict=True):
+        for c, v in attempt_ms(att, nxt, b, data_base).items():
+            total_ms[c] += v
+    wall_ms = run.attempts[-1].end_ms - run.attempts[0].start_ms
+    to_h = run.gpus / 3_600_000
+    return {
+        "gpus": run.gpus, "wall_hours": wall_ms / 3_600_000, "gpu_hours": wall_ms * to_h,
+        "baseline_step_s": b / 1000, "baseline_data_s": data_base / 1000,
+        "ledger": {c: total_ms[c] * to_h for c in CATEGORIES},
+    }

@@ -1,0 +1,295 @@
+"""How each failure mode shows up: the launch's last lines, the node's kernel lines, the controller's.
+
+The ending of a launch is one of four shapes (`endings.family`): a hang until the NCCL watchdog
+fires, a lost link or node seen as IB completion errors, one process crashing and its peers
+following, or the scheduler ending the job. The root cause is written where a real cluster
+writes it (an Xid in the node's kernel log, a traceback on one rank, a controller line); the
+symptoms follow on every rank. The last stamped line is printed at exactly the attempt's end.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from dataclasses import dataclass, field
+
+from clusterlab.simulator import endings
+from clusterlab.simulator.stamps import after, from_ms, glog, iso_s
+from clusterlab.simulator.textlog import Log, Proc, pg_abort, sigabrt, torchrun_failure
+from clusterlab.simulator.timeline import Attempt, Run
+from clusterlab.simulator.trainlog import NCCL_VERSION
+
+SCRIPT = "pretrain_gpt.py"
+MEGATRON = "/opt/megatron-lm"
+
+
+@dataclass
+class Evidence:
+    """What one launch's ending leaves behind, besides its own console."""
+
+    kernel: list[tuple[str, int, str]] = field(default_factory=list)  # (host, epoch ms, kernel message)
+    ctld: list[tuple[int, str]] = field(default_factory=list)  # (epoch ms, slurmctld message)
+    state: tuple[str, str] = ("FAILED", "1:0")  # sacct State and ExitCode of the job
+
+
+def _dp(p: Proc, gpn: int) -> tuple[str, int]:
+    """The data-parallel process group of a rank (one per tensor-parallel rank) and its rank in it."""
+    return f"PG ID {3 + p.local} PG GUID {3 + p.local}", p.rank // gpn
+
+
+def _remote(detail: str) -> str:
+    return (f"NCCL error: remote process exited or there was a network error, NCCL version {NCCL_VERSION}\n"
+            "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting "
+            f"prematurely.\nLast error:\n{detail}")
+
+
+def _summaries(log: Log, run: Run, att: Attempt, agents: dict[str, int], fails: dict[str, list[tuple]],
+               times: list[int]) -> None:
+    """Each node's torchrun ChildFailedError summary at its time, and srun's exit line after it."""
+    for n, host in enumerate(att.hosts):
+        if host not in fails or not fails[host]:
+            continue
+        t = from_ms(times[n])
+        log.add(t, torchrun_failure(t, host, agents[host], SCRIPT, fails[host]))
+        log.add(after(t, 0.3), f"srun: error: {host}: task {n}: Exited with exit code 1")
+
+
+def ending(run: Run, att: Attempt, procs: list[Proc], agents: dict[str, int], r: random.Random,
+           seed: str) -> tuple[Log, Evidence]:
+    """The ending lines of the launch's console and the evidence elsewhere."""
+    e = att.ending
+    log, ev = Log(), Evidence()
+    fam = endings.family(e.mode)
+    if fam == "scheduler":
+        _scheduler(log, ev, run, att, procs, agents)
+        return log, ev
+    culprit = next(p for p in procs if p.rank == e.rank)
+    _kernel(ev, run, att, culprit, r)
+    if fam == "hang":
+        _hang(log, run, att, procs, agents, culprit, r, seed)
+    else:
+        _crash(log, ev, run, att, procs, agents, culprit, r, seed)
+    log.add(from_ms(e.exit_ms), f"+ echo 'job {att.job_id} finished with exit code 1'\n"
+                                f"job {att.job_id} finished with exit code 1")
+    return log, ev
+
+
+def _hang(log: Log, run: Run, att: Attempt, procs: list[Proc], agents: dict[str, int], culprit: Proc,
+          r: random.Random, seed: str) -> None:
+    """Every rank but the culprit waits for its all-reduce until the watchdog takes the process down."""
+    e, gpn = att.ending, run.cluster.gpus_per_node
+    seq = 24 * att.last_step + 13
+    numel = 40108032
+    trigger = from_ms(e.trigger_ms)
+    hang_start = from_ms(max(e.root_ms, int(att.steps.end[-1]) + 50))
+    fails: dict[str, list[tuple]] = {h: [] for h in att.hosts}
+    for p in procs:
+        if p is culprit:
+            continue
+        t = after(trigger, r.uniform(0.0, 0.12))
+        ran = int((t - hang_start).total_seconds() * 1000)
+        work = (f"WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn={numel}, NumelOut={numel}, "
+                f"Timeout(ms)={endings.WATCHDOG_MS})")
+        pg, pg_rank = _dp(p, gpn)
+        pg_abort(log, t, p.rank, pg, pg_rank, seq, f"Watchdog caught collective operation timeout: {work} ran for "
+                 f"{ran} milliseconds before timing out.", timeout=True, seed=seed)
+        fails[p.host].append((p.rank, p.local, p.pid, -6, after(t, 0.35), sigabrt(p.pid)))
+    times = endings.summary_times(e.mode, e.trigger_ms, len(att.hosts), att.hosts.index(culprit.host))
+    t_c = from_ms(times[att.hosts.index(culprit.host)])
+    agent = agents[culprit.host]
+    log.add(after(t_c, -0.5), f"{glog(after(t_c, -0.5), 'W')} {agent} torch/distributed/elastic/multiprocessing/"
+                              f"api.py:897] Sending process {culprit.pid} closing signal SIGTERM")
+    if e.mode == "gpu_fell_off_bus":  # the process on the lost GPU cannot be stopped
+        log.add(after(t_c, -0.2), f"{glog(after(t_c, -0.2), 'W')} {agent} torch/distributed/elastic/"
+                                  f"multiprocessing/api.py:916] Unable to shutdown process {culprit.pid} via "
+                                  "Signals.SIGTERM, forcefully exiting via Signals.SIGKILL")
+    if not fails[culprit.host]:  # a one-GPU node: the culprit is the only worker to report
+        fails[culprit.host].append((culprit.rank, culprit.local, culprit.pid, -9, after(t_c, -0.2), ("", "<N/A>")))
+    _summaries(log, run, att, agents, fails, times)
+
+
+_CULPRIT: dict[str, tuple[str, list[str]]] = {
+    # mode: (exception line, frames below training.py's train_step)
+    "gpu_memory_ecc": ("RuntimeError: CUDA error: uncorrectable ECC error encountered",
+                       ["megatron/core/distributed/param_and_grad_buffer.py\", line 371, in start_grad_sync"]),
+    "cuda_error": ("RuntimeError: CUDA error: an illegal memory access was encountered",
+                   ["megatron/core/transformer/moe/token_dispatcher.py\", line 212, in token_permutation"]),
+    "user_code_error": ("IndexError: index 4194305 is out of bounds for axis 0 with size 4194304",
+                        ["megatron/core/datasets/gpt_dataset.py\", line 263, in __getitem__"]),
+    "filesystem_io": ("OSError: [Errno 5] Input/output error: '/lustre/data/tokens/shard-00731.bin'",
+                      ["megatron/core/datasets/indexed_dataset.py\", line 402, in read"]),
+}
+
+
+def _culprit_block(run: Run, att: Attempt, p: Proc) -> tuple[str | None, str, int]:
+    """The culprit's own lines (None for a process killed by a signal), what torchrun records, its exit code."""
+    e = att.ending
+    if e.mode == "host_hw":
+        return None, f"Signal 7 (SIGBUS) received by PID {p.pid}", -7
+    pre = f"[rank{p.rank}]:"
+    if e.mode == "loss_divergence":
+        exc = (f"RuntimeError: Rank {p.rank}, node {p.host}, device {p.local}, iteration {att.last_step + 1}: "
+               "Unexpected result nan (message='found NaN in local grad norm for bucket #0 in backward pass before "
+               "data-parallel communication collective')")
+        frames = ["megatron/core/rerun_state_machine.py\", line 512, in validate_result"]
+    else:
+        exc, frames = _CULPRIT[e.mode]
+    lines = ["Traceback (most recent call last):", f'  File "{MEGATRON}/pretrain_gpt.py", line 284, in <module>',
+             "    pretrain(", f'  File "{MEGATRON}/megatron/training/training.py", line 386, in pretrain',
+             "    iteration, num_floating_point_operations_so_far = train(",
+             f'  File "{MEGATRON}/megatron/training/training.py", line 1340, in train_step']
+    lines += [f'  File "{MEGATRON}/{f}' for f in frames]
+    if "CUDA error" in exc:
+        lines += [exc, "CUDA kernel errors might be asynchronously reported at some other API call, so the "
+                  "stacktrace below might be incorrect.", "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"]
+    else:
+        lines.append(exc)
+    return "\n".join(f"{pre} {ln}" if ln.startswith(" ") else f"{pre}{ln}" for ln in lines), exc, 1
+
+
+def _crash(log: Log, ev: Evidence, run: Run, att: Attempt, procs: list[Proc], agents: dict[str, int],
+           culprit: Proc, r: random.Random, seed: str) -> None:
+    """One process (or node, or link) goes first; its peers' collectives fail; torchrun reports."""
+    e, gpn = att.ending, run.cluster.gpus_per_node
+    trigger = from_ms(e.trigger_ms)
+    seq = 24 * att.last_step + 7
+    lost_node = e.mode == "node_failure"
+    n_c = att.hosts.index(culprit.host)
+    fails: dict[str, list[tuple]] = {h: [] for h in att.hosts}
+    first: dict[int, str] = {}  # rank -> the error it reports first
+    if endings.family(e.mode) == "link":
+        first = _ib_errors(log, run, att, procs, culprit, trigger, r)
+    else:
+        block, what, code = _culprit_block(run, att, culprit)
+        if block:
+            log.add(trigger, block)
+        err = f"/tmp/torchelastic_{att.job_id}/{att.job_id}_0/attempt_0/{culprit.local}/error.json" if block else ""
+        fails[culprit.host].append((culprit.rank, culprit.local, culprit.pid, code, trigger, (err, what)))
+    for p in procs:
+        if (lost_node and p.host == culprit.host) or (p is culprit and not first):
+            continue
+        if p.host == culprit.host and not first and p is not culprit:
+            tt = after(trigger, 0.4 + 0.001 * p.local)  # torchrun stops the culprit's neighbours
+            log.add(tt, f"{glog(tt, 'W')} {agents[p.host]} torch/distributed/elastic/multiprocessing/api.py:897] "
+                        f"Sending process {p.pid} closing signal SIGTERM")
+            continue
+        t = after(trigger, r.uniform(0.6, 1.4)) if p.rank not in first else after(trigger, 0.45)
+        port = r.randint(33000, 60999)
+        detail = first.get(p.rank) or f"socketProgress: Connection closed by remote peer {culprit.host}<{port}>"
+        pg, pg_rank = _dp(p, gpn)
+        pg_abort(log, t, p.rank, pg, pg_rank, seq, _remote(detail), timeout=False, seed=seed)
+        fails[p.host].append((p.rank, p.local, p.pid, -6, after(t, 0.3), sigabrt(p.pid)))
+    times = endings.summary_times(e.mode, e.trigger_ms, len(att.hosts), n_c)
+    _summaries(log, run, att, agents, fails, times)
+    if lost_node:
+        down = e.root_ms + r.randint(60_000, 110_000)
+        ev.ctld.append((down, f"error: Nodes {culprit.host} not responding, setting DOWN"))
+
+
+def _ib_errors(log: Log, run: Run, att: Attempt, procs: list[Proc], culprit: Proc, trigger: dt.datetime,
+               r: random.Random) -> dict[int, str]:
+    """IB completion errors on the ranks whose ring neighbour is the broken link or node."""
+    hosts = att.hosts
+    n_c = hosts.index(culprit.host)
+    near = {hosts[(n_c - 1) % len(hosts)], hosts[(n_c + 1) % len(hosts)]} - {culprit.host}
+    rails = [culprit.local] if att.ending.mode == "network" else range(run.cluster.gpus_per_node)
+    out: dict[int, str] = {}
+    for p in procs:
+        if p.local not in rails:
+            continue
+        if p.host in near:
+            peers = [culprit.host]
+        elif p.host == culprit.host and att.ending.mode == "network":
+            peers = sorted(near)
+        else:
+            continue
+        t = after(trigger, r.uniform(0.0, 0.03))
+        for peer in peers:
+            t = after(t, r.uniform(0.0005, 0.002))
+            err = (f"NET/IB : Got completion from peer {run.cluster.ip(peer)}<{r.randint(33000, 60999)}> with "
+                   f"status=12 opcode={r.choice((0, 1, 128))} len=0 vendor err 129 ({r.choice(('Send', 'Recv'))})")
+            log.add(t, f"{p.prefix(p.proxy_tid)} transport/net_ib.cc:2160 NCCL WARN {err}")
+            log.add(after(t, 0.0001), f"{p.prefix(p.proxy_tid)} NCCL INFO transport/net.cc:1295 -> 6\n"
+                                      f"{p.prefix(p.proxy_tid)} NCCL INFO proxy.cc:698 -> 6")
+            out[p.rank] = err
+    return out
+
+
+def _scheduler(log: Log, ev: Evidence, run: Run, att: Attempt, procs: list[Proc], agents: dict[str, int]) -> None:
+    """The scheduler ends the job (preemption or time limit): banner, then every agent shuts down."""
+    e = att.ending
+    t = from_ms(e.trigger_ms)
+    why = "PREEMPTION" if e.mode == "preemption" else "TIME LIMIT"
+    log.add(t, f"slurmstepd: error: *** JOB {att.job_id} ON {att.hosts[0]} CANCELLED AT {iso_s(t)} DUE TO {why} ***")
+    log.add(after(t, 0.004), f"slurmstepd: error: *** STEP {att.job_id}.0 ON {att.hosts[0]} CANCELLED AT "
+                             f"{iso_s(t)} DUE TO {why} ***")
+    log.add(after(t, 0.01), "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.")
+    times = endings.summary_times(e.mode, e.trigger_ms, len(att.hosts), None)
+    for n, host in enumerate(att.hosts):
+        tt = from_ms(times[n])
+        lines = [f"{glog(tt, 'W')} {agents[host]} torch/distributed/elastic/agent/server/api.py:704] Received "
+                 "Signals.SIGTERM death signal, shutting down workers"]
+        lines += [f"{glog(tt, 'W')} {agents[host]} torch/distributed/elastic/multiprocessing/api.py:897] Sending "
+                  f"process {p.pid} closing signal SIGTERM" for p in procs if p.host == host]
+        lines += ["Traceback (most recent call last):", '  File "/usr/local/bin/torchrun", line 8, in <module>',
+                  "    sys.exit(main())", "torch.distributed.elastic.multiprocessing.api.SignalException: Process "
+                  f"{agents[host]} got signal: 15"]
+        log.add(tt, "\n".join(lines))
+        log.add(after(tt, 2.2), f"srun: error: {host}: task {n}: Exited with exit code 1")
+    if e.mode == "preemption":
+        ev.ctld.append((e.trigger_ms + 5, f"preempted JobId={att.job_id} has been killed to reclaim resources for "
+                                          f"JobId={int(att.job_id) + 500}"))
+        ev.state = ("PREEMPTED", "0:15")
+    else:
+        ev.ctld.append((e.trigger_ms + 3, f"Time limit exhausted for JobId={att.job_id}"))
+        ev.state = ("TIMEOUT", "0:0")
+
+
+def _kernel(ev: Evidence, run: Run, att: Attempt, p: Proc, r: random.Random) -> None:
+    """The root cause in the culprit node's kernel log, where the mode leaves one."""
+    e, bus, h, t = att.ending, p.bus, p.host, att.ending.root_ms
+    xid = f"NVRM: Xid (PCI:0000:{bus}:00): {{}}, pid={p.pid}, name=python, {{}}"
+    msgs: list[tuple[int, str]] = []
+    if e.mode == "gpu_fell_off_bus":
+        msgs = [(0, xid.format(79, "GPU has fallen off the bus.")),
+                (1, f"NVRM: GPU 0000:{bus}:00.0: GPU has fallen off the bus."),
+                (21, "NVRM: A GPU crash dump has been created. If possible, please run\nNVRM: nvidia-bug-report.sh "
+                     "as root to collect this data before\nNVRM: the NVIDIA kernel module is unloaded.")]
+        msgs += [(int(122_900 * k + 400), f"INFO: task python:{p.pid} blocked for more than {122 * k} seconds.")
+                 for k in (1, 2, 3, 4)]
+    elif e.mode == "gpu_hw_other":
+        msgs = [(0, xid.format(119, f"Timeout after 6s of waiting for RPC response from GPU{p.local} GSP! Expected "
+                                    "function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4)."))]
+    elif e.mode == "nvlink_error":
+        msgs = [(0, xid.format(74, f"NVLink: fatal error detected on link {r.randint(0, 17)}(0x0, 0x0, 0x10000, "
+                                   "0x0, 0x0, 0x0, 0x0)"))]
+    elif e.mode == "gpu_memory_ecc":
+        msgs = [(0, xid.format(94, "Contained: SM (0x1). RST: No, D-RST: No") if r.random() < 0.6 else
+                 xid.format(48, "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer "
+                                "at partition 6, subpartition 0."))]
+    elif e.mode == "pcie_error":
+        msgs = [(0, f"pcieport 0000:{bus[0]}0:01.0: AER: Uncorrectable (Fatal) error message received from "
+                    f"0000:{bus}:00.0"),
+                (0, f"nvidia 0000:{bus}:00.0: PCIe Bus Error: severity=Uncorrectable (Fatal), type=Transaction "
+                    "Layer, (Requester ID)"),
+                (0, f"nvidia 0000:{bus}:00.0:   device [10de:2330] error status/mask=00004000/00000000")]
+    elif e.mode == "host_hw":
+        msgs = [(0, f"mce: [Hardware Error]: CPU {r.randint(0, 111)}: Machine Check Exception: 5 Bank 13: "
+                    "be00000000800400"),
+                (1, "EDAC MC1: 1 UE memory read error on CPU_SrcID#1_MC#0_Chan#2_DIMM#0 (channel:2 slot:0 "
+                    "page:0x4a3f1f offset:0x0 grain:32 -  OVERFLOW err_code:0101:0092 socket:1 imc:0 rank:1)"),
+                (2, f"Memory failure: 0x4a3f1f: Sending SIGBUS to python:{p.pid} due to hardware memory corruption")]
+    elif e.mode == "cuda_error":
+        msgs = [(0, xid.format(31, "Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_3 faulted "
+                                   "@ 0x7f2a_4c000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ"))]
+    elif e.mode == "filesystem_io":
+        osc = "lustre-OST0003-osc-ffff9a3c1e2f8000"
+        msgs = [(-900, f"Lustre: {osc}: Connection to lustre-OST0003 (at 10.40.0.13@o2ib) was lost; in progress "
+                       "operations using this service will wait for recovery to complete"),
+                (-200, f"LustreError: 11-0: {osc}: operation ost_read to node 10.40.0.13@o2ib failed: rc = -107")]
+    elif e.mode == "network":
+        pci = f"0000:{['0c', '1a', '3c', '4d', '8c', '9a', 'bc', 'cd'][p.local]}:00.0"
+        msgs = [(0, f"mlx5_core {pci} mlx5_{p.local}: Port: 1 Link DOWN"),
+                (44_800, f"mlx5_core {pci} mlx5_{p.local}: Port: 1 Link INIT"),
+                (49_300, f"mlx5_core {pci} mlx5_{p.local}: Port: 1 Link ACTIVE")]
+    ev.kernel += [(h, t + dt_ms, m) for dt_ms, m in msgs]

@@ -1,0 +1,76 @@
+"""Per-rank step records (clusterlab's instrumentation JSONL), one file per node, formatted by polars.
+
+This is the bulk of a bundle (ranks x steps lines), so nothing here loops over records in Python:
+each block of steps is built as arrays and turned into lines in one vectorised pass. All ranks of
+a step end together (the all-reduce) and report the same step time; they differ in compute time
+(a slow host's ranks compute longer, the others wait longer in communication).
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import polars as pl
+
+from clusterlab.simulator.sink import Out
+from clusterlab.simulator.timeline import Attempt, Run
+
+CHUNK = 4096  # steps per block: bounds memory whatever the run's length
+
+
+def _ms(col: str) -> pl.Expr:
+    """Integer milliseconds as seconds with three decimals, exactly (no float formatting)."""
+    x = pl.col(col)
+    return pl.concat_str([(x // 1000).cast(pl.String), pl.lit("."), (x % 1000).cast(pl.String).str.zfill(3)])
+
+
+def _loss(steps: np.ndarray) -> np.ndarray:
+    """A pre-training loss curve (no noise)."""
+    return 2.1 + 8.6 * np.exp(-steps / 160.0) + 0.9 * np.exp(-steps / 2500.0)
+
+
+def _block(run: Run, att: Attempt, node: int, lo: int, hi: int, rng: np.random.Generator) -> pl.DataFrame:
+    """The records of one node's ranks for steps [lo, hi), step-major."""
+    s = att.steps
+    gpn = run.cluster.gpus_per_node
+    m = hi - lo
+    factor = np.where(s.slow[lo:hi] == node, s.factor[lo:hi], 1.0)
+    noise = np.abs(rng.normal(0.0, 0.003, (m, gpn)))
+    compute = np.rint(s.compute_ms[lo:hi, None] * factor[:, None] * (1.0 - noise)).astype(np.int64)
+    data = np.broadcast_to(s.data_ms[lo:hi, None], (m, gpn))
+    step_ms = np.broadcast_to(s.step_ms[lo:hi, None], (m, gpn))
+    loss = np.rint((_loss(s.step[lo:hi])[:, None] + rng.normal(0.0, 0.01, (m, gpn))) * 10_000).astype(np.int64)
+    return pl.DataFrame({
+        "end": np.repeat(s.end[lo:hi], gpn), "rank": np.tile(np.arange(node * gpn, (node + 1) * gpn), m),
+        "step": np.repeat(s.step[lo:hi], gpn), "step_ms": step_ms.ravel(), "compute_ms": compute.ravel(),
+        "comm_ms": (step_ms - compute - data).ravel(), "data_ms": data.ravel(), "loss": loss.ravel(),
+    })
+
+
+def _lines(df: pl.DataFrame, host: str, tokens: int, epoch: bool) -> pl.DataFrame:
+    """One JSON object per record, as `clusterlab.instrument` writes it."""
+    ts = (pl.concat_str([pl.lit('"'), pl.from_epoch(pl.col("end"), time_unit="ms")
+                         .dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ"), pl.lit('"')]) if not epoch else _ms("end"))
+    loss = pl.concat_str([(pl.col("loss") // 10_000).cast(pl.String), pl.lit("."),
+                          (pl.col("loss") % 10_000).cast(pl.String).str.zfill(4)])
+    return df.select(pl.concat_str([
+        pl.lit('{"ts":'), ts, pl.lit(',"rank":'), pl.col("rank").cast(pl.String), pl.lit(f',"host":"{host}","step":'),
+        pl.col("step").cast(pl.String), pl.lit(',"step_s":'), _ms("step_ms"), pl.lit(',"compute_s":'),
+        _ms("compute_ms"), pl.lit(',"comm_s":'), _ms("comm_ms"), pl.lit(',"data_s":'), _ms("data_ms"),
+        pl.lit(f',"tokens":{tokens},"loss":'), loss, pl.lit("}"),
+    ]).alias("line"))
+
+
+def write_node(out: Out, run: Run, att: Attempt, node: int, seed: int) -> int:
+    """All step records of one node's ranks in one attempt; returns the number of records."""
+    rng = np.random.default_rng([seed, run.cluster.index, att.k, node, 7])
+    tokens = run.tokens_per_step // run.gpus
+    epoch = run.cluster.index % 2 == 1  # both spellings of `ts` occur in the wild
+    n = len(att.steps)
+    for lo in range(0, n, CHUNK):
+        lines = _lines(_block(run, att, node, lo, min(n, lo + CHUNK), rng), att.hosts[node], tokens, epoch)
+        buf = io.BytesIO()
+        lines.write_csv(buf, include_header=False, quote_style="never")
+        out.write(buf.getvalue())
+    return n * run.cluster.gpus_per_node

@@ -1,0 +1,292 @@
+"""The timeline of one cluster's training run: launches, steps, saves, episodes and what ended each.
+
+Everything is in integer epoch milliseconds and drawn from one seeded generator per cluster, so
+the writers print exactly these numbers and the truth is computed from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from clusterlab.simulator import endings
+from clusterlab.simulator.failure_model import HARDWARE
+from clusterlab.simulator.fleet import Cluster, Config, clusters
+from clusterlab.simulator.steps import Episode, StepArrays, StepModel, add_saves, apply, draw, restamp
+
+MIN_STEPS = 20  # every launch trains at least this many steps before anything can end it
+PEAK_BF16 = 989e12  # H100 SXM dense bf16 FLOP/s
+# (name, parameters, layers, hidden): the model each cluster's run trains, in turn
+MODELS = (("llama8b", 8_030_261_248, 32, 4096), ("llama13b", 13_015_864_320, 40, 5120),
+          ("llama34b", 33_743_970_304, 48, 8192))
+SEQ = 4096
+
+
+@dataclass
+class Save:
+    step: int
+    start_ms: int
+    end_ms: int
+    complete: bool
+    stall_host: str | None = None  # the host whose filesystem client reported the stall
+    deleted: bool = False  # removed by the provider after it was written
+
+
+@dataclass
+class Ending:
+    mode: str
+    host: str | None  # where the cause is; None where no single host is to blame
+    rank: int | None  # the rank that failed or hung first
+    root_ms: int
+    trigger_ms: int
+    exit_ms: int
+
+
+@dataclass
+class Straggler:
+    host: str
+    first_step: int
+    last_step: int
+    start_ms: int  # end of the step before the first slow one
+    end_ms: int  # end of the last slow one
+    factor: float
+
+
+@dataclass
+class Attempt:
+    run: str
+    k: int
+    hosts: tuple[str, ...]
+    start_ms: int
+    startup_ms: int
+    load_ms: int  # part of the start-up spent loading the checkpoint (0 for a fresh start)
+    resumed_from: int  # the checkpoint step loaded (0: none)
+    steps: StepArrays
+    saves: list[Save]
+    ending: Ending
+    stragglers: list[Straggler] = field(default_factory=list)
+    slowdowns: list[tuple[str, int, int, float]] = field(default_factory=list)  # (kind, first, last, value)
+    job_id: str = ""
+
+    @property
+    def end_ms(self) -> int:
+        return self.ending.exit_ms
+
+    @property
+    def first_step(self) -> int:
+        return int(self.steps.step[0])
+
+    @property
+    def last_step(self) -> int:
+        return int(self.steps.step[-1])
+
+    def last_save(self) -> int | None:
+        done = [s.step for s in self.saves if s.complete]
+        return done[-1] if done else None
+
+
+@dataclass
+class Run:
+    name: str
+    cluster: Cluster
+    model: StepModel
+    save_every: int
+    tokens_per_step: int
+    shape: tuple[str, int, int, int]  # MODELS entry
+    attempts: list[Attempt] = field(default_factory=list)
+    repairs: list[tuple[str, int, int]] = field(default_factory=list)  # (host, drained at, back in service at)
+
+    @property
+    def gpus(self) -> int:
+        return self.cluster.run_nodes * self.cluster.gpus_per_node
+
+
+def plan_run(cfg: Config, cluster: Cluster, rng: np.random.Generator) -> Run:
+    """The run's model, batch and step time (tokens chosen so that MFU is 38-45 %)."""
+    shape = MODELS[cluster.index % len(MODELS)]
+    step_ms = int(round(1000 * (cfg.step_s or rng.uniform(5.0, 9.0))))
+    gpus = cluster.run_nodes * cluster.gpus_per_node
+    flops_per_token = 6 * shape[1] + 12 * shape[2] * shape[3] * SEQ
+    tokens = step_ms / 1000 * gpus * PEAK_BF16 * rng.uniform(0.38, 0.45) / flops_per_token
+    gbs = max(gpus, int(round(tokens / SEQ / gpus)) * gpus)
+    comm = int(round(step_ms * rng.uniform(0.10, 0.16)))
+    data = int(rng.integers(1, 4))
+    model = StepModel(compute_ms=step_ms - comm - data, data_ms=data, comm_ms=comm)
+    save_every = max(10, int(round(cfg.save_every_s / (step_ms / 1000) / 10)) * 10)
+    return Run(f"pretrain-{cluster.name}", cluster, model, save_every, gbs * SEQ, shape)
+
+
+def episodes(cfg: Config, cluster: Cluster, rng: np.random.Generator) -> list[Episode]:
+    """Stragglers, slowdowns and data stalls over the whole window, in time order."""
+    lo, hi = cfg.window_ms
+    p = cluster.profile
+    out = []
+    for kind, rate, steps, value in (
+            ("straggler", p.stragglers_per_node_day * cluster.run_nodes, (30, 300), (1.2, 1.5)),
+            ("slowdown", p.slowdowns_per_day, (50, 400), (1.05, 1.15)),
+            ("data_stall", p.data_stalls_per_day, (3, 30), (500.0, 6000.0))):
+        for _ in range(rng.poisson(rate * cfg.days)):
+            out.append(Episode(kind, int(rng.integers(lo, hi)), int(rng.integers(*steps)), float(rng.uniform(*value)),
+                               float(rng.random())))
+    if cfg.scenarios and cluster.index == 0:
+        out.append(Episode("straggler", lo + (hi - lo) // 5, 120, 1.3, 0.5))
+    return sorted(out, key=lambda e: (e.at_ms, e.kind))
+
+
+def build(cfg: Config, cluster: Cluster) -> Run:
+    """The whole run on one cluster, launch after launch until the window closes."""
+    rng = np.random.default_rng([cfg.seed, cluster.index, 1])
+    run = plan_run(cfg, cluster, rng)
+    eps = episodes(cfg, cluster, rng)
+    rates = cfg.model.cluster_rates(cluster.profile)
+    lo, hi = cfg.window_ms
+    back = dict.fromkeys(cluster.hosts, 0)  # when each node is in service again
+    t = lo + int(rng.integers(60_000, 900_000))
+    available: list[int] = []  # durable checkpoint steps
+    forced = cfg.scenarios and cluster.profile.name == "bad" and _first_bad(cfg, cluster)
+    k = 1
+    while True:
+        hosts = tuple(sorted(h for h in cluster.hosts if back[h] <= t)[: cluster.run_nodes])
+        if len(hosts) < cluster.run_nodes:
+            t = sorted(back.values())[cluster.run_nodes - 1]
+            continue
+        resume = max(available, default=0)
+        att = _attempt(cfg, run, k, hosts, t, resume, rates, eps, rng, (lo + (hi - lo) * 9 // 20) if forced else None)
+        if att is None:
+            break
+        run.attempts.append(att)
+        done = [s for s in att.saves if s.complete]
+        if forced and done and len(done) + len(available) >= 2 and att.ending.mode != "time_limit":
+            done[-1].deleted = True  # the provider's storage lost the newest checkpoint
+            forced = False
+        available += [s.step for s in done if not s.deleted]
+        if att.ending.mode == "time_limit":
+            break
+        if att.ending.mode in HARDWARE and att.ending.host:
+            back[att.ending.host] = att.end_ms + int(rng.uniform(*cluster.profile.repair_h) * 3_600_000)
+            run.repairs.append((att.ending.host, att.end_ms, back[att.ending.host]))
+        t = att.end_ms + int(rng.uniform(*cluster.profile.restart_s) * 1000)
+        k += 1
+    return run
+
+
+def _first_bad(cfg: Config, cluster: Cluster) -> bool:
+    """Whether this is the fleet's first bad cluster (the one that loses a checkpoint)."""
+    return next((c.index for c in clusters(cfg) if c.profile.name == "bad"), -1) == cluster.index
+
+
+def _attempt(cfg: Config, run: Run, k: int, hosts: tuple[str, ...], start: int, resume: int,
+             rates: dict[str, float], eps: list[Episode], rng: np.random.Generator,
+             forced_at: int | None) -> Attempt | None:
+    """One launch: start-up, steps until its failure or the window's end, and the ending."""
+    lo, hi = cfg.window_ms
+    m = run.model
+    load = int(rng.uniform(15_000, 40_000)) if resume else 0
+    startup = int(rng.uniform(55_000, 110_000)) + load
+    first_start = start + startup
+    earliest = first_start + MIN_STEPS * 3 * m.step_ms
+    if earliest >= hi:
+        return None
+    total = sum(rates.values()) * run.gpus / 3_600_000  # failures per ms
+    fail = start + int(rng.exponential(1 / total)) if total > 0 else None
+    if forced_at is not None and forced_at > earliest and (fail is None or fail > forced_at):
+        fail, mode = forced_at, "gpu_fell_off_bus"
+    else:
+        mode = str(rng.choice(sorted(rates), p=np.array([rates[x] for x in sorted(rates)]) / sum(rates.values())))
+    if len(hosts) == 1 and mode in endings.LINK:
+        mode = "gpu_hw_other"  # a one-node run has no peer to lose: what breaks is the node's GPU
+    if fail is not None:
+        fail = max(fail, earliest)
+    horizon = fail if fail is not None and fail < hi else hi
+    steps, saves = _steps(cfg, run, k, resume + 1, first_start, horizon, hosts, rng)
+    att = Attempt(run.name, k, hosts, start, startup, load, resume, steps, saves, _ending_placeholder())
+    _apply_episodes(att, run, eps, first_start, horizon)
+    att.saves = _saves(att, horizon)
+    if fail is None or fail >= hi:
+        root = (hi // 1000 + 1) * 1000  # Slurm's time limit is checked on a whole second
+        att.ending = _ending(run, att, "time_limit", root, None, rng)
+    else:
+        att.ending = _ending(run, att, mode, fail, hosts[int(rng.integers(len(hosts)))], rng)
+    return att
+
+
+def _ending_placeholder() -> Ending:
+    return Ending("unknown", None, None, 0, 0, 0)
+
+
+def _steps(cfg: Config, run: Run, k: int, first_step: int, first_start: int, horizon: int, hosts: tuple[str, ...],
+           rng: np.random.Generator) -> tuple[StepArrays, list[Save]]:
+    """Jittered steps with their saves (some of which stall) up to the horizon."""
+    m = run.model
+    n = int((horizon - first_start) / (0.85 * m.step_ms)) + 40
+    s = draw(m, first_step, n, rng)
+    p = run.cluster.profile
+    slots = int((s.step % run.save_every == 0).sum())
+    dur = np.rint(rng.uniform(*p.save_s, slots) * 1000).astype(np.int64)
+    stall = rng.random(slots) < p.stall_per_save
+    if cfg.scenarios and run.cluster.index == min(1, cfg.providers * cfg.clusters_per_provider - 1) and k == 1:
+        stall[min(2, slots - 1):min(3, slots)] = True  # one stalled save in the second cluster's first launch
+    dur[stall] = np.rint(rng.uniform(*p.stall_s, int(stall.sum())) * 1000).astype(np.int64)
+    add_saves(s, run.save_every, dur)
+    restamp(s, m, first_start)
+    stall_steps = set(s.step[s.step % run.save_every == 0][stall].tolist())
+    return s, [Save(int(st), 0, 0, False, hosts[int(rng.integers(len(hosts)))] if st in stall_steps else None)
+               for st in sorted(stall_steps)]
+
+
+def _apply_episodes(att: Attempt, run: Run, eps: list[Episode], first_start: int, horizon: int) -> None:
+    """Apply the episodes that start inside this launch, then cut the steps at the horizon."""
+    s = att.steps
+    applied = []
+    for ep in eps:
+        if first_start <= ep.at_ms < horizon:
+            got = apply(s, ep, run.model, first_start, len(att.hosts))
+            if got:
+                applied.append((ep, got))
+    n = int(np.searchsorted(s.end, horizon, side="right"))
+    att.steps = s.cut(n)
+    for ep, (i, j) in applied:
+        j = min(j, n)
+        if ep.kind != "straggler":
+            if i < n:
+                att.slowdowns.append((ep.kind, int(s.step[i]), int(s.step[j - 1]), ep.value))
+        elif j - i >= MIN_STEPS:
+            att.stragglers.append(Straggler(att.hosts[int(s.slow[i])], int(s.step[i]), int(s.step[j - 1]),
+                                            int(s.end[i - 1]), int(s.end[j - 1]), ep.value))
+        elif i < n:
+            # cut short by the failure: too few slow steps to pin on a host, so every rank waits
+            # alike (the time stays, as a slowdown); `s` and `att.steps` share their arrays
+            s.slow[i:j] = -1
+            s.factor[i:j] = 1.0
+
+
+def _saves(att: Attempt, horizon: int) -> list[Save]:
+    """The saves after kept steps: complete when they finished before the horizon."""
+    s = att.steps
+    stall_hosts = {sv.step: sv.stall_host for sv in att.saves}
+    out = []
+    for i in np.nonzero(s.save_after > 0)[0]:
+        start = int(s.end[i])
+        end = start + int(s.save_after[i])
+        step = int(s.step[i])
+        out.append(Save(step, start, end, end <= horizon, stall_hosts.get(step)))
+    return out
+
+
+def _ending(run: Run, att: Attempt, mode: str, root: int, host: str | None, rng: np.random.Generator) -> Ending:
+    """What ended the launch: its cause, the culprit rank, and when the job noticed and exited."""
+    gpn = run.cluster.gpus_per_node
+    if mode == "preemption":
+        root = (root // 1000 + 1) * 1000
+    culprit = None if endings.family(mode) == "scheduler" else att.hosts.index(host)
+    rank = None if culprit is None else culprit * gpn + int(rng.integers(gpn))
+    last_end = int(att.steps.end[-1])
+    base = max(root, last_end + 50) if endings.family(mode) == "hang" else root
+    trigger = base + endings.trigger_delay_ms(mode) + int(rng.integers(5, 120))
+    if endings.family(mode) == "scheduler":
+        trigger = root
+    exit_ms = endings.exit_ms(mode, trigger, len(att.hosts), culprit)
+    # a hang with no deeper cause, a time limit: no single host is to blame
+    blamed = None if mode in ("nccl_timeout", "time_limit") else host if culprit is not None else att.hosts[0]
+    return Ending(mode, blamed, rank, root, trigger, exit_ms)

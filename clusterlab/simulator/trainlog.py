@@ -1,0 +1,159 @@
+"""The rank-0 console of a launch, as srun merges it: torchrun, Megatron-LM, NCCL INFO, checkpoints.
+
+Start-up and ending are small and built as time-sorted blocks; the training part (an iteration
+line every `LOG_EVERY` steps, save lines) is streamed in step order. The first stamped line is
+torchrun's banner at the attempt's start; the ending's writer puts the last one at its end.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+import numpy as np
+
+from clusterlab.simulator import textlog
+from clusterlab.simulator.fleet import H100_BUS
+from clusterlab.simulator.sink import Out
+from clusterlab.simulator.stamps import after, from_ms, glog, hostlist, megatron_dt
+from clusterlab.simulator.textlog import Log, Proc
+from clusterlab.simulator.timeline import SEQ, Attempt, Run, Save
+
+LOG_EVERY = 10
+NCCL_VERSION = "2.21.5"
+JUNK = b"\x00" * 41 + b"\xff\xfe\x1b[?25l\x9c\x00\x00\n"  # a tee that died mid-write, padded with NULs
+
+
+def procs_for(run: Run, att: Attempt, r: random.Random) -> tuple[list[Proc], dict[str, int]]:
+    """Every training process of the launch and each node's torchrun agent pid."""
+    gpn = run.cluster.gpus_per_node
+    procs, agents = [], {}
+    for n, host in enumerate(att.hosts):
+        agent = r.randint(30000, 90000)
+        agents[host] = agent
+        for local in range(gpn):
+            pid = agent + 57 + local
+            procs.append(Proc(n * gpn + local, host, local, pid, pid + 623 + 9 * local, pid + 651 + 9 * local,
+                              H100_BUS[local]))
+    return procs, agents
+
+
+def ckpt_dir(run: Run) -> str:
+    return f"/lustre/{run.cluster.name}/ckpt/{run.name}"
+
+
+def startup(run: Run, att: Attempt, procs: list[Proc], agents: dict[str, int], r: random.Random,
+            lost: int | None) -> Log:
+    """srun and torchrun start-up, Megatron's arguments, NCCL init, the checkpoint load."""
+    log, s = Log(), from_ms(att.start_ms)
+    gpn = run.cluster.gpus_per_node
+    log.add(s, f"+ echo 'job {att.job_id} on {hostlist(att.hosts)} starting at {s:%a %b %d %H:%M:%S} UTC {s:%Y}'\n"
+               f"job {att.job_id} on {hostlist(att.hosts)} starting at {s:%a %b %d %H:%M:%S} UTC {s:%Y}")
+    if lost is not None:
+        log.add(s, f"+ echo 'iter_{lost:07d} is missing from {ckpt_dir(run)}; resuming from iteration "
+                   f"{att.resumed_from}'\niter_{lost:07d} is missing from {ckpt_dir(run)}; resuming from iteration "
+                   f"{att.resumed_from}")
+    log.add(s, f"+ srun --ntasks-per-node=1 torchrun --nnodes {len(att.hosts)} --nproc-per-node {gpn} --rdzv-backend "
+               f"c10d --rdzv-endpoint {att.hosts[0]}:29500 pretrain_gpt.py --tensor-model-parallel-size {gpn} "
+               f"--save {ckpt_dir(run)} --load {ckpt_dir(run)} --save-interval {run.save_every} "
+               f"--log-interval {LOG_EVERY}")
+    for n, host in enumerate(att.hosts):
+        tt = after(s, 0.11 * n)
+        b = f"{glog(tt, 'W')} {agents[host]} torch/distributed/run.py:793] "
+        log.add(tt, "\n".join([b, b + "*" * 41, b + "Setting OMP_NUM_THREADS environment variable for each process "
+                               "to be 1 in default, to avoid your system being overloaded, please further tune the "
+                               "variable for optimal performance in your application as needed. ", b + "*" * 41]))
+    _megatron_args(log, run, after(s, 9.2))
+    ip = {h: run.cluster.ip(h) for h in att.hosts}
+    textlog.nccl_init(log, procs, after(s, 14.5), r, ip_of=ip.__getitem__, version=NCCL_VERSION)
+    for n in range(len(att.hosts)):
+        textlog.nccl_init(log, procs, after(s, 18.0 + 0.05 * n), r, ip_of=ip.__getitem__, version=NCCL_VERSION,
+                          nch=8, group=list(range(n * gpn, (n + 1) * gpn)))
+    t_init = after(s, 30.4)
+    log.add(t_init, f"> initialized tensor model parallel with size {gpn}\n"
+                    f"time to initialize megatron (seconds): {(t_init - s).total_seconds() - 1.7:.3f}\n"
+                    f"[after megatron is initialized] datetime: {megatron_dt(t_init)} \nbuilding GPT model ...")
+    log.add(after(s, 34.1), f" > number of parameters on (tensor, pipeline) model parallel rank (0, 0): "
+                            f"{run.shape[1] // gpn}\n> learning rate decay style: cosine")
+    t_built = _load(log, run, att, after(s, 36.0))
+    log.add(t_built, f"[after model, optimizer, and learning rate scheduler are built] datetime: "
+                     f"{megatron_dt(t_built)} \n> building train, validation, and test datasets ...")
+    first = from_ms(int(att.steps.end[0] - att.steps.step_ms[0]))
+    t_data = after(first, -3.1)
+    log.add(t_data, f"[after dataloaders are built] datetime: {megatron_dt(t_data)} \ndone with setup ...\n"
+                    "training ...")
+    log.add(after(first, -0.4), f"[before the start of training step] datetime: {megatron_dt(after(first, -0.4))} ")
+    return log
+
+
+def _megatron_args(log: Log, run: Run, t: dt.datetime) -> None:
+    """`using world size ...` and the argument dump."""
+    gpn, gpus = run.cluster.gpus_per_node, run.gpus
+    args = {"num_layers": run.shape[2], "hidden_size": run.shape[3], "seq_length": SEQ,
+            "global_batch_size": run.tokens_per_step // SEQ, "micro_batch_size": 1,
+            "tensor_model_parallel_size": gpn, "pipeline_model_parallel_size": 1, "world_size": gpus,
+            "save": ckpt_dir(run), "load": ckpt_dir(run), "save_interval": run.save_every, "log_interval": LOG_EVERY,
+            "bf16": True, "ckpt_format": "torch_dist", "distributed_timeout_minutes": 10}
+    block = [f"using world size: {gpus}, data-parallel size: {gpus // gpn}, context-parallel size: 1, "
+             f"tensor-model-parallel size: {gpn}, pipeline-model-parallel size: 1",
+             "------------------------ arguments ------------------------"]
+    block += sorted((f"  {k} {'.' * (48 - len(k))} {v}" for k, v in args.items()), key=str.lower)
+    block += ["-------------------- end of arguments ---------------------", "> initializing torch distributed ..."]
+    log.add(t, "\n".join(block))
+
+
+def _load(log: Log, run: Run, att: Attempt, t0: dt.datetime) -> dt.datetime:
+    """The checkpoint load (or the note that there is none); returns when the model is built."""
+    if not att.resumed_from:
+        log.add(t0, f"WARNING: could not find the metadata file {ckpt_dir(run)}/latest_checkpointed_iteration.txt \n"
+                    "    will not load any checkpoints and will start from random")
+        return after(t0, 0.5)
+    log.add(t0, f" loading distributed checkpoint from {ckpt_dir(run)} at iteration {att.resumed_from}")
+    t1 = after(t0, att.load_ms / 1000)
+    log.add(t1, f"  successfully loaded checkpoint from {ckpt_dir(run)} [ t 0, p 0 ] at iteration {att.resumed_from}\n"
+                f"(min, max) time across ranks (ms):\n    {'load-checkpoint '.ljust(48, '.')}: "
+                f"({att.load_ms - 3.1:.2f}, {att.load_ms:.2f})")
+    return after(t1, 0.2)
+
+
+def training(out: Out, run: Run, att: Attempt, r: random.Random, junk: bool) -> None:
+    """Iteration lines (each the mean over its interval) and the save lines after them, streamed."""
+    s = att.steps
+    saves = {sv.step: sv for sv in att.saves}
+    flops = (6 * run.shape[1] + 12 * run.shape[2] * run.shape[3] * SEQ) * run.tokens_per_step / run.gpus / 1e12
+    interval = np.concatenate([[s.step_ms[0]], np.diff(s.end)])
+    gbs = run.tokens_per_step // SEQ
+    lines: list[str] = []
+    junk_at = int(s.step[len(s) // 3]) // LOG_EVERY * LOG_EVERY if junk else -1
+    for i in np.nonzero(s.step % LOG_EVERY == 0)[0]:
+        step = int(s.step[i])
+        avg = float(interval[max(0, i - LOG_EVERY + 1):i + 1].mean())
+        loss = 2.1 + 8.6 * np.exp(-step / 160.0) + 0.9 * np.exp(-step / 2500.0) + r.gauss(0, 0.01)
+        lines.append(f" [{megatron_dt(from_ms(int(s.end[i])))}] iteration {step:8d}/ 5000000 | consumed samples: "
+                     f"{step * gbs:12d} | elapsed time per iteration (ms): {avg:.1f} | throughput per GPU "
+                     f"(TFLOP/s/GPU): {flops / (avg / 1000):.1f} | learning rate: {3e-4 * min(1.0, step / 2000):.6E} | "
+                     f"global batch size: {gbs:5d} | lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: "
+                     f"{0.9 + abs(r.gauss(0, 0.05)):.3f} | number of skipped iterations:   0 | number of nan "
+                     "iterations:   0 |")
+        if step in saves:
+            lines += save_lines(run, saves[step])
+        if step == junk_at:
+            out.lines(lines)
+            lines = []
+            out.write(JUNK)
+        if len(lines) >= 2000:
+            out.lines(lines)
+            lines = []
+    out.lines(lines)
+
+
+def save_lines(run: Run, sv: Save) -> list[str]:
+    """The lines of one save: start, and (when it finished) the confirmation and its timer."""
+    d = ckpt_dir(run)
+    out = [f"saving checkpoint at iteration {sv.step:7d} to {d} in torch_dist format"]
+    if sv.complete:
+        ms = sv.end_ms - sv.start_ms
+        out += [f"  successfully saved checkpoint from iteration {sv.step:7d} to {d}",
+                "(min, max) time across ranks (ms):",
+                f"    {'save-checkpoint '.ljust(48, '.')}: ({ms - 4.7:.2f}, {ms:.2f})"]
+    return out

@@ -1,0 +1,135 @@
+"""The frames behind the widgets' views: pure functions of the API's frames, no drawing.
+
+Each is also usable alone, e.g. `plots.lost_hours_heatmap(frames.lost_by_host_day(a.rows))`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+import polars as pl
+
+from clusterlab import store
+from clusterlab.attribution import Attribution
+
+STEP_HOSTS_SHOWN = 24  # boxes in the step-time plot: past that the slowest hosts are what matters
+
+INCIDENT_VIEW = ["incident_id", "attempt", "kind", "root_ts", "failure_mode", "blame", "host", "gpu_hours_lost",
+                 "usd_lost", "evidence_count", "status", "ticket", "note", "overridden"]
+
+
+def time_marks(start: dt.datetime, end: dt.datetime, n: int = 48) -> list[dt.datetime]:
+    """`n + 1` evenly spaced instants from start to end: the stops of a time-range slider."""
+    step = (end - start) / n
+    return [start + step * i for i in range(n)] + [end]
+
+
+def overlapping(frame: pl.DataFrame, start_col: str, end_col: str, since: dt.datetime | None,
+                until: dt.datetime | None) -> pl.DataFrame:
+    """Rows whose [start_col, end_col] span overlaps the window (an open end is the start)."""
+    end = pl.coalesce(end_col, start_col) if end_col in frame.columns else pl.col(start_col)
+    conds = []
+    if since is not None:
+        conds.append(end >= since)
+    if until is not None:
+        conds.append(pl.col(start_col) <= until)
+    return frame.filter(*conds) if conds else frame
+
+
+def window_attribution(a: Attribution, attempts: pl.DataFrame, since: dt.datetime | None,
+                       until: dt.datetime | None) -> Attribution:
+    """The attribution restricted to the attempts that overlap the window (the ledger stays exact per attempt)."""
+    keep = overlapping(attempts, "start_ts", "end_ts", since, until)["attempt"].to_list()
+    if len(keep) == attempts.height:
+        return a
+    rows = a.rows.filter(pl.col("attempt").is_in(keep))
+    wall_h = float(rows["seconds"].sum() or 0.0) / 3600
+    gpu_h = float(rows["gpu_hours"].sum() or 0.0)
+    productive = float(rows.filter(pl.col("category") == "productive")["gpu_hours"].sum() or 0.0)
+    eff = None if a.steady_mfu is None or not gpu_h else a.steady_mfu * productive / gpu_h
+    return dataclasses.replace(a, rows=rows, wall_hours=wall_h, gpu_hours=gpu_h or a.gpu_hours, effective_mfu=eff,
+                               incidents=a.incidents.filter(pl.col("attempt").is_in(keep)))
+
+
+def incident_view(incidents: pl.DataFrame) -> pl.DataFrame:
+    """The incidents table as the Explorer shows it: costliest first."""
+    cols = [c for c in INCIDENT_VIEW if c in incidents.columns]
+    return incidents.select(cols).sort("gpu_hours_lost", "root_ts", descending=[True, False], nulls_last=True)
+
+
+def lost_by_host_day(rows: pl.DataFrame) -> pl.DataFrame:
+    """Lost GPU-hours as a host × day matrix (`host` and one column per ISO day), worst host first."""
+    # NOTE: a ledger row that spans midnight counts on the day it started; at day granularity
+    # that is the honest reading of rows that are already aggregated per attempt and incident.
+    lost = rows.filter(pl.col("category") != "productive", pl.col("gpu_hours") > 0)
+    if not lost.height:
+        return pl.DataFrame(schema={"host": pl.String})
+    tidy = (lost.with_columns(day=pl.col("start_ts").dt.date().cast(pl.String))
+            .group_by("host", "day").agg(pl.col("gpu_hours").sum()).sort("day"))
+    wide = tidy.pivot(on="day", index="host", values="gpu_hours").fill_null(0.0)
+    days = sorted(c for c in wide.columns if c != "host")
+    return (wide.select("host", *days).with_columns(_total=pl.sum_horizontal(days))
+            .sort("_total", descending=True).drop("_total"))
+
+
+def host_step_stats(con, run: str, since: dt.datetime | None = None, until: dt.datetime | None = None,
+                    stragglers: list[str] | None = None, top: int = STEP_HOSTS_SHOWN) -> pl.DataFrame:
+    """Per host: quantiles of its slowest rank's compute time per step, slowest hosts first."""
+    out = store.frame(con, """
+        WITH hs AS (
+            SELECT host, attempt, step, max(coalesce(compute_s, step_s - coalesce(comm_s, 0))) AS c
+            FROM rank_steps
+            WHERE run = $run AND step IS NOT NULL AND host IS NOT NULL
+              AND ($since::TIMESTAMP IS NULL OR ts >= $since::TIMESTAMP)
+              AND ($until::TIMESTAMP IS NULL OR ts <= $until::TIMESTAMP)
+            GROUP BY ALL
+        ), st AS (
+            SELECT host, count(*) AS n, quantile_cont(c, 0.01) AS p01, quantile_cont(c, 0.25) AS q1,
+                   median(c) AS median, quantile_cont(c, 0.75) AS q3, quantile_cont(c, 0.99) AS p99, max(c) AS max
+            FROM hs WHERE c IS NOT NULL GROUP BY host
+        )
+        SELECT *, (SELECT median(c) FROM hs) AS fleet_median_s, count(*) OVER () AS hosts_total
+        FROM st ORDER BY p99 DESC, host LIMIT $top""", {"run": run, "since": since, "until": until, "top": top})
+    return out.with_columns(straggler=pl.col("host").is_in(stragglers or []))
+
+
+def failure_mix(incidents: pl.DataFrame) -> pl.DataFrame:
+    """Per provider and failure mode: incidents and GPU-hours lost, costliest provider first."""
+    if not incidents.height:
+        return pl.DataFrame(schema={"provider": pl.String, "failure_mode": pl.String, "incidents": pl.UInt32,
+                                    "gpu_hours_lost": pl.Float64})
+    mix = (incidents.with_columns(provider=pl.col("provider").fill_null("none"))
+           .group_by("provider", "failure_mode")
+           .agg(incidents=pl.len(), gpu_hours_lost=pl.col("gpu_hours_lost").cast(pl.Float64).fill_null(0).sum()))
+    order = mix.group_by("provider").agg(total=pl.col("gpu_hours_lost").sum())
+    return (mix.join(order, on="provider").sort(["total", "provider", "gpu_hours_lost"], descending=[True, False, True])
+            .drop("total"))
+
+
+def host_history(incidents: pl.DataFrame, host: str) -> pl.DataFrame:
+    """Every incident pinned on `host`, in any run, oldest first."""
+    cols = [c for c in ("run", "attempt", "incident_id", "root_ts", "failure_mode", "kind", "gpu_hours_lost",
+                        "status", "ticket") if c in incidents.columns]
+    return incidents.filter(pl.col("host") == host).select(cols).sort("root_ts", nulls_last=True)
+
+
+def host_events(events: pl.DataFrame) -> pl.DataFrame:
+    """A host's evidence lines that name a failure mode, summarised per mode: count, runs, first and last."""
+    ev = events.filter(pl.col("failure_mode").is_not_null())
+    return (ev.group_by("failure_mode")
+            .agg(lines=pl.len(), runs=pl.col("run").drop_nulls().unique().sort().str.join(", "),
+                 first_ts=pl.col("ts").min(), last_ts=pl.col("ts").max())
+            .sort("lines", descending=True))
+
+
+def repeat_offender(history: pl.DataFrame) -> bool:
+    """A host is a repeat offender when incidents were pinned on it in more than one attempt or run."""
+    return history.select(pl.struct("run", "attempt").n_unique()).item() > 1 if history.height else False
+
+
+def run_hosts(attempts: pl.DataFrame, incidents: pl.DataFrame) -> list[str]:
+    """The hosts a run used or blamed, incident hosts first (those are the ones worth a look)."""
+    blamed = incidents["host"].drop_nulls().unique(maintain_order=True).to_list() if incidents.height else []
+    used = attempts["hosts"].explode().drop_nulls().unique().sort().to_list() if "hosts" in attempts.columns else []
+    return blamed + [h for h in used if h not in blamed]
