@@ -40,8 +40,9 @@ def slurmctld(sink: Sink, cfg: Config, cluster: Cluster, run: Run, evidence: dic
                                                       f"{cluster.name}")]
     for att in run.attempts:
         j, start = att.job_id, job_start_ms(att)
-        lines.append((start - r.randint(20_000, 200_000), f"_slurm_rpc_submit_batch_job: JobId={j} "
-                                                          f"InitPrio={r.randint(9000, 11000)} usec={r.randint(250, 900)}"))
+        prio, usec = r.randint(9000, 11000), r.randint(250, 900)
+        lines.append((start - r.randint(20_000, 200_000), f"_slurm_rpc_submit_batch_job: JobId={j} InitPrio={prio} "
+                                                          f"usec={usec}"))
         lines.append((start + r.randint(1, 50), f"sched: Allocate JobId={j} NodeList={hostlist(att.hosts)} "
                                                 f"#CPUs={CPUS * len(att.hosts)} Partition=gpu"))
         lines += evidence[att.k].ctld

@@ -1,0 +1,146 @@
+"""`simulate()`: a synthetic fleet written as an evidence bundle, with its truth."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusterlab.simulator import failures, nodes, rank_steps, scheduler, timeline, trainlog, truth
+from clusterlab.simulator.failure_model import FailureModel
+from clusterlab.simulator.fleet import Config, clusters, inventory_toml
+from clusterlab.simulator.sink import Sink
+from clusterlab.simulator.stamps import from_ms
+from clusterlab.simulator.timeline import SEQ, Attempt, Run
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """What `simulate` wrote."""
+
+    path: Path
+    files: int
+    bytes: int
+    runs: int
+    attempts: int
+    incidents: int
+    rank_step_records: int
+    seconds: float
+
+    @property
+    def truth(self) -> Path:
+        return self.path / "truth.json"
+
+
+def simulate(out: Path | str, seed: int = 0, providers: int = 2, clusters_per_provider: int = 2,
+             nodes_per_cluster: int = 16, days: float = 1.0, gpus_per_node: int = 8, gzip: bool = False,
+             failure_scale: float = 1.0, step_s: float | None = None, save_every_s: float = 1800.0,
+             scenarios: bool = True) -> SimulationResult:
+    """Write a simulated fleet's evidence bundle (and truth.json) to `out`, replacing what is there.
+
+    failure_scale multiplies the published per-GPU-hour failure rates (a small fleet over a day
+    sees few failures at 1.0); step_s fixes every run's steady step time; scenarios guarantees a
+    lost checkpoint, a straggler and a stalled save in fleets big enough to hold them.
+    """
+    if not 1 <= gpus_per_node <= 8:
+        raise ValueError("gpus_per_node must be 1 to 8")
+    if days <= 0 or nodes_per_cluster < 1 or providers < 1 or clusters_per_provider < 1:
+        raise ValueError("days, nodes, providers and clusters must be positive")
+    began = time.perf_counter()
+    cfg = Config(seed=seed, providers=providers, clusters_per_provider=clusters_per_provider,
+                 nodes_per_cluster=nodes_per_cluster, days=days, gpus_per_node=gpus_per_node, gzip=gzip,
+                 failure_scale=failure_scale, step_s=step_s, save_every_s=save_every_s, scenarios=scenarios,
+                 model=FailureModel(scale=failure_scale))
+    fleet = clusters(cfg)
+    runs = [timeline.build(cfg, c) for c in fleet]
+    sink = Sink(Path(out), gzip_big=gzip)
+    sink.text("inventory.toml", inventory_toml(cfg, fleet))
+    benign: list[dict] = []
+    evidence_files: dict[str, list[str]] = {}
+    records = 0
+    rows: list[str] = []
+    for cluster, run in zip(fleet, runs, strict=True):
+        for att in run.attempts:
+            att.job_id = str((cluster.index + 1) * 10_000 + att.k)
+        sink.text(f"runs/{run.name}/run.toml", run_toml(run))
+        ev, n = _write_run(sink, cfg, run, evidence_files)
+        records += n
+        kernel = _kernel_events(run, ev)
+        extra, b = nodes.decoys(cfg, cluster, run, random.Random(f"{seed}:{cluster.name}:decoys"))
+        for host, items in extra.items():
+            kernel.setdefault(host, []).extend(items)
+        benign += b
+        nodes.write(sink, cfg, cluster, kernel, random.Random(f"{seed}:{cluster.name}:nodes"))
+        scheduler.slurmctld(sink, cfg, cluster, run, ev, random.Random(f"{seed}:{cluster.name}:slurmctld"))
+        rows += scheduler.sacct_rows(cluster, run, ev)
+    scheduler.sacct(sink, rows)
+    sink.text("truth.json", truth.document(cfg, fleet, runs, benign, evidence_files))
+    last = max(a.end_ms for r in runs for a in r.attempts) if any(r.attempts for r in runs) else cfg.window_ms[1]
+    size = sink.finish(from_ms(last + 3_600_000).timestamp())
+    n_inc = sum(len(a.stragglers) + 1 for r in runs for a in r.attempts)
+    return SimulationResult(Path(out), len(sink.paths), size, len(runs), sum(len(r.attempts) for r in runs), n_inc,
+                            records, time.perf_counter() - began)
+
+
+def run_toml(run: Run) -> str:
+    """Facts about the run that its logs do not state reliably."""
+    name, params, layers, hidden = run.shape
+    return "\n".join([
+        f"# {name} pre-training on {run.cluster.name} (simulated)", f'cluster = "{run.cluster.name}"',
+        f"gpus = {run.gpus}", f"tokens_per_step = {run.tokens_per_step}", f"params = {params}",
+        f"layers = {layers}", f"hidden = {hidden}", f"seq_len = {SEQ}", f'checkpoint_dir = "{trainlog.ckpt_dir(run)}"',
+        'launcher = "slurm"', f'launch_command = "sbatch --job-name={run.name} --nodes={run.cluster.run_nodes} '
+        f'--gpus-per-node={run.cluster.gpus_per_node} --exclusive --partition=gpu train.sbatch"', ""])
+
+
+def _write_run(sink: Sink, cfg: Config, run: Run, files: dict[str, list[str]]
+               ) -> tuple[dict[int, failures.Evidence], int]:
+    """Every attempt's console and per-rank step files; the evidence their endings left elsewhere."""
+    out: dict[int, failures.Evidence] = {}
+    records, saved = 0, 0
+    for att in run.attempts:
+        r = random.Random(f"{cfg.seed}:{run.name}:{att.k}:log")
+        procs, agents = trainlog.procs_for(run, att, r)
+        lost = saved if att.resumed_from < saved else None
+        saved = max(saved, att.last_save() or 0)
+        base = f"runs/{run.name}/attempt-{att.k}"
+        with sink.open(f"{base}/train.log", big=True) as log:
+            log.write(trainlog.startup(run, att, procs, agents, r, lost).render())
+            trainlog.training(log, run, att, r, junk=run.cluster.index == 0 and att.k == 1)
+            end, ev = failures.ending(run, att, procs, agents, r, f"{cfg.seed}:{run.name}")
+            log.write(end.render())
+        out[att.k] = ev
+        for node in range(len(att.hosts)):
+            with sink.open(f"{base}/steps/{att.hosts[node]}.jsonl", big=True) as f:
+                records += rank_steps.write_node(f, run, att, node, cfg.seed)
+        _evidence_paths(files, run, att, ev, sink, base)
+    return out, records
+
+
+def _evidence_paths(files: dict[str, list[str]], run: Run, att: Attempt, ev: failures.Evidence, sink: Sink,
+                    base: str) -> None:
+    """Which files show each incident (for truth.json's `evidence`)."""
+    log = f"{base}/train.log" + (".gz" if sink.gzip_big else "")
+    node = "kern.log" if nodes.style(run.cluster) == "journal" else "dmesg"
+    e = att.ending
+    paths = [log] + [f"nodes/{h}/{node}" for h in sorted({h for h, _, _ in ev.kernel})]
+    if ev.ctld:
+        paths.append(f"scheduler/{run.cluster.name}/slurmctld.log")
+    files[f"{run.name}:{att.k}:{e.mode}"] = paths
+    if att.stragglers:
+        files[f"{run.name}:{att.k}:straggler"] = [f"{base}/steps/{s.host}.jsonl" + (".gz" if sink.gzip_big else "")
+                                                  for s in att.stragglers]
+    stalls = sorted({sv.stall_host for sv in att.saves if sv.stall_host and sv.complete})
+    if stalls:
+        files[f"{run.name}:{att.k}:filesystem_io"] = [log] + [f"nodes/{h}/{node}" for h in stalls]
+
+
+def _kernel_events(run: Run, ev: dict[int, failures.Evidence]) -> dict[str, list[tuple[int, str]]]:
+    """Kernel lines per host: the failures' root causes and the stalled saves' filesystem errors."""
+    out = nodes.stall_lines(run)
+    for e in ev.values():
+        for host, ms, msg in e.kernel:
+            out.setdefault(host, []).append((ms, msg))
+    return out
+

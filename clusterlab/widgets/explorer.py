@@ -1,0 +1,399 @@
+"""`Explorer(lab)`: one run at a time — ledger, incidents, timeline, evidence, host history, review."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import ipywidgets as w
+import polars as pl
+
+from clusterlab import attribution, incidents, plots, taxonomy
+from clusterlab.attribution import Attribution
+from clusterlab.ledger import LedgerError
+from clusterlab.widgets import frames, html
+
+ALL = "(all)"
+DPI = 80  # small PNGs: a re-render stays well under a second for a 1,024-node run
+TABS = ("Evidence", "Host history", "Review", "Step times", "Lost by host × day", "Providers", "Relaunch")
+
+
+@dataclass
+class RunData:
+    """What the Explorer keeps per run, computed once: attribution, attempts, checkpoints, incidents."""
+
+    attribution: Attribution | None
+    note: str | None
+    attempts: pl.DataFrame
+    checkpoints: pl.DataFrame
+    incidents: pl.DataFrame
+    evidence: pl.DataFrame | None
+
+
+def png(draw: Callable, size: tuple[float, float]) -> bytes:
+    """A figure drawn by `draw(ax)` as PNG bytes, without pyplot (nothing leaks into the notebook)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size, dpi=DPI, layout="constrained")
+    draw(fig.subplots())
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+def _image() -> w.Image:
+    return w.Image(format="png", layout=w.Layout(max_width="100%", height="auto"))
+
+
+class Explorer(w.VBox):
+    """Pick provider / cluster / run / time range; the ledger, incidents table and timeline follow."""
+
+    def __init__(self, lab, run: str | None = None):
+        super().__init__()
+        self.lab = lab
+        self.render_s: dict[str, float] = {}  # how long each view last took to render
+        self._runs: dict[str, RunData] = {}
+        self._fleet: pl.DataFrame | None = None
+        self._quiet = False
+        self._dirty: set[str] = set()
+        self.attribution: Attribution | None = None
+        self.ledger_frame = self.incidents_frame = self.evidence_frame = pl.DataFrame()
+        self.host_frame = self.host_events_frame = self.step_stats_frame = pl.DataFrame()
+        self.heatmap_frame = self.mix_frame = pl.DataFrame()
+        self.relaunch_panel = None
+        self.runs_frame = self._runs_frame()
+        self._build()
+        if run is not None:
+            self.select_run(run)
+        else:
+            self._load_run()
+
+    # ---- layout -------------------------------------------------------------------------------
+    def _build(self) -> None:
+        """Create the controls and views and wire the selectors to what depends on them."""
+        dd = {"layout": w.Layout(width="260px"), "style": {"description_width": "60px"}}
+        providers = sorted(self.runs_frame["provider"].unique().to_list())
+        self.provider = w.Dropdown(options=[ALL, *providers], description="provider", **dd)
+        self.cluster = w.Dropdown(options=self._clusters(ALL), description="cluster", **dd)
+        self.run = w.Dropdown(options=self._run_names(ALL, ALL), description="run", **dd)
+        self.window = w.SelectionRangeSlider(options=[("-", None)], description="time", continuous_update=False,
+                                             layout=w.Layout(width="640px"), style={"description_width": "40px"})
+        self.incident = w.Dropdown(description="incident", layout=w.Layout(width="560px"),
+                                   style={"description_width": "60px"})
+        self.host = w.Dropdown(description="host", **dd)
+        self.summary, self.incidents_html = w.HTML(), w.HTML()
+        self.ledger_image, self.timeline_image = _image(), _image()
+        self.evidence_html, self.host_html = w.HTML(), w.HTML()
+        self.steps_image, self.heatmap_image, self.mix_image = _image(), _image(), _image()
+        self.relaunch_box = w.VBox()
+        self.review = self._review_form()
+        self.tabs = w.Tab(children=[self.evidence_html, self.host_html, self.review, self.steps_image,
+                                    self.heatmap_image, self.mix_image, self.relaunch_box], titles=TABS)
+        self.provider.observe(self._on_provider, "value")
+        self.cluster.observe(self._on_cluster, "value")
+        self.run.observe(lambda _: self._quiet or self._load_run(), "value")
+        self.window.observe(lambda _: self._quiet or self._render_run(), "value")
+        self.incident.observe(lambda _: self._quiet or self._show_incident(), "value")
+        self.host.observe(lambda _: self._quiet or self._show_host(), "value")
+        self.tabs.observe(lambda _: self._render_tab(), "selected_index")
+        self.children = [
+            w.HBox([self.provider, self.cluster, self.run]), self.window, self.summary,
+            w.HBox([self.ledger_image, self.timeline_image]), w.HTML("<b>Incidents</b> (costliest first)"),
+            self.incidents_html, w.HBox([self.incident, self.host]), self.tabs]
+
+    def _review_form(self) -> w.VBox:
+        """Confirm or correct the selected incident: mode, host, note, ticket, status."""
+        self.review_mode = w.Dropdown(options=list(taxonomy.MODES), description="mode")
+        self.review_host = w.Combobox(options=self.lab.inventory()["host"].to_list(), description="host",
+                                      ensure_option=False)
+        self.review_note = w.Text(description="note", layout=w.Layout(width="560px"))
+        self.review_ticket = w.Text(description="ticket")
+        self.review_status = w.Dropdown(options=["open", "with_provider", "resolved"], description="status")
+        self.confirm_button = w.Button(description="Confirm as detected", button_style="success")
+        self.save_button = w.Button(description="Save correction", button_style="warning")
+        self.review_message = w.HTML()
+        self.confirm_button.on_click(lambda _: self.confirm())
+        self.save_button.on_click(lambda _: self.correct())
+        return w.VBox([w.HBox([self.review_mode, self.review_host]), self.review_note,
+                       w.HBox([self.review_ticket, self.review_status]),
+                       w.HBox([self.confirm_button, self.save_button]), self.review_message])
+
+    @contextmanager
+    def _hold(self):
+        """Change selectors without each change re-rendering what depends on it."""
+        was, self._quiet = self._quiet, True
+        try:
+            yield
+        finally:
+            self._quiet = was
+
+    # ---- selectors ----------------------------------------------------------------------------
+    def _runs_frame(self) -> pl.DataFrame:
+        """Runs with their cluster and provider (`(none)` where the inventory does not say)."""
+        runs = self.lab.runs().select("run", "cluster", "start_ts", "end_ts", "gpus")
+        cl = self.lab.sql("SELECT cluster, provider FROM clusters")
+        return runs.join(cl, on="cluster", how="left").with_columns(
+            pl.col("cluster").fill_null("(none)"), pl.col("provider").fill_null("(none)"))
+
+    def _clusters(self, provider: str) -> list[str]:
+        f = self.runs_frame if provider == ALL else self.runs_frame.filter(pl.col("provider") == provider)
+        return [ALL, *sorted(f["cluster"].unique().to_list())]
+
+    def _run_names(self, provider: str, cluster: str) -> list[str]:
+        f = self.runs_frame
+        if provider != ALL:
+            f = f.filter(pl.col("provider") == provider)
+        if cluster != ALL:
+            f = f.filter(pl.col("cluster") == cluster)
+        return f["run"].to_list()
+
+    def _on_provider(self, _=None) -> None:
+        with self._hold():
+            self.cluster.options = self._clusters(self.provider.value)
+            self.cluster.value = ALL
+        self._on_cluster()
+
+    def _on_cluster(self, _=None) -> None:
+        if self._quiet:
+            return
+        before = self.run.value
+        with self._hold():
+            names = self._run_names(self.provider.value, self.cluster.value)
+            self.run.options = names
+            self.run.value = before if before in names else (names[0] if names else None)
+        if self.run.value != before:
+            self._load_run()
+        self._dirty.add("Providers")
+        self._render_tab()
+
+    def select_run(self, run: str) -> None:
+        """Show `run`, widening the provider and cluster filters if they hide it."""
+        if run not in self.run.options:
+            with self._hold():
+                self.provider.value, self.cluster.options = ALL, self._clusters(ALL)
+                self.cluster.value, self.run.options = ALL, self._run_names(ALL, ALL)
+        self.run.value = run
+
+    # ---- per-run data (cached) ----------------------------------------------------------------
+    def data(self, run: str) -> RunData:
+        """The run's attribution and frames, computed on first use and kept."""
+        if run not in self._runs:
+            attempts = self.lab.attempts(run)
+            ck = self.lab.sql("SELECT attempt, ts, action, step, ok FROM checkpoints WHERE run = ? ORDER BY ts",
+                              [run])
+            try:
+                a = self.lab.attribute(run)
+                self._runs[run] = RunData(a, None, attempts, ck, a.incidents, a.evidence)
+            except (LedgerError, KeyError, ValueError) as e:  # the ledger cannot be built: show incidents alone
+                self._runs[run] = RunData(None, f"no ledger for {run}: {e}", attempts, ck,
+                                          self.lab.incidents(run), None)
+        return self._runs[run]
+
+    def fleet_incidents(self) -> pl.DataFrame:
+        """Incidents of every run (for host histories), without the per-run ledger's cost."""
+        if self._fleet is None:
+            self._fleet, _ = attribution.incidents_of(self.lab.con, None, incidents.Settings())
+            costs = pl.concat([d.incidents.select("incident_id", "gpu_hours_lost") for d in self._runs.values()
+                               if "gpu_hours_lost" in d.incidents.columns], how="diagonal_relaxed") \
+                if self._runs else pl.DataFrame(schema={"incident_id": pl.String, "gpu_hours_lost": pl.Float64})
+            self._fleet = self._fleet.join(costs, on="incident_id", how="left")
+        return self._fleet
+
+    def window_range(self) -> tuple[dt.datetime | None, dt.datetime | None]:
+        """The selected time range."""
+        lo, hi = self.window.value
+        return lo, hi
+
+    # ---- rendering ----------------------------------------------------------------------------
+    def _load_run(self) -> None:
+        """A new run: reset the time range to its whole span, then render."""
+        run = self.run.value
+        if run is None:
+            self.summary.value = html.note("no runs match these filters")
+            return
+        att = self.data(run).attempts
+        with self._hold():
+            if att.height:
+                marks = frames.time_marks(att["start_ts"].min(), att["end_ts"].max())
+                self.window.options = [(m.strftime("%m-%d %H:%M"), m) for m in marks]
+                self.window.index = (0, len(marks) - 1)
+        self._render_run()
+
+    def _render_run(self) -> None:
+        """Ledger, incidents table and timeline for the run and range; mark the other tabs stale."""
+        t0 = time.perf_counter()
+        run, d = self.run.value, self.data(self.run.value)
+        since, until = self.window_range()
+        self.attribution = (frames.window_attribution(d.attribution, d.attempts, since, until)
+                            if d.attribution is not None else None)
+        a = self.attribution
+        self.ledger_frame = a.ledger if a is not None else pl.DataFrame()
+        inc = frames.overlapping(d.incidents, "root_ts", "exit_ts", since, until)
+        self.incidents_frame = frames.incident_view(inc)
+        self.summary.value = self._summary(run, d)
+        self.ledger_image.value = png(lambda ax: plots.ledger_waterfall(a, ax=ax), (6, 3.6)) if a else b""
+        win = (since, until) if since is not None else None
+        self.timeline_image.value = png(
+            lambda ax: plots.run_timeline(d.attempts, inc, d.checkpoints, ax=ax, window=win),
+            (7.5, min(1.8 + 0.45 * d.attempts.height, 9)))
+        self._set_incidents()
+        with self._hold():
+            hosts = frames.run_hosts(d.attempts, inc)
+            keep = self.host.value if self.host.value in hosts else None
+            self.host.options = hosts
+            self.host.value = keep or (hosts[0] if hosts else None)
+        self._show_incident()
+        self._dirty = {"Step times", "Lost by host × day", "Relaunch"} | (self._dirty & {"Providers"})
+        self._render_tab()
+        self.render_s["run"] = time.perf_counter() - t0
+
+    def _summary(self, run: str, d: RunData) -> str:
+        """One line of the run's headline figures."""
+        a = self.attribution
+        if a is None:
+            return html.note(d.note or "no ledger", warn=True)
+        pct = (lambda v: "n/a" if v is None else f"{v * 100:.1f}%")
+        lost = float(a.rows.filter(pl.col("category") != "productive")["usd"].sum() or 0.0)
+        return html.facts([("run", run), ("GPUs", a.gpus), ("wall", f"{a.wall_hours:.2f} h"),
+                           ("GPU-hours", f"{a.gpu_hours:,.1f}"), ("steady MFU", pct(a.steady_mfu)),
+                           ("effective MFU", pct(a.effective_mfu)), ("lost", f"${lost:,.0f}"),
+                           ("incidents", self.incidents_frame.height)])
+
+    def _set_incidents(self) -> None:
+        """Incident choices in table order; the previous choice is kept when it is still listed."""
+        rows = self.incidents_frame.to_dicts()
+        opts = [(f"{r['failure_mode']} @ {r['host'] or '?'} · attempt {r['attempt']} · "
+                 f"{(r.get('gpu_hours_lost') or 0):.1f} GPU-h · {r['incident_id']}", r["incident_id"]) for r in rows]
+        with self._hold():
+            before = self.incident.value
+            self.incident.options = opts
+            ids = [v for _, v in opts]
+            self.incident.value = before if before in ids else (ids[0] if ids else None)
+
+    def _show_incident(self) -> None:
+        """Evidence of the selected incident, its host's history, and the review form filled in."""
+        t0 = time.perf_counter()
+        inc_id = self.incident.value
+        self.incidents_html.value = html.table(self.incidents_frame, key="incident_id", selected=inc_id)
+        ev = self.evidence_of(inc_id)
+        self.evidence_frame = ev
+        self.evidence_html.value = (html.evidence(ev) if inc_id else html.note("no incident in this range"))
+        row = self.incidents_frame.filter(pl.col("incident_id") == inc_id).to_dicts() if inc_id else []
+        if row:
+            r = row[0]
+            with self._hold():
+                self.review_mode.value = r["failure_mode"] if r["failure_mode"] in taxonomy.MODES else "unknown"
+                self.review_host.value = r["host"] or ""
+                self.review_note.value, self.review_ticket.value = r.get("note") or "", r.get("ticket") or ""
+                self.review_status.value = r.get("status") or "open"
+                if r["host"] in self.host.options:
+                    self.host.value = r["host"]
+        self._show_host()
+        self.render_s["incident"] = time.perf_counter() - t0
+
+    def evidence_of(self, incident_id: str | None) -> pl.DataFrame:
+        """The incident's ranked evidence lines, from the run's cached attribution where there is one."""
+        if not incident_id:
+            return pl.DataFrame()
+        d = self.data(self.run.value)
+        if d.evidence is not None:
+            return d.evidence.filter(pl.col("incident_id") == incident_id).sort("rank_in_incident")
+        return self.lab.evidence(incident_id)
+
+    def _show_host(self) -> None:
+        """The host's incidents across runs and its failure-mode evidence: is it a repeat offender?"""
+        host = self.host.value
+        if not host:
+            self.host_html.value = html.note("no host")
+            return
+        self.host_frame = frames.host_history(self.fleet_incidents(), host)
+        self.host_events_frame = frames.host_events(self.lab.events(host=host))
+        runs = self.host_frame["run"].n_unique() if self.host_frame.height else 0
+        verdict = (f"{host}: {self.host_frame.height} incidents in {runs} run(s) — repeat offender"
+                   if frames.repeat_offender(self.host_frame) else
+                   f"{host}: {self.host_frame.height} incident(s) on record")
+        self.host_html.value = (html.note(verdict, warn=frames.repeat_offender(self.host_frame))
+                                + html.table(self.host_frame) + "<b>Evidence lines naming a failure mode</b>"
+                                + html.table(self.host_events_frame))
+
+    def _render_tab(self) -> None:
+        """Draw the selected tab if what it shows went stale (the costly plots render only when seen)."""
+        title = TABS[self.tabs.selected_index or 0]
+        if title not in self._dirty or self.run.value is None:
+            return
+        self._dirty.discard(title)
+        t0 = time.perf_counter()
+        {"Step times": self._render_steps, "Lost by host × day": self._render_heatmap,
+         "Providers": self._render_mix, "Relaunch": self._render_relaunch}[title]()
+        self.render_s[title] = time.perf_counter() - t0
+
+    def _render_steps(self) -> None:
+        d = self.data(self.run.value)
+        since, until = self.window_range()
+        strag = d.incidents.filter(pl.col("kind") == "straggler")["host"].drop_nulls().to_list()
+        self.step_stats_frame = frames.host_step_stats(self.lab.con, self.run.value, since, until, strag)
+        self.steps_image.value = png(lambda ax: plots.step_time_boxes(self.step_stats_frame, ax=ax),
+                                     (7.5, 1.4 + 0.26 * max(self.step_stats_frame.height, 1)))
+
+    def _render_heatmap(self) -> None:
+        rows = self.attribution.rows if self.attribution is not None else pl.DataFrame(
+            schema={"category": pl.String, "gpu_hours": pl.Float64, "start_ts": pl.Datetime, "host": pl.String})
+        self.heatmap_frame = frames.lost_by_host_day(rows)
+        days = max(len(self.heatmap_frame.columns) - 1, 1)
+        self.heatmap_image.value = png(lambda ax: plots.lost_hours_heatmap(self.heatmap_frame, ax=ax),
+                                       (min(3 + 1.2 * days, 12), min(1.5 + 0.3 * self.heatmap_frame.height, 10)))
+
+    def _render_mix(self) -> None:
+        inc = self.lab.incidents()  # costs need every run's ledger: only when this tab is opened
+        if self.provider.value != ALL:
+            inc = inc.filter(pl.col("provider") == self.provider.value)
+        self.mix_frame = frames.failure_mix(inc)
+        self.mix_image.value = png(lambda ax: plots.failure_mix(self.mix_frame, ax=ax),
+                                   (7.5, 1.6 + 0.5 * max(self.mix_frame["provider"].n_unique(), 1)))
+
+    def _render_relaunch(self) -> None:
+        from clusterlab.widgets.relaunch import RelaunchPanel
+
+        self.relaunch_panel = RelaunchPanel(self.lab, self.run.value)
+        self.relaunch_box.children = [self.relaunch_panel]
+
+    # ---- review -------------------------------------------------------------------------------
+    def confirm(self) -> None:
+        """Record that the selected incident's mode and host are right as detected."""
+        r = self._selected()
+        if r is not None:
+            self._annotate(r["incident_id"], failure_mode=r["failure_mode"], host=r["host"],
+                           note=self.review_note.value or "confirmed", ticket=self.review_ticket.value or None,
+                           status=self.review_status.value)
+
+    def correct(self) -> None:
+        """Record the form's mode, host, note, ticket and status for the selected incident."""
+        r = self._selected()
+        if r is not None:
+            self._annotate(r["incident_id"], failure_mode=self.review_mode.value,
+                           host=self.review_host.value.strip() or None, note=self.review_note.value or None,
+                           ticket=self.review_ticket.value or None, status=self.review_status.value)
+
+    def _selected(self) -> dict | None:
+        rows = self.incidents_frame.filter(pl.col("incident_id") == self.incident.value).to_dicts() \
+            if self.incident.value else []
+        if not rows:
+            self.review_message.value = html.note("select an incident first", warn=True)
+        return rows[0] if rows else None
+
+    def _annotate(self, incident_id: str, **fields) -> None:
+        """Write the annotation through the API, then recompute this run so every view shows it."""
+        try:
+            self.lab.annotate(incident_id, **fields)
+        except ValueError as e:
+            self.review_message.value = html.note(str(e), warn=True)
+            return
+        self._runs.pop(self.run.value, None)
+        self._fleet = None
+        self._dirty.add("Providers")
+        self._render_run()
+        self.review_message.value = html.note(f"saved: {incident_id}")

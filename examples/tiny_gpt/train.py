@@ -1,0 +1,166 @@
+"""Train clusterlab's tiny Llama on synthetic tokens under torchrun (gloo, CPU), with DCP checkpoints.
+
+    torchrun --standalone --nproc-per-node=2 examples/tiny_gpt/train.py \\
+        --steps 20 --save-every 5 --ckpt-dir /tmp/tiny/ckpt --out /tmp/tiny/runs/tiny/attempt-1
+
+Rank 0 prints torchtitan-style lines (`[titan] <time> - root - INFO - step: ...`, checkpoint save and
+load lines) and every rank appends clusterlab step records to OUT/steps/rank-R.jsonl: both are what
+`clusterlab ingest` reads. Resumes from --resume DIR, else $CLUSTERLAB_RESUME_FROM (what `clusterlab
+relaunch` exports), else the newest complete checkpoint under --ckpt-dir. With --fail-at-step N,
+rank --fail-rank kills itself with SIGKILL just before step N, the way a GPU falling off the bus
+takes a process down. The data of a step depends only on (seed, step, rank), so a resumed run sees
+exactly the batches the failed one would have seen and its loss curve continues where it left off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import signal
+import socket
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.nn.parallel import DistributedDataParallel
+
+from clusterlab.llama import Llama, LlamaConfig
+
+STEP_DIR = re.compile(r"step-(\d+)")
+
+
+def parse_args() -> argparse.Namespace:
+    """Command-line options."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--steps", type=int, default=20, help="train until this step")
+    p.add_argument("--save-every", type=int, default=5, help="checkpoint every N steps")
+    p.add_argument("--ckpt-dir", type=Path, required=True, help="checkpoints go to CKPT_DIR/step-N")
+    p.add_argument("--out", type=Path, required=True, help="this attempt's directory (steps/rank-R.jsonl)")
+    p.add_argument("--resume", type=Path, default=os.environ.get("CLUSTERLAB_RESUME_FROM") or None)
+    p.add_argument("--batch", type=int, default=8, help="sequences per rank per step")
+    p.add_argument("--seq-len", type=int, default=64)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--fail-at-step", type=int, default=None, help="die with SIGKILL before this step")
+    p.add_argument("--fail-rank", type=int, default=1)
+    return p.parse_args()
+
+
+def log(msg: str) -> None:
+    """One torchtitan-style line on rank 0 (UTC: the inventory says so for this cluster)."""
+    if dist.get_rank() == 0:
+        now = dt.datetime.now(dt.UTC)
+        print(f"[titan] {now:%Y-%m-%d %H:%M:%S},{now.microsecond // 1000:03d} - root - INFO - {msg}", flush=True)
+
+
+def init_distributed() -> None:
+    """Join the gloo group; under an elastic agent, on a store prefixed by the restart count."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        # A restarted worker group reuses the agent's store: without a per-restart prefix the new
+        # workers read the previous attempt's rendezvous keys and hang or get "connection refused".
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        agent = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, is_master=False,
+                              timeout=dt.timedelta(seconds=60))
+        store = dist.PrefixStore(f"/attempt_{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", agent)
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=world)
+    else:
+        dist.init_process_group("gloo")
+
+
+def successor_table(seed: int, vocab: int, fanout: int = 4) -> torch.Tensor:
+    """A fixed random Markov chain over the vocabulary: each token has `fanout` possible successors."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab, (vocab, fanout), generator=g)
+
+
+def batch(table: torch.Tensor, seed: int, step: int, rank: int, n: int, seq_len: int) -> torch.Tensor:
+    """Token sequences (n, seq_len + 1) walked through the chain; a pure function of (seed, step, rank)."""
+    g = torch.Generator().manual_seed(seed * 1_000_003 + step * 1009 + rank)
+    tokens = torch.empty(n, seq_len + 1, dtype=torch.long)
+    tokens[:, 0] = torch.randint(0, table.shape[0], (n,), generator=g)
+    choice = torch.randint(0, table.shape[1], (n, seq_len), generator=g)
+    for t in range(seq_len):
+        tokens[:, t + 1] = table[tokens[:, t], choice[:, t]]
+    return tokens
+
+
+def newest_checkpoint(ckpt_dir: Path) -> Path | None:
+    """The highest step-N directory whose DCP `.metadata` exists (it is written last)."""
+    done = [d for d in ckpt_dir.glob("step-*") if STEP_DIR.fullmatch(d.name) and (d / ".metadata").is_file()]
+    return max(done, key=lambda d: int(d.name.split("-")[1]), default=None)
+
+
+def save(model, optim, step: int, ckpt_dir: Path) -> None:
+    """A collective DCP save of model, optimizer and step into CKPT_DIR/step-N."""
+    log("Saving the checkpoint (or staging if async is enabled).")
+    t0 = time.perf_counter()
+    model_sd, optim_sd = get_state_dict(model, optim)
+    dcp.save({"model": model_sd, "optim": optim_sd, "step": step}, checkpoint_id=str(ckpt_dir / f"step-{step}"))
+    log(f"Finished saving the checkpoint in {time.perf_counter() - t0:.2f} seconds.")
+
+
+def load(model, optim, path: Path) -> int:
+    """Load model and optimizer state from a DCP checkpoint; returns the step it was saved at."""
+    log(f"Loading the checkpoint from {path}.")
+    t0 = time.perf_counter()
+    model_sd, optim_sd = get_state_dict(model, optim)
+    state = {"model": model_sd, "optim": optim_sd, "step": -1}
+    dcp.load(state, checkpoint_id=str(path))
+    set_state_dict(model, optim, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    log(f"Finished loading the checkpoint in {time.perf_counter() - t0:.2f} seconds.")
+    return int(state["step"])
+
+
+def main() -> None:
+    """Train, checkpoint, and (on request) fail."""
+    args = parse_args()
+    torch.manual_seed(args.seed)  # identical initial weights on every rank and every attempt
+    torch.set_num_threads(1)  # two ranks on two cores: more threads only contend
+    init_distributed()
+    rank, world = dist.get_rank(), dist.get_world_size()
+    # emulated Slurm nodes share one machine: the node name is the host the evidence should name
+    host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+    config = LlamaConfig.tiny(seq_len=args.seq_len)
+    model = DistributedDataParallel(Llama(config))
+    optim = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    n_params = sum(p.numel() for p in model.parameters())
+    log(f"Model llama tiny size: {n_params:,} total parameters")
+    resume = args.resume or newest_checkpoint(args.ckpt_dir)
+    start = load(model, optim, Path(resume)) + 1 if resume else 1
+    tokens_per_step = world * args.batch * args.seq_len
+    log(f"Training starts at step {start}, with local batch size {args.batch}, global batch size "
+        f"{world * args.batch}, sequence length {args.seq_len}, {tokens_per_step} tokens per train step")
+    table = successor_table(args.seed, config.vocab)
+    (args.out / "steps").mkdir(parents=True, exist_ok=True)
+    with open(args.out / "steps" / f"rank-{rank}.jsonl", "a", buffering=1) as records:
+        for step in range(start, args.steps + 1):
+            if step == args.fail_at_step and rank == args.fail_rank:
+                os.kill(os.getpid(), signal.SIGKILL)
+            t0 = time.perf_counter()
+            data = batch(table, args.seed, step, rank, args.batch, args.seq_len)
+            _, loss = model(data[:, :-1], data[:, 1:])
+            optim.zero_grad(set_to_none=True)
+            loss.backward()  # DDP all-reduces the gradients here
+            optim.step()
+            mean = loss.detach().clone()
+            dist.all_reduce(mean)
+            mean = mean.item() / world
+            step_s = time.perf_counter() - t0
+            records.write(json.dumps({"ts": time.time(), "rank": rank, "host": host, "step": step,
+                                      "step_s": round(step_s, 6), "tokens": tokens_per_step, "loss": mean}) + "\n")
+            log(f"step: {step:2d}  loss: {mean:7.4f}  memory:  0.00GiB(0.00%)  "
+                f"tps: {int(tokens_per_step / step_s):,}")
+            if step % args.save_every == 0:
+                save(model, optim, step, args.ckpt_dir)
+    log("Training completed")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
