@@ -46,13 +46,14 @@ class Attribution:
         agg = self.rows.group_by("category").agg(gpu_hours=pl.col("gpu_hours").sum())
         cats = pl.DataFrame({"category": ledger.CATEGORIES})
         out = cats.join(agg, on="category", how="left").with_columns(pl.col("gpu_hours").fill_null(0.0))
-        return out.with_columns(lost_mfu=self._lost_mfu(pl.col("gpu_hours"), pl.col("category") != "productive"))
+        lost = pl.when(pl.col("category") == "productive").then(0.0).otherwise(self._lost_mfu(pl.col("gpu_hours")))
+        return out.with_columns(lost_mfu=lost)
 
-    def _lost_mfu(self, hours: pl.Expr, is_lost: pl.Expr | bool = True) -> pl.Expr:
+    def _lost_mfu(self, hours: pl.Expr) -> pl.Expr:
+        """A share of the run's GPU-time, in points of the steady-state MFU it cost."""
         if self.steady_mfu is None:
             return pl.lit(None, pl.Float64)
-        share = self.steady_mfu * hours / self.gpu_hours
-        return pl.when(is_lost).then(share).otherwise(0.0) if not isinstance(is_lost, bool) else share
+        return self.steady_mfu * hours / self.gpu_hours
 
     def by(self, key: str) -> pl.DataFrame:
         """Lost GPU-hours, lost MFU and $ by `failure_mode`, `host`, `cluster` or `provider`."""
