@@ -11,7 +11,7 @@ import polars as pl
 from clusterlab import store
 
 # Interruptions the cluster is answerable for; a time limit or a person stopping the job is not a failure.
-_NOT_FAILURES = ("time_limit", "manual_stop")
+NOT_FAILURES = ("time_limit", "manual_stop")
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def advise(con: duckdb.DuckDBPyConnection, run: str, gpus: int, gpu_hours: float
         SELECT a.run, sum(epoch(a.end_ts - a.start_ts)) / 3600.0 * any_value(r.gpus) AS gpu_hours
         FROM attempts a JOIN runs r USING (run) WHERE r.cluster IS NOT DISTINCT FROM ? GROUP BY a.run""", [cluster])
     cluster_hours = float(fleet["gpu_hours"].sum() or 0.0) if fleet.height else gpu_hours
-    ends = incidents.filter(pl.col("kind") == "attempt_end", ~pl.col("failure_mode").is_in(_NOT_FAILURES))
+    ends = incidents.filter(pl.col("kind") == "attempt_end", ~pl.col("failure_mode").is_in(NOT_FAILURES))
     failures = ends.height if not fleet.height else _cluster_failures(con, cluster, fleet["run"].to_list(), ends)
     saves = store.frame(con, """SELECT ts, duration_s FROM checkpoints WHERE run = ? AND action = 'save'
                                 ORDER BY ts""", [run])
@@ -78,5 +78,5 @@ def _cluster_failures(con: duckdb.DuckDBPyConnection, cluster: str | None, runs:
     total = 0
     for r in runs:
         inc = this_run if this_run.height and this_run["run"][0] == r else incidents_of(con, r, Settings())[0]
-        total += inc.filter(pl.col("kind") == "attempt_end", ~pl.col("failure_mode").is_in(_NOT_FAILURES)).height
+        total += inc.filter(pl.col("kind") == "attempt_end", ~pl.col("failure_mode").is_in(NOT_FAILURES)).height
     return total

@@ -14,6 +14,9 @@ import polars as pl
 from clusterlab.lab import Lab
 from clusterlab.ledger import LedgerError
 from clusterlab.reader import InputError
+from clusterlab.reports.cli import COMMANDS as REPORT_COMMANDS
+from clusterlab.reports.render import write_week
+from clusterlab.reports.scorecard import latest_week
 from clusterlab.store import DEFAULT_DB
 
 EXIT_BAD_INPUT = 2
@@ -60,6 +63,10 @@ def main(ctx: click.Context, db: str) -> None:
     """Diagnostics and postmortems for training runs on rented GPU clusters."""
     ctx.ensure_object(dict)
     ctx.obj["db"] = db
+
+
+for _command in REPORT_COMMANDS:  # clusterlab scorecard, clusterlab report
+    main.add_command(_command)
 
 
 def _progress_bar(enabled: bool):
@@ -249,6 +256,13 @@ def demo(ctx, out: Path, samples: Path):
                 _print_attribution(lab.attribute(run))
             except LedgerError as e:
                 click.echo(f"no ledger: {e}")
+        week = latest_week(lab.con)
+        if week:
+            reports = out / "reports"
+            paths = write_week(lab.con, week, reports, ("html", "md"))
+            n = sum(1 for p in paths if p.name.startswith("incident-") and p.suffix == ".html")
+            click.echo(f"\n# reports: the {week} scorecard and {n} incident reports (HTML and Markdown) in {reports}")
+            click.echo(f"open {reports / f'scorecard-{week}.html'}")
     click.echo(f"\nexplore it: clusterlab --db {db} incidents")
     ctx.exit(status)
 

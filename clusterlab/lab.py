@@ -144,3 +144,15 @@ class Lab:
     def annotate(self, incident_id: str, **fields) -> None:
         """Confirm or override an incident's failure_mode / host / blame; add a note, ticket, status."""
         annotations.annotate(self.con, incident_id, **fields)
+
+    def scorecard(self, week: str, providers: list[str] | None = None):
+        """The weekly provider scorecard of an ISO week (`2026-W48`): frames per provider, cluster, run, host."""
+        from clusterlab.reports import scorecard
+
+        return scorecard(self.con, week, providers)
+
+    def report(self, incident_id: str):
+        """The exported report of one incident, as data; `clusterlab.reports.render` writes HTML or Markdown."""
+        from clusterlab.reports import incident_report
+
+        return incident_report(self.con, incident_id)

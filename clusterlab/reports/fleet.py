@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 
 import duckdb
 import polars as pl
@@ -34,6 +35,15 @@ def place(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.DataFrame:
     ).drop("inv_cluster", "inv_provider", "run_cluster", "run_provider")
 
 
+def short_paths(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame, col: str = "file") -> pl.DataFrame:
+    """Paths relative to the folder every ingested file lies under (the bundle), as a support engineer sees it."""
+    paths = store.frame(con, "SELECT DISTINCT path FROM ingested_files WHERE path IS NOT NULL")["path"].to_list()
+    if len(paths) < 2 or col not in frame.columns:
+        return frame
+    root = os.path.commonpath(paths)
+    return frame.with_columns(pl.col(col).str.strip_prefix(root.rstrip("/") + "/"))
+
+
 def history(con: duckdb.DuckDBPyConnection, s: incidents.Settings, until: dt.datetime) -> pl.DataFrame:
     """Every incident in the store with its root cause before `until`, placed, with its ISO week."""
     inc = place(con, attribution.incidents_of(con, None, s)[0])
@@ -44,7 +54,7 @@ def _outages(con: duckdb.DuckDBPyConnection, end: dt.datetime) -> pl.DataFrame:
     """Per host, each stretch from a DRAIN/DOWN state to the next return to service (null: not back yet)."""
     ev = store.frame(con, f"""
         SELECT e.ts, e.host, e.kind, e.text, f.path AS file, e.line FROM events e
-        JOIN ingested_files f USING (file_id) JOIN nodes n USING (host)
+        JOIN ingested_files f USING (file_id) JOIN nodes n ON n.host = e.host
         WHERE e.ts < ? AND (e.kind IN {_OUT} OR e.kind = '{_BACK}' OR e.kind = 'slurm_node_reason')
         ORDER BY e.host, e.ts, f.path, e.line""", [end])
     state = ev.filter(pl.col("kind") != "slurm_node_reason").with_columns(is_out=pl.col("kind") != _BACK)
@@ -87,6 +97,7 @@ def delivery(con: duckdb.DuckDBPyConnection, start: dt.datetime, end: dt.datetim
     drained = drained.with_columns(drained_gpu_hours=pl.col("drained_hours") * pl.col("gpus_per_node")).select(
         "provider", "cluster", "host", "since", "until", "state", "drained_hours", "drained_gpu_hours", "text",
         "file", "line", "reason", "reason_file", "reason_line").sort("provider", "cluster", "since")
+    drained = short_paths(con, short_paths(con, drained), "reason_file")
     per = drained.group_by("cluster").agg(drained_nodes=pl.col("host").n_unique(),
                                           drained_gpu_hours=pl.col("drained_gpu_hours").sum())
     gpn = pl.col("gpus_per_node")
@@ -108,7 +119,7 @@ def provider_delivery(con: duckdb.DuckDBPyConnection, per_cluster: pl.DataFrame)
     """Per provider: the clusters' contracted, inventory, missing and drained nodes and GPU-hours."""
     sums = ["contracted_nodes", "inventory_nodes", "missing_nodes", "drained_nodes", "contracted_gpu_hours",
             "inventory_gpu_hours", "drained_gpu_hours", "available_gpu_hours"]
-    out = per_cluster.group_by("provider").agg(clusters=pl.col("cluster").sort().str.join(", "),
+    out = per_cluster.group_by("provider").agg(pl.col("cluster").sort().str.join(", ").alias("clusters"),
                                                *[pl.col(c).sum() for c in sums])
     price = store.frame(con, "SELECT provider, usd_per_gpu_hour FROM providers")
     return out.join(price, on="provider", how="left").with_columns(

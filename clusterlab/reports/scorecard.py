@@ -15,11 +15,10 @@ import duckdb
 import polars as pl
 
 from clusterlab import attribution, incidents, store, taxonomy
-from clusterlab.advice import _NOT_FAILURES  # NOTE: one definition of "failure" for MTBF and advice
+from clusterlab.advice import NOT_FAILURES  # NOTE: one definition of "failure" for MTBF and advice
 from clusterlab.ledger import LedgerError
 from clusterlab.reports import fleet
 
-NOT_FAILURES = list(_NOT_FAILURES)
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 # Change against last week, for these provider figures.
 CHANGE_METRICS = ["gpu_hours", "ettr", "effective_mfu", "failures", "failures_per_1k_gpu_days", "lost_gpu_hours",
@@ -124,8 +123,9 @@ def _collect(con: duckdb.DuckDBPyConnection, start: dt.datetime, end: dt.datetim
         rows.append(a.rows.with_columns(run=pl.lit(run)))
         incs.append(a.incidents)
     row_frame = (pl.concat(rows, how="vertical_relaxed") if rows else _empty_rows())
-    inc = fleet.place(con, pl.concat(incs, how="diagonal_relaxed")) if incs else fleet.place(
-        con, attribution.empty_incidents())
+    if not incs:  # typed, empty: the frame incidents_of gives for a run that is not there
+        incs.append(attribution.incidents_of(con, "\x00no run", s)[0])
+    inc = fleet.place(con, pl.concat(incs, how="diagonal_relaxed"))
     mfu = pl.DataFrame({"run": list(atts), "steady_mfu": [a.steady_mfu for a in atts.values()]},
                        schema={"run": pl.String, "steady_mfu": pl.Float64})
     return _Evidence(atts, row_frame, inc, mfu, notes)

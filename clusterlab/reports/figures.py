@@ -1,0 +1,79 @@
+"""The scorecard's plots, drawn from its frames (nothing computed here), as PNG bytes."""
+
+from __future__ import annotations
+
+import io
+
+import polars as pl
+
+from clusterlab import ledger, plots
+
+# One colour per ledger category, productive first; the same in every plot.
+COLORS = dict(zip(ledger.CATEGORIES, ["#4c72b0", "#dd8452", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c",
+                                      "#ccb974", "#64b5cd", "#e5e5e5"], strict=True))
+
+
+def _figure(width: float, height: float):
+    from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backend
+
+    return Figure(figsize=(width, height), dpi=110, layout="constrained")
+
+
+def png(fig) -> bytes:
+    """A figure as PNG bytes."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})  # no tool URL inside the file
+    return buf.getvalue()
+
+
+def ledger_by_provider(frame: pl.DataFrame):
+    """Stacked bars: each provider's GPU-hours by ledger category (`Scorecard.ledger`)."""
+    per = frame.group_by("provider", "category").agg(pl.col("gpu_hours").sum())
+    providers = sorted(per["provider"].unique().to_list())
+    fig = _figure(8, 1.3 + 0.55 * max(len(providers), 1))
+    ax = fig.subplots()
+    left = [0.0] * len(providers)
+    for cat in ledger.CATEGORIES:
+        vals = {r["provider"]: r["gpu_hours"] for r in per.filter(pl.col("category") == cat).iter_rows(named=True)}
+        widths = [vals.get(p, 0.0) for p in providers]
+        if any(widths):
+            ax.barh(providers, widths, left=left, color=COLORS[cat], label=cat)
+            left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.set_xlabel("GPU-hours")
+    ax.set_title("Where each provider's GPU-hours went")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), fontsize=7, ncol=5, frameon=False)
+    ax.invert_yaxis()
+    return fig
+
+
+def failure_modes(frame: pl.DataFrame):
+    """Horizontal bars: lost GPU-hours by failure mode, one group per provider (`Scorecard.failure_modes`)."""
+    rows = frame.filter(pl.col("gpu_hours_lost") > 0).sort(["provider", "gpu_hours_lost"], descending=[False, True])
+    labels = [f"{r['provider']} · {r['failure_mode']}" for r in rows.iter_rows(named=True)]
+    fig = _figure(8, 0.7 + 0.3 * max(len(labels), 1))
+    ax = fig.subplots()
+    colors = {"provider": "#c44e52", "user": "#4c72b0", "unknown": "#8c8c8c", "none": "#cccccc"}
+    ax.barh(labels, rows["gpu_hours_lost"].to_list(), color=[colors.get(b, "#cccccc") for b in rows["blame"]])
+    ax.set_xlabel("GPU-hours lost (red: provider, blue: user, grey: unknown or unattributed)")
+    ax.set_title("Failure-mode mix")
+    ax.invert_yaxis()
+    return fig
+
+
+def waterfall(a):
+    """A run's ledger waterfall (steady → effective MFU), from `clusterlab.plots`."""
+    fig = _figure(8, 3.2)
+    plots.ledger_waterfall(a, ax=fig.subplots())
+    return fig
+
+
+def scorecard_figures(sc) -> dict[str, bytes]:
+    """name → PNG of each plot the scorecard shows (none when the week has no ledger rows)."""
+    out: dict[str, bytes] = {}
+    if sc.ledger.height:
+        out["ledger"] = png(ledger_by_provider(sc.ledger))
+    if sc.failure_modes.filter(pl.col("gpu_hours_lost") > 0).height:
+        out["failure-modes"] = png(failure_modes(sc.failure_modes))
+    for run, a in sorted(sc.attributions.items()):
+        out[f"waterfall-{run}"] = png(waterfall(a))
+    return out

@@ -1,0 +1,182 @@
+"""Scorecards and incident reports as one self-contained HTML file or as Markdown (Jinja2 templates).
+
+Log text is untrusted: the HTML environment autoescapes everything, and the Markdown one passes
+every value through `md_text` (backslash-escaped punctuation) or, for raw log lines, code spans
+and fenced blocks whose fences are longer than any backtick run inside them.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import jinja2
+
+from clusterlab.reports import figures, fmt
+from clusterlab.reports.incident_report import IncidentReport
+from clusterlab.reports.scorecard import Scorecard
+
+FORMATS = ("html", "md")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# The ASCII punctuation that can open markup inline: emphasis, links and images (`[`), code, HTML,
+# entities, GFM tables, strikethrough and the `$` math of some renderers. Escaping `[` disarms `(`, `!`.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~&$])")
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def clean(text) -> str:
+    """Log text with control characters made visible (U+FFFD) and newlines kept out."""
+    if text is None:
+        return ""
+    return _CONTROL.sub("\ufffd", str(text).replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def md_text(value) -> str:
+    """Any value as inline Markdown that renders as exactly its text: no emphasis, link, HTML or cell break."""
+    s = " ".join(clean(value).split("\n"))
+    return _MD_SPECIAL.sub(r"\\\1", s)
+
+
+def md_code(value, cell: bool = False) -> str:
+    """Text as a code span whose backtick fence is longer than any run inside (GFM tables: pipes escaped)."""
+    s = " ".join(clean(value).split("\n"))
+    if not s:
+        return ""
+    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if s[0] in "` " or s[-1] in "` " else ""
+    if cell:  # NOTE: GFM splits table rows on every unescaped pipe, code spans included
+        s = s.replace("|", "\\|")
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def md_block(lines, info: str = "text") -> str:
+    """Lines as a fenced code block no line inside can close."""
+    body = [clean(x).replace("\n", " ") for x in ([lines] if isinstance(lines, str) else lines)]
+    longest = max((len(m) for x in body for m in re.findall(r"`+", x)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return "\n".join([fence + info, *body, fence])
+
+
+def safe_name(text: str) -> str:
+    """A file name made from an identifier (incident, run): letters, digits, dot, dash, underscore."""
+    return _SAFE_NAME.sub("_", text).strip("._") or "unnamed"
+
+
+def report_filename(incident_id: str) -> str:
+    """The file stem an incident's report is written under."""
+    return "incident-" + safe_name(incident_id.replace(":", "-"))
+
+
+@functools.cache
+def environment(kind: str) -> jinja2.Environment:
+    """The Jinja2 environment for `html` (autoescape on) or `md` (escaping filters) templates."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("clusterlab.reports", "templates"), autoescape=kind == "html",
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update(num=fmt.num, pct=fmt.pct, usd=fmt.usd, ts=fmt.ts, dur=fmt.duration, offset=fmt.offset,
+                       signed=fmt.signed, cell=fmt.cell, log=clean, md=md_text, code=md_code, block=md_block,
+                       report_file=report_filename)
+    env.tests["missing"] = lambda v: v is None
+    return env
+
+
+def _records(frame) -> list[dict]:
+    return frame.to_dicts() if frame is not None and frame.height else []
+
+
+def scorecard_context(sc: Scorecard, images: dict[str, str]) -> dict:
+    """What the scorecard templates see: the scorecard, its frames as rows, and image sources."""
+    return {"sc": sc, "t": {name: _records(getattr(sc, name)) for name in Scorecard.FRAMES},
+            "images": images, "runs_with_plots": sorted(sc.attributions)}
+
+
+def render_scorecard(sc: Scorecard, format: str = "html", images: dict[str, str] | None = None) -> str:
+    """The scorecard as HTML (plots inlined as base64 PNG) or Markdown (plots linked where given)."""
+    if format == "html" and images is None:
+        images = {k: "data:image/png;base64," + base64.b64encode(v).decode() for k, v in
+                  figures.scorecard_figures(sc).items()}
+    return environment(format).get_template(f"scorecard.{format}.j2").render(
+        **scorecard_context(sc, images or {}))
+
+
+def render_incident(rep: IncidentReport, format: str = "html") -> str:
+    """The incident report as HTML or Markdown."""
+    ctx = {"r": rep, "i": rep.incident, "t": {n: _records(getattr(rep, n)) for n in (
+        "timeline", "root_evidence", "symptoms", "ledger", "recorded_relaunches")}}
+    ctx["relaunch_cols"] = [(name, name, "ts" if dtype.is_temporal() else "text")
+                            for name, dtype in rep.recorded_relaunches.schema.items()]
+    return environment(format).get_template(f"incident.{format}.j2").render(**ctx)
+
+
+def formats(choice: str | Iterable[str] | None, default: str = "html") -> list[str]:
+    """`html`, `md`, `both` (or a list of them) as the list of formats to write."""
+    if choice is None:
+        return [default]
+    items = [choice] if isinstance(choice, str) else list(choice)
+    out = [f for c in items for f in (FORMATS if c == "both" else [c])]
+    bad = [f for f in out if f not in FORMATS]
+    if bad:
+        raise ValueError(f"unknown format {bad[0]!r}; use html, md or both")
+    return list(dict.fromkeys(out))
+
+
+def write_scorecard(sc: Scorecard, out_dir: str | Path, fmts: Iterable[str] = ("html",),
+                    with_json: bool = False) -> list[Path]:
+    """Write `scorecard-<week>.html` / `.md` (with its PNGs beside it) / `.json` into a folder."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"scorecard-{safe_name(sc.week)}"
+    written: list[Path] = []
+    pngs = figures.scorecard_figures(sc)
+    for f in formats(list(fmts)):
+        if f == "html":
+            images = {k: "data:image/png;base64," + base64.b64encode(v).decode() for k, v in pngs.items()}
+        else:  # Markdown renderers drop data: URIs, so the plots go beside the file
+            images = {}
+            for name, data in pngs.items():
+                p = out / f"{stem}-{safe_name(name)}.png"
+                p.write_bytes(data)
+                written.append(p)
+                images[name] = p.name
+        path = out / f"{stem}.{f}"
+        path.write_text(render_scorecard(sc, f, images), encoding="utf-8")
+        written.append(path)
+    if with_json:
+        path = out / f"{stem}.json"
+        path.write_text(json.dumps(sc.to_dict(), indent=2, default=str), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def write_incident(rep: IncidentReport, path: str | Path, fmts: Iterable[str] = ("html",)) -> list[Path]:
+    """Write the report to `path` (a folder: under the incident's own file name), one file per format."""
+    p = Path(path)
+    if p.is_dir() or not p.suffix:
+        p.mkdir(parents=True, exist_ok=True)
+        base = p / report_filename(rep.incident_id)  # NOTE: no with_suffix: a run name may hold dots
+    else:
+        base = p.with_suffix("")
+    base.parent.mkdir(parents=True, exist_ok=True)
+    written = []
+    for f in formats(list(fmts)):
+        target = base.parent / f"{base.name}.{f}"
+        target.write_text(render_incident(rep, f), encoding="utf-8")
+        written.append(target)
+    return written
+
+
+def write_week(con, week: str, out_dir: str | Path, fmts: Iterable[str] = FORMATS) -> list[Path]:
+    """The week's scorecard and one report per incident of that week, written into a folder (the demo's)."""
+    from clusterlab.reports.incident_report import incident_report
+    from clusterlab.reports.scorecard import scorecard
+
+    sc = scorecard(con, week)
+    paths = write_scorecard(sc, out_dir, fmts)
+    for iid, run in sc.incidents.select("incident_id", "run").iter_rows():
+        paths += write_incident(incident_report(con, iid, attributed=sc.attributions.get(run)), Path(out_dir), fmts)
+    return paths
