@@ -17,6 +17,7 @@ from clusterlab.reader import InputError
 from clusterlab.reports.cli import COMMANDS as REPORT_COMMANDS
 from clusterlab.reports.render import write_week
 from clusterlab.reports.scorecard import latest_week
+from clusterlab.simulator.cli import simulate
 from clusterlab.store import DEFAULT_DB
 
 EXIT_BAD_INPUT = 2
@@ -65,7 +66,7 @@ def main(ctx: click.Context, db: str) -> None:
     ctx.obj["db"] = db
 
 
-for _command in REPORT_COMMANDS:  # clusterlab scorecard, clusterlab report
+for _command in [*REPORT_COMMANDS, simulate]:  # clusterlab scorecard, report, simulate
     main.add_command(_command)
 
 

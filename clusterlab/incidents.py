@@ -97,6 +97,13 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
                attempt = max(attempt) OVER (PARTITION BY run) AS is_last
         FROM attempts WHERE ($run IS NULL OR run = $run)""", {"run": run})
     cand = candidates(con, run, s)
+    # A rank's traceback names no host; NCCL's init lines say where that rank ran.
+    ranks = store.frame(con, """SELECT DISTINCT run, attempt, rank, host AS rank_host FROM nccl_ranks
+                                WHERE run IS NOT NULL AND host IS NOT NULL AND rank IS NOT NULL
+                                  AND nranks = (SELECT max(nranks) FROM nccl_ranks n2 WHERE n2.run = nccl_ranks.run)""")
+    if cand.height and ranks.height:
+        cand = (cand.join(ranks.unique(["run", "attempt", "rank"]), on=["run", "attempt", "rank"], how="left")
+                .with_columns(host=pl.coalesce("host", "rank_host")).drop("rank_host"))
     peers = _peer_hosts(con)
     if cand.height and peers.height:
         cand = cand.join(peers, on="peer", how="left")

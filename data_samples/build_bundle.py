@@ -8,7 +8,8 @@ kernel logs, Slurm leaves its controller log, accounting and job-completion reco
 injected incidents are written to bundle/truth.json, computed from the same timeline that wrote
 the logs, so tests can check what the analysis finds against what happened.
 
-Only the standard library: `random` seeded with a fixed string, gzip with mtime=0, no clock.
+The standard library plus the simulator's shared writers (`clusterlab.simulator.stamps`, `textlog`):
+`random` seeded with a fixed string, gzip with mtime=0, no clock.
 """
 
 from __future__ import annotations

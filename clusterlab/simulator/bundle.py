@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusterlab.simulator import failures, nodes, rank_steps, scheduler, timeline, trainlog, truth
-from clusterlab.simulator.failure_model import FailureModel
+from clusterlab.simulator.failure_model import FailureModel, llama3_rates
 from clusterlab.simulator.fleet import Config, clusters, inventory_toml
 from clusterlab.simulator.sink import Sink
 from clusterlab.simulator.stamps import from_ms
@@ -21,7 +21,8 @@ class SimulationResult:
 
     path: Path
     files: int
-    bytes: int
+    bytes: int  # on disk
+    text_bytes: int  # before compression (equal to `bytes` without gzip)
     runs: int
     attempts: int
     incidents: int
@@ -30,19 +31,25 @@ class SimulationResult:
 
     @property
     def truth(self) -> Path:
+        """The bundle's truth.json."""
         return self.path / "truth.json"
 
 
 def simulate(out: Path | str, seed: int = 0, providers: int = 2, clusters_per_provider: int = 2,
              nodes_per_cluster: int = 16, days: float = 1.0, gpus_per_node: int = 8, gzip: bool = False,
              failure_scale: float = 1.0, step_s: float | None = None, save_every_s: float = 1800.0,
-             scenarios: bool = True) -> SimulationResult:
+             scenarios: bool = True, rates: dict[str, float] | None = None) -> SimulationResult:
     """Write a simulated fleet's evidence bundle (and truth.json) to `out`, replacing what is there.
 
-    failure_scale multiplies the published per-GPU-hour failure rates (a small fleet over a day
-    sees few failures at 1.0); step_s fixes every run's steady step time; scenarios guarantees a
-    lost checkpoint, a straggler and a stalled save in fleets big enough to hold them.
+    failure_scale multiplies the per-GPU-hour failure rates (a small fleet over a day sees few
+    failures at 1.0); rates replaces them (taxonomy mode -> interruptions per GPU-hour; default: the
+    Llama 3 mix, `failure_model.llama3_rates()`); step_s fixes every run's steady step time;
+    scenarios guarantees a lost checkpoint, a straggler and a stalled save where the fleet has room.
     """
+    unknown = set(rates or {}) - set(llama3_rates())
+    if unknown:
+        known = ", ".join(sorted(llama3_rates()))
+        raise ValueError(f"no simulated failure mode {sorted(unknown)[0]!r}; known: {known}")
     if not 1 <= gpus_per_node <= 8:
         raise ValueError("gpus_per_node must be 1 to 8")
     if days <= 0 or nodes_per_cluster < 1 or providers < 1 or clusters_per_provider < 1:
@@ -51,7 +58,7 @@ def simulate(out: Path | str, seed: int = 0, providers: int = 2, clusters_per_pr
     cfg = Config(seed=seed, providers=providers, clusters_per_provider=clusters_per_provider,
                  nodes_per_cluster=nodes_per_cluster, days=days, gpus_per_node=gpus_per_node, gzip=gzip,
                  failure_scale=failure_scale, step_s=step_s, save_every_s=save_every_s, scenarios=scenarios,
-                 model=FailureModel(scale=failure_scale))
+                 model=FailureModel(rates=dict(rates) if rates is not None else llama3_rates(), scale=failure_scale))
     fleet = clusters(cfg)
     runs = [timeline.build(cfg, c) for c in fleet]
     sink = Sink(Path(out), gzip_big=gzip)
@@ -75,12 +82,13 @@ def simulate(out: Path | str, seed: int = 0, providers: int = 2, clusters_per_pr
         scheduler.slurmctld(sink, cfg, cluster, run, ev, random.Random(f"{seed}:{cluster.name}:slurmctld"))
         rows += scheduler.sacct_rows(cluster, run, ev)
     scheduler.sacct(sink, rows)
-    sink.text("truth.json", truth.document(cfg, fleet, runs, benign, evidence_files))
+    text, n_inc = truth.document(cfg, fleet, runs, benign, evidence_files)
+    sink.text("truth.json", text)
     last = max(a.end_ms for r in runs for a in r.attempts) if any(r.attempts for r in runs) else cfg.window_ms[1]
     size = sink.finish(from_ms(last + 3_600_000).timestamp())
-    n_inc = sum(len(a.stragglers) + 1 for r in runs for a in r.attempts)
-    return SimulationResult(Path(out), len(sink.paths), size, len(runs), sum(len(r.attempts) for r in runs), n_inc,
-                            records, time.perf_counter() - began)
+    attempts = sum(len(r.attempts) for r in runs)
+    return SimulationResult(Path(out), len(sink.paths), size, sink.text_bytes, len(runs), attempts, n_inc, records,
+                            time.perf_counter() - began)
 
 
 def run_toml(run: Run) -> str:

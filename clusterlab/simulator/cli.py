@@ -32,7 +32,8 @@ def simulate(out: Path, seed: int, providers: int, clusters_per_provider: int, n
     res = _simulate(out, seed=seed, providers=providers, clusters_per_provider=clusters_per_provider,
                     nodes_per_cluster=nodes_per_cluster, days=days, gpus_per_node=gpus_per_node, gzip=gzip,
                     failure_scale=failure_scale, step_s=step_s, scenarios=not no_scenarios)
-    doc = {"out": str(res.path), "files": res.files, "bytes": res.bytes, "runs": res.runs, "attempts": res.attempts,
+    doc = {"out": str(res.path), "files": res.files, "bytes": res.bytes, "text_bytes": res.text_bytes,
+           "runs": res.runs, "attempts": res.attempts,
            "incidents": res.incidents, "rank_step_records": res.rank_step_records, "seconds": round(res.seconds, 2)}
     if as_json:
         click.echo(json.dumps(doc))

@@ -7,7 +7,9 @@ An interval is `productive` up to the run's baseline b (median step time of all 
 the excess goes to `checkpoint` (up to the save that ran in it), then `data_stall` (the step's
 data wait above the run's median data wait), then `straggler` (a host was slow at that step) or
 else `slowdown`. The productive part of steps past the checkpoint the next attempt resumed from
-is `recompute`. `idle` is 0: the simulation requests no window.
+is `recompute`; for the last attempt, past its own last completed save (every simulated run ends
+badly: a failure or the window's time limit, after which a relaunch would resume from there).
+`idle` is 0: the simulation requests no window.
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float) ->
     data = np.minimum(rest, np.clip(s.data_ms - data_base, 0, None))
     rest = rest - data
     slow = s.slow >= 0
-    keep = nxt.resumed_from if nxt is not None else None
-    thrown = s.step > keep if keep is not None else np.zeros(len(s), dtype=bool)
+    keep = nxt.resumed_from if nxt is not None else (att.last_save() or 0)
+    thrown = s.step > keep
     out = {c: 0.0 for c in CATEGORIES}
     out["productive"] = float(productive[~thrown].sum())
     out["recompute"] = float(productive[thrown].sum())

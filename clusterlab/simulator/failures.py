@@ -38,6 +38,7 @@ def _dp(p: Proc, gpn: int) -> tuple[str, int]:
 
 
 def _remote(detail: str) -> str:
+    """The NCCL error a rank raises when a peer vanished, with the transport's last error."""
     return (f"NCCL error: remote process exited or there was a network error, NCCL version {NCCL_VERSION}\n"
             "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting "
             f"prematurely.\nLast error:\n{detail}")
@@ -69,8 +70,8 @@ def ending(run: Run, att: Attempt, procs: list[Proc], agents: dict[str, int], r:
         _hang(log, run, att, procs, agents, culprit, r, seed)
     else:
         _crash(log, ev, run, att, procs, agents, culprit, r, seed)
-    log.add(from_ms(e.exit_ms), f"+ echo 'job {att.job_id} finished with exit code 1'\n"
-                                f"job {att.job_id} finished with exit code 1")
+    log.add(from_ms(e.exit_ms + 500), f"+ echo 'job {att.job_id} finished with exit code 1'\n"
+                                      f"job {att.job_id} finished with exit code 1")
     return log, ev
 
 
@@ -108,16 +109,22 @@ def _hang(log: Log, run: Run, att: Attempt, procs: list[Proc], agents: dict[str,
     _summaries(log, run, att, agents, fails, times)
 
 
-_CULPRIT: dict[str, tuple[str, list[str]]] = {
-    # mode: (exception line, frames below training.py's train_step)
+_CULPRIT: dict[str, tuple[str, str, str]] = {
+    # mode: (exception line, the frame that raised it, its source line)
     "gpu_memory_ecc": ("RuntimeError: CUDA error: uncorrectable ECC error encountered",
-                       ["megatron/core/distributed/param_and_grad_buffer.py\", line 371, in start_grad_sync"]),
+                       'megatron/core/distributed/param_and_grad_buffer.py", line 371, in start_grad_sync',
+                       "self.grad_data *= self.gradient_scaling_factor"),
     "cuda_error": ("RuntimeError: CUDA error: an illegal memory access was encountered",
-                   ["megatron/core/transformer/moe/token_dispatcher.py\", line 212, in token_permutation"]),
+                   'megatron/core/transformer/moe/token_dispatcher.py", line 212, in token_permutation',
+                   "permuted_tokens = tokens.index_select(0, sorted_indices)"),
     "user_code_error": ("IndexError: index 4194305 is out of bounds for axis 0 with size 4194304",
-                        ["megatron/core/datasets/gpt_dataset.py\", line 263, in __getitem__"]),
+                        'megatron/core/datasets/gpt_dataset.py", line 263, in __getitem__',
+                        "text = self.dataset.get(doc_ids[doc_index_beg], offset=offset)"),
     "filesystem_io": ("OSError: [Errno 5] Input/output error: '/lustre/data/tokens/shard-00731.bin'",
-                      ["megatron/core/datasets/indexed_dataset.py\", line 402, in read"]),
+                      'megatron/core/datasets/indexed_dataset.py", line 402, in read',
+                      "return numpy.frombuffer(self.bin_buffer, dtype=dtype, count=count, offset=offset)"),
+    "loss_divergence": ("", 'megatron/core/rerun_state_machine.py", line 512, in validate_result',
+                        "raise RuntimeError(full_message)"),
 }
 
 
@@ -126,25 +133,20 @@ def _culprit_block(run: Run, att: Attempt, p: Proc) -> tuple[str | None, str, in
     e = att.ending
     if e.mode == "host_hw":
         return None, f"Signal 7 (SIGBUS) received by PID {p.pid}", -7
-    pre = f"[rank{p.rank}]:"
+    exc, frame, code = _CULPRIT[e.mode]
     if e.mode == "loss_divergence":
         exc = (f"RuntimeError: Rank {p.rank}, node {p.host}, device {p.local}, iteration {att.last_step + 1}: "
                "Unexpected result nan (message='found NaN in local grad norm for bucket #0 in backward pass before "
                "data-parallel communication collective')")
-        frames = ["megatron/core/rerun_state_machine.py\", line 512, in validate_result"]
-    else:
-        exc, frames = _CULPRIT[e.mode]
     lines = ["Traceback (most recent call last):", f'  File "{MEGATRON}/pretrain_gpt.py", line 284, in <module>',
              "    pretrain(", f'  File "{MEGATRON}/megatron/training/training.py", line 386, in pretrain',
              "    iteration, num_floating_point_operations_so_far = train(",
-             f'  File "{MEGATRON}/megatron/training/training.py", line 1340, in train_step']
-    lines += [f'  File "{MEGATRON}/{f}' for f in frames]
+             f'  File "{MEGATRON}/megatron/training/training.py", line 1340, in train_step',
+             "    losses_reduced = forward_backward_func(", f'  File "{MEGATRON}/{frame}', f"    {code}", exc]
     if "CUDA error" in exc:
-        lines += [exc, "CUDA kernel errors might be asynchronously reported at some other API call, so the "
-                  "stacktrace below might be incorrect.", "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"]
-    else:
-        lines.append(exc)
-    return "\n".join(f"{pre} {ln}" if ln.startswith(" ") else f"{pre}{ln}" for ln in lines), exc, 1
+        lines += ["CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+                  "below might be incorrect.", "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"]
+    return "\n".join(f"[rank{p.rank}]: {ln}" for ln in lines), exc, 1
 
 
 def _crash(log: Log, ev: Evidence, run: Run, att: Attempt, procs: list[Proc], agents: dict[str, int],

@@ -56,6 +56,7 @@ class Cluster:
 
     @property
     def hostlist(self) -> str:
+        """The cluster's nodes as a Slurm hostlist."""
         width = len(self.hosts[0].rsplit("-", 1)[1])
         return f"{self.hosts[0].rsplit('-', 1)[0]}-[{1:0{width}d}-{len(self.hosts):0{width}d}]"
 

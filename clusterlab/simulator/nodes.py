@@ -30,6 +30,7 @@ NID = "10.40.1.17@o2ib"
 
 
 def style(cluster: Cluster) -> str:
+    """How this cluster's kernel logs were collected."""
     return STYLES[cluster.index % len(STYLES)]
 
 
@@ -69,6 +70,8 @@ def decoys(cfg: Config, cluster: Cluster, run: Run, r: random.Random) -> tuple[d
                                 "0x50e730=0x102000e 0x50e734=0x24 0x50e728=0xf81eb60 0x50e72c=0x1174")]
             benign.append({"host": spare, "ts": t, "what": "Xid 13 in another user's job; no run of ours on the node"})
             break
+    if not run.attempts:
+        return lines, benign
     host = run.attempts[-1].hosts[0]
     at = (run.attempts[-1].start_ms + run.attempts[-1].end_ms) // 2
     lines.setdefault(host, []).extend([

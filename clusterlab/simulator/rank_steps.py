@@ -30,36 +30,41 @@ def _loss(steps: np.ndarray) -> np.ndarray:
     return 2.1 + 8.6 * np.exp(-steps / 160.0) + 0.9 * np.exp(-steps / 2500.0)
 
 
-def _block(run: Run, att: Attempt, node: int, lo: int, hi: int, rng: np.random.Generator) -> pl.DataFrame:
-    """The records of one node's ranks for steps [lo, hi), step-major."""
+def _block(run: Run, att: Attempt, node: int, lo: int, hi: int, rng: np.random.Generator
+           ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Steps [lo, hi) of one node: a frame per step, and one per record (step-major, rank-minor)."""
     s = att.steps
     gpn = run.cluster.gpus_per_node
     m = hi - lo
     factor = np.where(s.slow[lo:hi] == node, s.factor[lo:hi], 1.0)
     noise = np.abs(rng.normal(0.0, 0.003, (m, gpn)))
     compute = np.rint(s.compute_ms[lo:hi, None] * factor[:, None] * (1.0 - noise)).astype(np.int64)
-    data = np.broadcast_to(s.data_ms[lo:hi, None], (m, gpn))
-    step_ms = np.broadcast_to(s.step_ms[lo:hi, None], (m, gpn))
+    comm = s.step_ms[lo:hi, None] - compute - s.data_ms[lo:hi, None]
     loss = np.rint((_loss(s.step[lo:hi])[:, None] + rng.normal(0.0, 0.01, (m, gpn))) * 10_000).astype(np.int64)
-    return pl.DataFrame({
-        "end": np.repeat(s.end[lo:hi], gpn), "rank": np.tile(np.arange(node * gpn, (node + 1) * gpn), m),
-        "step": np.repeat(s.step[lo:hi], gpn), "step_ms": step_ms.ravel(), "compute_ms": compute.ravel(),
-        "comm_ms": (step_ms - compute - data).ravel(), "data_ms": data.ravel(), "loss": loss.ravel(),
-    })
+    per_step = pl.DataFrame({"end": s.end[lo:hi], "step": s.step[lo:hi], "step_ms": s.step_ms[lo:hi],
+                             "data_ms": s.data_ms[lo:hi]})
+    ranks = np.tile(np.arange(node * gpn, (node + 1) * gpn), m)
+    per_rank = pl.DataFrame({"i": np.repeat(np.arange(m), gpn), "rank": ranks, "compute_ms": compute.ravel(),
+                             "comm_ms": comm.ravel(), "loss": loss.ravel()})
+    return per_step, per_rank
 
 
-def _lines(df: pl.DataFrame, host: str, tokens: int, epoch: bool) -> pl.DataFrame:
+def _lines(per_step: pl.DataFrame, per_rank: pl.DataFrame, host: str, tokens: int, epoch: bool) -> pl.DataFrame:
     """One JSON object per record, as `clusterlab.instrument` writes it."""
+    # NOTE: what all ranks of a step share is formatted once per step, then gathered per record
     ts = (pl.concat_str([pl.lit('"'), pl.from_epoch(pl.col("end"), time_unit="ms")
                          .dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ"), pl.lit('"')]) if not epoch else _ms("end"))
+    head = per_step.select(a=pl.concat_str([pl.lit('{"ts":'), ts, pl.lit(',"rank":')]),
+                           b=pl.concat_str([pl.lit(f',"host":"{host}","step":'), pl.col("step").cast(pl.String),
+                                            pl.lit(',"step_s":'), _ms("step_ms"), pl.lit(',"compute_s":')]),
+                           c=pl.concat_str([pl.lit(',"data_s":'), _ms("data_ms"),
+                                            pl.lit(f',"tokens":{tokens},"loss":')]))
+    shared = head[per_rank["i"]]
     loss = pl.concat_str([(pl.col("loss") // 10_000).cast(pl.String), pl.lit("."),
                           (pl.col("loss") % 10_000).cast(pl.String).str.zfill(4)])
-    return df.select(pl.concat_str([
-        pl.lit('{"ts":'), ts, pl.lit(',"rank":'), pl.col("rank").cast(pl.String), pl.lit(f',"host":"{host}","step":'),
-        pl.col("step").cast(pl.String), pl.lit(',"step_s":'), _ms("step_ms"), pl.lit(',"compute_s":'),
-        _ms("compute_ms"), pl.lit(',"comm_s":'), _ms("comm_ms"), pl.lit(',"data_s":'), _ms("data_ms"),
-        pl.lit(f',"tokens":{tokens},"loss":'), loss, pl.lit("}"),
-    ]).alias("line"))
+    return pl.concat([shared, per_rank], how="horizontal").select(pl.concat_str([
+        pl.col("a"), pl.col("rank").cast(pl.String), pl.col("b"), _ms("compute_ms"), pl.lit(',"comm_s":'),
+        _ms("comm_ms"), pl.col("c"), loss, pl.lit("}")]).alias("line"))
 
 
 def write_node(out: Out, run: Run, att: Attempt, node: int, seed: int) -> int:
@@ -69,7 +74,7 @@ def write_node(out: Out, run: Run, att: Attempt, node: int, seed: int) -> int:
     epoch = run.cluster.index % 2 == 1  # both spellings of `ts` occur in the wild
     n = len(att.steps)
     for lo in range(0, n, CHUNK):
-        lines = _lines(_block(run, att, node, lo, min(n, lo + CHUNK), rng), att.hosts[node], tokens, epoch)
+        lines = _lines(*_block(run, att, node, lo, min(n, lo + CHUNK), rng), att.hosts[node], tokens, epoch)
         buf = io.BytesIO()
         lines.write_csv(buf, include_header=False, quote_style="never")
         out.write(buf.getvalue())

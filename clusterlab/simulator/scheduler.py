@@ -29,6 +29,7 @@ def job_start_ms(att: Attempt) -> int:
 
 
 def job_end_ms(att: Attempt) -> int:
+    """Slurm's end of the job: a moment after the last line, on a whole second."""
     return (att.end_ms // 1000 + 2) * 1000
 
 
@@ -89,4 +90,5 @@ def sacct_rows(cluster: Cluster, run: Run, evidence: dict[int, Evidence]) -> lis
 
 
 def sacct(sink: Sink, rows: list[str]) -> None:
+    """scheduler/sacct.txt: `sacct --parsable2` for every cluster's jobs."""
     sink.text("scheduler/sacct.txt", "\n".join([SACCT_COLS, *rows]) + "\n")

@@ -40,10 +40,12 @@ class Out:
             self.write("\n".join(lines) + "\n")
 
     def flush(self) -> None:
+        """Pass the buffered block on (to the compressor or the file)."""
         self._f.write(self._buf.getvalue())
         self._buf = io.BytesIO()
 
     def close(self) -> None:
+        """Flush and close (the gzip trailer too)."""
         self.flush()
         if self._f is not self._raw:
             self._f.close()
@@ -63,6 +65,8 @@ class Sink:
         self.root = root
         self.gzip_big = gzip_big
         self.paths: list[Path] = []
+        self.text_bytes = 0  # before compression
+        self._open: list[Out] = []
         if root.exists():
             shutil.rmtree(root)
         root.mkdir(parents=True)
@@ -72,7 +76,9 @@ class Sink:
         gz = big and self.gzip_big
         path = self.root / (rel + ".gz" if gz else rel)
         self.paths.append(path)
-        return Out(path, gz)
+        out = Out(path, gz)
+        self._open.append(out)
+        return out
 
     def text(self, rel: str, text: str) -> None:
         """A small file written at once."""
@@ -82,6 +88,8 @@ class Sink:
     def finish(self, mtime_s: float) -> int:
         """Stamp every file with `mtime_s` (formats without a year take it from there); total bytes."""
         # NOTE: years of glog, c10d and syslog lines come from the file's mtime at ingest
+        self.text_bytes = sum(o.bytes_in for o in self._open)
+        self._open = []
         for p in self.paths:
             os.utime(p, (mtime_s, mtime_s))
         return sum(p.stat().st_size for p in self.paths)

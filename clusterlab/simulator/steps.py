@@ -25,6 +25,7 @@ class StepModel:
 
     @property
     def step_ms(self) -> int:
+        """The steady step time."""
         return self.compute_ms + self.data_ms + self.comm_ms
 
 

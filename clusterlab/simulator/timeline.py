@@ -71,17 +71,21 @@ class Attempt:
 
     @property
     def end_ms(self) -> int:
+        """The attempt's last stamped log line."""
         return self.ending.exit_ms
 
     @property
     def first_step(self) -> int:
+        """The first step this attempt trained."""
         return int(self.steps.step[0])
 
     @property
     def last_step(self) -> int:
+        """The last step it completed."""
         return int(self.steps.step[-1])
 
     def last_save(self) -> int | None:
+        """The step of its last completed save, if any."""
         done = [s.step for s in self.saves if s.complete]
         return done[-1] if done else None
 
@@ -96,9 +100,12 @@ class Run:
     shape: tuple[str, int, int, int]  # MODELS entry
     attempts: list[Attempt] = field(default_factory=list)
     repairs: list[tuple[str, int, int]] = field(default_factory=list)  # (host, drained at, back in service at)
+    stall_pending: bool = False  # the scenario's stalled save is still to come
+    normal_saves: int = 0  # completed saves that did not stall, so far
 
     @property
     def gpus(self) -> int:
+        """GPUs the run holds (every attempt the same)."""
         return self.cluster.run_nodes * self.cluster.gpus_per_node
 
 
@@ -143,24 +150,24 @@ def build(cfg: Config, cluster: Cluster) -> Run:
     lo, hi = cfg.window_ms
     back = dict.fromkeys(cluster.hosts, 0)  # when each node is in service again
     t = lo + int(rng.integers(60_000, 900_000))
-    available: list[int] = []  # durable checkpoint steps
-    forced = cfg.scenarios and cluster.profile.name == "bad" and _first_bad(cfg, cluster)
+    available: list[Save] = []  # durable checkpoints
+    lose = cfg.scenarios and _first_bad(cfg, cluster)  # the provider will lose a checkpoint here
+    run.stall_pending = cfg.scenarios and cluster.index == min(1, cfg.providers * cfg.clusters_per_provider - 1)
     k = 1
     while True:
         hosts = tuple(sorted(h for h in cluster.hosts if back[h] <= t)[: cluster.run_nodes])
         if len(hosts) < cluster.run_nodes:
             t = sorted(back.values())[cluster.run_nodes - 1]
             continue
-        resume = max(available, default=0)
-        att = _attempt(cfg, run, k, hosts, t, resume, rates, eps, rng, (lo + (hi - lo) * 9 // 20) if forced else None)
+        if lose and len(available) >= 2:
+            available.pop().deleted = True  # the newest checkpoint is gone when the relaunch looks for it
+            lose = False
+        resume = available[-1].step if available else 0
+        att = _attempt(cfg, run, k, hosts, t, resume, rates, eps, rng, (lo + (hi - lo) * 9 // 20) if lose else None)
         if att is None:
             break
         run.attempts.append(att)
-        done = [s for s in att.saves if s.complete]
-        if forced and done and len(done) + len(available) >= 2 and att.ending.mode != "time_limit":
-            done[-1].deleted = True  # the provider's storage lost the newest checkpoint
-            forced = False
-        available += [s.step for s in done if not s.deleted]
+        available += [s for s in att.saves if s.complete]
         if att.ending.mode == "time_limit":
             break
         if att.ending.mode in HARDWARE and att.ending.host:
@@ -190,19 +197,22 @@ def _attempt(cfg: Config, run: Run, k: int, hosts: tuple[str, ...], start: int, 
         return None
     total = sum(rates.values()) * run.gpus / 3_600_000  # failures per ms
     fail = start + int(rng.exponential(1 / total)) if total > 0 else None
+    modes = sorted(m for m in rates if rates[m] > 0)
+    mode = str(rng.choice(modes, p=np.array([rates[m] for m in modes]) / sum(rates.values()))) if modes else ""
     if forced_at is not None and forced_at > earliest and (fail is None or fail > forced_at):
         fail, mode = forced_at, "gpu_fell_off_bus"
-    else:
-        mode = str(rng.choice(sorted(rates), p=np.array([rates[x] for x in sorted(rates)]) / sum(rates.values())))
     if len(hosts) == 1 and mode in endings.LINK:
         mode = "gpu_hw_other"  # a one-node run has no peer to lose: what breaks is the node's GPU
     if fail is not None:
         fail = max(fail, earliest)
     horizon = fail if fail is not None and fail < hi else hi
-    steps, saves = _steps(cfg, run, k, resume + 1, first_start, horizon, hosts, rng)
+    steps, saves = _steps(cfg, run, resume + 1, first_start, horizon, hosts, rng)
     att = Attempt(run.name, k, hosts, start, startup, load, resume, steps, saves, _ending_placeholder())
     _apply_episodes(att, run, eps, first_start, horizon)
     att.saves = _saves(att, horizon)
+    if any(sv.stall_host and sv.complete for sv in att.saves):
+        run.stall_pending = False
+    run.normal_saves += sum(1 for sv in att.saves if sv.complete and not sv.stall_host)
     if fail is None or fail >= hi:
         root = (hi // 1000 + 1) * 1000  # Slurm's time limit is checked on a whole second
         att.ending = _ending(run, att, "time_limit", root, None, rng)
@@ -212,10 +222,11 @@ def _attempt(cfg: Config, run: Run, k: int, hosts: tuple[str, ...], start: int, 
 
 
 def _ending_placeholder() -> Ending:
+    """An ending to fill in once the steps are known."""
     return Ending("unknown", None, None, 0, 0, 0)
 
 
-def _steps(cfg: Config, run: Run, k: int, first_step: int, first_start: int, horizon: int, hosts: tuple[str, ...],
+def _steps(cfg: Config, run: Run, first_step: int, first_start: int, horizon: int, hosts: tuple[str, ...],
            rng: np.random.Generator) -> tuple[StepArrays, list[Save]]:
     """Jittered steps with their saves (some of which stall) up to the horizon."""
     m = run.model
@@ -225,8 +236,11 @@ def _steps(cfg: Config, run: Run, k: int, first_step: int, first_start: int, hor
     slots = int((s.step % run.save_every == 0).sum())
     dur = np.rint(rng.uniform(*p.save_s, slots) * 1000).astype(np.int64)
     stall = rng.random(slots) < p.stall_per_save
-    if cfg.scenarios and run.cluster.index == min(1, cfg.providers * cfg.clusters_per_provider - 1) and k == 1:
-        stall[min(2, slots - 1):min(3, slots)] = True  # one stalled save in the second cluster's first launch
+    if run.stall_pending:  # the scenario's stalled save: the first one allowed
+        stall[:] = np.arange(slots) == max(0, 3 - run.normal_saves)
+    # a stall stands out only against normal saves: none before the run has made three
+    normal = run.normal_saves + np.cumsum(np.concatenate([[0], ~stall[:-1]])) if slots else np.zeros(0)
+    stall &= normal >= 3
     dur[stall] = np.rint(rng.uniform(*p.stall_s, int(stall.sum())) * 1000).astype(np.int64)
     add_saves(s, run.save_every, dur)
     restamp(s, m, first_start)

@@ -39,6 +39,7 @@ def procs_for(run: Run, att: Attempt, r: random.Random) -> tuple[list[Proc], dic
 
 
 def ckpt_dir(run: Run) -> str:
+    """Where the run saves its checkpoints (as its logs print it)."""
     return f"/lustre/{run.cluster.name}/ckpt/{run.name}"
 
 

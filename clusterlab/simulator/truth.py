@@ -21,14 +21,17 @@ NOTES = (
 
 
 def _ts(ms: int | None) -> str | None:
+    """ISO 8601 UTC with milliseconds, or None."""
     return iso_z(from_ms(ms)) if ms is not None else None
 
 
 def _blame(mode: str) -> str:
+    """Who the taxonomy blames for a mode (straggler: unknown)."""
     return taxonomy.MODES[mode].blame if mode in taxonomy.MODES else "unknown"
 
 
 def _base(run: Run, att: Attempt, kind: str, mode: str, host: str | None) -> dict:
+    """The fields every incident has."""
     return {"run": run.name, "attempt": att.k, "kind": kind, "failure_mode": mode, "blame": _blame(mode),
             "host": host, "cluster": run.cluster.name, "provider": run.cluster.provider}
 
@@ -70,6 +73,7 @@ def lost_checkpoints(run: Run) -> list[dict]:
 
 
 def attempt_doc(att: Attempt) -> dict:
+    """One attempt as truth.json lists it."""
     return {"run": att.run, "attempt": att.k, "job_id": att.job_id, "hosts": list(att.hosts),
             "start_ts": _ts(att.start_ms), "end_ts": _ts(att.end_ms), "first_step": att.first_step,
             "last_step": att.last_step, "steps": len(att.steps), "resumed_from": att.resumed_from,
@@ -78,10 +82,12 @@ def attempt_doc(att: Attempt) -> dict:
 
 
 def document(cfg: Config, fleet: list[Cluster], runs: list[Run], benign: list[dict], files: dict[str, list[str]]
-             ) -> str:
-    """The whole truth.json text."""
+             ) -> tuple[str, int]:
+    """The whole truth.json text, and how many incidents it lists."""
     incidents, attempts, ledgers = [], [], {}
     for run in runs:
+        if not run.attempts:  # a window too short for one launch
+            continue
         for att, nxt in zip(run.attempts, [*run.attempts[1:], None], strict=True):
             incidents.append(interruption(run, att, nxt))
             incidents += degradations(run, att)
@@ -99,4 +105,4 @@ def document(cfg: Config, fleet: list[Cluster], runs: list[Run], benign: list[di
                         for c in fleet},
            "incidents": incidents, "benign": [{**b, "ts": _ts(b["ts"])} for b in benign], "attempts": attempts,
            "runs": ledgers}
-    return json.dumps(doc, indent=1, sort_keys=False) + "\n"
+    return json.dumps(doc, indent=1) + "\n", len(incidents)
