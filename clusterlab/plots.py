@@ -100,6 +100,7 @@ def _draw_incidents(ax: Axes, incidents: pl.DataFrame | None, attempts: pl.DataF
         if "gpu_hours_lost" in incidents.columns else incidents
     labelled = set(order.head(MAX_LABELS)["incident_id"].to_list()) if "incident_id" in order.columns else set()
     top = attempts["attempt"].min() - 0.55
+    lo, hi = mdates.date2num(attempts["start_ts"].min()), mdates.date2num(attempts["end_ts"].max())
     for i, inc in enumerate(incidents.sort("root_ts").iter_rows(named=True)):
         if inc["root_ts"] is None:
             continue
@@ -110,8 +111,9 @@ def _draw_incidents(ax: Axes, incidents: pl.DataFrame | None, attempts: pl.DataF
             ax.axvspan(start, end, color=color, alpha=0.35, lw=0)
         ax.axvline(start, color=color, lw=1.5)
         if not labelled or inc.get("incident_id") in labelled:
-            ax.text(start, top - 0.28 * (i % 2), f" {inc['failure_mode']} @ {inc['host'] or '?'}", fontsize=7,
-                    color="black", va="center", ha="left",
+            right = hi > lo and (start - lo) / (hi - lo) > 0.75  # near the right edge: label to the left
+            ax.text(start, top - 0.28 * (i % 2), f" {inc['failure_mode']} @ {inc['host'] or 'no host'} ", fontsize=7,
+                    color="black", va="center", ha="right" if right else "left",
                     bbox={"boxstyle": "round,pad=0.15", "fc": color, "alpha": 0.6, "lw": 0})
 
 
@@ -129,7 +131,7 @@ def _draw_checkpoints(ax: Axes, checkpoints: pl.DataFrame | None) -> None:
         if part.height:
             ax.plot(part["ts"].to_list(), (part["attempt"] - 0.33).to_list(), ls="none", marker=marker,
                     color=color, ms=7, label=label)
-    ax.legend(loc="lower right", fontsize=7, frameon=False, ncols=3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
 
 
 def ledger_waterfall(a: Attribution, ax: Axes | None = None, from_peak: bool = True) -> Axes:

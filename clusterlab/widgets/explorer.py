@@ -45,6 +45,10 @@ def png(draw: Callable, size: tuple[float, float]) -> bytes:
     return buf.getvalue()
 
 
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v * 100:.1f}%"
+
+
 def _image() -> w.Image:
     return w.Image(format="png", layout=w.Layout(max_width="100%", height="auto"))
 
@@ -59,7 +63,7 @@ class Explorer(w.VBox):
         self._runs: dict[str, RunData] = {}
         self._fleet: pl.DataFrame | None = None
         self._quiet = False
-        self._dirty: set[str] = set()
+        self._dirty: set[str] = {"Providers"}
         self.attribution: Attribution | None = None
         self.ledger_frame = self.incidents_frame = self.evidence_frame = pl.DataFrame()
         self.host_frame = self.host_events_frame = self.step_stats_frame = pl.DataFrame()
@@ -68,9 +72,9 @@ class Explorer(w.VBox):
         self.runs_frame = self._runs_frame()
         self._build()
         if run is not None:
-            self.select_run(run)
-        else:
-            self._load_run()
+            with self._hold():
+                self.select_run(run)
+        self._load_run()
 
     # ---- layout -------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -80,8 +84,11 @@ class Explorer(w.VBox):
         self.provider = w.Dropdown(options=[ALL, *providers], description="provider", **dd)
         self.cluster = w.Dropdown(options=self._clusters(ALL), description="cluster", **dd)
         self.run = w.Dropdown(options=self._run_names(ALL, ALL), description="run", **dd)
+        # NOTE: the slider's own readout is too narrow for two timestamps; a label beside it shows them
         self.window = w.SelectionRangeSlider(options=[("-", None)], description="time", continuous_update=False,
-                                             layout=w.Layout(width="640px"), style={"description_width": "40px"})
+                                             readout=False, layout=w.Layout(width="520px"),
+                                             style={"description_width": "60px"})
+        self.window_label = w.HTML()
         self.incident = w.Dropdown(description="incident", layout=w.Layout(width="560px"),
                                    style={"description_width": "60px"})
         self.host = w.Dropdown(description="host", **dd)
@@ -101,7 +108,7 @@ class Explorer(w.VBox):
         self.host.observe(lambda _: self._quiet or self._show_host(), "value")
         self.tabs.observe(lambda _: self._render_tab(), "selected_index")
         self.children = [
-            w.HBox([self.provider, self.cluster, self.run]), self.window, self.summary,
+            w.HBox([self.provider, self.cluster, self.run]), w.HBox([self.window, self.window_label]), self.summary,
             w.HBox([self.ledger_image, self.timeline_image]), w.HTML("<b>Incidents</b> (costliest first)"),
             self.incidents_html, w.HBox([self.incident, self.host]), self.tabs]
 
@@ -228,6 +235,7 @@ class Explorer(w.VBox):
         t0 = time.perf_counter()
         run, d = self.run.value, self.data(self.run.value)
         since, until = self.window_range()
+        self.window_label.value = html.note(f"{html.esc(since)} → {html.esc(until)}" if since else "")
         self.attribution = (frames.window_attribution(d.attribution, d.attempts, since, until)
                             if d.attribution is not None else None)
         a = self.attribution
@@ -256,11 +264,10 @@ class Explorer(w.VBox):
         a = self.attribution
         if a is None:
             return html.note(d.note or "no ledger", warn=True)
-        pct = (lambda v: "n/a" if v is None else f"{v * 100:.1f}%")
         lost = float(a.rows.filter(pl.col("category") != "productive")["usd"].sum() or 0.0)
         return html.facts([("run", run), ("GPUs", a.gpus), ("wall", f"{a.wall_hours:.2f} h"),
-                           ("GPU-hours", f"{a.gpu_hours:,.1f}"), ("steady MFU", pct(a.steady_mfu)),
-                           ("effective MFU", pct(a.effective_mfu)), ("lost", f"${lost:,.0f}"),
+                           ("GPU-hours", f"{a.gpu_hours:,.1f}"), ("steady MFU", _pct(a.steady_mfu)),
+                           ("effective MFU", _pct(a.effective_mfu)), ("lost", f"${lost:,.0f}"),
                            ("incidents", self.incidents_frame.height)])
 
     def _set_incidents(self) -> None:
@@ -278,7 +285,8 @@ class Explorer(w.VBox):
         """Evidence of the selected incident, its host's history, and the review form filled in."""
         t0 = time.perf_counter()
         inc_id = self.incident.value
-        self.incidents_html.value = html.table(self.incidents_frame, key="incident_id", selected=inc_id)
+        self.incidents_html.value = html.table(self.incidents_frame, key="incident_id", selected=inc_id,
+                                               wrap=("note",), height_px=190)
         ev = self.evidence_of(inc_id)
         self.evidence_frame = ev
         self.evidence_html.value = (html.evidence(ev) if inc_id else html.note("no incident in this range"))
@@ -317,8 +325,8 @@ class Explorer(w.VBox):
                    if frames.repeat_offender(self.host_frame) else
                    f"{host}: {self.host_frame.height} incident(s) on record")
         self.host_html.value = (html.note(verdict, warn=frames.repeat_offender(self.host_frame))
-                                + html.table(self.host_frame) + "<b>Evidence lines naming a failure mode</b>"
-                                + html.table(self.host_events_frame))
+                                + html.table(self.host_frame, height_px=220)
+                                + "<b>Evidence lines naming a failure mode</b>" + html.table(self.host_events_frame))
 
     def _render_tab(self) -> None:
         """Draw the selected tab if what it shows went stale (the costly plots render only when seen)."""
@@ -348,7 +356,9 @@ class Explorer(w.VBox):
                                        (min(3 + 1.2 * days, 12), min(1.5 + 0.3 * self.heatmap_frame.height, 10)))
 
     def _render_mix(self) -> None:
-        inc = self.lab.incidents()  # costs need every run's ledger: only when this tab is opened
+        # costs need every listed run's ledger: built only when this tab is opened, then kept
+        incs = [self.data(r).incidents for r in self._run_names(self.provider.value, ALL)]
+        inc = pl.concat(incs, how="diagonal_relaxed") if incs else attribution.empty_incidents()
         if self.provider.value != ALL:
             inc = inc.filter(pl.col("provider") == self.provider.value)
         self.mix_frame = frames.failure_mix(inc)

@@ -15,8 +15,8 @@ from clusterlab.attribution import Attribution
 
 STEP_HOSTS_SHOWN = 24  # boxes in the step-time plot: past that the slowest hosts are what matters
 
-INCIDENT_VIEW = ["incident_id", "attempt", "kind", "root_ts", "failure_mode", "blame", "host", "gpu_hours_lost",
-                 "usd_lost", "evidence_count", "status", "ticket", "note", "overridden"]
+INCIDENT_VIEW = ["incident_id", "failure_mode", "host", "blame", "attempt", "kind", "root_ts", "gpu_hours_lost",
+                 "usd_lost", "evidence_count", "status", "ticket", "overridden", "note"]
 
 
 def time_marks(start: dt.datetime, end: dt.datetime, n: int = 48) -> list[dt.datetime]:

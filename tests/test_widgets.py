@@ -1,0 +1,277 @@
+"""The Explorer and RelaunchPanel: selectors drive what the views show (asserted on the frames behind them)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+import types
+
+import polars as pl
+import pytest
+
+from clusterlab import Lab, attempts
+from clusterlab.widgets import Explorer, RelaunchPanel, frames, html
+from clusterlab.widgets import relaunch as relaunch_widget
+from conftest import SAMPLES
+
+RUN = "llama8b-pretrain"
+XID_INCIDENT = f"{RUN}:1:end"  # Xid 79 on east-003, then watchdog timeouts on every rank
+NET_INCIDENT = f"{RUN}:2:end"  # IB link down on east-002
+
+
+@pytest.fixture(scope="module")
+def demo() -> Lab:
+    """The sample bundle, ingested once for the module; tests undo their annotations."""
+    with Lab(":memory:") as lab:
+        lab.ingest(SAMPLES / "bundle")
+        yield lab
+
+
+@pytest.fixture
+def ex(demo: Lab) -> Explorer:
+    yield Explorer(demo, run=RUN)
+    demo.con.execute("DELETE FROM annotations")
+
+
+def test_run_selector_updates_ledger_incidents_and_timeline_together(ex: Explorer, demo: Lab) -> None:
+    before = ex.timeline_image.value
+    assert set(ex.incidents_frame["incident_id"].str.split(":").list.first()) == {RUN}
+    ex.run.value = "mm7b-sft"
+    assert set(ex.incidents_frame["incident_id"].str.split(":").list.first()) == {"mm7b-sft"}
+    assert ex.attribution.run == "mm7b-sft"
+    assert ex.ledger_frame["gpu_hours"].sum() == pytest.approx(demo.attribute("mm7b-sft").gpu_hours)
+    assert bytes(ex.timeline_image.value) != bytes(before) and bytes(ex.timeline_image.value).startswith(b"\x89PNG")
+    assert "mm7b-sft" in ex.summary.value
+    assert ex.incident.value in ex.incidents_frame["incident_id"].to_list()
+
+
+def test_provider_filter_narrows_clusters_and_runs(ex: Explorer) -> None:
+    ex.provider.value = "borealis"
+    assert list(ex.cluster.options) == ["(all)", "bor-1"]
+    assert list(ex.run.options) == ["mm7b-sft"] and ex.run.value == "mm7b-sft"
+    ex.provider.value = "acme"
+    ex.cluster.value = "acme-west"
+    assert set(ex.run.options) == {"ds1b-ablation", "hf-eval-sweep"}
+    assert ex.run.value in ex.run.options
+    ex.select_run(RUN)  # widens the filters again
+    assert ex.provider.value == "(all)" and ex.run.value == RUN
+
+
+def test_time_range_limits_incidents_and_ledger_to_overlapping_attempts(ex: Explorer, demo: Lab) -> None:
+    first = demo.attempts(RUN).row(0, named=True)
+    marks = [v for _, v in ex.window.options]
+    ex.window.value = (marks[0], max(m for m in marks if m <= first["end_ts"]))
+    assert set(ex.incidents_frame["attempt"].to_list()) == {1}
+    full = demo.attribute(RUN)
+    attempt1 = full.rows.filter(pl.col("attempt") == 1)["gpu_hours"].sum()
+    assert ex.ledger_frame["gpu_hours"].sum() == pytest.approx(attempt1)
+    assert ex.attribution.gpu_hours < full.gpu_hours
+
+
+def test_selecting_an_incident_shows_its_evidence_with_file_and_line(ex: Explorer) -> None:
+    ex.incident.value = NET_INCIDENT
+    assert set(ex.evidence_frame["incident_id"]) == {NET_INCIDENT}
+    ex.incident.value = XID_INCIDENT
+    top = ex.evidence_frame.row(0, named=True)
+    assert top["xid"] == 79 and top["host"] == "east-003"
+    assert f"nodes/east-003/dmesg:{top['line']}" in ex.evidence_html.value
+    assert ex.host.value == "east-003"  # the incident's host is selected with it
+    assert "GPU has fallen off the bus" in ex.evidence_html.value
+
+
+def test_host_history_spans_runs_and_flags_a_repeat_offender(ex: Explorer) -> None:
+    ex.incident.value = XID_INCIDENT
+    assert ex.host_frame["incident_id"].to_list() == [XID_INCIDENT]
+    assert "repeat offender" not in ex.host_html.value
+    assert "gpu_fell_off_bus" in ex.host_events_frame["failure_mode"].to_list()
+    # a reviewer pins the second attempt's failure on the same node: now it has failed twice
+    ex.incident.value = NET_INCIDENT
+    ex.review_host.value = "east-003"
+    ex.save_button.click()
+    ex.host.value = "east-003"
+    assert set(ex.host_frame["incident_id"]) == {XID_INCIDENT, NET_INCIDENT}
+    assert "repeat offender" in ex.host_html.value
+
+
+def test_correction_through_the_widget_lands_in_lab_incidents(ex: Explorer, demo: Lab) -> None:
+    ex.incident.value = NET_INCIDENT
+    ex.review_mode.value = "pcie_error"
+    ex.review_note.value = "AER storm before the link flap"
+    ex.review_ticket.value = "ACME-4821"
+    ex.review_status.value = "with_provider"
+    ex.save_button.click()
+    row = demo.incidents(RUN).filter(pl.col("incident_id") == NET_INCIDENT).row(0, named=True)
+    assert (row["failure_mode"], row["ticket"], row["status"]) == ("pcie_error", "ACME-4821", "with_provider")
+    assert row["overridden"] and row["detected_failure_mode"] == "network"
+    shown = ex.incidents_frame.filter(pl.col("incident_id") == NET_INCIDENT).row(0, named=True)
+    assert shown["failure_mode"] == "pcie_error" and ex.incident.value == NET_INCIDENT
+    assert "pcie_error" in ex.attribution.by("failure_mode")["failure_mode"].to_list()
+
+
+def test_confirming_keeps_the_detected_answer_and_records_the_review(ex: Explorer, demo: Lab) -> None:
+    ex.incident.value = XID_INCIDENT
+    ex.review_mode.value = "unknown"  # ignored: confirm records what was detected
+    ex.confirm_button.click()
+    row = demo.incidents(RUN).filter(pl.col("incident_id") == XID_INCIDENT).row(0, named=True)
+    assert row["failure_mode"] == "gpu_fell_off_bus" and not row["overridden"] and row["note"] == "confirmed"
+
+
+def test_an_invalid_annotation_is_reported_not_raised(ex: Explorer) -> None:
+    ex.incident.value = XID_INCIDENT
+    ex.review_status.options = [*ex.review_status.options, "bogus"]
+    ex.review_status.value = "bogus"
+    ex.save_button.click()
+    assert "status must be one of" in ex.review_message.value
+
+
+def test_evidence_text_is_html_escaped(ex: Explorer, demo: Lab) -> None:
+    hostile = "<img src=x onerror=alert(1)>"
+    demo.con.execute("UPDATE events SET text = ? || text WHERE kind = 'xid'", [hostile])
+    try:
+        fresh = Explorer(demo, run=RUN)
+        fresh.incident.value = XID_INCIDENT
+        assert fresh.evidence_frame["text"][0].startswith(hostile)  # the frame keeps the raw line
+        assert hostile not in fresh.evidence_html.value
+        assert "&lt;img src=x onerror=alert(1)&gt;" in fresh.evidence_html.value
+    finally:
+        demo.con.execute("UPDATE events SET text = replace(text, ?, '') WHERE kind = 'xid'", [hostile])
+    page = html.evidence(pl.DataFrame({"rank_in_incident": [1], "ts": [None], "host": ["<h>"], "source": ["k"],
+                                       "kind": ["x"], "file": ['/a/"b"&c'], "line": [3], "text": ["</td>"]}))
+    assert "&lt;h&gt;" in page and "&lt;/td&gt;" in page and "/a/&quot;b&quot;&amp;c:3" in page
+
+
+def test_lazy_tabs_show_stragglers_losses_and_provider_mix(ex: Explorer) -> None:
+    assert not ex.step_stats_frame.height  # not drawn until its tab is opened
+    ex.tabs.selected_index = ex.tabs.titles.index("Step times")
+    top = ex.step_stats_frame.row(0, named=True)
+    assert top["host"] == "east-005" and top["straggler"] and top["p99"] > 1.2 * top["fleet_median_s"]
+    ex.tabs.selected_index = ex.tabs.titles.index("Lost by host × day")
+    heat = ex.heatmap_frame
+    assert heat["host"][0] == "east-003"
+    assert heat.select(pl.exclude("host")).sum_horizontal().sum() == pytest.approx(
+        ex.ledger_frame.filter(pl.col("category") != "productive")["gpu_hours"].sum())
+    ex.tabs.selected_index = ex.tabs.titles.index("Providers")
+    assert {"acme", "borealis"} <= set(ex.mix_frame["provider"])
+    ex.provider.value = "borealis"
+    assert set(ex.mix_frame["provider"]) == {"borealis"}
+
+
+def test_relaunch_panel_says_when_the_planner_is_missing(demo: Lab, monkeypatch) -> None:
+    def missing():
+        raise ImportError("No module named 'clusterlab.relaunch.plan'")
+
+    monkeypatch.setattr(relaunch_widget, "_load_planner", missing)
+    panel = RelaunchPanel(demo, RUN)
+    assert panel.plan is None and "not available" in panel.message
+    assert panel.dry_run_button.disabled and "not available" in panel.view.value
+
+
+def test_relaunch_panel_shows_the_plan_escaped_and_dry_runs(demo: Lab, monkeypatch) -> None:
+    plan = {"run": RUN, "exclude": [{"host": "east-003", "reason": "Xid 79 <fell off bus>",
+                                     "failure_mode": "gpu_fell_off_bus", "incident": XID_INCIDENT}],
+            "drain": [{"host": "east-003", "reason": "clusterlab: Xid 79"}],
+            "checkpoint": {"step": 500, "path": "/ckpt/step-500", "verified": True, "skipped": [600]},
+            "nodes_needed": 4, "nodes_available": 5, "recompute_gpu_hours": 3.3, "backend": "slurm",
+            "command": ["sbatch", "--exclude=east-003", "train.sh"], "executed": False}
+    calls = []
+
+    def planner(con, run):
+        calls.append(run)
+        return types.SimpleNamespace(to_dict=lambda: plan)
+
+    monkeypatch.setattr(relaunch_widget, "_load_planner", lambda: planner)
+    panel = RelaunchPanel(demo, RUN)
+    assert panel.exclude_frame["host"].to_list() == ["east-003"]
+    assert "Xid 79 &lt;fell off bus&gt;" in panel.view.value
+    assert "sbatch --exclude=east-003 train.sh" in panel.view.value
+    panel.dry_run_button.click()
+    assert calls == [RUN, RUN] and "nothing was executed" in panel.status.value
+
+
+def _big_run(lab: Lab, run: str, ranks: int, steps: int, n_attempts: int, cluster: str) -> None:
+    """Per-rank timings for `ranks` GPUs straight into DuckDB: n attempts, each ended by an Xid, one straggler."""
+    per, hosts, t0 = steps // n_attempts, max(1, ranks // 8), "TIMESTAMP '2026-11-24 08:00:00'"
+    start = f"{t0} + to_seconds(a * ({per} * 2 + 960) + 60"  # each attempt: 60 s start-up, 2 s steps, 15 min gap
+    con = lab.con
+    con.execute("INSERT INTO runs (run, cluster, gpus, tokens_per_step, flops_per_token) VALUES (?, ?, ?, 4194304, "
+                "5.8e10)", [run, cluster, ranks])
+    fid = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ingested_files").fetchone()[0]
+    con.execute("INSERT INTO ingested_files (file_id, path, run, attempt) VALUES (?, ?, ?, 1)",
+                [fid, f"/synthetic/{run}", run])
+    con.execute(f"""
+        INSERT INTO rank_steps (file_id, source, run, attempt, line, ts, host, rank, step, step_s, compute_s,
+                                comm_s, data_s, tokens, loss)
+        SELECT {fid}, 'synthetic', '{run}', a + 1, s * {ranks} + r, {start} + (s - a * {per} + 1) * 2.0),
+               '{run}-' || lpad(CAST(r // 8 AS VARCHAR), 4, '0'), r, s, 2.0,
+               CASE WHEN r // 8 = 7 AND s % {per} BETWEEN 20 AND 40 THEN 1.9 ELSE 1.6 END, 0.35, 0.05, 4096, 2.0
+        FROM (SELECT range AS s, range // {per} AS a FROM range({per * n_attempts})) st, range({ranks}) rk(r)""")
+    con.execute(f"""
+        INSERT INTO checkpoints (file_id, source, run, attempt, line, ts, action, step, duration_s, ok)
+        SELECT {fid}, 'synthetic', '{run}', s // {per} + 1, 0, {t0} + to_seconds((s // {per}) * ({per} * 2 + 960)
+               + 60 + (s % {per} + 1) * 2.0), 'save', s, 10.0, true
+        FROM range({per * n_attempts}) t(s) WHERE s % 50 = 49""")
+    con.execute(f"""
+        INSERT INTO events (file_id, source, run, attempt, line, ts, host, kind, failure_mode, severity, xid, text)
+        SELECT {fid}, 'kernel', NULL, NULL, a, {start} + {per} * 2.0 + 1),
+               '{run}-' || lpad(CAST((a * 3) % {hosts} AS VARCHAR), 4, '0'), 'xid', 'gpu_fell_off_bus', 'critical',
+               79, 'NVRM: Xid (PCI:0000:5d:00): 79, GPU has fallen off the bus.'
+        FROM range({n_attempts}) t(a)""")
+    con.execute(f"""
+        INSERT INTO events (file_id, source, run, attempt, line, ts, host, kind, failure_mode, severity, rank, text)
+        SELECT {fid}, 'torch', '{run}', a + 1, a * {ranks} + r, {start} + {per} * 2.0 + 600),
+               '{run}-' || lpad(CAST(r // 8 AS VARCHAR), 4, '0'), 'watchdog_timeout', 'nccl_timeout', 'error', r,
+               'Watchdog caught collective operation timeout'
+        FROM range({n_attempts}) t(a), range({ranks}) rk(r)""")
+
+
+@pytest.fixture(scope="module")
+def big() -> Lab:
+    """A 1,024-GPU (128-node) run of 2,000 steps in 4 attempts, and a small one to switch from."""
+    with Lab(":memory:") as lab:
+        lab.con.execute("INSERT INTO providers VALUES ('p', 2.0, NULL)")
+        lab.con.execute("INSERT INTO clusters (cluster, provider, gpu, gpus_per_node) VALUES ('c', 'p', 'H100-SXM', 8)")
+        _big_run(lab, "big", 1024, 2000, 4, "c")
+        _big_run(lab, "small", 16, 400, 2, "c")
+        attempts.refresh(lab.con)
+        yield lab
+
+
+def _timed(action) -> float:
+    t = time.perf_counter()
+    action()
+    return time.perf_counter() - t
+
+
+def test_rerender_of_a_1024_node_run_takes_well_under_a_second(big: Lab, record_property) -> None:
+    ex = Explorer(big, run="big")  # first view computes and caches the run's attribution
+    assert ex.attribution.gpus == 1024 and len(ex.host.options) >= 128
+    ex.run.value = "small"
+    assert ex.incidents_frame.height
+    marks = [v for _, v in ex.window.options]
+    switch, window, incident = [], [], []
+    for _ in range(3):
+        ex.run.value = "small"
+        switch.append(_timed(lambda: setattr(ex.run, "value", "big")))
+        marks = [v for _, v in ex.window.options]
+        window.append(_timed(lambda m=marks: setattr(ex.window, "value", (m[0], m[len(m) // 2]))))
+        others = [i for i in ex.incidents_frame["incident_id"] if i != ex.incident.value]
+        incident.append(_timed(lambda o=others: setattr(ex.incident, "value", o[0])))
+    assert ex.attribution.run == "big" and ex.incidents_frame["incident_id"].str.starts_with("big:").all()
+    figures = {"run switch": statistics.median(switch), "time range": statistics.median(window),
+               "incident": statistics.median(incident)}
+    for name, seconds in figures.items():
+        record_property(name, round(seconds, 3))
+    print("re-render seconds (median of 3):", {k: round(v, 3) for k, v in figures.items()})
+    assert max(figures.values()) < 0.8, figures
+    ex.tabs.selected_index = ex.tabs.titles.index("Step times")
+    assert ex.step_stats_frame["host"][0] == "big-0007" and ex.step_stats_frame["hosts_total"][0] == 128
+
+
+def test_frames_time_marks_and_overlap() -> None:
+    import datetime as dt
+
+    a, b = dt.datetime(2026, 11, 24, 8), dt.datetime(2026, 11, 24, 10)
+    marks = frames.time_marks(a, b, 4)
+    assert marks[0] == a and marks[-1] == b and len(marks) == 5
+    f = pl.DataFrame({"s": [a, b], "e": [a + dt.timedelta(minutes=5), None]})
+    assert frames.overlapping(f, "s", "e", a + dt.timedelta(minutes=10), None)["s"].to_list() == [b]
