@@ -14,6 +14,8 @@ import polars as pl
 from clusterlab.lab import Lab
 from clusterlab.ledger import LedgerError
 from clusterlab.reader import InputError
+from clusterlab.relaunch.cli import print_plan
+from clusterlab.relaunch.cli import relaunch as relaunch_command
 from clusterlab.reports.cli import COMMANDS as REPORT_COMMANDS
 from clusterlab.reports.render import write_week
 from clusterlab.reports.scorecard import latest_week
@@ -66,7 +68,7 @@ def main(ctx: click.Context, db: str) -> None:
     ctx.obj["db"] = db
 
 
-for _command in [*REPORT_COMMANDS, simulate]:  # clusterlab scorecard, report, simulate
+for _command in [*REPORT_COMMANDS, simulate, relaunch_command]:  # scorecard, report, simulate, relaunch
     main.add_command(_command)
 
 
@@ -231,7 +233,7 @@ def annotate(ctx, incident_id, **fields):
               show_default=False, help="Evidence bundle to use (default: the embedded data_samples/bundle).")
 @click.pass_context
 def demo(ctx, out: Path, samples: Path):
-    """The main job on the embedded samples: a fresh database, ingest, and what it found."""
+    """The main job on the embedded samples: ingest, attribution, reports and the dry-run relaunch plan."""
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -264,6 +266,14 @@ def demo(ctx, out: Path, samples: Path):
             n = sum(1 for p in paths if p.name.startswith("incident-") and p.suffix == ".html")
             click.echo(f"\n# reports: the {week} scorecard and {n} incident reports (HTML and Markdown) in {reports}")
             click.echo(f"open {reports / f'scorecard-{week}.html'}")
+        runs = lab.runs()
+        if runs.height:  # the biggest run is the one worth getting going again
+            run = runs.sort(["gpus", "wall_hours"], descending=True)["run"][0]
+            click.echo(f"\n# relaunch (dry run): clusterlab --db {db} relaunch --run {run}")
+            try:
+                print_plan(lab.relaunch_plan(run))
+            except (KeyError, ValueError) as e:
+                click.echo(f"no relaunch plan: {e}")
     click.echo(f"\nexplore it: clusterlab --db {db} incidents")
     ctx.exit(status)
 

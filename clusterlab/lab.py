@@ -156,3 +156,18 @@ class Lab:
         from clusterlab.reports import incident_report
 
         return incident_report(self.con, incident_id)
+
+    def relaunch_plan(self, run: str, backend: str | None = None):
+        """The dry-run relaunch plan of a run: hosts to exclude and drain, the verified checkpoint, the command."""
+        from clusterlab.relaunch import relaunch_plan
+
+        return relaunch_plan(self.con, run, backend=backend)
+
+    def relaunch(self, plan, *, watch_s: float = 60.0, watch_dir: str | os.PathLike | None = None):
+        """Execute a plan from `relaunch_plan`: drain, launch, watch its first steps, record an audit row.
+
+        Idempotent per incident: a plan already executed launches nothing and says so.
+        """
+        from clusterlab.relaunch import execute
+
+        return execute(self.con, plan, watch_s=watch_s, watch_dir=watch_dir)

@@ -11,7 +11,6 @@ import pytest
 
 from clusterlab import Lab, attempts
 from clusterlab.widgets import Explorer, RelaunchPanel, frames, html
-from clusterlab.widgets import relaunch as relaunch_widget
 from conftest import SAMPLES
 
 RUN = "llama8b-pretrain"
@@ -156,14 +155,21 @@ def test_lazy_tabs_show_stragglers_losses_and_provider_mix(ex: Explorer) -> None
     assert set(ex.mix_frame["provider"]) == {"borealis"}
 
 
-def test_relaunch_panel_says_when_the_planner_is_missing(demo: Lab, monkeypatch) -> None:
-    def missing():
-        raise ImportError("No module named 'clusterlab.relaunch.plan'")
-
-    monkeypatch.setattr(relaunch_widget, "_load_planner", missing)
+def test_relaunch_panel_shows_the_real_plan_of_the_sample_run(demo: Lab) -> None:
     panel = RelaunchPanel(demo, RUN)
-    assert panel.plan is None and "not available" in panel.message
-    assert panel.dry_run_button.disabled and "not available" in panel.view.value
+    assert panel.message is None and not panel.dry_run_button.disabled
+    assert set(panel.exclude_frame["host"]) == {"east-002", "east-003"}
+    assert panel.plan == demo.relaunch_plan(RUN).to_dict()
+    assert "--exclude=east-[002-003]" in panel.view.value
+    panel.dry_run_button.click()
+    assert "nothing was executed" in panel.status.value
+    assert demo.sql("SELECT count(*) AS n FROM relaunches")["n"][0] == 0
+
+
+def test_relaunch_panel_says_when_it_cannot_plan(demo: Lab) -> None:
+    panel = RelaunchPanel(demo, "no-such-run")
+    assert panel.plan is None and "could not plan" in panel.message
+    assert panel.dry_run_button.disabled
 
 
 def test_relaunch_panel_shows_the_plan_escaped_and_dry_runs(demo: Lab, monkeypatch) -> None:
@@ -175,11 +181,11 @@ def test_relaunch_panel_shows_the_plan_escaped_and_dry_runs(demo: Lab, monkeypat
             "command": ["sbatch", "--exclude=east-003", "train.sh"], "executed": False}
     calls = []
 
-    def planner(con, run):
+    def planner(run):
         calls.append(run)
         return types.SimpleNamespace(to_dict=lambda: plan)
 
-    monkeypatch.setattr(relaunch_widget, "_load_planner", lambda: planner)
+    monkeypatch.setattr(demo, "relaunch_plan", planner)
     panel = RelaunchPanel(demo, RUN)
     assert panel.exclude_frame["host"].to_list() == ["east-003"]
     assert "Xid 79 &lt;fell off bus&gt;" in panel.view.value

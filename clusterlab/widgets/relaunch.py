@@ -11,13 +11,6 @@ import polars as pl
 from clusterlab.widgets import html
 
 
-def _load_planner():
-    """The relaunch planner, imported only when a panel is used (it is an optional layer)."""
-    from clusterlab.relaunch.plan import relaunch_plan
-
-    return relaunch_plan
-
-
 class RelaunchPanel(w.VBox):
     """Shows the dry-run relaunch plan of a run; the button builds it again and shows what would run."""
 
@@ -37,14 +30,9 @@ class RelaunchPanel(w.VBox):
         self.refresh()
 
     def refresh(self) -> None:
-        """Build the plan through `clusterlab.relaunch.plan.relaunch_plan` and show it."""
+        """Build the plan through `Lab.relaunch_plan` (a dry run: nothing is executed) and show it."""
         try:
-            planner = _load_planner()
-        except ImportError as e:
-            self._unavailable(f"relaunch planning is not available in this install yet ({e})")
-            return
-        try:
-            self.plan = planner(self.lab.con, self.run).to_dict()
+            self.plan = self.lab.relaunch_plan(self.run).to_dict()
         except Exception as e:  # noqa: BLE001 - any planner failure is shown, the notebook goes on
             self._unavailable(f"could not plan a relaunch of {self.run}: {type(e).__name__}: {e}")
             return

@@ -7,9 +7,10 @@ Rank 0 prints torchtitan-style lines (`[titan] <time> - root - INFO - step: ...`
 load lines) and every rank appends clusterlab step records to OUT/steps/rank-R.jsonl: both are what
 `clusterlab ingest` reads. Resumes from --resume DIR, else $CLUSTERLAB_RESUME_FROM (what `clusterlab
 relaunch` exports), else the newest complete checkpoint under --ckpt-dir. With --fail-at-step N,
-rank --fail-rank kills itself with SIGKILL just before step N, the way a GPU falling off the bus
-takes a process down. The data of a step depends only on (seed, step, rank), so a resumed run sees
-exactly the batches the failed one would have seen and its loss curve continues where it left off.
+rank --fail-rank kills itself with SIGKILL just before step N (in the agent's first try only, so
+`torchrun --max-restarts` recovers), the way a GPU falling off the bus takes a process down. The
+data of a step depends only on (seed, step, rank), so a resumed run sees exactly the batches the
+failed one would have seen and its loss curve continues where it left off.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from torch.nn.parallel import DistributedDataParallel
 from clusterlab.llama import Llama, LlamaConfig
 
 STEP_DIR = re.compile(r"step-(\d+)")
+ATTEMPT_DIR = re.compile(r"attempt-(\d+)")
+Chain = tuple[torch.Tensor, torch.Tensor]  # (the tokens used, each token's successors)
 
 
 def parse_args() -> argparse.Namespace:
@@ -41,11 +44,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=20, help="train until this step")
     p.add_argument("--save-every", type=int, default=5, help="checkpoint every N steps")
     p.add_argument("--ckpt-dir", type=Path, required=True, help="checkpoints go to CKPT_DIR/step-N")
-    p.add_argument("--out", type=Path, required=True, help="this attempt's directory (steps/rank-R.jsonl)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", type=Path, help="this attempt's directory (steps/rank-R.jsonl)")
+    where.add_argument("--runs-dir", type=Path, help="or the next free RUNS_DIR/attempt-K (a fixed relaunch command)")
     p.add_argument("--resume", type=Path, default=os.environ.get("CLUSTERLAB_RESUME_FROM") or None)
     p.add_argument("--batch", type=int, default=8, help="sequences per rank per step")
     p.add_argument("--seq-len", type=int, default=64)
-    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--lr", type=float, default=1e-2)
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--fail-at-step", type=int, default=None, help="die with SIGKILL before this step")
     p.add_argument("--fail-rank", type=int, default=1)
@@ -73,21 +78,40 @@ def init_distributed() -> None:
         dist.init_process_group("gloo")
 
 
-def successor_table(seed: int, vocab: int, fanout: int = 4) -> torch.Tensor:
-    """A fixed random Markov chain over the vocabulary: each token has `fanout` possible successors."""
+def successor_table(seed: int, vocab: int, used: int = 64, fanout: int = 2) -> Chain:
+    """A fixed random Markov chain on `used` of the `vocab` tokens, `fanout` successors each.
+
+    Few tokens and few successors make a curve that visibly falls within tens of steps.
+    """
     g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, vocab, (vocab, fanout), generator=g)
+    alphabet = torch.randperm(vocab, generator=g)[:used]
+    table = torch.zeros(vocab, fanout, dtype=torch.long)
+    table[alphabet] = alphabet[torch.randint(0, used, (used, fanout), generator=g)]
+    return alphabet, table
 
 
-def batch(table: torch.Tensor, seed: int, step: int, rank: int, n: int, seq_len: int) -> torch.Tensor:
+def batch(chain: Chain, seed: int, step: int, rank: int, n: int, seq_len: int) -> torch.Tensor:
     """Token sequences (n, seq_len + 1) walked through the chain; a pure function of (seed, step, rank)."""
     g = torch.Generator().manual_seed(seed * 1_000_003 + step * 1009 + rank)
     tokens = torch.empty(n, seq_len + 1, dtype=torch.long)
-    tokens[:, 0] = torch.randint(0, table.shape[0], (n,), generator=g)
+    alphabet, table = chain
+    tokens[:, 0] = alphabet[torch.randint(0, len(alphabet), (n,), generator=g)]
     choice = torch.randint(0, table.shape[1], (n, seq_len), generator=g)
     for t in range(seq_len):
         tokens[:, t + 1] = table[tokens[:, t], choice[:, t]]
     return tokens
+
+
+def attempt_dir(args: argparse.Namespace) -> Path:
+    """--out, or the next free attempt-K under --runs-dir as rank 0 sees it (every rank agrees)."""
+    if args.out:
+        return args.out
+    choice = [None]
+    if dist.get_rank() == 0:
+        taken = [int(m.group(1)) for d in args.runs_dir.glob("attempt-*") if (m := ATTEMPT_DIR.fullmatch(d.name))]
+        choice = [str(args.runs_dir / f"attempt-{max(taken, default=0) + 1}")]
+    dist.broadcast_object_list(choice, src=0)
+    return Path(choice[0])
 
 
 def newest_checkpoint(ckpt_dir: Path) -> Path | None:
@@ -133,17 +157,19 @@ def main() -> None:
     log(f"Model llama tiny size: {n_params:,} total parameters")
     resume = args.resume or newest_checkpoint(args.ckpt_dir)
     start = load(model, optim, Path(resume)) + 1 if resume else 1
+    restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")  # the fault hits the first try only
     tokens_per_step = world * args.batch * args.seq_len
     log(f"Training starts at step {start}, with local batch size {args.batch}, global batch size "
         f"{world * args.batch}, sequence length {args.seq_len}, {tokens_per_step} tokens per train step")
-    table = successor_table(args.seed, config.vocab)
-    (args.out / "steps").mkdir(parents=True, exist_ok=True)
-    with open(args.out / "steps" / f"rank-{rank}.jsonl", "a", buffering=1) as records:
+    chain = successor_table(args.seed, config.vocab)
+    out = attempt_dir(args)
+    (out / "steps").mkdir(parents=True, exist_ok=True)
+    with open(out / "steps" / f"rank-{rank}.jsonl", "a", buffering=1) as records:
         for step in range(start, args.steps + 1):
-            if step == args.fail_at_step and rank == args.fail_rank:
+            if step == args.fail_at_step and rank == args.fail_rank and restart == "0":
                 os.kill(os.getpid(), signal.SIGKILL)
             t0 = time.perf_counter()
-            data = batch(table, args.seed, step, rank, args.batch, args.seq_len)
+            data = batch(chain, args.seed, step, rank, args.batch, args.seq_len)
             _, loss = model(data[:, :-1], data[:, 1:])
             optim.zero_grad(set_to_none=True)
             loss.backward()  # DDP all-reduces the gradients here
@@ -159,6 +185,9 @@ def main() -> None:
             if step % args.save_every == 0:
                 save(model, optim, step, args.ckpt_dir)
     log("Training completed")
+    # free DDP (its reducer holds the process group) before the group goes: the other order can hang at exit
+    del model, optim
+    dist.barrier()
     dist.destroy_process_group()
 
 

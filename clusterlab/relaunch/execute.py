@@ -1,0 +1,185 @@
+"""Executing a relaunch plan: drain, launch, watch the first steps, and leave an audit row in the store.
+
+Idempotent per incident: a plan whose incident already has a launch on record is not launched again
+(the repeat is recorded, with the job id of the launch that stands). Only a launch that failed before
+the scheduler accepted anything may be retried.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from clusterlab import store
+from clusterlab.relaunch.backends import Backend, get_backend
+from clusterlab.relaunch.backends.base import COMPLETED, FAILED, PENDING, RUNNING, Runner, record, run_argv
+from clusterlab.relaunch.plan import RelaunchPlan
+from clusterlab.relaunch.safety import UnsafeValueError, check_host, check_path
+
+# Results after which the incident counts as relaunched (a second execute is a no-op).
+_NOT_LAUNCHED = ("failed", "refused", "repeat")
+_SKIP_SUFFIXES = (".duckdb", ".wal", ".pt", ".distcp", ".metadata", ".safetensors")
+
+
+class RelaunchRefused(RuntimeError):
+    """The plan must not be executed as it stands (unsafe value, no command, too few nodes)."""
+
+
+@dataclass
+class Execution:
+    """What executing a plan did (or, for a repeat, what the standing launch did)."""
+
+    relaunch_id: int
+    incident: str
+    job_id: str | None
+    result: str  # running | completed | pending | no_steps | job_failed | unknown | failed | refused
+    repeat: bool = False
+    commands: list[dict] = field(default_factory=list)
+    first_steps: dict | None = None
+    note: str | None = None
+    at: dt.datetime | None = None
+
+    def to_dict(self) -> dict:
+        return {"relaunch_id": self.relaunch_id, "incident": self.incident, "job_id": self.job_id,
+                "result": self.result, "repeat": self.repeat, "first_steps": self.first_steps,
+                "commands": self.commands, "note": self.note, "at": self.at.isoformat() if self.at else None}
+
+
+def check_plan(plan: RelaunchPlan, require_nodes: bool = True) -> None:
+    """Everything about to reach a command checked once more; RelaunchRefused if it must not run."""
+    try:
+        for host in [*(e.host for e in plan.exclude), *(d["host"] for d in plan.drain), *plan.spec.exclude]:
+            check_host(host, "the relaunch plan")
+        if plan.spec.resume_path:
+            check_path(plan.spec.resume_path, "the relaunch plan")
+    except UnsafeValueError as e:
+        raise RelaunchRefused(str(e)) from None
+    if not plan.command:
+        raise RelaunchRefused(f"no {plan.backend} command for run {plan.run!r}: " + "; ".join(plan.warnings))
+    if any(not isinstance(a, str) or "\0" in a or "\n" in a for a in plan.command):
+        raise RelaunchRefused(f"the command holds a value that is not a plain argument: {plan.command!r}")
+    if require_nodes and None not in (plan.nodes_needed, plan.nodes_available) \
+            and plan.nodes_available < plan.nodes_needed:
+        raise RelaunchRefused(f"only {plan.nodes_available} healthy nodes for the {plan.nodes_needed} needed")
+
+
+def execute(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan, *, backend: Backend | None = None,
+            runner: Runner = run_argv, watch_s: float = 60.0, poll_s: float = 1.0,
+            watch_dir: str | Path | None = None, require_nodes: bool = True) -> Execution:
+    """Drain, launch and watch; the audit row's id, job id and result. A repeat launches nothing."""
+    be = backend or get_backend(plan.backend)
+    try:
+        check_plan(plan, require_nodes)
+    except RelaunchRefused as e:
+        _insert(con, plan, "refused", detail={"error": str(e)})
+        raise
+    claimed, prior = _claim(con, plan)
+    if not claimed:
+        rid = _insert(con, plan, "repeat", job_id=prior["job_id"], detail={"standing": prior["relaunch_id"]})
+        return Execution(rid, plan.incident, prior["job_id"], prior["result"], repeat=True,
+                         note=f"already relaunched (audit row {prior['relaunch_id']}, job {prior['job_id']})")
+    rid = prior["relaunch_id"]
+    log: list[dict] = []
+    for d in plan.drain:
+        argv = be.drain_command(d["host"], d["reason"])
+        if argv:
+            record(runner, argv, log)
+    started = time.time()
+    launch = be.launch(plan.spec, runner)
+    log += launch.commands
+    if launch.error or not launch.job_id:
+        _finish(con, rid, "failed", None, log, {"error": launch.error})
+        return Execution(rid, plan.incident, None, "failed", commands=log, note=launch.error)
+    _finish(con, rid, "submitted", launch.job_id, log, {"note": launch.note}, final=False)
+    state, steps = watch(be, launch.job_id, runner, timeout_s=watch_s, poll_s=poll_s, watch_dir=watch_dir,
+                         run=plan.run, after_step=plan.checkpoint.step or 0, since=started)
+    result = _result(state, steps, watch_dir is not None)
+    _finish(con, rid, result, launch.job_id, log, {"note": launch.note, "state": state, "first_steps": steps})
+    return Execution(rid, plan.incident, launch.job_id, result, commands=log, first_steps=steps, note=launch.note,
+                     at=dt.datetime.now(dt.UTC).replace(tzinfo=None))
+
+
+def _result(state: str, steps: dict | None, watched: bool) -> str:
+    if state == FAILED:
+        return "job_failed"
+    if state == COMPLETED:
+        return "completed"
+    if state == RUNNING:
+        return "running" if steps or not watched else "no_steps"
+    return "pending" if state == PENDING else "unknown"
+
+
+def _claim(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan) -> tuple[bool, dict]:
+    """Insert this incident's `launching` row unless a launch is already on record (then: that row)."""
+    con.execute("BEGIN")
+    try:
+        prior = store.frame(con, """SELECT relaunch_id, job_id, result FROM relaunches
+                                    WHERE incident_id = ? AND result NOT IN ('failed', 'refused', 'repeat')
+                                    ORDER BY relaunch_id LIMIT 1""", [plan.incident])
+        if prior.height:
+            con.execute("COMMIT")
+            return False, prior.row(0, named=True)
+        rid = _insert(con, plan, "launching")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return True, {"relaunch_id": rid}
+
+
+def _insert(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan, result: str, job_id: str | None = None,
+            detail: dict | None = None) -> int:
+    doc = {**plan.to_dict(), "incident": plan.incident, "warnings": plan.warnings}
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    return con.execute("""
+        INSERT INTO relaunches (incident_id, run, backend, plan_json, command, commands_json, started_at,
+                                finished_at, job_id, result, detail)
+        VALUES (?, ?, ?, ?, ?, '[]', ?, ?, ?, ?, ?) RETURNING relaunch_id""",
+        [plan.incident, plan.run, plan.backend, json.dumps(doc, default=str), plan.command, now,
+         None if result == "launching" else now, job_id, result, json.dumps(detail or {}, default=str)],
+    ).fetchall()[0][0]
+
+
+def _finish(con: duckdb.DuckDBPyConnection, rid: int, result: str, job_id: str | None, log: list[dict],
+            detail: dict, final: bool = True) -> None:
+    con.execute("""UPDATE relaunches SET result = ?, job_id = ?, commands_json = ?, detail = ?,
+                   finished_at = CASE WHEN ? THEN ? ELSE finished_at END WHERE relaunch_id = ?""",
+                [result, job_id, json.dumps(log, default=str), json.dumps(detail, default=str), final,
+                 dt.datetime.now(dt.UTC).replace(tzinfo=None), rid])
+
+
+def watch(backend: Backend, job_id: str, runner: Runner, *, timeout_s: float, poll_s: float,
+          watch_dir: str | Path | None, run: str, after_step: int, since: float) -> tuple[str, dict | None]:
+    """Poll the job until its first steps after `after_step` show up, it ends, or `timeout_s` passes."""
+    end = time.monotonic() + timeout_s
+    while True:
+        state = backend.state(job_id, runner)
+        steps = new_steps(Path(watch_dir), since, run, after_step) if watch_dir else None
+        if steps or state in (COMPLETED, FAILED) or time.monotonic() >= end:
+            return state, steps
+        time.sleep(poll_s)
+
+
+def new_steps(watch_dir: Path, since: float, run: str, after_step: int) -> dict | None:
+    """Steps after `after_step` in files under `watch_dir` written since `since` (read by the collectors)."""
+    from clusterlab import ingest  # late: the plan alone does not need the collectors
+
+    files = [p for p in watch_dir.rglob("*") if p.is_file() and not p.name.endswith(_SKIP_SUFFIXES)
+             and p.stat().st_mtime >= since - 1]
+    if not files:
+        return None
+    scratch = store.connect(":memory:")
+    try:
+        ingest.ingest(scratch, files, run=run)
+        n, lo, hi, loss = scratch.execute("""
+            WITH s AS (SELECT step, loss, ts FROM steps UNION ALL SELECT step, loss, ts FROM rank_steps)
+            SELECT count(DISTINCT step), min(step), max(step), arg_max(loss, step) FROM s WHERE step > ?""",
+            [after_step]).fetchall()[0]
+    finally:
+        scratch.close()
+    return {"steps": n, "first_step": lo, "last_step": hi, "loss": loss} if n else None
