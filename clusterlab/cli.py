@@ -13,6 +13,7 @@ import polars as pl
 
 from clusterlab.lab import Lab
 from clusterlab.ledger import LedgerError
+from clusterlab.preflight import preflight
 from clusterlab.reader import InputError
 from clusterlab.relaunch.cli import print_plan
 from clusterlab.relaunch.cli import relaunch as relaunch_command
@@ -70,6 +71,7 @@ def main(ctx: click.Context, db: str) -> None:
 
 for _command in [*REPORT_COMMANDS, simulate, relaunch_command]:  # scorecard, report, simulate, relaunch
     main.add_command(_command)
+main.add_command(preflight)  # clusterlab preflight (torch imported only when it runs)
 
 
 def _progress_bar(enabled: bool):
