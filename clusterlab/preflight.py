@@ -119,13 +119,14 @@ def ring_links(n: int) -> list[list[tuple[int, int]]]:
 def _round_trip(buf, rank: int, lo: int, peer: int, delay: float) -> None:
     import torch.distributed as dist
 
+    # the slowed end (either one) holds each message for `delay` after it arrives
     if rank == lo:
         dist.send(buf, peer)
         dist.recv(buf, peer)
+        time.sleep(delay)
     else:
         dist.recv(buf, peer)
-        if delay:
-            time.sleep(delay)
+        time.sleep(delay)
         dist.send(buf, peer)
 
 
@@ -151,6 +152,24 @@ def measure_ring(b: Bench, nbytes: int, rank: int, world: int) -> dict[tuple[int
         if rank == lo:
             out[(lo, hi)] = 2 * buf.nbytes / secs / 1e9
     return out
+
+
+def _take_turns(fn: Callable[[], dict[str, float]], rank: int, world: int, exclusive: bool) -> dict[str, float]:
+    """`fn()` on every rank at once, or (exclusive) one rank after another.
+
+    NOTE: CPU "devices" share cores and memory: measured together they measure the contention,
+    and the noise flags healthy ranks. GPUs are measured together, as they will train.
+    """
+    import torch.distributed as dist
+
+    if not exclusive:
+        return fn()
+    result: dict[str, float] = {}
+    for turn in range(world):
+        dist.barrier()
+        if turn == rank:
+            result = fn()
+    return result
 
 
 def _device_and_backend():
@@ -183,12 +202,13 @@ def worker(args: argparse.Namespace) -> list[dict[str, Any]] | None:
     comm_bytes = (args.comm_mb or (256 if gpu else 8)) << 20
     slow = args.slow_factor if rank == args.slow_rank else None
     bench = Bench(device, args.reps, slow)
+    local = _take_turns(lambda: measure_local(bench, matmul_n, mem_bytes, dtype), rank, world, exclusive=not gpu)
     mine: dict[str, Any] = {
         "preflight": "rank", "host": default_host(rank, int(os.environ.get("LOCAL_RANK", "0"))), "rank": rank,
         "world_size": world, "device": str(device), "device_name": device_name, "backend": backend,
         "dtype": str(dtype).removeprefix("torch."), "matmul_n": matmul_n, "mem_bytes": mem_bytes,
         "comm_bytes": comm_bytes, "reps": args.reps, "threads": torch.get_num_threads(),
-        **measure_local(bench, matmul_n, mem_bytes, dtype),
+        "exclusive": not gpu, **local,
         "allreduce_busbw_gbps": measure_allreduce(bench, comm_bytes),
     }
     if slow:
@@ -251,9 +271,12 @@ def assess(ranks: list[dict], links: dict[tuple[int, int], float], threshold: fl
 def host_records(ranks: list[dict], links: list[dict], ts: str) -> list[dict[str, Any]]:
     """One verdict per host, written last (the relaunch planner reads a host's latest record)."""
     out = []
+    flagged = {r["rank"] for r in ranks if r["flagged"]}
+    # a slow link with a flagged rank at one end is explained by that rank, not suspect at the other
+    unexplained = [lk for lk in links if lk["flagged"] and not {lk["rank"], lk["peer_rank"]} & flagged]
     for host in sorted({r["host"] for r in ranks}):
         bad = [f"rank {r['rank']}: {r['reason']}" for r in ranks if r["host"] == host and r["flagged"]]
-        on_links = [lk["reason"] for lk in links if lk["flagged"] and host in (lk["host"], lk["peer_host"])]
+        on_links = [lk["reason"] for lk in unexplained if host in (lk["host"], lk["peer_host"])]
         out.append({"preflight": "host", "ts": ts, "host": host, "ranks": sum(r["host"] == host for r in ranks),
                     "flagged": bool(bad), "suspect_link": bool(on_links) and not bad,
                     "reason": "; ".join(bad or on_links)})
