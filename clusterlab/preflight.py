@@ -368,9 +368,17 @@ def preflight(nproc, out, threshold, reps, timeout_s, slow_rank, slow_factor, as
     # NOTE: an argument list, never a shell; the workers' and torchrun's output goes to stderr so
     # that --json leaves stdout to the one document.
     try:
-        res = subprocess.run(argv, stdout=sys.stderr, stderr=sys.stderr, timeout=timeout_s, check=False)
+        sys.stderr.fileno()
+        sink = sys.stderr
+    except (AttributeError, OSError, ValueError):  # stderr is no file (a test runner's buffer): pass it on after
+        sink = subprocess.PIPE
+    try:
+        res = subprocess.run(argv, stdout=sink, stderr=sink, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
         raise click.ClickException(f"preflight did not finish in {timeout_s:g} s (a hung link or peer?)") from None
+    if sink is subprocess.PIPE:
+        click.echo((res.stdout or b"").decode(errors="replace") + (res.stderr or b"").decode(errors="replace"),
+                   err=True, nl=False)
     records = _read_new(out, before)
     if not records:
         raise click.ClickException(f"preflight workers failed (exit status {res.returncode}); no records in {out}")
