@@ -24,6 +24,7 @@ NOTEBOOK = "notebooks/01_investigate_run.ipynb"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 RUN_ALL_TIMEOUT_MS = 240_000
+SERVER_LOGS: dict[str, Path] = {}  # url -> the jupyter server's log, shown when a test fails
 
 
 @pytest.fixture(scope="session")
@@ -87,6 +88,7 @@ def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = (home / "server.log").open("w")
     proc = subprocess.Popen(cmd, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
+    SERVER_LOGS[url] = home / "server.log"
     try:
         _wait_up(url, proc)
         yield url
@@ -109,7 +111,14 @@ def test_notebook_runs_in_jupyterlab_and_shows_the_explorer(chromium: Path, jupy
         try:
             page = browser.new_page(viewport={"width": 1500, "height": 1500})
             page.goto(f"{jupyter}/lab/tree/{NOTEBOOK}")
-            _run_all_cells(page)
+            try:
+                _run_all_cells(page)
+            except sync_api.TimeoutError:
+                page.screenshot(path=str(tmp_path / "timeout.png"))
+                prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
+                log = _tail(SERVER_LOGS[jupyter])
+                raise AssertionError(f"the cells did not all run; prompts {prompts}; screenshot "
+                                     f"{tmp_path / 'timeout.png'}; server log tail:\n{log}") from None
             shot = _check_explorer(page, tmp_path)
         finally:
             browser.close()
@@ -118,9 +127,28 @@ def test_notebook_runs_in_jupyterlab_and_shows_the_explorer(chromium: Path, jupy
     shutil.rmtree(ROOT / "notebooks" / ".ipynb_checkpoints", ignore_errors=True)
 
 
+def _tail(path: Path, n: int = 3000) -> str:
+    return path.read_text(errors="replace")[-n:] if path.exists() else "(none)"
+
+
+def _accept_kernel_dialog(page) -> None:
+    """JupyterLab sometimes asks which kernel to start even though the notebook names one: take its default.
+
+    The modal dialog would otherwise swallow the clicks on the Run menu.
+    """
+    dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
+    try:
+        dialog.wait_for(timeout=5_000)
+    except Exception:  # noqa: BLE001 - playwright's TimeoutError: no dialog, nothing to do
+        return
+    dialog.locator(".jp-mod-accept").click()
+    dialog.wait_for(state="detached", timeout=10_000)
+
+
 def _run_all_cells(page) -> None:
     """Wait for an idle kernel, run every cell through the Run menu, wait until the last one has run."""
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+    _accept_kernel_dialog(page)
     page.wait_for_function("() => document.querySelector('.jp-Notebook-ExecutionIndicator')"
                            "?.getAttribute('data-status') === 'idle'", timeout=60_000)
     page.locator(".lm-MenuBar-item", has_text="Run").first.click()
