@@ -141,13 +141,13 @@ class Step:
         finally:
             self.finish(kind)
 
-    def data(self):
+    def data(self) -> contextlib.AbstractContextManager[None]:
         return self.region("data")
 
-    def compute(self):
+    def compute(self) -> contextlib.AbstractContextManager[None]:
         return self.region("compute")
 
-    def comm(self):
+    def comm(self) -> contextlib.AbstractContextManager[None]:
         return self.region("comm")
 
     def begin(self, kind: str) -> None:
