@@ -32,7 +32,7 @@ main.add_command(relaunch)
 PLAN_KEYS = {"run", "exclude", "drain", "checkpoint", "nodes_needed", "nodes_available", "recompute_gpu_hours",
              "backend", "command", "executed"}
 T0 = dt.datetime(2026, 11, 25, 10, 0, 0)
-TRAIN = ROOT / "examples" / "tiny_gpt" / "train.py"
+TRAIN = ROOT / "examples" / "train_tiny_gpt.py"
 
 
 # ---------------------------------------------------------------- synthetic evidence in real formats
@@ -341,7 +341,7 @@ def _fail_one_rank(tmp_path: Path, slurm: LocalSlurm, name: str) -> tuple[Path, 
     assert _finished(slurm, job) == "FAILED"
     node = slurm.run("squeue", "-h", "-t", "all", "-j", job, "-o", "%N").strip()
     last = json.loads((bundle / "runs/tiny/attempt-1/steps/rank-1.jsonl").read_text().splitlines()[-1])
-    when = dt.datetime.fromtimestamp(last["ts"] + 0.5, dt.UTC)
+    when = dt.datetime.fromisoformat(last["ts"]).astimezone(dt.UTC) + dt.timedelta(seconds=0.5)
     (bundle / "nodes" / node).mkdir(parents=True)
     (bundle / "nodes" / node / "dmesg").write_text(
         f"[{when:%a %b %e %H:%M:%S %Y}] NVRM: Xid (PCI:0000:5d:00): 79, pid={os.getpid()}, name=python, "
