@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
@@ -151,6 +152,19 @@ class Parsed:
         if frame.height:
             prev = self.tables.get(table)
             self.tables[table] = frame if prev is None else pl.concat([prev, frame], how="diagonal_relaxed")
+
+
+def sniff_jsonl(head: bytes, is_record: Callable[[dict], bool], lines: int = 20) -> bool:
+    """Most of the head's first non-blank lines are JSON objects that `is_record` accepts (the last may be cut off)."""
+    seen = [ln for ln in head.split(b"\n")[:-1][:lines] if ln.strip()]
+    hits = 0
+    for ln in seen:
+        try:
+            obj = json.loads(ln)
+        except ValueError:
+            continue
+        hits += isinstance(obj, dict) and is_record(obj)
+    return hits > 0 and 2 * hits >= len(seen)
 
 
 def rows_frame(table: str, rows: list[dict]) -> pl.DataFrame:

@@ -10,11 +10,9 @@ relaunch planner excludes such hosts), `warning` for a slow link or a host at it
 
 from __future__ import annotations
 
-import json
-
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed, json_detail
+from clusterlab.collectors._base import Context, Parsed, json_detail, sniff_jsonl
 
 NAME = "preflight"
 PATTERN = None
@@ -31,20 +29,11 @@ _FIELDS: dict[str, pl.DataType] = {
 _DETAIL = ["device", "device_name", "backend", "dtype", "world_size", "matmul_n", "mem_bytes", "comm_bytes", "reps",
            "matmul_tflops", "mem_gbps", "allreduce_busbw_gbps", "peer_rank", "p2p_gbps", "injected_slowdown"]
 _KINDS = ("rank", "link", "host")
-_HEAD_LINES = 20
 
 
 def sniff(head: bytes, path: str) -> bool:
     """Most of the head's first lines are JSON objects with a `preflight` key."""
-    lines = [ln for ln in head.split(b"\n")[:-1][:_HEAD_LINES] if ln.strip()]  # last may be cut off
-    hits = 0
-    for ln in lines:
-        try:
-            obj = json.loads(ln)
-        except ValueError:
-            continue
-        hits += isinstance(obj, dict) and obj.get("preflight") in _KINDS
-    return hits > 0 and 2 * hits >= len(lines)
+    return sniff_jsonl(head, lambda o: o.get("preflight") in _KINDS)
 
 
 def _decode(lines: pl.DataFrame) -> pl.DataFrame:

@@ -12,11 +12,9 @@ the rest read with every field as text, halving the batch only around a nested v
 
 from __future__ import annotations
 
-import json
-
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed
+from clusterlab.collectors._base import Context, Parsed, sniff_jsonl
 
 NAME = "step_jsonl"
 PATTERN = None
@@ -30,20 +28,11 @@ _TYPED = pl.Struct(_FIELDS)
 # The fallback: every field as text, cast afterwards ("rank": "3" is read).
 _TEXT = pl.Struct({k: pl.String for k in _FIELDS})
 _OBJECT = r"^\s*\{.*\}\s*$"
-_HEAD_LINES = 20
 
 
 def sniff(head: bytes, path: str) -> bool:
     """Most of the head's first lines are JSON objects with `step` and `rank` keys."""
-    lines = [ln for ln in head.split(b"\n")[:-1][:_HEAD_LINES] if ln.strip()]  # last may be cut off
-    hits = 0
-    for ln in lines:
-        try:
-            obj = json.loads(ln)
-        except ValueError:
-            continue
-        hits += isinstance(obj, dict) and "step" in obj and "rank" in obj
-    return hits > 0 and 2 * hits >= len(lines)
+    return sniff_jsonl(head, lambda o: "step" in o and "rank" in o)
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
