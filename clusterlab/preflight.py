@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.util
 import json
 import os
 import platform
@@ -354,6 +355,8 @@ def preflight(nproc, out, threshold, reps, timeout_s, slow_rank, slow_factor, as
     """Node health check: matmul TFLOP/s, memory GB/s, all-reduce bus bandwidth and a ring of
     point-to-point links per rank; flags ranks and hosts below the fleet median. Launches itself
     under torchrun unless already inside one. Exit status 1 when something is flagged."""
+    if importlib.util.find_spec("torch") is None:
+        raise click.ClickException("preflight needs PyTorch: pip install 'clusterlab[torch]' (torch==2.13.0)")
     out = out or Path(f"preflight-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.jsonl")
     worker_args = ["--out", str(out), "--threshold", str(threshold), "--reps", str(reps)]
     if slow_rank is not None:
