@@ -27,19 +27,41 @@ def _load(path: Path) -> dict:
         raise InputError(str(path), f"cannot read: {e.strerror}") from None
 
 
+def _delivered(table: object, hosts: set[str]) -> dict[str, dt.date]:
+    """`delivered = { "east-[013-016]" = 2026-11-25 }`: host -> the date the provider handed it over.
+
+    Nodes not named were there from the contract's start; a node handed over after it is late.
+    """
+    if not isinstance(table, dict):
+        raise ValueError("delivered must be a table of hostlist = date")
+    out: dict[str, dt.date] = {}
+    for expr, when in table.items():
+        if isinstance(when, dt.datetime):
+            when = when.date()
+        if not isinstance(when, dt.date):
+            raise ValueError(f"delivered {expr!r} must be a date (2026-11-25), got {when!r}")
+        named = hostlist.expand(expr)
+        if stray := sorted(set(named) - hosts):
+            raise ValueError(f"delivered names hosts outside the cluster's nodes: {', '.join(stray[:5])}")
+        out.update(dict.fromkeys(named, when))
+    return out
+
+
 def load_inventory(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, int]:
     """Upsert providers, clusters and nodes from an inventory file; returns counts."""
     doc = _load(path)
     providers = doc.get("providers", {})
     clusters = doc.get("clusters", {})
-    node_rows: list[tuple[str, str]] = []
+    node_rows: list[tuple[str, str, dt.date | None]] = []
     for name, c in clusters.items():
         if not isinstance(c, dict) or "provider" not in c:
             raise InputError(str(path), f"cluster {name!r} needs a provider")
         try:
-            node_rows += [(h, name) for h in hostlist.expand(str(c.get("nodes", "")))]
+            hosts = hostlist.expand(str(c.get("nodes", "")))
+            delivered = _delivered(c.get("delivered", {}), set(hosts))
         except ValueError as e:
             raise InputError(str(path), f"cluster {name!r}: {e}") from None
+        node_rows += [(h, name, delivered.get(h)) for h in hosts]
     con.execute("BEGIN")
     try:
         for name, p in providers.items():
@@ -57,7 +79,7 @@ def load_inventory(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, int]
                  c.get("contracted_nodes"), start, c.get("timezone", "UTC"), c.get("nodes")],
             )
         if node_rows:
-            con.executemany("INSERT OR REPLACE INTO nodes VALUES (?, ?)", node_rows)
+            con.executemany("INSERT OR REPLACE INTO nodes (host, cluster, delivered) VALUES (?, ?, ?)", node_rows)
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")

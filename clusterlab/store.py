@@ -81,8 +81,11 @@ _V3 = [
         detail VARCHAR)""",
 ]
 
+# When a node was handed over, where the inventory says (`delivered` in inventory.toml): late nodes.
+_V4 = ["ALTER TABLE nodes ADD COLUMN delivered DATE"]
+
 # Index i holds the statements that take a database from version i to version i + 1.
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

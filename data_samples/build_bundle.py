@@ -1382,6 +1382,7 @@ def write_inventory(files: Files) -> None:
         'timezone = "Europe/Helsinki"  # dmesg -T, torchrun and torchtitan print local time here',
         "contracted_nodes = 10  # two nodes never delivered",
         "contract_start = 2026-11-10",
+        'delivered = { "bor-008" = 2026-11-24 }  # handed over a day into week 48',
     ])
 
 

@@ -63,13 +63,9 @@ def atts(blab: Lab) -> dict:
 
 
 @pytest.fixture(scope="module")
-def cli():
-    """The main group with the report commands registered (removed again afterwards)."""
-    for c in COMMANDS:
-        main.add_command(c)
-    yield CliRunner()
-    for c in COMMANDS:
-        main.commands.pop(c.name, None)
+def cli() -> CliRunner:
+    assert all(main.commands.get(c.name) is c for c in COMMANDS)  # `clusterlab` registers the report commands
+    return CliRunner()
 
 
 def _row(frame: pl.DataFrame, **eq) -> dict:
@@ -156,7 +152,11 @@ def test_bundle_week_48_golden_figures(sc) -> None:
     assert (acme["failures"], acme["provider_failures"], acme["interruptions"]) == (3, 3, 5)  # Xid 79, IB, preemption
     assert (bor["failures"], bor["provider_failures"]) == (1, 0)  # rank 5's CUDA OOM is the user's
     assert math.isclose(acme["usd_lost"], 72.835, abs_tol=0.01) and math.isclose(bor["usd_lost"], 19.802, abs_tol=0.01)
-    assert (bor["missing_nodes"], bor["contracted_nodes"], bor["delivered_share"]) == (2, 10, 0.8)
+    # 10 contracted, 8 delivered, one of them (bor-008) a day late: (8 * 168 - 24) * 8 of 10 * 168 * 8 GPU-hours
+    assert (bor["missing_nodes"], bor["contracted_nodes"], bor["late_nodes"]) == (2, 10, 1)
+    assert bor["late_gpu_hours"] == 192 and math.isclose(bor["delivered_share"], (8 * 168 - 24) / (10 * 168))
+    assert _row(sc.delivery, cluster="bor-1")["late_hosts"] == ["bor-008"]
+    assert "1 node(s) late (192 GPU-h)" in _row(sc.ranking, provider="borealis")["verdict"]
     assert set(sc.drained["host"]) == {"east-003", "east-002"}
     assert "RMA ACME-77812" in _row(sc.drained, host="east-003")["reason"]
     assert _row(sc.stragglers, host="east-005")["slow_steps"] == 60
@@ -189,7 +189,7 @@ def test_repeat_offender_week_over_week_and_ticket_times(lab: Lab) -> None:
     lab.con.execute("INSERT INTO providers VALUES ('p1', 2.0, 'support@p1')")
     lab.con.execute("INSERT INTO clusters (cluster, provider, gpu, gpus_per_node, contracted_nodes) "
                     "VALUES ('c1', 'p1', 'H100-SXM', 8, 4)")
-    lab.con.execute("INSERT INTO nodes VALUES ('h-001', 'c1'), ('h-002', 'c1')")
+    lab.con.execute("INSERT INTO nodes (host, cluster) VALUES ('h-001', 'c1'), ('h-002', 'c1')")
     week = 7 * 86400
     for name, t0 in (("r48", 0.0), ("r49", week)):
         write_run(lab.con, name, 16, [Attempt(t0, 10, [5.0] * 20, tail_s=30),
@@ -209,6 +209,30 @@ def test_repeat_offender_week_over_week_and_ticket_times(lab: Lab) -> None:
     assert (tickets["tickets"], tickets["resolved"], tickets["open"]) == (1, 1, 0)
     assert tickets["median_hours_to_resolve"] >= 0
     assert "Last week" in render.render_scorecard(w49, "html", images={})
+
+
+def test_late_nodes_owe_the_hours_between_contract_start_and_hand_over(tmp_path: Path) -> None:
+    inv = tmp_path / "inventory.toml"
+    inv.write_text('[providers.p]\nusd_per_gpu_hour = 2.0\n\n[clusters.c]\nprovider = "p"\ngpus_per_node = 8\n'
+                   'nodes = "n[1-4]"\ncontracted_nodes = 4\ncontract_start = 2026-11-25\n'
+                   'delivered = { "n[3-4]" = 2026-11-27, "n1" = 2026-11-20 }\n')
+    with Lab(":memory:") as lab:
+        lab.ingest(inv)
+        c = _row(scorecard(lab.con, WEEK).delivery, cluster="c")
+    # the week counts from the contract's start (Wed 25th, 5 days); n3, n4 came 2 days into it, n1 before it
+    assert (c["contracted_gpu_hours"], c["late_nodes"], c["late_gpu_hours"]) == (4 * 8 * 120, 2, 2 * 8 * 48)
+    assert c["late_hosts"] == ["n3", "n4"]
+    assert c["available_gpu_hours"] == 4 * 8 * 120 - 2 * 8 * 48
+
+
+@pytest.mark.parametrize(("delivered", "error"), [('{ "n9" = 2026-11-27 }', "outside the cluster's nodes: n9"),
+                                                   ('{ "n1" = "soon" }', "must be a date"),
+                                                   ('"2026-11-27"', "table of hostlist = date")])
+def test_bad_delivered_entries_name_the_file(tmp_path: Path, delivered: str, error: str) -> None:
+    inv = tmp_path / "inventory.toml"
+    inv.write_text(f'[clusters.c]\nprovider = "p"\nnodes = "n[1-2]"\ndelivered = {delivered}\n')
+    res = CliRunner().invoke(main, ["--db", str(tmp_path / "db.duckdb"), "ingest", str(inv)])
+    assert res.exit_code == 2 and "inventory.toml" in res.output and error in res.output, res.output
 
 
 # --- incident reports -------------------------------------------------------------------------------------

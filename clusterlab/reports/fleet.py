@@ -77,7 +77,7 @@ def _outages(con: duckdb.DuckDBPyConnection, end: dt.datetime) -> pl.DataFrame:
 
 def delivery(con: duckdb.DuckDBPyConnection, start: dt.datetime, end: dt.datetime
              ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Per cluster: GPU-hours contracted in the week against those in the inventory and not drained."""
+    """Per cluster: GPU-hours contracted in the week against those in the inventory, handed over and not drained."""
     cl = store.frame(con, """
         SELECT c.cluster, coalesce(c.provider, 'unknown') AS provider, c.gpu, c.gpus_per_node,
                c.contracted_nodes, c.contract_start, count(n.host) AS inventory_nodes
@@ -100,15 +100,31 @@ def delivery(con: duckdb.DuckDBPyConnection, start: dt.datetime, end: dt.datetim
     drained = short_paths(con, short_paths(con, drained), "reason_file")
     per = drained.group_by("cluster").agg(drained_nodes=pl.col("host").n_unique(),
                                           drained_gpu_hours=pl.col("drained_gpu_hours").sum())
+    late = _late(con, cl, end)
     gpn = pl.col("gpus_per_node")
-    out = cl.join(per, on="cluster", how="left").with_columns(
+    out = cl.join(per, on="cluster", how="left").join(late, on="cluster", how="left").with_columns(
         pl.col("drained_nodes").fill_null(0), pl.col("drained_gpu_hours").fill_null(0.0),
+        pl.col("late_nodes").fill_null(0), pl.col("late_gpu_hours").fill_null(0.0),
         missing_nodes=(pl.col("contracted_nodes") - pl.col("inventory_nodes")).clip(lower_bound=0),
         contracted_gpu_hours=pl.col("contracted_nodes") * gpn * pl.col("contracted_hours"),
         inventory_gpu_hours=pl.col("inventory_nodes") * gpn * pl.col("contracted_hours"))
-    out = out.with_columns(available_gpu_hours=pl.col("inventory_gpu_hours") - pl.col("drained_gpu_hours"))
+    # NOTE: a node is out of service either before its hand-over (late) or while drained, not both at once
+    out = out.with_columns(available_gpu_hours=(pl.col("inventory_gpu_hours") - pl.col("late_gpu_hours")
+                                                - pl.col("drained_gpu_hours")).clip(lower_bound=0))
     return out.with_columns(delivered_share=_share("available_gpu_hours", "contracted_gpu_hours")).drop(
         "window_start"), drained
+
+
+def _late(con: duckdb.DuckDBPyConnection, clusters: pl.DataFrame, end: dt.datetime) -> pl.DataFrame:
+    """Per cluster: nodes handed over after the contract (or week) had started, and the GPU-hours they owed."""
+    nodes = store.frame(con, "SELECT host, cluster, delivered FROM nodes WHERE delivered IS NOT NULL")
+    owed = (pl.min_horizontal(pl.col("delivered").cast(pl.Datetime("us")), pl.lit(end))
+            - pl.col("window_start")).dt.total_seconds() / 3600
+    late = nodes.join(clusters.select("cluster", "gpus_per_node", "window_start"), on="cluster").with_columns(
+        late_gpu_hours=owed.clip(lower_bound=0) * pl.col("gpus_per_node")).filter(pl.col("late_gpu_hours") > 0)
+    return late.group_by("cluster").agg(late_nodes=pl.len().cast(pl.Int64),
+                                        late_gpu_hours=pl.col("late_gpu_hours").sum(),
+                                        late_hosts=pl.col("host").sort())
 
 
 def _share(num: str, den: str) -> pl.Expr:
@@ -117,8 +133,8 @@ def _share(num: str, den: str) -> pl.Expr:
 
 def provider_delivery(con: duckdb.DuckDBPyConnection, per_cluster: pl.DataFrame) -> pl.DataFrame:
     """Per provider: the clusters' contracted, inventory, missing and drained nodes and GPU-hours."""
-    sums = ["contracted_nodes", "inventory_nodes", "missing_nodes", "drained_nodes", "contracted_gpu_hours",
-            "inventory_gpu_hours", "drained_gpu_hours", "available_gpu_hours"]
+    sums = ["contracted_nodes", "inventory_nodes", "missing_nodes", "late_nodes", "drained_nodes",
+            "contracted_gpu_hours", "inventory_gpu_hours", "late_gpu_hours", "drained_gpu_hours", "available_gpu_hours"]
     out = per_cluster.group_by("provider").agg(pl.col("cluster").sort().str.join(", ").alias("clusters"),
                                                *[pl.col(c).sum() for c in sums])
     price = store.frame(con, "SELECT provider, usd_per_gpu_hour FROM providers")

@@ -65,7 +65,7 @@ class Scorecard:
     blame: pl.DataFrame  # provider, blame, gpu_hours_lost, usd_lost, share
     worst_hosts: pl.DataFrame  # hosts with incidents, repeat offenders across weeks flagged
     stragglers: pl.DataFrame  # hosts the straggler category is pinned on
-    delivery: pl.DataFrame  # per cluster: contracted, inventory, missing, drained, available GPU-hours
+    delivery: pl.DataFrame  # per cluster: contracted, inventory, missing, late, drained, available GPU-hours
     drained: pl.DataFrame  # per host taken out of service: since, until, state, reason, file:line
     responsiveness: pl.DataFrame  # per provider: tickets sent, resolved, hours to resolve
     checkpoint_advice: pl.DataFrame  # per run: Young/Daly interval against the measured one
@@ -296,6 +296,9 @@ def _verdict() -> pl.Expr:
             .otherwise(pl.lit("escalate")))
     delivery = pl.when(pl.col("missing_nodes").fill_null(0) > 0).then(
         pl.format("; {} of {} contracted nodes missing", "missing_nodes", "contracted_nodes")).otherwise(pl.lit(""))
+    late = pl.when(pl.col("late_nodes").fill_null(0) > 0).then(
+        pl.format("; {} node(s) late ({} GPU-h)", "late_nodes", pl.col("late_gpu_hours").round(0).cast(pl.Int64))
+    ).otherwise(pl.lit(""))
     drained = pl.when(pl.col("drained_nodes").fill_null(0) > 0).then(
         pl.format("; {} node(s) drained", "drained_nodes")).otherwise(pl.lit(""))
     body = pl.format("{}: ETTR {}%, {} provider-caused interruption(s), ${} lost to provider faults, {}% of contracted "
@@ -303,7 +306,7 @@ def _verdict() -> pl.Expr:
                      pl.col("provider_failures"), pl.col("provider_usd_lost").round(2),
                      (pl.col("delivered_share") * 100).round(1))
     return pl.when(pl.col("gpu_hours").fill_null(0) == 0).then(word).otherwise(
-        pl.concat_str([body, delivery, drained], ignore_nulls=True))
+        pl.concat_str([body, delivery, late, drained], ignore_nulls=True))
 
 
 def scorecard(con: duckdb.DuckDBPyConnection, week: str, providers: list[str] | tuple[str, ...] | None = None,
