@@ -152,6 +152,25 @@ def test_newest_verified_checkpoint_and_lost_ones(tmp_path: Path) -> None:
     assert "bytes, metadata needs" in c.skipped[0]["reason"] and "not in" in c.skipped[1]["reason"]
 
 
+def test_a_host_whose_latest_preflight_failed_is_excluded(tmp_path: Path) -> None:
+    bundle = write_bundle(tmp_path / "b")
+
+    def host(name: str, minutes: int, flagged: bool) -> str:
+        return json.dumps({"preflight": "host", "ts": (T0 + dt.timedelta(minutes=minutes)).isoformat() + "+00:00",
+                           "host": name, "ranks": 2, "flagged": flagged, "suspect_link": False,
+                           "reason": "rank 5: matmul_tflops 310 is 61% below the fleet median 795" if flagged else ""})
+    # node3 failed; node4 failed and passed a later check; node1 passed
+    lines = [host("node3", 1, True), host("node4", 1, True), host("node1", 1, False), host("node4", 9, False)]
+    (bundle / "preflight.jsonl").write_text("\n".join(lines) + "\n")
+    with lab_of(bundle, tmp_path / "db.duckdb") as lab:
+        plan = relaunch_plan(lab.con, "tiny")
+    by_host = {e.host: e for e in plan.exclude}
+    assert set(by_host) == {"node2", "node3"}
+    assert by_host["node3"].reason.startswith("failed preflight") and "61% below" in by_host["node3"].reason
+    assert by_host["node3"].evidence[0]["file"].endswith("preflight.jsonl")
+    assert {d["host"] for d in plan.drain} == {"node2", "node3"} and plan.nodes_available == 2
+
+
 def test_metadata_pickle_cannot_run_code(tmp_path: Path) -> None:
     class Evil:
         def __reduce__(self):
