@@ -19,6 +19,7 @@ from clusterlab.reader import InputError, ReadState, content_hash, iter_batches,
 from clusterlab.store import evidence_schema
 
 FLUSH_ROWS = 200_000  # matched lines buffered per collector before parse()
+BLOCK_LINES = 256  # a multi-line block (traceback, failure summary) starting this near a flush is held back
 
 
 @dataclass
@@ -250,15 +251,18 @@ def _parse_into(con, task, ctx, chosen, file_id, skip, first, state, res) -> Non
     pending_rows = 0
     clock: pl.DataFrame | None = None  # last known (line, ts) of the file, carried between flushes
 
-    def flush() -> None:
+    def flush(final: bool) -> None:
         nonlocal pending_rows, clock
         parsed: list[tuple[str, Parsed]] = []
+        pending_rows = 0
         for c in chosen:
             if pending[c.NAME]:
                 batch = pl.concat(pending[c.NAME])
-                pending[c.NAME] = []
-                parsed.append((c.NAME, c.parse(batch, ctx)))
-        pending_rows = 0
+                batch, held = (batch, None) if final else _hold_open_block(batch, getattr(c, "BLOCK_START", None))
+                pending[c.NAME] = [held] if held is not None else []
+                pending_rows += held.height if held is not None else 0
+                if batch.height:
+                    parsed.append((c.NAME, c.parse(batch, ctx)))
         clock = _write(con, parsed, chosen, ctx, file_id, clock, res)
 
     for frame in iter_batches(task.path, task.display, skip, first, state):
@@ -271,8 +275,24 @@ def _parse_into(con, task, ctx, chosen, file_id, skip, first, state, res) -> Non
                 pending[c.NAME].append(sel)
                 pending_rows += sel.height
         if pending_rows >= FLUSH_ROWS:
-            flush()
-    flush()
+            flush(final=False)
+    flush(final=True)
+
+
+def _hold_open_block(batch: pl.DataFrame, block_start: str | None) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """Split off the batch's tail from the first multi-line block that starts in its last lines.
+
+    A traceback or a torchrun failure summary cut by a flush would be parsed as two halves; the
+    held-back tail goes to the front of the next batch instead, so the block is parsed whole.
+    """
+    if block_start is None or batch.height <= BLOCK_LINES:
+        return batch, None
+    tail = batch.tail(BLOCK_LINES)
+    starts = tail.with_row_index("_i").filter(pl.col("text").str.contains(block_start))["_i"]
+    if not starts.len():
+        return batch, None
+    cut = batch.height - BLOCK_LINES + int(starts[0])
+    return batch.head(cut), batch.slice(cut)
 
 
 def _write(con, parsed: list[tuple[str, Parsed]], chosen: list[ModuleType], ctx: Context, file_id: int,

@@ -7,6 +7,9 @@ A collector is one module in this package with:
                               the lines this collector wants; None means "every line" (structured
                               formats such as JSONL and sacct dumps)
     EXCLUSIVE: bool           True: when sniff() is true this collector alone reads the file
+    BLOCK_START: str | None   optional regex for the first line of a multi-line block (a
+                              traceback): the engine does not cut a batch inside one that starts
+                              in a batch's last 256 lines, it hands the block to the next call whole
     def sniff(head: bytes, path: str) -> bool
                               is this file (first 64 KiB, decompressed) in my format?
     def parse(lines: pl.DataFrame, ctx: Context) -> Parsed

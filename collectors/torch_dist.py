@@ -24,6 +24,8 @@ from clusterlab.collectors._base import Context, Parsed, cuda_mode, first_kind, 
 
 NAME = "torch"
 EXCLUSIVE = False
+# where a multi-line block begins: the ingest engine never cuts a batch inside one it can see whole
+BLOCK_START = r"Traceback \(most recent call last\)|Root Cause \(first observed failure\)|Failures:\s*$"
 _START = r"Setting OMP_NUM_THREADS environment variable for each process|Starting elastic_operator with launch"
 PATTERN = "|".join([
     r"ollective operation timeout|watchdog thread terminated with exception|Heartbeat monitor timed out",
@@ -287,7 +289,7 @@ def _children(f: pl.DataFrame, finals: pl.DataFrame, ctx: Context) -> tuple[pl.D
     if not good:
         return pl.DataFrame(), tbs, len(rows)
     frame = pl.DataFrame(good, infer_schema_length=None)
-    stamp = pl.col("time").str.replace("_", " ").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us",
+    stamp = pl.col("time").cast(pl.String).str.replace("_", " ").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us",
                                                                    strict=False)
     frame = frame.select(
         pl.col("line").cast(pl.Int64), local_to_utc(stamp, ctx.tz).alias("ts"), pl.col("host").cast(pl.String),

@@ -112,3 +112,32 @@ def test_sigkill_mid_ingest_leaves_no_partial_rows(tmp_path: Path) -> None:
     subprocess.run([*cli, str(big)], check=True, capture_output=True)
     with Lab(db) as lab:
         assert counts(lab)["rank_steps"] == 3_001_000
+
+
+def _events_of(path: Path) -> list[tuple]:
+    with Lab(":memory:") as lab:
+        lab.ingest(path)
+        # NOTE: not ts: a line before the file's first time takes the next one in its batch, so tiny
+        # batches legitimately leave it empty; the block's own fields are what must not change
+        return lab.sql("SELECT line, kind, failure_mode, severity, rank, host, text, detail FROM events "
+                       "ORDER BY line, kind").rows()
+
+
+def test_a_batch_boundary_never_cuts_a_failure_summary_or_traceback(monkeypatch) -> None:
+    """Flushes every few lines: the ChildFailedError summaries and tracebacks come out as from one batch."""
+    from clusterlab import ingest, reader
+    from clusterlab.collectors import torch_dist
+
+    log = SAMPLES / "torch" / "legacy_1_13.log"
+    whole = _events_of(log)
+    assert any(k == "child_failed" for _, k, *_ in whole)
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 128)  # a frame every line or two, so flushes can fall anywhere
+    cut = {}
+    monkeypatch.setattr(ingest, "BLOCK_LINES", 24)  # the sample's blocks are shorter than that
+    for rows in range(25, 45, 3):  # batches at least a block longer than the window, as in real ingests
+        monkeypatch.setattr(ingest, "FLUSH_ROWS", rows)
+        assert _events_of(log) == whole, f"flushing every {rows} lines changed the events"
+        with monkeypatch.context() as m:  # and the check can fail: without the hold-back, blocks are cut
+            m.setattr(torch_dist, "BLOCK_START", None)
+            cut[rows] = _events_of(log) != whole
+    assert any(cut.values()), "no flush point fell inside a block: the test proves nothing"
