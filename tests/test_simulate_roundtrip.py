@@ -15,6 +15,7 @@ import pytest
 from clusterlab import Lab
 from clusterlab.simulator import simulate
 from clusterlab.simulator.failure_model import llama3_rates
+from clusterlab.simulator.score import score
 
 FLEET = dict(providers=2, clusters_per_provider=2, nodes_per_cluster=4, gpus_per_node=4, days=0.25, step_s=8.0,
              save_every_s=600, failure_scale=1500)
@@ -22,28 +23,13 @@ RECALL = 0.95
 LEDGER_REL = 0.02
 
 
-def _host(h: str | None) -> str | None:
-    return None if h in (None, "none", "") else h
-
-
 def round_trip(out: Path) -> tuple[list[dict], list[str]]:
     """Ingest a simulated bundle; the truth incidents missed, and ledger categories off."""
-    truth = json.loads((out / "truth.json").read_text())
     with Lab(":memory:") as lab:
         assert lab.ingest(out).problems == []
-        found = {(r["run"], r["attempt"], r["failure_mode"], _host(r["host"]))
-                 for r in lab.incidents().iter_rows(named=True)}
-        missed = [i for i in truth["incidents"]
-                  if (i["run"], i["attempt"], i["failure_mode"], _host(i["host"])) not in found]
-        off = []
-        for run, want in truth["runs"].items():
-            got = dict(lab.attribute(run).ledger.select("category", "gpu_hours").iter_rows())
-            floor = 1e-4 * want["gpu_hours"]
-            for cat, hours in want["ledger"].items():
-                if abs(got.get(cat, 0.0) - hours) > max(LEDGER_REL * hours, floor):
-                    off.append(f"{run} {cat}: truth {hours:.4f} GPU-h, found {got.get(cat, 0.0):.4f}")
-    assert truth["incidents"]
-    return missed, off
+        result = score(lab, out, rel=LEDGER_REL)
+    assert result.incidents
+    return result.missed, result.off
 
 
 def _check(truth_path: Path, missed: list[dict], off: list[str]) -> None:
