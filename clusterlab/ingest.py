@@ -263,7 +263,8 @@ def _parse_into(con, task, ctx, chosen, file_id, skip, first, state, res) -> Non
                 pending_rows += held.height if held is not None else 0
                 if batch.height:
                     parsed.append((c.NAME, c.parse(batch, ctx)))
-        clock = _write(con, parsed, chosen, ctx, file_id, clock, res)
+        held_from = min((int(f[0]["line"].min()) for f in pending.values() if f), default=None)
+        clock = _write(con, parsed, chosen, ctx, file_id, clock, res, held_from)
 
     for frame in iter_batches(task.path, task.display, skip, first, state):
         matched = frame if combined is None else frame.filter(pl.col("text").str.contains(combined))
@@ -296,8 +297,12 @@ def _hold_open_block(batch: pl.DataFrame, block_start: str | None) -> tuple[pl.D
 
 
 def _write(con, parsed: list[tuple[str, Parsed]], chosen: list[ModuleType], ctx: Context, file_id: int,
-           clock: pl.DataFrame | None, res: FileResult) -> pl.DataFrame | None:
-    """Fill times and hosts, align to the schema and insert; returns the file's clock."""
+           clock: pl.DataFrame | None, res: FileResult, held_from: int | None = None) -> pl.DataFrame | None:
+    """Fill times and hosts, align to the schema and insert; returns the file's clock.
+
+    The clock is the last stamped line, and every stamp from `held_from` on: lines held back for
+    the next batch still take the time of the line just before them, not of a later one.
+    """
     stamped = [
         f.select("line", "ts").filter(pl.col("ts").is_not_null())
         for _, p in parsed for t, f in p.tables.items() if "ts" in f.columns
@@ -334,7 +339,11 @@ def _write(con, parsed: list[tuple[str, Parsed]], chosen: list[ModuleType], ctx:
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _batch")
             con.unregister("_batch")
             res.rows[table] = res.rows.get(table, 0) + frame.height
-    return known.tail(1) if known is not None and known.height else clock
+    if known is None or not known.height:
+        return clock
+    if held_from is None:
+        return known.tail(1)
+    return pl.concat([known.filter(pl.col("line") < held_from).tail(1), known.filter(pl.col("line") >= held_from)])
 
 
 def _fill_ts(frame: pl.DataFrame, known: pl.DataFrame | None, table: str) -> pl.DataFrame:
