@@ -265,6 +265,30 @@ def test_execute_drains_launches_once_and_records(tmp_path: Path) -> None:
         assert json.loads(rows["plan_json"][0])["incident"] == "tiny:1:end"
 
 
+def test_the_failed_attempts_own_steps_are_not_taken_for_the_relaunch(tmp_path: Path) -> None:
+    """The failed run wrote steps 11-13 past checkpoint 10 a moment ago; only what comes after counts."""
+    from clusterlab.relaunch.execute import _sizes, new_steps
+
+    runs = tmp_path / "runs" / "tiny"
+    old = runs / "attempt-1" / "steps" / "rank-0.jsonl"
+    old.parent.mkdir(parents=True)
+
+    def rec(step: int, loss: float) -> str:
+        ts = (T0 + dt.timedelta(seconds=step)).isoformat() + "+00:00"
+        return json.dumps({"ts": ts, "rank": 0, "host": "node1", "step": step, "step_s": 1.0, "loss": loss}) + "\n"
+
+    old.write_text("".join(rec(s, 5.0) for s in range(1, 14)))
+    before = _sizes(runs)
+    assert new_steps(runs, before, "tiny", 10) is None
+    with old.open("a") as f:  # a relaunch that appends to the same file
+        f.write(rec(11, 4.5))
+    assert new_steps(runs, before, "tiny", 10) == {"steps": 1, "first_step": 11, "last_step": 11, "loss": 4.5}
+    new = runs / "attempt-2" / "steps" / "rank-0.jsonl"  # and one that writes a new attempt
+    new.parent.mkdir(parents=True)
+    new.write_text(rec(11, 4.4) + rec(12, 4.3))
+    assert new_steps(runs, before, "tiny", 10)["last_step"] == 12
+
+
 def test_a_job_still_holding_its_nodes_is_requeued_not_resubmitted(tmp_path: Path) -> None:
     spec = LaunchSpec(run="tiny", launch_command=["sbatch", "job.sbatch"], exclude=["node2"], resume_path=None,
                       resume_step=None, nodes=1, previous_job="7")

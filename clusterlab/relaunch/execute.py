@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,7 +91,7 @@ def execute(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan, *, backend: Back
         argv = be.drain_command(d["host"], d["reason"])
         if argv:
             record(runner, argv, log)
-    started = time.time()
+    before = _sizes(Path(watch_dir)) if watch_dir else {}  # what the failed attempts wrote: not new steps
     launch = be.launch(plan.spec, runner)
     log += launch.commands
     if launch.error or not launch.job_id:
@@ -97,7 +99,7 @@ def execute(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan, *, backend: Back
         return Execution(rid, plan.incident, None, "failed", commands=log, note=launch.error)
     _finish(con, rid, "submitted", launch.job_id, log, {"note": launch.note}, final=False)
     state, steps = watch(be, launch.job_id, runner, timeout_s=watch_s, poll_s=poll_s, watch_dir=watch_dir,
-                         run=plan.run, after_step=plan.checkpoint.step or 0, since=started)
+                         run=plan.run, after_step=plan.checkpoint.step or 0, before=before)
     result = _result(state, steps, watch_dir is not None)
     _finish(con, rid, result, launch.job_id, log, {"note": launch.note, "state": state, "first_steps": steps})
     return Execution(rid, plan.incident, launch.job_id, result, commands=log, first_steps=steps, note=launch.note,
@@ -154,32 +156,50 @@ def _finish(con: duckdb.DuckDBPyConnection, rid: int, result: str, job_id: str |
 
 
 def watch(backend: Backend, job_id: str, runner: Runner, *, timeout_s: float, poll_s: float,
-          watch_dir: str | Path | None, run: str, after_step: int, since: float) -> tuple[str, dict | None]:
+          watch_dir: str | Path | None, run: str, after_step: int, before: dict[Path, int]) -> tuple[str, dict | None]:
     """Poll the job until its first steps after `after_step` show up, it ends, or `timeout_s` passes."""
     end = time.monotonic() + timeout_s
     while True:
         state = backend.state(job_id, runner)
-        steps = new_steps(Path(watch_dir), since, run, after_step) if watch_dir else None
+        steps = new_steps(Path(watch_dir), before, run, after_step) if watch_dir else None
         if steps or state in (COMPLETED, FAILED) or time.monotonic() >= end:
             return state, steps
         time.sleep(poll_s)
 
 
-def new_steps(watch_dir: Path, since: float, run: str, after_step: int) -> dict | None:
-    """Steps after `after_step` in files under `watch_dir` written since `since` (read by the collectors)."""
+def _sizes(watch_dir: Path) -> dict[Path, int]:
+    """The size of every log file under `watch_dir` (the relaunch's baseline)."""
+    return {p: p.stat().st_size for p in watch_dir.rglob("*") if p.is_file() and not p.name.endswith(_SKIP_SUFFIXES)}
+
+
+def new_steps(watch_dir: Path, before: dict[Path, int], run: str, after_step: int) -> dict | None:
+    """Steps after `after_step` in what was written under `watch_dir` since the `before` sizes.
+
+    Only new files and the bytes appended to old ones count: the failed attempt's own steps past
+    the checkpoint (written a moment before the relaunch, or into the same file) are not its first steps.
+    """
     from clusterlab import ingest  # late: the plan alone does not need the collectors
 
-    files = [p for p in watch_dir.rglob("*") if p.is_file() and not p.name.endswith(_SKIP_SUFFIXES)
-             and p.stat().st_mtime >= since - 1]
-    if not files:
+    grown = [(p, before.get(p, 0)) for p, size in _sizes(watch_dir).items() if size > before.get(p, 0)]
+    grown = [(p, old) for p, old in grown if not (old and p.suffix == ".gz")]  # an appended gzip can't be cut
+    if not grown:
         return None
-    scratch = store.connect(":memory:")
-    try:
-        ingest.ingest(scratch, files, run=run)
-        n, lo, hi, loss = scratch.execute("""
-            WITH s AS (SELECT step, loss, ts FROM steps UNION ALL SELECT step, loss, ts FROM rank_steps)
-            SELECT count(DISTINCT step), min(step), max(step), arg_max(loss, step) FROM s WHERE step > ?""",
-            [after_step]).fetchall()[0]
-    finally:
-        scratch.close()
+    with tempfile.TemporaryDirectory(prefix="clusterlab-watch-") as tmp:
+        files = []
+        for p, old in grown:
+            dest = Path(tmp) / p.relative_to(watch_dir)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with open(p, "rb") as src, open(dest, "wb") as out:
+                src.seek(old)
+                shutil.copyfileobj(src, out)
+            files.append(dest)
+        scratch = store.connect(":memory:")
+        try:
+            ingest.ingest(scratch, files, run=run)
+            n, lo, hi, loss = scratch.execute("""
+                WITH s AS (SELECT step, loss, ts FROM steps UNION ALL SELECT step, loss, ts FROM rank_steps)
+                SELECT count(DISTINCT step), min(step), max(step), arg_max(loss, step) FROM s WHERE step > ?""",
+                [after_step]).fetchall()[0]
+        finally:
+            scratch.close()
     return {"steps": n, "first_step": lo, "last_step": hi, "loss": loss} if n else None
