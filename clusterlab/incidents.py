@@ -158,9 +158,11 @@ def slow_steps(profile: pl.DataFrame, s: Settings) -> pl.DataFrame:
         return pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, "step": pl.Int64, "host": pl.String,
                                     "ts": pl.Datetime("us"), "excess_s": pl.Float64})
     typical = pl.col("avg_c").median().over("run", "attempt")
-    # The slowest rank is well above the usual step, and the fastest is not: one host, not everyone.
+    # The slowest rank is well above the usual step, and the fastest is not (one host, not everyone),
+    # or, while everyone is slowed (contention, throttling), the slowest is still well above the fastest.
     slow = (pl.col("max_c") > typical * s.straggler_ratio) & (
-        pl.col("min_c") < typical * (1 + (s.straggler_ratio - 1) / 2))
+        (pl.col("min_c") < typical * (1 + (s.straggler_ratio - 1) / 2))
+        | (pl.col("max_c") > pl.col("min_c") * s.straggler_ratio))
     return (profile.with_columns(typical=typical).filter(slow, pl.col("slow_host").is_not_null())
             .select("run", "attempt", "step", host="slow_host", ts="ts",
                     excess_s=pl.col("max_c") - pl.col("typical")).sort("run", "attempt", "step"))

@@ -6,13 +6,14 @@ import json
 import math
 from pathlib import Path
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from timelines import Attempt, write_events, write_run
 
-from clusterlab import Lab, advice, ledger
+from clusterlab import Lab, advice, incidents, ledger
 from clusterlab.cli import main
 from conftest import SAMPLES
 
@@ -192,3 +193,19 @@ def test_attribute_json_has_the_documented_shape(tmp_path: Path) -> None:
     res = runner.invoke(main, ["--db", str(db), "incidents", "--json"])
     assert {"id", "run", "attempt", "start", "end", "failure_mode", "blame", "host", "cluster", "provider",
             "gpu_hours_lost", "evidence_count"} <= set(json.loads(res.stdout)[0])
+
+
+def test_a_straggler_is_found_also_while_everyone_is_slowed() -> None:
+    """Steps 10-20: h7 alone 25% slow. 25-35: the fleet 12% slow (contention) and h3 25% slower on top.
+    36-40: the fleet slow and nobody in particular: a slowdown, not a straggler."""
+    rows = []
+    for step in range(1, 41):
+        fleet = 1.12 if step >= 25 else 1.0
+        slow = "h7" if 10 <= step <= 20 else "h3" if 25 <= step <= 35 else None
+        mins, maxs = fleet * 0.99, fleet * (1.25 if slow else 1.01)
+        rows.append({"run": "r", "attempt": 1, "step": step, "ts": None, "step_s": maxs, "data_s": 0.0,
+                     "avg_c": fleet, "min_c": mins, "max_c": maxs, "slow_host": slow or "h1"})
+    profile = pl.DataFrame(rows, schema_overrides={"attempt": pl.Int32, "ts": pl.Datetime("us")})
+    s = incidents.Settings()
+    found = incidents.straggler_incidents(incidents.slow_steps(profile, s), s)
+    assert found.select("host", "first_step", "last_step").rows() == [("h7", 10, 20), ("h3", 25, 35)]
