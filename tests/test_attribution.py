@@ -209,3 +209,20 @@ def test_a_straggler_is_found_also_while_everyone_is_slowed() -> None:
     s = incidents.Settings()
     found = incidents.straggler_incidents(incidents.slow_steps(profile, s), s)
     assert found.select("host", "first_step", "last_step").rows() == [("h7", 10, 20), ("h3", 25, 35)]
+
+
+def test_a_slowdown_with_concurrent_evidence_is_put_on_its_host_and_mode(tmp_path: Path) -> None:
+    """Steps 21-30 take 7 s instead of 5 with an NFS timeout on h-001 as they start; 41-50 with no evidence."""
+    step_s = [7.0 if 21 <= i <= 30 or 41 <= i <= 50 else 5.0 for i in range(1, 61)]
+    with Lab(tmp_path / "db.duckdb") as lab:
+        write_run(lab.con, "r", 16, [Attempt(0, 30, step_s, tail_s=5)])
+        write_events(lab.con, [{"t": 30 + 5 * 20 + 3, "host": "h-001", "kind": "nfs_timeout",
+                                "failure_mode": "filesystem_io", "text": "nfs: server fs1 not responding, timed out"},
+                               {"t": 30 + 5 * 20 + 4, "host": "h-099", "kind": "nfs_timeout",  # not the run's host
+                                "failure_mode": "network", "text": "mlx5_core: link down"}])
+        a = lab.attribute("r")
+    slow = a.rows.filter(pl.col("category") == "slowdown")
+    tied = slow.filter(pl.col("failure_mode") == "filesystem_io")
+    assert set(tied["host"]) == {"h-001"} and tied["seconds"].sum() == pytest.approx(10 * 2.0)
+    assert slow.filter(pl.col("failure_mode") == "none")["seconds"].sum() == pytest.approx(10 * 2.0)
+    assert tied["gpu_hours"].sum() == pytest.approx(20.0 * 16 / 3600)  # and so by host and mode in every report
