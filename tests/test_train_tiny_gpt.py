@@ -29,10 +29,12 @@ def _records(attempt: Path, rank: int) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_a_slowed_rank_is_found_as_the_straggler(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("fault", "first_slow"), [(["--slow-rank", "1"], 1),
+                                                   (["--fail-at-step", "4", "--fail-mode", "slow"], 4)])
+def test_a_slowed_rank_is_found_as_the_straggler(tmp_path: Path, fault: list[str], first_slow: int) -> None:
     attempt = tmp_path / "bundle" / "runs" / "tiny" / "attempt-1"
-    rc = _torchrun("--steps", "10", "--save-every", "5", "--out", str(attempt), "--slow-rank", "1",
-                   "--slow-factor", "2", log=tmp_path / "train.log")
+    rc = _torchrun("--steps", "10", "--save-every", "5", "--out", str(attempt), *fault, "--slow-factor", "2",
+                   log=tmp_path / "train.log")
     assert rc == 0, (tmp_path / "train.log").read_text()[-3000:]
     (attempt / "train.log").write_bytes((tmp_path / "train.log").read_bytes())
     r0, r1 = _records(attempt, 0), _records(attempt, 1)
@@ -47,6 +49,7 @@ def test_a_slowed_rank_is_found_as_the_straggler(tmp_path: Path) -> None:
         inc = lab.incidents("tiny")
     strag = inc.filter(kind="straggler")
     assert strag["host"].to_list() == ["node1"], inc
+    assert strag["first_step"][0] in (first_slow, first_slow + 1)  # the first slowed step may still look usual
 
 
 @pytest.mark.slow
