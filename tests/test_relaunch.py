@@ -230,9 +230,10 @@ def test_execute_checks_the_plan_again(tmp_path: Path) -> None:
 class FakeSlurm:
     """Answers sbatch / squeue / scontrol like Slurm would; records every command."""
 
-    def __init__(self, previous_state: str = "FAILED") -> None:
+    def __init__(self, previous_state: str = "FAILED", sinfo: str = "") -> None:
         self.calls: list[list[str]] = []
         self.previous_state = previous_state
+        self.sinfo = sinfo
 
     def __call__(self, argv: list[str]) -> subprocess.CompletedProcess:
         self.calls.append(argv)
@@ -241,6 +242,8 @@ class FakeSlurm:
             out = "42\n"
         elif argv[0] == "squeue":
             out = "RUNNING\n" if argv[5] == "42" else f"{self.previous_state}\n"
+        elif argv[0] == "sinfo":
+            out = self.sinfo
         return subprocess.CompletedProcess(argv, 0, out, "")
 
     def launches(self) -> int:
@@ -254,9 +257,10 @@ def test_execute_drains_launches_once_and_records(tmp_path: Path) -> None:
         fake = FakeSlurm()
         first = execute(lab.con, plan, runner=fake, watch_s=0)
         assert (first.job_id, first.result, first.repeat) == ("42", "running", False)
-        assert fake.calls[0][:4] == ["scontrol", "update", "nodename=node2", "state=drain"]
-        assert fake.calls[0][4].startswith("reason=clusterlab tiny:1:end: gpu_fell_off_bus")
-        assert fake.calls[1][:3] == ["sbatch", "--parsable", "--exclude=node2"]
+        assert fake.calls[0][0] == "sinfo"  # the scheduler is asked which nodes are up before anything runs
+        assert fake.calls[1][:4] == ["scontrol", "update", "nodename=node2", "state=drain"]
+        assert fake.calls[1][4].startswith("reason=clusterlab tiny:1:end: gpu_fell_off_bus")
+        assert fake.calls[2][:3] == ["sbatch", "--parsable", "--exclude=node2"]
         again = execute(lab.con, relaunch_plan(lab.con, "tiny"), runner=fake, watch_s=0)
         assert again.repeat and again.job_id == "42" and fake.launches() == 1
         rows = lab.sql("SELECT incident_id, job_id, result, command, plan_json FROM relaunches ORDER BY relaunch_id")
@@ -287,6 +291,26 @@ def test_the_failed_attempts_own_steps_are_not_taken_for_the_relaunch(tmp_path: 
     new.parent.mkdir(parents=True)
     new.write_text(rec(11, 4.4) + rec(12, 4.3))
     assert new_steps(runs, before, "tiny", 10)["last_step"] == 12
+
+
+def test_execute_refuses_when_the_scheduler_has_too_few_nodes_up(tmp_path: Path) -> None:
+    sinfo = "node1 idle\nnode2 drain\nnode3 down*\nnode4 idle*\nnode4 idle*\n"  # a node per partition line
+    assert SlurmBackend().node_states(FakeSlurm(sinfo=sinfo)) == {"node1": True, "node2": False, "node3": False,
+                                                                  "node4": False}
+    with lab_of(write_bundle(tmp_path / "b"), tmp_path / "db.duckdb") as lab:
+        plan = relaunch_plan(lab.con, "tiny")
+        assert plan.spec.healthy_hosts == ["node1", "node3", "node4"] and plan.nodes_needed == 1
+        ok = FakeSlurm(sinfo=sinfo)
+        assert execute(lab.con, plan, runner=ok, watch_s=0).job_id == "42"  # node1 is enough for one node
+        plan = relaunch_plan(lab.con, "tiny")
+        plan.incident, plan.nodes_needed = "tiny:other", 2
+        fake = FakeSlurm(sinfo=sinfo)
+        refusal = r"1 of the run's healthy nodes up for the 2 needed \(not up: node\[3-4\]"
+        with pytest.raises(RelaunchRefused, match=refusal):
+            execute(lab.con, plan, runner=fake, watch_s=0)
+        assert fake.launches() == 0 and not any(c[:2] == ["scontrol", "update"] for c in fake.calls)
+        assert lab.sql("SELECT result FROM relaunches WHERE incident_id = 'tiny:other'")["result"].to_list() == [
+            "refused"]
 
 
 def test_a_job_still_holding_its_nodes_is_requeued_not_resubmitted(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 
-from clusterlab import store
+from clusterlab import hostlist, store
 from clusterlab.relaunch.backends import Backend, get_backend
 from clusterlab.relaunch.backends.base import COMPLETED, FAILED, PENDING, RUNNING, Runner, record, run_argv
 from clusterlab.relaunch.plan import RelaunchPlan
@@ -70,6 +70,18 @@ def check_plan(plan: RelaunchPlan, require_nodes: bool = True) -> None:
         raise RelaunchRefused(f"only {plan.nodes_available} healthy nodes for the {plan.nodes_needed} needed")
 
 
+def check_live_nodes(plan: RelaunchPlan, states: dict[str, bool] | None) -> None:
+    """The plan counted healthy nodes from the inventory; the scheduler must have that many up now."""
+    needed, healthy = plan.nodes_needed, plan.spec.healthy_hosts
+    if states is None or not needed or not healthy or not set(healthy) & set(states):
+        return  # the scheduler can't tell, or names its nodes otherwise than the inventory: the plan stands
+    up = [h for h in healthy if states.get(h)]
+    if len(up) < needed:
+        down = [h for h in healthy if not states.get(h)]
+        raise RelaunchRefused(f"the scheduler has {len(up)} of the run's healthy nodes up for the {needed} needed "
+                              f"(not up: {hostlist.compress(down)})")
+
+
 def execute(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan, *, backend: Backend | None = None,
             runner: Runner = run_argv, watch_s: float = 60.0, poll_s: float = 1.0,
             watch_dir: str | Path | None = None, require_nodes: bool = True) -> Execution:
@@ -77,6 +89,8 @@ def execute(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan, *, backend: Back
     be = backend or get_backend(plan.backend)
     try:
         check_plan(plan, require_nodes)
+        if require_nodes:
+            check_live_nodes(plan, be.node_states(runner))
     except RelaunchRefused as e:
         _insert(con, plan, "refused", detail={"error": str(e)})
         raise

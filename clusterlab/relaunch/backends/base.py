@@ -80,3 +80,7 @@ class Backend(ABC):
     @abstractmethod
     def state(self, job_id: str, runner: Runner) -> str:
         """PENDING, RUNNING, COMPLETED, FAILED or UNKNOWN."""
+
+    def node_states(self, runner: Runner) -> dict[str, bool] | None:
+        """Every node the scheduler knows, and whether it can take work now (None: this backend can't tell)."""
+        return None

@@ -30,6 +30,7 @@ _LONG_FLAG = {"--parsable", "--hold", "--requeue", "--no-requeue", "--test-only"
               "--get-user-env", "--immediate", "--version", "--kill-on-invalid-dep"}
 _JOB_ID = re.compile(r"\d+(?:_\d+)?")
 _ALLOCATED = {"RUNNING", "CONFIGURING", "SUSPENDED", "STOPPED"}
+_UP = {"idle", "mix", "alloc", "comp", "plnd"}  # sinfo's short node states that can take a job
 _STATES = {"PENDING": PENDING, "CONFIGURING": PENDING, "REQUEUED": PENDING, "REQUEUE_HOLD": PENDING,
            "REQUEUE_FED": PENDING, "RESV_DEL_HOLD": PENDING, "RUNNING": RUNNING, "COMPLETING": RUNNING,
            "SUSPENDED": RUNNING, "STOPPED": RUNNING, "COMPLETED": COMPLETED}
@@ -125,6 +126,22 @@ class SlurmBackend(Backend):
         if raw is None:
             return UNKNOWN
         return _STATES.get(raw, FAILED)
+
+    def node_states(self, runner: Runner) -> dict[str, bool] | None:
+        """From `sinfo -N`: a node is up when idle, mixed, allocated or completing and responding
+        (`*` is not responding; `~` powered down but resumable, `#` powering up, count as up)."""
+        res = record(runner, ["sinfo", "-h", "-N", "-o", "%N %t"], [])
+        if res.returncode:
+            return None
+        out: dict[str, bool] = {}
+        for line in (res.stdout or "").splitlines():
+            parts = line.split()
+            if len(parts) != 2:
+                continue
+            node, state = parts
+            base = state.rstrip("*~#%!$@^-")
+            out[node] = out.get(node, False) or (base in _UP and not set(state) & set("*%!"))
+        return out
 
     def _raw_state(self, job_id: str, runner: Runner, log: list[dict]) -> str | None:
         res = record(runner, ["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"], log)
