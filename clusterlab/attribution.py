@@ -12,9 +12,12 @@ from clusterlab import advice, annotations, flops, incidents, ledger, store, tax
 
 NONE = "none"
 # Evidence that can slow every rank without stopping the job: a slow stretch with such a line on one of
-# the run's hosts (from a minute before it to its end) is put on that host and mode, not left unexplained.
+# the run's hosts as it begins (from a minute before to two minutes in) is an incident on that host and
+# mode, not left unexplained. Only the onset counts: the failure that ends a long slow stretch prints its
+# own network lines at the end, and those are not why the stretch began.
 SLOWDOWN_CAUSES = ("filesystem_io", "network", "pcie_error", "nvlink_error", "gpu_hw_other", "host_hw")
 SLOWDOWN_LEAD_S = 60.0
+SLOWDOWN_ONSET_S = 120.0
 SLOWDOWN_MIN = 0.05  # a step counts as slowed when its unexplained excess is this share of the baseline
 INCIDENT_COLUMNS = ["incident_id", "run", "attempt", "kind", "root_ts", "exit_ts", "failure_mode", "blame", "host",
                     "cluster", "provider", "action", "gpu_hours_lost", "usd_lost", "evidence_count", "overridden",
@@ -166,7 +169,14 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
         "attempt", "step", "host", strag_id=pl.lit(None, pl.String))
     wide = ledger.split_intervals(tl, saves, straggling, _keep_points(att, saves, inc, con, run), b)
     tails = ledger.tails(tl, att, saves)
-    rows = _tie(wide, tails, straggling, inc, att, _slowdown_causes(con, run, wide, b))
+    slow_steps, slow_inc, slow_ev = _slowdowns(con, run, wide, b)
+    if slow_inc.height:
+        slow_ev = slow_ev.select(evidence.columns) if evidence.height else slow_ev
+        inc = pl.concat([inc, _finish_incidents(con, slow_inc, slow_ev)], how="diagonal_relaxed").sort(
+            "root_ts", "incident_id")
+        evidence = pl.concat([evidence, slow_ev.select(evidence.columns) if evidence.height else slow_ev],
+                             how="diagonal_relaxed")
+    rows = _tie(wide, tails, straggling, inc, att, slow_steps)
     total_s = (att["end_ts"].max() - att["start_ts"].min()).total_seconds()
     ledger.check(rows, total_s)
     steady, source = _mfu(con, info, b, notes)
@@ -196,7 +206,13 @@ def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.S
         evidence = pl.concat([ev, ckpt_ev], how="diagonal_relaxed")
     else:
         evidence = ev
-    counts = evidence.group_by("incident_id").len("evidence_count")
+    return _finish_incidents(con, inc, evidence), evidence
+
+
+def _finish_incidents(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, evidence: pl.DataFrame) -> pl.DataFrame:
+    """Evidence counts, human overrides, blame and recommended action (NVIDIA's for an Xid root cause)."""
+    counts = evidence.group_by("incident_id").len("evidence_count") if evidence.height else pl.DataFrame(
+        schema={"incident_id": pl.String, "evidence_count": pl.UInt32})
     inc = inc.join(counts, on="incident_id", how="left").with_columns(pl.col("evidence_count").fill_null(0))
     inc = annotations.apply(con, inc)
     modes = pl.DataFrame({"failure_mode": list(taxonomy.MODES), "blame_default": [m.blame for m in
@@ -209,7 +225,7 @@ def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.S
             lambda c: taxonomy.xid(int(c)).action, return_dtype=pl.String))
         inc = inc.join(xa, on="incident_id", how="left").with_columns(
             action=pl.coalesce("xid_act", "action")).drop("xid_act")
-    return inc, evidence
+    return inc
 
 
 def _keep_points(att: pl.DataFrame, saves: pl.DataFrame, inc: pl.DataFrame, con, run: str) -> pl.DataFrame:
@@ -236,49 +252,68 @@ def _keep_points(att: pl.DataFrame, saves: pl.DataFrame, inc: pl.DataFrame, con,
     )
 
 
-def _slowdown_causes(con: duckdb.DuckDBPyConnection, run: str, wide: pl.DataFrame, baseline_s: float
-                     ) -> pl.DataFrame:
-    """Per slowed step: the host and failure mode of the first concurrent evidence of its stretch, if any."""
-    out = {"attempt": pl.Int32, "step": pl.Int64, "cause_host": pl.String, "cause_mode": pl.String}
-    slowed = wide.filter(pl.col("slowdown") > SLOWDOWN_MIN * baseline_s * pl.col("n")).select(
+def _slowdowns(con: duckdb.DuckDBPyConnection, run: str, wide: pl.DataFrame, baseline_s: float
+               ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Slowed stretches with concurrent evidence on a run host: per step its incident; the incidents; evidence.
+
+    A stretch is consecutive step records each slowed by more than SLOWDOWN_MIN of the baseline with no
+    other explanation; its root cause is the first SLOWDOWN_CAUSES line from SLOWDOWN_LEAD_S before it to
+    SLOWDOWN_ONSET_S into it, on one of the hosts the run's attempts used.
+    """
+    per_step = pl.DataFrame(schema={"attempt": pl.Int32, "step": pl.Int64, "slow_id": pl.String})
+    none = (per_step, pl.DataFrame(), pl.DataFrame())
+    slowed = wide.filter(pl.col("slowdown") > SLOWDOWN_MIN * baseline_s * pl.col("n"),
+                         pl.col("step").is_not_null()).select(
         pl.col("attempt").cast(pl.Int32), "step", "start", "end").sort("attempt", "step")
     if not slowed.height:
-        return pl.DataFrame(schema=out)
+        return none
     events = store.frame(con, """
-        SELECT ts, host, failure_mode FROM events
-        WHERE failure_mode IN (SELECT unnest($modes)) AND ts IS NOT NULL
-          AND host IN (SELECT DISTINCT unnest(hosts) FROM attempts WHERE run = $run)""",
-                         {"modes": list(SLOWDOWN_CAUSES), "run": run})
+        SELECT e.ts, e.host, e.source, e.kind, e.failure_mode, e.xid, e.rank, f.path AS file, e.line, e.text
+        FROM events e JOIN ingested_files f USING (file_id)
+        WHERE e.failure_mode IN (SELECT unnest($modes)) AND e.ts IS NOT NULL
+          AND e.host IN (SELECT DISTINCT unnest(hosts) FROM attempts WHERE run = $run)
+        ORDER BY e.ts, e.line""", {"modes": list(SLOWDOWN_CAUSES), "run": run})
     if not events.height:
-        return pl.DataFrame(schema=out)
-    # consecutive slowed records form a stretch; the stretch is explained as a whole
+        return none
     slowed = slowed.with_columns(stretch=pl.col("step") - pl.int_range(pl.len()).over("attempt"))
-    stretches = slowed.group_by("attempt", "stretch").agg(lo=pl.col("start").min(), hi=pl.col("end").max())
-    lead = dt.timedelta(seconds=SLOWDOWN_LEAD_S)
-    causes = (stretches.join_where(events, pl.col("ts") >= pl.col("lo") - lead, pl.col("ts") <= pl.col("hi"))
-              .sort("ts").group_by("attempt", "stretch")
-              .agg(cause_host=pl.col("host").first(), cause_mode=pl.col("failure_mode").first()))
-    return slowed.join(causes, on=["attempt", "stretch"]).select(list(out)).cast(out)
+    stretches = slowed.group_by("attempt", "stretch").agg(
+        lo=pl.col("start").min(), hi=pl.col("end").max(), first_step=pl.col("step").min(),
+        last_step=pl.col("step").max())
+    lead, onset = dt.timedelta(seconds=SLOWDOWN_LEAD_S), dt.timedelta(seconds=SLOWDOWN_ONSET_S)
+    ev = (stretches.join_where(events, pl.col("ts") >= pl.col("lo") - lead,
+                               pl.col("ts") <= pl.min_horizontal(pl.col("hi"), pl.col("lo") + onset))
+          .with_columns(incident_id=pl.format("{}:{}:slowdown:{}", pl.lit(run), "attempt", "first_step"))
+          .sort("incident_id", "ts", "line"))
+    if not ev.height:
+        return none
+    first = ev.group_by("incident_id", maintain_order=True).first()
+    inc = first.select(
+        "incident_id", run=pl.lit(run), attempt="attempt", kind=pl.lit("slowdown"), root_ts="ts", exit_ts="hi",
+        failure_mode="failure_mode", host="host", tier=pl.lit(None, pl.Int32), first_step="first_step",
+        last_step="last_step")
+    evidence = ev.with_columns(rank_in_incident=pl.int_range(pl.len()).over("incident_id") + 1,
+                               tier=pl.lit(None, pl.Int32))
+    steps = slowed.join(first.select("attempt", "stretch", slow_id="incident_id"), on=["attempt", "stretch"])
+    return steps.select(list(per_step.columns)), inc, evidence
 
 
 def _part(frame: pl.DataFrame, category: str, seconds: str, incident: pl.Expr, host: pl.Expr | None = None,
-          start: str = "start", end: str = "end", mode: pl.Expr | None = None) -> pl.DataFrame:
+          start: str = "start", end: str = "end") -> pl.DataFrame:
     return frame.select(category=pl.lit(category), attempt="attempt", start_ts=start, end_ts=end,
                         seconds=pl.col(seconds).cast(pl.Float64), incident_id=incident.cast(pl.String),
-                        own_host=(host if host is not None else pl.lit(None)).cast(pl.String),
-                        own_mode=(mode if mode is not None else pl.lit(None)).cast(pl.String))
+                        own_host=(host if host is not None else pl.lit(None)).cast(pl.String))
 
 
 def _tie(wide: pl.DataFrame, tails: pl.DataFrame, slow: pl.DataFrame, inc: pl.DataFrame,
-         att: pl.DataFrame, causes: pl.DataFrame) -> pl.DataFrame:
-    """Ledger rows: each category's seconds tied to the incident (or, for slowdowns, the evidence) behind them."""
+         att: pl.DataFrame, slowdowns: pl.DataFrame) -> pl.DataFrame:
+    """Ledger rows: each category's seconds tied to the incident that caused them."""
     ends = inc.filter(pl.col("kind") == "attempt_end").select("attempt", end_id="incident_id")
     stalls = inc.filter(pl.col("kind") == "checkpoint_stall").select("attempt", save_step="first_step",
                                                                       stall_id="incident_id")
     lost = inc.filter(pl.col("kind") == "checkpoint_lost")
     w = (wide.join(ends, on="attempt", how="left").join(stalls, on=["attempt", "save_step"], how="left")
          .join(slow.select("attempt", "step", "strag_id"), on=["attempt", "step"], how="left")
-         .join(causes, on=["attempt", "step"], how="left"))
+         .join(slowdowns, on=["attempt", "step"], how="left"))
     if lost.height:  # the work between the resumed step and the lost save is the lost save's fault
         pairs = w.select("attempt", "step").join_where(
             lost.select(lost_attempt="attempt", lo="first_step", hi="last_step", lost_id="incident_id"),
@@ -296,7 +331,7 @@ def _tie(wide: pl.DataFrame, tails: pl.DataFrame, slow: pl.DataFrame, inc: pl.Da
         _part(w, "checkpoint", "checkpoint", pl.col("stall_id")),
         _part(w, "data_stall", "data_stall", none),
         _part(w, "straggler", "straggler", pl.col("strag_id"), pl.col("slow_host")),
-        _part(w, "slowdown", "slowdown", none, pl.col("cause_host"), mode=pl.col("cause_mode")),
+        _part(w, "slowdown", "slowdown", pl.col("slow_id")),
         _part(w, "recompute", "recompute", pl.coalesce("lost_id", "end_id")),
         _part(t, "startup", "startup", pl.col("prev_end_id"), start="start_ts", end="first_start"),
         _part(t, "checkpoint", "tail_checkpoint", pl.col("tail_stall_id"), start="last_end", end="end_ts"),
@@ -304,7 +339,7 @@ def _tie(wide: pl.DataFrame, tails: pl.DataFrame, slow: pl.DataFrame, inc: pl.Da
         _part(t, "restart", "restart", pl.col("end_id"), start="end_ts", end="next_start"),
     ]
     rows = pl.concat(parts, how="vertical_relaxed").filter(pl.col("seconds") != 0)
-    return (rows.group_by("category", "attempt", "incident_id", "own_host", "own_mode")
+    return (rows.group_by("category", "attempt", "incident_id", "own_host")
             .agg(pl.col("seconds").sum(), pl.col("start_ts").min(), pl.col("end_ts").max())
             .sort("attempt", "start_ts", "category"))
 
@@ -324,8 +359,7 @@ def _place(con: duckdb.DuckDBPyConnection, rows: pl.DataFrame, inc: pl.DataFrame
     ).with_columns(
         # the run pays its own provider's price, whichever host wasted the time
         usd=pl.col("gpu_hours") * (price or 0.0),
-        incident_id=pl.col("incident_id").fill_null(NONE),
-        failure_mode=pl.coalesce("failure_mode", "own_mode").fill_null(NONE),
+        incident_id=pl.col("incident_id").fill_null(NONE), failure_mode=pl.col("failure_mode").fill_null(NONE),
         host=pl.col("host").fill_null(NONE),
     ).select("category", "attempt", "start_ts", "end_ts", "seconds", "gpu_hours", "usd", "incident_id",
              "failure_mode", "host", "cluster", "provider")

@@ -211,18 +211,30 @@ def test_a_straggler_is_found_also_while_everyone_is_slowed() -> None:
     assert found.select("host", "first_step", "last_step").rows() == [("h7", 10, 20), ("h3", 25, 35)]
 
 
-def test_a_slowdown_with_concurrent_evidence_is_put_on_its_host_and_mode(tmp_path: Path) -> None:
-    """Steps 21-30 take 7 s instead of 5 with an NFS timeout on h-001 as they start; 41-50 with no evidence."""
-    step_s = [7.0 if 21 <= i <= 30 or 41 <= i <= 50 else 5.0 for i in range(1, 61)]
+def test_a_slowdown_with_concurrent_evidence_is_an_incident_on_its_host(tmp_path: Path) -> None:
+    """Steps 21-30 take 7 s instead of 5 with an NFS timeout on h-001 as they start; 41-60 take 9 s with no
+    evidence at their onset, only a link flap on h-001 three minutes later, at their end (not why they began)."""
+    step_s = [7.0 if 21 <= i <= 30 else 9.0 if 41 <= i <= 60 else 5.0 for i in range(1, 101)]
+    end_of_second = 30 + 5 * 20 + 7 * 10 + 5 * 10 + 9 * 20 - 2
     with Lab(tmp_path / "db.duckdb") as lab:
         write_run(lab.con, "r", 16, [Attempt(0, 30, step_s, tail_s=5)])
         write_events(lab.con, [{"t": 30 + 5 * 20 + 3, "host": "h-001", "kind": "nfs_timeout",
                                 "failure_mode": "filesystem_io", "text": "nfs: server fs1 not responding, timed out"},
-                               {"t": 30 + 5 * 20 + 4, "host": "h-099", "kind": "nfs_timeout",  # not the run's host
-                                "failure_mode": "network", "text": "mlx5_core: link down"}])
+                               {"t": 30 + 5 * 20 + 4, "host": "h-099", "kind": "ib_link_down",  # not the run's host
+                                "failure_mode": "network", "text": "mlx5_core: link down"},
+                               {"t": end_of_second, "host": "h-001", "kind": "ib_link_down", "failure_mode": "network",
+                                "text": "mlx5_core 0000:40:00.0 mlx5_2: Port: 1 Link DOWN"}])
         a = lab.attribute("r")
+        listed = lab.incidents("r")
+        evidence = lab.evidence("r:1:slowdown:21")
     slow = a.rows.filter(pl.col("category") == "slowdown")
-    tied = slow.filter(pl.col("failure_mode") == "filesystem_io")
-    assert set(tied["host"]) == {"h-001"} and tied["seconds"].sum() == pytest.approx(10 * 2.0)
-    assert slow.filter(pl.col("failure_mode") == "none")["seconds"].sum() == pytest.approx(10 * 2.0)
-    assert tied["gpu_hours"].sum() == pytest.approx(20.0 * 16 / 3600)  # and so by host and mode in every report
+    tied = slow.filter(pl.col("incident_id") == "r:1:slowdown:21")
+    assert set(tied["host"]) == {"h-001"} and set(tied["failure_mode"]) == {"filesystem_io"}
+    assert tied["seconds"].sum() == pytest.approx(10 * 2.0)
+    assert slow.filter(pl.col("incident_id") == "none")["seconds"].sum() == pytest.approx(20 * 4.0)
+    assert a.incidents.filter(pl.col("kind") == "slowdown").height == 1
+    inc = a.incidents.filter(pl.col("kind") == "slowdown").row(0, named=True)
+    assert (inc["host"], inc["failure_mode"], inc["first_step"], inc["last_step"]) == ("h-001", "filesystem_io", 21, 30)
+    assert inc["gpu_hours_lost"] == pytest.approx(20.0 * 16 / 3600) and inc["blame"] == "provider"
+    assert "r:1:slowdown:21" in listed["incident_id"].to_list()
+    assert evidence["text"].to_list() == ["nfs: server fs1 not responding, timed out"]

@@ -143,13 +143,9 @@ def _in(frame: pl.DataFrame, col: str, start: dt.datetime, end: dt.datetime) -> 
 
 
 def _with_blame(rows: pl.DataFrame, inc: pl.DataFrame) -> pl.DataFrame:
-    """Ledger rows with the blame of the incident they are pinned on, else of the failure mode the evidence
-    gave them (a slowdown under NFS timeouts is the provider's), else `none`."""
+    """Ledger rows with the blame of the incident they are pinned on (`none` for unpinned losses)."""
     blame = inc.select("incident_id", pl.col("blame").cast(pl.String)).unique("incident_id")
-    by_mode = pl.DataFrame({"failure_mode": list(taxonomy.MODES),
-                            "mode_blame": [m.blame for m in taxonomy.MODES.values()]})
-    return (rows.join(blame, on="incident_id", how="left").join(by_mode, on="failure_mode", how="left")
-            .with_columns(blame=pl.coalesce("blame", "mode_blame").fill_null("none")).drop("mode_blame"))
+    return rows.join(blame, on="incident_id", how="left").with_columns(pl.col("blame").fill_null("none"))
 
 
 def summary(rows: pl.DataFrame, inc: pl.DataFrame, run_mfu: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
