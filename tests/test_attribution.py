@@ -15,6 +15,7 @@ from timelines import Attempt, write_events, write_run
 
 from clusterlab import Lab, advice, incidents, ledger
 from clusterlab.cli import main
+from clusterlab.reports import render
 from conftest import SAMPLES
 
 
@@ -227,6 +228,7 @@ def test_a_slowdown_with_concurrent_evidence_is_an_incident_on_its_host(tmp_path
         a = lab.attribute("r")
         listed = lab.incidents("r")
         evidence = lab.evidence("r:1:slowdown:21")
+        report = render.render_incident(lab.report("r:1:slowdown:21"), "md")
     slow = a.rows.filter(pl.col("category") == "slowdown")
     tied = slow.filter(pl.col("incident_id") == "r:1:slowdown:21")
     assert set(tied["host"]) == {"h-001"} and set(tied["failure_mode"]) == {"filesystem_io"}
@@ -238,3 +240,4 @@ def test_a_slowdown_with_concurrent_evidence_is_an_incident_on_its_host(tmp_path
     assert inc["gpu_hours_lost"] == pytest.approx(20.0 * 16 / 3600) and inc["blame"] == "provider"
     assert "r:1:slowdown:21" in listed["incident_id"].to_list()
     assert evidence["text"].to_list() == ["nfs: server fs1 not responding, timed out"]
+    assert "slow steps begin" in report and "nfs: server fs1 not responding" in report
