@@ -171,11 +171,9 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
     tails = ledger.tails(tl, att, saves)
     slow_steps, slow_inc, slow_ev = _slowdowns(con, run, wide, b)
     if slow_inc.height:
-        slow_ev = slow_ev.select(evidence.columns) if evidence.height else slow_ev
         inc = pl.concat([inc, _finish_incidents(con, slow_inc, slow_ev)], how="diagonal_relaxed").sort(
             "root_ts", "incident_id")
-        evidence = pl.concat([evidence, slow_ev.select(evidence.columns) if evidence.height else slow_ev],
-                             how="diagonal_relaxed")
+        evidence = pl.concat([evidence, slow_ev], how="diagonal_relaxed")
     rows = _tie(wide, tails, straggling, inc, att, slow_steps)
     total_s = (att["end_ts"].max() - att["start_ts"].min()).total_seconds()
     ledger.check(rows, total_s)
@@ -292,7 +290,9 @@ def _slowdowns(con: duckdb.DuckDBPyConnection, run: str, wide: pl.DataFrame, bas
         failure_mode="failure_mode", host="host", tier=pl.lit(None, pl.Int32), first_step="first_step",
         last_step="last_step")
     evidence = ev.with_columns(rank_in_incident=pl.int_range(pl.len()).over("incident_id") + 1,
-                               tier=pl.lit(None, pl.Int32))
+                               tier=pl.lit(None, pl.Int32)).select(
+        "incident_id", "rank_in_incident", "ts", "host", "source", "kind", "failure_mode", "xid", "rank", "file",
+        "line", "text", "tier")
     steps = slowed.join(first.select("attempt", "stretch", slow_id="incident_id"), on=["attempt", "stretch"])
     return steps.select(list(per_step.columns)), inc, evidence
 
