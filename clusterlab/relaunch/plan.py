@@ -155,8 +155,13 @@ def _origin(ev: pl.DataFrame, incident_id: str) -> str:
 
 def _evidence(ev: pl.DataFrame, incident_id: str, n: int) -> list[dict]:
     rows = ev.filter(pl.col("incident_id") == incident_id).sort("rank_in_incident").head(n)
-    return [{k: (r[k].isoformat() if isinstance(r[k], dt.datetime) else r[k])
-             for k in ("source", "file", "line", "ts", "host", "text")} for r in rows.to_dicts()]
+    return [_evidence_line(r) for r in rows.to_dicts()]
+
+
+def _evidence_line(r: dict) -> dict:
+    """One evidence line as the plan's JSON gives it (times in ISO 8601)."""
+    return {k: (r[k].isoformat() if isinstance(r[k], dt.datetime) else r[k])
+            for k in ("source", "file", "line", "ts", "host", "text")}
 
 
 def _reason(row: dict, ev: pl.DataFrame) -> str:
@@ -223,10 +228,8 @@ def _preflight_failures(con: duckdb.DuckDBPyConnection, since: dt.datetime | Non
     out = []
     for r in failed.to_dicts():
         host = check_host(r["host"], f"preflight record {r['file']}:{r['line']}")
-        line = {k: (r[k].isoformat() if isinstance(r[k], dt.datetime) else r[k])
-                for k in ("source", "file", "line", "ts", "host", "text")}
         out.append(Exclusion(host, f"failed preflight: {r['text']}"[:200], r["failure_mode"] or "unknown", None,
-                             [line]))
+                             [_evidence_line(r)]))
     return out
 
 
