@@ -146,8 +146,10 @@ def test_incidents_and_advice_are_the_apis(sc, atts, blab: Lab) -> None:
 
 
 def test_bundle_week_48_golden_figures(sc) -> None:
-    assert sc.ranking["provider"].to_list() == ["borealis", "acme"]
-    assert sc.ranking["verdict"][1].startswith("escalate")
+    # acme delivered 93% (two drained nodes) and lost 26 GPU-h to its faults; borealis is 2 nodes short of 10
+    assert sc.ranking["provider"].to_list() == ["acme", "borealis"]
+    assert sc.ranking["verdict"][0].startswith("keep: score 0.932")
+    assert sc.ranking["verdict"][1].startswith("keep, claim credits: score 0.786")
     acme, bor = _row(sc.providers, provider="acme"), _row(sc.providers, provider="borealis")
     assert (acme["failures"], acme["provider_failures"], acme["interruptions"]) == (3, 3, 5)  # Xid 79, IB, preemption
     assert (bor["failures"], bor["provider_failures"]) == (1, 0)  # rank 5's CUDA OOM is the user's

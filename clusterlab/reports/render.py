@@ -21,6 +21,10 @@ from clusterlab.reports.incident_report import IncidentReport
 from clusterlab.reports.scorecard import Scorecard
 
 FORMATS = ("html", "md")
+SCORE_NOTE = ("Score: the share of contracted GPU-time that was delivered and not lost to the provider's own faults, "
+              "(contracted − undelivered − provider-lost GPU-hours) ÷ contracted GPU-hours, where undelivered is "
+              "what missing, late and drained nodes owed. A provider with no contract known is scored on the "
+              "GPU-hours our runs used instead, (used − provider-lost) ÷ used, and its line says so.")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # The ASCII punctuation that can open markup inline: emphasis, links and images (`[`), code, HTML,
 # entities, GFM tables, strikethrough and the `$` math of some renderers. Escaping `[` disarms `(`, `!`.
@@ -92,7 +96,7 @@ def _records(frame) -> list[dict]:
 def scorecard_context(sc: Scorecard, images: dict[str, str]) -> dict:
     """What the scorecard templates see: the scorecard, its frames as rows, and image sources."""
     return {"sc": sc, "t": {name: _records(getattr(sc, name)) for name in Scorecard.FRAMES},
-            "images": images, "runs_with_plots": sorted(sc.attributions)}
+            "images": images, "runs_with_plots": sorted(sc.attributions), "score_note": SCORE_NOTE}
 
 
 def render_scorecard(sc: Scorecard, format: str = "html", images: dict[str, str] | None = None) -> str:

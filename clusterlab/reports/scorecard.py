@@ -21,6 +21,9 @@ from clusterlab.reports import fleet
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 # Change against last week, for these provider figures.
+# What a provider's score is a share of (see `_ranking`).
+CONTRACT_BASIS = "of contracted GPU-hours"
+USED_BASIS = "of GPU-hours used (no contract known)"
 CHANGE_METRICS = ["gpu_hours", "ettr", "effective_mfu", "failures", "failures_per_1k_gpu_days", "lost_gpu_hours",
                   "usd_lost", "provider_usd_lost"]
 
@@ -279,34 +282,48 @@ def _change(this: pl.DataFrame, last: pl.DataFrame) -> pl.DataFrame:
 
 
 def _ranking(providers: pl.DataFrame) -> pl.DataFrame:
-    """Providers by the share of contracted GPU-time that was delivered and not lost to their own faults."""
-    p = providers.with_columns(
-        kept=pl.when(pl.col("gpu_hours") > 0).then(1 - pl.col("provider_lost_gpu_hours") / pl.col("gpu_hours")),
-        score=pl.col("delivered_share").fill_null(1.0)
-        * pl.coalesce(1 - pl.col("provider_lost_gpu_hours") / pl.col("gpu_hours"), pl.lit(1.0)))
-    p = p.sort(["score", "provider"], descending=[True, False]).with_row_index("rank", offset=1)
-    return p.select("rank", "provider", "score", "kept", "delivered_share", verdict=_verdict())
+    """Providers by the share of contracted GPU-time that was delivered and not lost to their own faults.
+
+    score = (contracted − undelivered − provider-lost) / contracted GPU-hours, where undelivered is
+    contracted − available (missing, late and drained nodes, as the Delivered table counts them) and
+    provider-lost is what the ledger puts on provider-blamed incidents. With no contract known the
+    basis falls back to the GPU-hours our runs used: (used − provider-lost) / used, and says so.
+    """
+    contracted = pl.col("contracted_gpu_hours").fill_null(0) > 0
+    used = pl.col("gpu_hours").fill_null(0) > 0
+    lost = pl.col("provider_lost_gpu_hours").fill_null(0.0)
+    # NOTE: a drained node's hours and a run's loss on it can overlap for the minutes between the
+    # drain and the run's exit; the clip keeps such a week's score within [0, 1]
+    basis = pl.when(contracted).then(pl.lit(CONTRACT_BASIS)).when(used).then(pl.lit(USED_BASIS))
+    score = (pl.when(contracted).then((pl.col("available_gpu_hours").fill_null(0.0) - lost)
+                                      / pl.col("contracted_gpu_hours"))
+             .when(used).then((pl.col("gpu_hours") - lost) / pl.col("gpu_hours"))).clip(0.0, 1.0)
+    p = providers.with_columns(score=score, score_basis=basis, provider_lost_share=pl.when(contracted).then(
+        lost / pl.col("contracted_gpu_hours")).when(used).then(lost / pl.col("gpu_hours")))
+    p = p.sort(["score", "provider"], descending=[True, False], nulls_last=True).with_row_index("rank", offset=1)
+    return p.select("rank", "provider", "score", "score_basis", "delivered_share", "provider_lost_share",
+                    verdict=_verdict())
 
 
 def _verdict() -> pl.Expr:
-    """One line per provider, from the figures beside it."""
-    word = (pl.when(pl.col("gpu_hours").fill_null(0) == 0).then(pl.lit("no runs this week"))
+    """One line per provider, from the figures beside it (a part whose figure is missing is left out)."""
+    word = (pl.when(pl.col("score").is_null()).then(pl.lit("no runs and no contract this week"))
             .when(pl.col("score") >= 0.9).then(pl.lit("keep"))
             .when(pl.col("score") >= 0.7).then(pl.lit("keep, claim credits"))
             .otherwise(pl.lit("escalate")))
+    used = pl.col("gpu_hours").fill_null(0) > 0
+    score = pl.format(": score {} {}", pl.col("score").round(3), "score_basis")
+    runs = pl.when(used).then(pl.format(
+        "; ETTR {}%, {} provider-caused interruption(s), ${} lost to provider faults", (pl.col("ettr") * 100).round(1),
+        pl.col("provider_failures"), pl.col("provider_usd_lost").round(2))).otherwise(pl.lit("; no runs this week"))
+    delivered = pl.format("; {}% of contracted GPU-time delivered", (pl.col("delivered_share") * 100).round(1))
     delivery = pl.when(pl.col("missing_nodes").fill_null(0) > 0).then(
-        pl.format("; {} of {} contracted nodes missing", "missing_nodes", "contracted_nodes")).otherwise(pl.lit(""))
+        pl.format("; {} of {} contracted nodes missing", "missing_nodes", "contracted_nodes"))
     late = pl.when(pl.col("late_nodes").fill_null(0) > 0).then(
-        pl.format("; {} node(s) late ({} GPU-h)", "late_nodes", pl.col("late_gpu_hours").round(0).cast(pl.Int64))
-    ).otherwise(pl.lit(""))
-    drained = pl.when(pl.col("drained_nodes").fill_null(0) > 0).then(
-        pl.format("; {} node(s) drained", "drained_nodes")).otherwise(pl.lit(""))
-    body = pl.format("{}: ETTR {}%, {} provider-caused interruption(s), ${} lost to provider faults, {}% of contracted "
-                     "GPU-time delivered", word, (pl.col("ettr") * 100).round(1),
-                     pl.col("provider_failures"), pl.col("provider_usd_lost").round(2),
-                     (pl.col("delivered_share") * 100).round(1))
-    return pl.when(pl.col("gpu_hours").fill_null(0) == 0).then(word).otherwise(
-        pl.concat_str([body, delivery, late, drained], ignore_nulls=True))
+        pl.format("; {} node(s) late ({} GPU-h)", "late_nodes", pl.col("late_gpu_hours").round(0).cast(pl.Int64)))
+    drained = pl.when(pl.col("drained_nodes").fill_null(0) > 0).then(pl.format("; {} node(s) drained",
+                                                                                "drained_nodes"))
+    return pl.concat_str([word, score, runs, delivered, delivery, late, drained], ignore_nulls=True)
 
 
 def scorecard(con: duckdb.DuckDBPyConnection, week: str, providers: list[str] | tuple[str, ...] | None = None,
