@@ -29,8 +29,8 @@ from clusterlab.relaunch.execute import RelaunchRefused
 from conftest import ROOT, SAMPLES
 
 main.add_command(relaunch)
-PLAN_KEYS = {"run", "exclude", "drain", "checkpoint", "nodes_needed", "nodes_available", "recompute_gpu_hours",
-             "backend", "command", "executed"}
+PLAN_KEYS = {"run", "nothing_to_relaunch", "exclude", "drain", "checkpoint", "nodes_needed", "nodes_available",
+             "recompute_gpu_hours", "backend", "command", "executed"}
 T0 = dt.datetime(2026, 11, 25, 10, 0, 0)
 TRAIN = ROOT / "examples" / "train_tiny_gpt.py"
 
@@ -42,8 +42,12 @@ def titan(ts: dt.datetime, msg: str) -> str:
 
 
 def write_bundle(root: Path, *, host: str = "node2", saves=(5, 10), steps: int = 12, kernel_host: str | None = None,
-                 checkpoint_dir: Path | None = None, launch_command: str | None = None) -> Path:
-    """A one-attempt run `tiny` on `host` (torchtitan log, step JSONL) ended by an Xid 79 on that host."""
+                 checkpoint_dir: Path | None = None, launch_command: str | None = None, total: int | None = None,
+                 xid: bool = True) -> Path:
+    """A one-attempt run `tiny` on `host` (torchtitan log, step JSONL) ended by an Xid 79 on that host.
+
+    `total`: the run's total steps in torchtitan's start line; `xid=False`: the attempt ends with no failure.
+    """
     (root / "runs" / "tiny" / "attempt-1" / "steps").mkdir(parents=True)
     (root / "inventory.toml").write_text('[providers.loopback]\nusd_per_gpu_hour = 1.0\n\n[clusters.local]\n'
                                          'provider = "loopback"\ngpus_per_node = 2\nnodes = "node[1-4]"\n')
@@ -51,7 +55,10 @@ def write_bundle(root: Path, *, host: str = "node2", saves=(5, 10), steps: int =
     cmd = launch_command or "sbatch --job-name=tiny --nodes=1 job.sbatch"
     (root / "runs" / "tiny" / "run.toml").write_text(
         f'cluster = "local"\ngpus = 2\ntokens_per_step = 1024\n{ckpt}launcher = "slurm"\nlaunch_command = "{cmd}"\n')
-    log, records = [titan(T0, "Training starts at step 1")], []
+    # torchtitan's start line names the total when it knows it (data_samples/torchtitan/*.log)
+    start = "Training starts at step 1" + (f", with local batch size 2, global batch size 4, total steps {total}"
+                                           if total else "")
+    log, records = [titan(T0, start)], []
     for s in range(1, steps + 1):
         ts = T0 + dt.timedelta(seconds=10 * s)
         log.append(titan(ts, f"step: {s:2d}  loss: {6 - s / 10:7.4f}  memory:  0.00GiB(0.00%)  tps: 1,000"))
@@ -60,10 +67,17 @@ def write_bundle(root: Path, *, host: str = "node2", saves=(5, 10), steps: int =
         if s in saves:
             log += [titan(ts, "Saving the checkpoint (or staging if async is enabled)."),
                     titan(ts + dt.timedelta(seconds=1), "Finished saving the checkpoint in 1.00 seconds.")]
+    if xid:
+        _write_xid(root, host, kernel_host, T0 + dt.timedelta(seconds=10 * steps + 2))
+    else:
+        log.append(titan(T0 + dt.timedelta(seconds=10 * steps + 1), "Training completed"))
     attempt = root / "runs" / "tiny" / "attempt-1"
     (attempt / "train.log").write_text("\n".join(log) + "\n")
     (attempt / "steps" / "rank-0.jsonl").write_text("\n".join(records) + "\n")
-    xid_ts = T0 + dt.timedelta(seconds=10 * steps + 2)
+    return root
+
+
+def _write_xid(root: Path, host: str, kernel_host: str | None, xid_ts: dt.datetime) -> None:
     xid = "NVRM: Xid (PCI:0000:5d:00): 79, pid=1234, name=python, GPU has fallen off the bus."
     if kernel_host is None:
         (root / "nodes" / host).mkdir(parents=True)
@@ -71,7 +85,6 @@ def write_bundle(root: Path, *, host: str = "node2", saves=(5, 10), steps: int =
     else:  # a syslog line names its own host
         (root / "logs").mkdir()
         (root / "logs" / "kern.log").write_text(f"{xid_ts:%Y-%m-%dT%H:%M:%S}+0000 {kernel_host} kernel: {xid}\n")
-    return root
 
 
 def save_dcp(path: Path, step: int) -> None:
@@ -128,9 +141,14 @@ def test_bundle_torchrun_plan_and_cli_json_shape(bundle_lab: Lab) -> None:
     doc = json.loads(res.output)
     assert set(doc) == PLAN_KEYS
     assert doc["backend"] == "torchrun" and doc["executed"] is False
-    assert doc["command"][:4] == ["env", "CLUSTERLAB_RESUME_FROM=/mnt/nfs/ckpt/mm7b-sft", "CLUSTERLAB_RESUME_STEP=600",
-                                  "torchrun"]
+    # its last attempt logged "Training completed" at step 600 of 600: there is nothing to relaunch
+    assert doc["command"] == [] and doc["drain"] == []
+    why = doc["nothing_to_relaunch"]
+    assert "attempt 2 ended with no failure on record and reached step 600 of the run's 600" in why
+    assert doc["nothing_to_relaunch"].endswith("runs/mm7b-sft/attempt-2/bor-001.log:70)")
     assert set(doc["checkpoint"]) == {"step", "path", "verified", "skipped"}
+    assert json.loads(CliRunner().invoke(main, ["--db", bundle_lab.path, "relaunch", "--run", "llama8b-pretrain",
+                                                "--json"]).output)["nothing_to_relaunch"] is None
     res = CliRunner().invoke(main, ["--db", bundle_lab.path, "relaunch", "--run", "no-such-run"])
     assert res.exit_code == 2 and "no run 'no-such-run'" in res.output
 

@@ -30,6 +30,8 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 def print_plan(plan: RelaunchPlan) -> None:
     """The plan for a person: what is excluded and why, the checkpoint, the nodes, the command."""
     click.echo(f"relaunch plan for {plan.run} (incident {plan.incident}, backend {plan.backend})")
+    if plan.nothing_to_relaunch:
+        click.echo(f"  nothing to relaunch: {plan.nothing_to_relaunch}")
     for e in plan.exclude:
         click.echo(f"  exclude {e.host}: {e.reason} [{e.failure_mode}, {e.incident or 'preflight'}]")
         for line in e.evidence[:1]:

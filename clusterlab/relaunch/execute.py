@@ -54,6 +54,8 @@ class Execution:
 
 def check_plan(plan: RelaunchPlan, require_nodes: bool = True) -> None:
     """Everything about to reach a command checked once more; RelaunchRefused if it must not run."""
+    if plan.nothing_to_relaunch:
+        raise RelaunchRefused(f"nothing to relaunch: {plan.nothing_to_relaunch}")
     try:
         for host in [*(e.host for e in plan.exclude), *(d["host"] for d in plan.drain), *plan.spec.exclude]:
             check_host(host, "the relaunch plan")

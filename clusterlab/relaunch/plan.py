@@ -22,6 +22,7 @@ import polars as pl
 from clusterlab import attribution, incidents, store, taxonomy
 from clusterlab.relaunch import checkpoints as ckpts
 from clusterlab.relaunch.backends import BACKENDS, LaunchSpec, get_backend
+from clusterlab.relaunch.completion import completion
 from clusterlab.relaunch.safety import UnsafeValueError, check_host, check_path, reason_text
 
 # recommended actions that take a host out of the next job ("run preflight; drain if it repeats" does not)
@@ -76,10 +77,12 @@ class RelaunchPlan:
     spec: LaunchSpec
     warnings: list[str] = field(default_factory=list)
     executed: bool | dict = False
+    nothing_to_relaunch: str | None = None  # why there is nothing to relaunch (the run completed); then no command
 
     def to_dict(self) -> dict:
         """The JSON of `clusterlab relaunch --json` (the keys of the interface, nothing else)."""
-        return {"run": self.run, "exclude": [e.to_dict() for e in self.exclude], "drain": self.drain,
+        return {"run": self.run, "nothing_to_relaunch": self.nothing_to_relaunch,
+                "exclude": [e.to_dict() for e in self.exclude], "drain": self.drain,
                 "checkpoint": self.checkpoint.to_dict(), "nodes_needed": self.nodes_needed,
                 "nodes_available": self.nodes_available, "recompute_gpu_hours": self.recompute_gpu_hours,
                 "backend": self.backend, "command": self.command, "executed": self.executed}
@@ -105,6 +108,9 @@ def relaunch_plan(con: duckdb.DuckDBPyConnection, run: str, backend: str | None 
     if since is not None and inc.height:
         inc = inc.filter(pl.col("root_ts").is_null() | (pl.col("root_ts") >= since))
     warnings: list[str] = []
+    done, unsure = completion(con, run, last, inc, _job_names(run, info))
+    if unsure:
+        warnings.append(unsure)
     states = _scheduler_states(con)
     exclude = _incident_hosts(inc, ev, run, states, ps, warnings)
     exclude += _repeat_offenders(inc, ev, {e.host for e in exclude}, ps)
@@ -114,7 +120,7 @@ def relaunch_plan(con: duckdb.DuckDBPyConnection, run: str, backend: str | None 
         if e.drained_at is not None:
             e.reason += f"; already drained in the scheduler at {e.drained_at:%Y-%m-%d %H:%M:%S}"
     drain = [{"host": e.host, "reason": reason_text(f"clusterlab {e.incident or 'preflight'}: {e.failure_mode}")}
-             for e in exclude if e.drained_at is None]
+             for e in exclude if e.drained_at is None and not done]  # a completed run drains nothing
     ckpt = choose_checkpoint(con, run, info.get("checkpoint_dir"))
     if ckpt.note:
         warnings.append(ckpt.note)
@@ -125,14 +131,14 @@ def relaunch_plan(con: duckdb.DuckDBPyConnection, run: str, backend: str | None 
     spec = LaunchSpec(run=run, launch_command=_launch_argv(info, warnings), exclude=sorted(e.host for e in exclude),
                       resume_path=ckpt.path if ckpt.step is not None else None, resume_step=ckpt.step,
                       nodes=needed, healthy_hosts=healthy, previous_job=_previous_job(con, run, info))
-    command = get_backend(name).command(spec)
-    if not command:
+    command = [] if done else get_backend(name).command(spec)  # NOTE: a completed run has nothing to launch
+    if not command and not done:
         warnings.append(f"run.toml gives no {name} launch_command: no command to run")
     return RelaunchPlan(
         run=run, incident=_incident_key(inc, run, last), backend=name, exclude=exclude, drain=drain,
         checkpoint=ckpt, nodes_needed=needed, nodes_available=available,
-        recompute_gpu_hours=_recompute_gpu_hours(con, run, ckpt.step, info), command=command, spec=spec,
-        warnings=warnings)
+        recompute_gpu_hours=0.0 if done else _recompute_gpu_hours(con, run, ckpt.step, info), command=command,
+        spec=spec, warnings=warnings, nothing_to_relaunch=done)
 
 
 def _run_info(con: duckdb.DuckDBPyConnection, run: str) -> dict:
@@ -365,10 +371,15 @@ def _launch_argv(info: dict, warnings: list[str]) -> list[str]:
         return []
 
 
+def _job_names(run: str, info: dict) -> list[str]:
+    """The names the run's scheduler jobs go by: the run's, and the launch command's --job-name."""
+    m = re.search(r"(?:--job-name|-J)[=\s]?(\S+)", info.get("launch_command") or "")
+    return [run, m.group(1)] if m else [run]
+
+
 def _previous_job(con: duckdb.DuckDBPyConnection, run: str, info: dict) -> str | None:
     """The scheduler job id of the run's newest job record (matched by job name), if the store has one."""
-    m = re.search(r"(?:--job-name|-J)[=\s]?(\S+)", info.get("launch_command") or "")
-    names = [run, m.group(1)] if m else [run]
+    names = _job_names(run, info)
     rows = con.execute("""SELECT job_id FROM jobs WHERE list_contains(?, job_name) AND regexp_full_match(job_id, '\\d+')
                           ORDER BY coalesce(start_ts, ts) DESC NULLS LAST LIMIT 1""", [names]).fetchall()
     return rows[0][0] if rows else None
