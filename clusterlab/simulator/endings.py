@@ -12,12 +12,16 @@ HANG = frozenset({"gpu_fell_off_bus", "gpu_hw_other", "nvlink_error", "pcie_erro
 LINK = frozenset({"network", "node_failure"})
 # One process dies at once (CUDA ECC error, SIGBUS, an exception, a NaN check): its peers follow.
 CRASH = frozenset({"gpu_memory_ecc", "host_hw", "user_code_error", "cuda_error", "loss_divergence", "filesystem_io"})
-# The scheduler ends the job: the provider reclaims the nodes, or the time limit is reached.
-SCHEDULER = frozenset({"preemption", "time_limit"})
+# The scheduler ends the job: the provider reclaims the nodes, the time limit is reached, or a
+# person cancels it (scancel; only scripted by the adversarial scenarios).
+SCHEDULER = frozenset({"preemption", "time_limit", "manual_stop"})
 
 WATCHDOG_MS = 600_000  # TORCH_NCCL default collective timeout: 10 minutes
 IB_RETRY_MS = 31_000  # NCCL_IB_TIMEOUT=20 with 7 retries, before the completion error surfaces
 UNKILLABLE_MS = 30_000  # torchrun's SIGTERM-to-SIGKILL wait for a process stuck on a lost GPU
+# A soft NFS mount (timeo=600, retrans=3): "not responding, still trying" after the first major
+# timeout, the read fails with EIO ("timed out") about three minutes after the server went away.
+NFS_SOFT_MS = 180_000
 
 
 def family(mode: str) -> str:
@@ -57,3 +61,13 @@ def summary_times(mode: str, trigger_ms: int, n_hosts: int, culprit: int | None)
 def exit_ms(mode: str, trigger_ms: int, n_hosts: int, culprit: int | None) -> int:
     """The attempt's end: its last stamped log line."""
     return max(summary_times(mode, trigger_ms, n_hosts, culprit))
+
+
+def job_start_ms(start_ms: int) -> int:
+    """Slurm's start of the job: the batch script runs a few seconds before torchrun prints."""
+    return (start_ms - 6000) // 1000 * 1000
+
+
+def job_end_ms(exit_ms: int) -> int:
+    """Slurm's end of the job: a moment after the last line, on a whole second."""
+    return (exit_ms // 1000 + 2) * 1000

@@ -10,12 +10,16 @@ else `slowdown`. The productive part of steps past the checkpoint the next attem
 is `recompute`; for the last attempt, past its own last completed save (every simulated run ends
 badly: a failure or the window's time limit, after which a relaunch would resume from there).
 `idle` is 0: the simulation requests no window.
+
+An attempt's span is its first to last stamped log line, or (`alloc`, the adversarial family) the
+scheduler's own record of it, sacct Start to End: the ledger then sums to GPUs x allocated time.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from clusterlab.simulator import endings
 from clusterlab.simulator.timeline import Attempt, Run
 
 CATEGORIES = ("productive", "straggler", "slowdown", "checkpoint", "data_stall", "recompute", "hang", "restart",
@@ -29,8 +33,17 @@ def baseline_ms(run: Run) -> tuple[float, float]:
     return float(np.median(steps)), float(np.median(data))
 
 
-def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float) -> dict[str, float]:
+def span_ms(att: Attempt, alloc: bool) -> tuple[int, int]:
+    """The attempt's span: its log lines, or sacct's Start and End."""
+    if alloc:
+        return endings.job_start_ms(att.start_ms), endings.job_end_ms(att.end_ms)
+    return att.start_ms, att.end_ms
+
+
+def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float, alloc: bool = False
+               ) -> dict[str, float]:
     """One attempt's milliseconds by category (restart: up to the next attempt's start)."""
+    start, end = span_ms(att, alloc)
     s = att.steps
     interval = np.concatenate([[s.step_ms[0]], np.diff(s.end)]).astype(float)
     save_in = np.concatenate([[0], s.save_after[:-1]]).astype(float)
@@ -50,24 +63,24 @@ def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float) ->
     out["data_stall"] = float(data.sum())
     out["straggler"] = float(rest[slow].sum())
     out["slowdown"] = float(rest[~slow].sum())
-    out["startup"] = float(s.end[0] - s.step_ms[0] - att.start_ms)
-    tail = float(att.end_ms - s.end[-1])
+    out["startup"] = float(s.end[0] - s.step_ms[0] - start)
+    tail = float(end - s.end[-1])
     last_save = next((sv for sv in att.saves if sv.step == att.last_step and sv.complete), None)
     tail_ckpt = min(tail, float(last_save.end_ms - last_save.start_ms)) if last_save else 0.0
     out["checkpoint"] += tail_ckpt
     out["hang"] = tail - tail_ckpt
-    out["restart"] = float(nxt.start_ms - att.end_ms) if nxt is not None else 0.0
+    out["restart"] = float(span_ms(nxt, alloc)[0] - end) if nxt is not None else 0.0
     return out
 
 
-def ledger(run: Run) -> dict:
+def ledger(run: Run, alloc: bool = False) -> dict:
     """The run's expected ledger: GPU-hours per category, the baseline, and the total."""
     b, data_base = baseline_ms(run)
     total_ms = {c: 0.0 for c in CATEGORIES}
     for att, nxt in zip(run.attempts, [*run.attempts[1:], None], strict=True):
-        for c, v in attempt_ms(att, nxt, b, data_base).items():
+        for c, v in attempt_ms(att, nxt, b, data_base, alloc).items():
             total_ms[c] += v
-    wall_ms = run.attempts[-1].end_ms - run.attempts[0].start_ms
+    wall_ms = span_ms(run.attempts[-1], alloc)[1] - span_ms(run.attempts[0], alloc)[0]
     to_h = run.gpus / 3_600_000
     return {
         "gpus": run.gpus, "wall_hours": wall_ms / 3_600_000, "gpu_hours": wall_ms * to_h,

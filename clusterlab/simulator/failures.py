@@ -13,7 +13,7 @@ import datetime as dt
 import random
 from dataclasses import dataclass, field
 
-from clusterlab.simulator import endings
+from clusterlab.simulator import adversarial, endings
 from clusterlab.simulator.stamps import after, from_ms, glog, iso_s
 from clusterlab.simulator.textlog import Log, Proc, pg_abort, sigabrt, torchrun_failure
 from clusterlab.simulator.timeline import Attempt, Run
@@ -66,6 +66,9 @@ def ending(run: Run, att: Attempt, procs: list[Proc], agents: dict[str, int], r:
         return log, ev
     culprit = next(p for p in procs if p.rank == e.rank)
     _kernel(ev, run, att, culprit, r)
+    if e.kill:  # hung on the fault when the scheduler's verdict came: no watchdog lines, only the kill
+        _scheduler(log, ev, run, att, procs, agents)
+        return log, ev
     if fam == "hang":
         _hang(log, run, att, procs, agents, culprit, r, seed)
     else:
@@ -134,6 +137,8 @@ def _culprit_block(run: Run, att: Attempt, p: Proc) -> tuple[str | None, str, in
     if e.mode == "host_hw":
         return None, f"Signal 7 (SIGBUS) received by PID {p.pid}", -7
     exc, frame, code = _CULPRIT[e.mode]
+    if e.server:  # the training data on the lost NFS server's soft mount
+        exc = f"OSError: [Errno 5] Input/output error: '/mnt/{e.server}/data/tokens/shard-00412.bin'"
     if e.mode == "loss_divergence":
         exc = (f"RuntimeError: Rank {p.rank}, node {p.host}, device {p.local}, iteration {att.last_step + 1}: "
                "Unexpected result nan (message='found NaN in local grad norm for bucket #0 in backward pass before "
@@ -218,13 +223,15 @@ def _ib_errors(log: Log, run: Run, att: Attempt, procs: list[Proc], culprit: Pro
 
 
 def _scheduler(log: Log, ev: Evidence, run: Run, att: Attempt, procs: list[Proc], agents: dict[str, int]) -> None:
-    """The scheduler ends the job (preemption or time limit): banner, then every agent shuts down."""
+    """The scheduler ends the job (preemption, time limit, scancel): banner, then every agent shuts down."""
     e = att.ending
+    verdict = e.kill or e.mode
     t = from_ms(e.trigger_ms)
-    why = "PREEMPTION" if e.mode == "preemption" else "TIME LIMIT"
-    log.add(t, f"slurmstepd: error: *** JOB {att.job_id} ON {att.hosts[0]} CANCELLED AT {iso_s(t)} DUE TO {why} ***")
+    # slurmstepd's banner (src/slurmd/slurmstepd/req.c): no DUE TO for a plain scancel
+    why = {"preemption": " DUE TO PREEMPTION", "time_limit": " DUE TO TIME LIMIT"}.get(verdict, "")
+    log.add(t, f"slurmstepd: error: *** JOB {att.job_id} ON {att.hosts[0]} CANCELLED AT {iso_s(t)}{why} ***")
     log.add(after(t, 0.004), f"slurmstepd: error: *** STEP {att.job_id}.0 ON {att.hosts[0]} CANCELLED AT "
-                             f"{iso_s(t)} DUE TO {why} ***")
+                             f"{iso_s(t)}{why} ***")
     log.add(after(t, 0.01), "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.")
     times = endings.summary_times(e.mode, e.trigger_ms, len(att.hosts), None)
     for n, host in enumerate(att.hosts):
@@ -238,10 +245,15 @@ def _scheduler(log: Log, ev: Evidence, run: Run, att: Attempt, procs: list[Proc]
                   f"{agents[host]} got signal: 15"]
         log.add(tt, "\n".join(lines))
         log.add(after(tt, 2.2), f"srun: error: {host}: task {n}: Exited with exit code 1")
-    if e.mode == "preemption":
+    if verdict == "preemption":
         ev.ctld.append((e.trigger_ms + 5, f"preempted JobId={att.job_id} has been killed to reclaim resources for "
                                           f"JobId={int(att.job_id) + 500}"))
         ev.state = ("PREEMPTED", "0:15")
+    elif verdict == "manual_stop":
+        # slurmctld's RPC log line, and sacct's `CANCELLED by <uid>`
+        ev.ctld.append((e.trigger_ms - 40, f"_slurm_rpc_kill_job: REQUEST_KILL_JOB JobId={att.job_id} uid "
+                                           f"{adversarial.CANCEL_UID}"))
+        ev.state = (f"CANCELLED by {adversarial.CANCEL_UID}", "0:0")
     else:
         ev.ctld.append((e.trigger_ms + 3, f"Time limit exhausted for JobId={att.job_id}"))
         ev.state = ("TIMEOUT", "0:0")
@@ -284,6 +296,9 @@ def _kernel(ev: Evidence, run: Run, att: Attempt, p: Proc, r: random.Random) -> 
     elif e.mode == "cuda_error":
         msgs = [(0, xid.format(31, "Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_3 faulted "
                                    "@ 0x7f2a_4c000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ"))]
+    elif e.mode == "filesystem_io" and e.server:
+        ev.kernel += adversarial.storage_lines(run, att, r)
+        return
     elif e.mode == "filesystem_io":
         osc = "lustre-OST0003-osc-ffff9a3c1e2f8000"
         msgs = [(-900, f"Lustre: {osc}: Connection to lustre-OST0003 (at 10.40.0.13@o2ib) was lost; in progress "

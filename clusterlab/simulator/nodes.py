@@ -95,11 +95,12 @@ def _render(fmt: str, host: str, boot: dt.datetime, t: dt.datetime, msg: str) ->
     return "\n".join(f"{pre} {ln}" for ln in msg.split("\n"))
 
 
-def write(sink: Sink, cfg: Config, cluster: Cluster, events: dict[str, list[tuple[int, str]]], r: random.Random
-          ) -> None:
-    """One kernel log per node of the cluster."""
+def write(sink: Sink, cfg: Config, cluster: Cluster, events: dict[str, list[tuple[int, str]]], r: random.Random,
+          skew_ms: dict[str, int] | None = None, missing: set[str] | frozenset[str] = frozenset()) -> None:
+    """One kernel log per node of the cluster (none for `missing`), each on its host's (skewed) clock."""
     lo, hi = cfg.window_ms
     fmt = style(cluster)
+    skew_ms = skew_ms or {}
     for host in cluster.hosts:
         boot = from_ms(lo - r.randint(2, 20) * 86_400_000 - r.randint(0, 86_399) * 1000)
         items = [(boot.timestamp() * 1000 + 0.0, "Linux version 6.8.0-48-generic (buildd@lcy02-amd64-040) "
@@ -112,6 +113,12 @@ def write(sink: Sink, cfg: Config, cluster: Cluster, events: dict[str, list[tupl
             items.append((t, CHATTER[r.randrange(len(CHATTER))]))
             t += r.randint(5_400_000, 10_800_000)
         items += events.get(host, [])
+        if host in missing:
+            continue
+        off = skew_ms.get(host, 0)
+        if off:  # the node's clock is off: every stamp it prints, and the boot time it reports
+            boot = from_ms(int(boot.timestamp() * 1000) + off)
+            items = [(ms + off, msg) for ms, msg in items]
         lines = [_render(fmt, host, boot, from_ms(int(ms)), msg) for ms, msg in sorted(items, key=lambda x: x[0])]
         name = "kern.log" if fmt == "journal" else "dmesg"
         sink.text(f"nodes/{host}/{name}", "\n".join(lines) + "\n")

@@ -30,7 +30,7 @@ def _loss(steps: np.ndarray) -> np.ndarray:
     return 2.1 + 8.6 * np.exp(-steps / 160.0) + 0.9 * np.exp(-steps / 2500.0)
 
 
-def _block(run: Run, att: Attempt, node: int, lo: int, hi: int, rng: np.random.Generator
+def _block(run: Run, att: Attempt, node: int, lo: int, hi: int, rng: np.random.Generator, skew_ms: int = 0
            ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Steps [lo, hi) of one node: a frame per step, and one per record (step-major, rank-minor)."""
     s = att.steps
@@ -41,7 +41,8 @@ def _block(run: Run, att: Attempt, node: int, lo: int, hi: int, rng: np.random.G
     compute = np.rint(s.compute_ms[lo:hi, None] * factor[:, None] * (1.0 - noise)).astype(np.int64)
     comm = s.step_ms[lo:hi, None] - compute - s.data_ms[lo:hi, None]
     loss = np.rint((_loss(s.step[lo:hi])[:, None] + rng.normal(0.0, 0.01, (m, gpn))) * 10_000).astype(np.int64)
-    per_step = pl.DataFrame({"end": s.end[lo:hi], "step": s.step[lo:hi], "step_ms": s.step_ms[lo:hi],
+    # NOTE: `ts` is read off the host's own clock: a skewed host stamps its records off by its skew
+    per_step = pl.DataFrame({"end": s.end[lo:hi] + skew_ms, "step": s.step[lo:hi], "step_ms": s.step_ms[lo:hi],
                              "data_ms": s.data_ms[lo:hi]})
     ranks = np.tile(np.arange(node * gpn, (node + 1) * gpn), m)
     per_rank = pl.DataFrame({"i": np.repeat(np.arange(m), gpn), "rank": ranks, "compute_ms": compute.ravel(),
@@ -67,15 +68,16 @@ def _lines(per_step: pl.DataFrame, per_rank: pl.DataFrame, host: str, tokens: in
         _ms("comm_ms"), pl.col("c"), loss, pl.lit("}")]).alias("line"))
 
 
-def write_node(out: Out, run: Run, att: Attempt, node: int, seed: int) -> int:
-    """All step records of one node's ranks in one attempt; returns the number of records."""
+def write_node(out: Out, run: Run, att: Attempt, node: int, seed: int, first: int = 0, stop: int | None = None,
+               skew_ms: int = 0) -> int:
+    """The step records of one node's ranks, steps [first, stop) of the attempt; returns how many."""
     rng = np.random.default_rng([seed, run.cluster.index, att.k, node, 7])
     tokens = run.tokens_per_step // run.gpus
     epoch = run.cluster.index % 2 == 1  # both spellings of `ts` occur in the wild
-    n = len(att.steps)
-    for lo in range(0, n, CHUNK):
-        lines = _lines(*_block(run, att, node, lo, min(n, lo + CHUNK), rng), att.hosts[node], tokens, epoch)
+    n = len(att.steps) if stop is None else stop
+    for lo in range(first, n, CHUNK):
+        lines = _lines(*_block(run, att, node, lo, min(n, lo + CHUNK), rng, skew_ms), att.hosts[node], tokens, epoch)
         buf = io.BytesIO()
         lines.write_csv(buf, include_header=False, quote_style="never")
         out.write(buf.getvalue())
-    return n * run.cluster.gpus_per_node
+    return max(0, n - first) * run.cluster.gpus_per_node

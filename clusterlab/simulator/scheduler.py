@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from clusterlab.simulator import endings
 from clusterlab.simulator.failure_model import HARDWARE
 from clusterlab.simulator.failures import Evidence
 from clusterlab.simulator.fleet import Cluster, Config
@@ -24,13 +25,13 @@ REASONS = {
 
 
 def job_start_ms(att: Attempt) -> int:
-    """Slurm's start of the job: the batch script runs a few seconds before torchrun prints."""
-    return (att.start_ms - 6000) // 1000 * 1000
+    """Slurm's start of the job (sacct Start)."""
+    return endings.job_start_ms(att.start_ms)
 
 
 def job_end_ms(att: Attempt) -> int:
-    """Slurm's end of the job: a moment after the last line, on a whole second."""
-    return (att.end_ms // 1000 + 2) * 1000
+    """Slurm's end of the job (sacct End)."""
+    return endings.job_end_ms(att.end_ms)
 
 
 def slurmctld(sink: Sink, cfg: Config, cluster: Cluster, run: Run, evidence: dict[int, Evidence], r: random.Random
@@ -48,7 +49,7 @@ def slurmctld(sink: Sink, cfg: Config, cluster: Cluster, run: Run, evidence: dic
                                                 f"#CPUs={CPUS * len(att.hosts)} Partition=gpu"))
         lines += evidence[att.k].ctld
         end = job_end_ms(att) + r.randint(2, 40)
-        sig = evidence[att.k].state[0] in ("PREEMPTED", "TIMEOUT")
+        sig = evidence[att.k].state[0].split()[0] in ("PREEMPTED", "TIMEOUT", "CANCELLED")
         lines.append((end, f"_job_complete: JobId={j} {'WTERMSIG 15' if sig else 'WEXITSTATUS 1'}"))
         lines.append((end + 1, f"_job_complete: JobId={j} done"))
         e = att.ending
@@ -79,11 +80,12 @@ def sacct_rows(cluster: Cluster, run: Run, evidence: dict[int, Evidence]) -> lis
         rows.append("|".join([cluster.name, att.job_id, run.name, "trainops", "gpu", "llm", str(CPUS * n), state, code,
                               *times, str(n), hostlist(att.hosts),
                               f"billing={CPUS * n},cpu={CPUS * n},gres/gpu={g * n},mem={2000 * n}G,node={n}"]))
-        step_state = "CANCELLED" if state in ("PREEMPTED", "TIMEOUT") else state
+        step_state = "CANCELLED" if state.split()[0] in ("PREEMPTED", "TIMEOUT", "CANCELLED") else state
+        step_code = "0:15" if state.startswith("CANCELLED") else code  # scancel's SIGTERM ends the steps
         for suffix, name, nn, st in ((".batch", "batch", 1, step_state), (".extern", "extern", n, "COMPLETED"),
                                      (".0", "torchrun", n, step_state)):
             rows.append("|".join([cluster.name, att.job_id + suffix, name, "", "", "llm", str(CPUS * nn), st,
-                                  code if st != "COMPLETED" else "0:0", times[0], times[1], times[2], times[3],
+                                  step_code if st != "COMPLETED" else "0:0", times[0], times[1], times[2], times[3],
                                   str(nn), att.hosts[0] if nn == 1 else hostlist(att.hosts),
                                   f"cpu={CPUS * nn},gres/gpu={g * nn},mem={2000 * nn}G,node={nn}"]))
     return rows

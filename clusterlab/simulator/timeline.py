@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from clusterlab.simulator import endings
+from clusterlab.simulator import adversarial, endings
 from clusterlab.simulator.failure_model import HARDWARE
 from clusterlab.simulator.fleet import Cluster, Config, clusters
 from clusterlab.simulator.steps import Episode, StepArrays, StepModel, add_saves, apply, draw, restamp
@@ -41,6 +41,8 @@ class Ending:
     root_ms: int
     trigger_ms: int
     exit_ms: int
+    kill: str | None = None  # the scheduler's verdict where it ended a job already dying of `mode` (hang → limit)
+    server: str | None = None  # the storage server a filesystem fault came from (host is then the server)
 
 
 @dataclass
@@ -68,6 +70,8 @@ class Attempt:
     stragglers: list[Straggler] = field(default_factory=list)
     slowdowns: list[tuple[str, int, int, float]] = field(default_factory=list)  # (kind, first, last, value)
     job_id: str = ""
+    # per-rank timings written: step indices [lo, hi) and the attempt's host indices (None: all of them)
+    coverage: tuple[int, int, tuple[int, ...]] | None = None
 
     @property
     def end_ms(self) -> int:
@@ -102,6 +106,8 @@ class Run:
     repairs: list[tuple[str, int, int]] = field(default_factory=list)  # (host, drained at, back in service at)
     stall_pending: bool = False  # the scenario's stalled save is still to come
     normal_saves: int = 0  # completed saves that did not stall, so far
+    log_every: int = 10  # Megatron's --log-interval
+    limit_ms: int | None = None  # each job's Slurm time limit (sbatch --time); None: only the window's end
 
     @property
     def gpus(self) -> int:
@@ -121,7 +127,11 @@ def plan_run(cfg: Config, cluster: Cluster, rng: np.random.Generator) -> Run:
     data = int(rng.integers(1, 4))
     model = StepModel(compute_ms=step_ms - comm - data, data_ms=data, comm_ms=comm)
     save_every = max(10, int(round(cfg.save_every_s / (step_ms / 1000) / 10)) * 10)
-    return Run(f"pretrain-{cluster.name}", cluster, model, save_every, gbs * SEQ, shape)
+    run = Run(f"pretrain-{cluster.name}", cluster, model, save_every, gbs * SEQ, shape)
+    if cfg.adversarial:
+        run.log_every = 1  # every step's own interval in the log: the ledger can be exact where ranks are silent
+        run.limit_ms = adversarial.time_limit_ms(cfg)
+    return run
 
 
 def episodes(cfg: Config, cluster: Cluster, rng: np.random.Generator) -> list[Episode]:
@@ -168,8 +178,8 @@ def build(cfg: Config, cluster: Cluster) -> Run:
             break
         run.attempts.append(att)
         available += [s for s in att.saves if s.complete]
-        if att.ending.mode == "time_limit":
-            break
+        if (att.ending.kill or att.ending.mode) == "time_limit" and att.ending.trigger_ms >= hi:
+            break  # the campaign's window is over
         if att.ending.mode in HARDWARE and att.ending.host:
             back[att.ending.host] = att.end_ms + int(rng.uniform(*cluster.profile.repair_h) * 3_600_000)
             run.repairs.append((att.ending.host, att.end_ms, back[att.ending.host]))
@@ -203,8 +213,17 @@ def _attempt(cfg: Config, run: Run, k: int, hosts: tuple[str, ...], start: int, 
         fail, mode = forced_at, "gpu_fell_off_bus"
     if len(hosts) == 1 and mode in endings.LINK:
         mode = "gpu_hw_other"  # a one-node run has no peer to lose: what breaks is the node's GPU
+    script = adversarial.scripted(run, k) if cfg.adversarial else None
+    limit_at = adversarial.job_start_ms(start) + run.limit_ms if run.limit_ms else None
+    if script is not None:
+        # a scripted ending replaces the random failure; it comes well before the job's time limit
+        fail, mode = adversarial.scripted_fail(script, start, limit_at, rng)
     if fail is not None:
         fail = max(fail, earliest)
+    if limit_at is not None and limit_at <= earliest:
+        limit_at = None
+    if limit_at is not None and (fail is None or fail >= limit_at) and limit_at < hi:
+        fail, mode = limit_at, "time_limit"
     horizon = fail if fail is not None and fail < hi else hi
     steps, saves = _steps(cfg, run, resume + 1, first_start, horizon, hosts, rng)
     att = Attempt(run.name, k, hosts, start, startup, load, resume, steps, saves, _ending_placeholder())
@@ -218,6 +237,8 @@ def _attempt(cfg: Config, run: Run, k: int, hosts: tuple[str, ...], start: int, 
         att.ending = _ending(run, att, "time_limit", root, None, rng)
     else:
         att.ending = _ending(run, att, mode, fail, hosts[int(rng.integers(len(hosts)))], rng)
+    if script is not None:
+        adversarial.shape_ending(script, run, att, limit_at, rng)
     return att
 
 
@@ -291,7 +312,7 @@ def _saves(att: Attempt, horizon: int) -> list[Save]:
 def _ending(run: Run, att: Attempt, mode: str, root: int, host: str | None, rng: np.random.Generator) -> Ending:
     """What ended the launch: its cause, the culprit rank, and when the job noticed and exited."""
     gpn = run.cluster.gpus_per_node
-    if mode == "preemption":
+    if mode in ("preemption", "manual_stop"):
         root = (root // 1000 + 1) * 1000
     culprit = None if endings.family(mode) == "scheduler" else att.hosts.index(host)
     rank = None if culprit is None else culprit * gpn + int(rng.integers(gpn))
@@ -302,5 +323,6 @@ def _ending(run: Run, att: Attempt, mode: str, root: int, host: str | None, rng:
         trigger = root
     exit_ms = endings.exit_ms(mode, trigger, len(att.hosts), culprit)
     # a hang with no deeper cause, a time limit: no single host is to blame
-    blamed = None if mode in ("nccl_timeout", "time_limit") else host if culprit is not None else att.hosts[0]
+    blamed = None if mode in ("nccl_timeout", "time_limit", "manual_stop") else host if culprit is not None \
+        else att.hosts[0]
     return Ending(mode, blamed, rank, root, trigger, exit_ms)

@@ -57,7 +57,7 @@ def startup(run: Run, att: Attempt, procs: list[Proc], agents: dict[str, int], r
     log.add(s, f"+ srun --ntasks-per-node=1 torchrun --nnodes {len(att.hosts)} --nproc-per-node {gpn} --rdzv-backend "
                f"c10d --rdzv-endpoint {att.hosts[0]}:29500 pretrain_gpt.py --tensor-model-parallel-size {gpn} "
                f"--save {ckpt_dir(run)} --load {ckpt_dir(run)} --save-interval {run.save_every} "
-               f"--log-interval {LOG_EVERY}")
+               f"--log-interval {run.log_every}")
     for n, host in enumerate(att.hosts):
         tt = after(s, 0.11 * n)
         b = f"{glog(tt, 'W')} {agents[host]} torch/distributed/run.py:793] "
@@ -93,7 +93,8 @@ def _megatron_args(log: Log, run: Run, t: dt.datetime) -> None:
     args = {"num_layers": run.shape[2], "hidden_size": run.shape[3], "seq_length": SEQ,
             "global_batch_size": run.tokens_per_step // SEQ, "micro_batch_size": 1,
             "tensor_model_parallel_size": gpn, "pipeline_model_parallel_size": 1, "world_size": gpus,
-            "save": ckpt_dir(run), "load": ckpt_dir(run), "save_interval": run.save_every, "log_interval": LOG_EVERY,
+            "save": ckpt_dir(run), "load": ckpt_dir(run), "save_interval": run.save_every,
+            "log_interval": run.log_every,
             "bf16": True, "ckpt_format": "torch_dist", "distributed_timeout_minutes": 10}
     block = [f"using world size: {gpus}, data-parallel size: {gpus // gpn}, context-parallel size: 1, "
              f"tensor-model-parallel size: {gpn}, pipeline-model-parallel size: 1",
@@ -117,18 +118,24 @@ def _load(log: Log, run: Run, att: Attempt, t0: dt.datetime) -> dt.datetime:
     return after(t1, 0.2)
 
 
-def training(out: Out, run: Run, att: Attempt, r: random.Random, junk: bool) -> None:
-    """Iteration lines (each the mean over its interval) and the save lines after them, streamed."""
+def training(out: Out, run: Run, att: Attempt, r: random.Random, junk: bool,
+             extra: dict[int, list[str]] | None = None) -> None:
+    """Iteration lines (each the mean over its interval) and the save lines after them, streamed.
+
+    extra: lines other processes print right after the iteration line of a step (by index).
+    """
     s = att.steps
     saves = {sv.step: sv for sv in att.saves}
     flops = (6 * run.shape[1] + 12 * run.shape[2] * run.shape[3] * SEQ) * run.tokens_per_step / run.gpus / 1e12
     interval = np.concatenate([[s.step_ms[0]], np.diff(s.end)])
     gbs = run.tokens_per_step // SEQ
     lines: list[str] = []
-    junk_at = int(s.step[len(s) // 3]) // LOG_EVERY * LOG_EVERY if junk else -1
-    for i in np.nonzero(s.step % LOG_EVERY == 0)[0]:
+    every = run.log_every
+    extra = extra or {}
+    junk_at = int(s.step[len(s) // 3]) // every * every if junk else -1
+    for i in np.nonzero(s.step % every == 0)[0]:
         step = int(s.step[i])
-        avg = float(interval[max(0, i - LOG_EVERY + 1):i + 1].mean())
+        avg = float(interval[max(0, i - every + 1):i + 1].mean())
         loss = 2.1 + 8.6 * np.exp(-step / 160.0) + 0.9 * np.exp(-step / 2500.0) + r.gauss(0, 0.01)
         lines.append(f" [{megatron_dt(from_ms(int(s.end[i])))}] iteration {step:8d}/ 5000000 | consumed samples: "
                      f"{step * gbs:12d} | elapsed time per iteration (ms): {avg:.1f} | throughput per GPU "
@@ -136,6 +143,7 @@ def training(out: Out, run: Run, att: Attempt, r: random.Random, junk: bool) -> 
                      f"global batch size: {gbs:5d} | lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: "
                      f"{0.9 + abs(r.gauss(0, 0.05)):.3f} | number of skipped iterations:   0 | number of nan "
                      "iterations:   0 |")
+        lines += extra.get(int(i), [])
         if step in saves:
             lines += save_lines(run, saves[step])
         if step == junk_at:

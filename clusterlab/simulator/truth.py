@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import dataclass, field
 
 from clusterlab import taxonomy
-from clusterlab.simulator import expected
+from clusterlab.simulator import endings, expected
 from clusterlab.simulator.fleet import Cluster, Config
 from clusterlab.simulator.stamps import from_ms, iso_z
 from clusterlab.simulator.timeline import Attempt, Run
@@ -18,6 +19,40 @@ NOTES = (
     "where no single host is to blame (a hang with no deeper cause, a time limit, lost storage). Ledger: GPU-hours "
     "per category by the rules in clusterlab/simulator/expected.py."
 )
+
+
+ADVERSARIAL_NOTES = (
+    " Adversarial family: the ledger's attempt span is sacct's Start to End (alloc_start_ts, alloc_end_ts). "
+    "'decoys' are harmless evidence (kind: xid_13/31/43, nccl_warn, pcie_aer_corrected, nfs_blip) after "
+    "which the job kept stepping, or on a node no launch used; no incident's cause. An interruption's "
+    "ended_by is the scheduler verdict that killed a job already hung on failure_mode; server is the "
+    "storage server every host reported (host is then the server). rank_steps: the per-rank timings "
+    "written (steps, hosts). clock_skew_ms: hosts whose own logs (kernel, per-rank JSONL) are off by "
+    "that much; missing_logs: nodes whose kernel log is not in the bundle."
+)
+
+
+@dataclass
+class Mess:
+    """What the adversarial family did to the evidence, for truth.json."""
+
+    decoys: list[dict] = field(default_factory=list)  # run, attempt, host, ts (epoch ms), kind, what
+    skew_ms: dict[str, int] = field(default_factory=dict)
+    missing_logs: list[str] = field(default_factory=list)
+
+    def add_cluster(self, run: Run, benign: list[dict], rows: list[dict], skew: dict[str, int],
+                    missing: set[str]) -> None:
+        """One cluster's decoys (also the ordinary benign lines), skews and missing logs."""
+        for b in benign:
+            att = next((a.k for a in run.attempts if b["host"] in a.hosts and a.start_ms <= b["ts"] <= a.end_ms),
+                       None)
+            kind = "xid_13" if "Xid 13" in b["what"] else "pcie_aer_corrected"
+            self.decoys.append({"run": run.name, "attempt": att, "host": b["host"], "ts": b["ts"], "kind": kind,
+                                "what": b["what"]})
+        self.decoys += rows
+        self.decoys = [d for d in self.decoys if d["host"] not in missing]  # a log not there shows nothing
+        self.skew_ms.update(skew)
+        self.missing_logs += sorted(missing)
 
 
 def _ts(ms: int | None) -> str | None:
@@ -39,10 +74,15 @@ def _base(run: Run, att: Attempt, kind: str, mode: str, host: str | None) -> dic
 def interruption(run: Run, att: Attempt, nxt: Attempt | None) -> dict:
     """The incident that ended an attempt."""
     e = att.ending
-    return {**_base(run, att, "interruption", e.mode, e.host), "rank": e.rank, "root_ts": _ts(e.root_ms),
-            "exit_ts": _ts(e.exit_ms), "next_start_ts": _ts(nxt.start_ms if nxt else None),
-            "last_checkpoint_step": att.last_save(), "last_step": att.last_step,
-            "first_step_after_restart": nxt.first_step if nxt else None}
+    out = {**_base(run, att, "interruption", e.mode, e.host), "rank": e.rank, "root_ts": _ts(e.root_ms),
+           "exit_ts": _ts(e.exit_ms), "next_start_ts": _ts(nxt.start_ms if nxt else None),
+           "last_checkpoint_step": att.last_save(), "last_step": att.last_step,
+           "first_step_after_restart": nxt.first_step if nxt else None}
+    if e.kill:
+        out["ended_by"] = e.kill
+    if e.server:
+        out["server"] = e.server
+    return out
 
 
 def degradations(run: Run, att: Attempt) -> list[dict]:
@@ -72,17 +112,24 @@ def lost_checkpoints(run: Run) -> list[dict]:
     return out
 
 
-def attempt_doc(att: Attempt) -> dict:
+def attempt_doc(att: Attempt, adversarial: bool = False) -> dict:
     """One attempt as truth.json lists it."""
-    return {"run": att.run, "attempt": att.k, "job_id": att.job_id, "hosts": list(att.hosts),
-            "start_ts": _ts(att.start_ms), "end_ts": _ts(att.end_ms), "first_step": att.first_step,
-            "last_step": att.last_step, "steps": len(att.steps), "resumed_from": att.resumed_from,
-            "checkpoints": [s.step for s in att.saves if s.complete],
-            "deleted_checkpoints": [s.step for s in att.saves if s.deleted]}
+    out = {"run": att.run, "attempt": att.k, "job_id": att.job_id, "hosts": list(att.hosts),
+           "start_ts": _ts(att.start_ms), "end_ts": _ts(att.end_ms), "first_step": att.first_step,
+           "last_step": att.last_step, "steps": len(att.steps), "resumed_from": att.resumed_from,
+           "checkpoints": [s.step for s in att.saves if s.complete],
+           "deleted_checkpoints": [s.step for s in att.saves if s.deleted]}
+    if adversarial:
+        lo, hi, hosts = att.coverage or (0, len(att.steps), tuple(range(len(att.hosts))))
+        out["alloc_start_ts"] = _ts(endings.job_start_ms(att.start_ms))
+        out["alloc_end_ts"] = _ts(endings.job_end_ms(att.end_ms))
+        out["rank_steps"] = {"steps": [int(att.steps.step[lo]), int(att.steps.step[hi - 1])] if hi > lo else [],
+                             "hosts": [att.hosts[i] for i in hosts] if hi > lo else []}
+    return out
 
 
-def document(cfg: Config, fleet: list[Cluster], runs: list[Run], benign: list[dict], files: dict[str, list[str]]
-             ) -> tuple[str, int]:
+def document(cfg: Config, fleet: list[Cluster], runs: list[Run], benign: list[dict], files: dict[str, list[str]],
+             mess: Mess | None = None) -> tuple[str, int]:
     """The whole truth.json text, and how many incidents it lists."""
     incidents, attempts, ledgers = [], [], {}
     for run in runs:
@@ -91,18 +138,24 @@ def document(cfg: Config, fleet: list[Cluster], runs: list[Run], benign: list[di
         for att, nxt in zip(run.attempts, [*run.attempts[1:], None], strict=True):
             incidents.append(interruption(run, att, nxt))
             incidents += degradations(run, att)
-            attempts.append(attempt_doc(att))
+            attempts.append(attempt_doc(att, cfg.adversarial))
         incidents += lost_checkpoints(run)
         ledgers[run.name] = {"cluster": run.cluster.name, "provider": run.cluster.provider,
-                             "quality": run.cluster.profile.name, **expected.ledger(run)}
+                             "quality": run.cluster.profile.name, **expected.ledger(run, alloc=cfg.adversarial)}
     for inc in incidents:
         inc["evidence"] = files.get(f"{inc['run']}:{inc['attempt']}:{inc['failure_mode']}", [])
     incidents.sort(key=lambda i: (i["run"], i["attempt"], i["root_ts"] or ""))
-    config = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "model"}
+    # NOTE: `adversarial` only where on: the ordinary family's truth.json stays byte for byte as it was
+    config = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "model" and (k != "adversarial" or v)}
     config["failure_rates_per_gpu_hour"] = cfg.model.rates
-    doc = {"generator": "clusterlab.simulator", "notes": NOTES, "config": config,
+    doc = {"generator": "clusterlab.simulator", "notes": NOTES + (ADVERSARIAL_NOTES if cfg.adversarial else ""),
+           "config": config,
            "clusters": {c.name: {"provider": c.provider, "quality": c.profile.name, "hosts": len(c.hosts)}
                         for c in fleet},
            "incidents": incidents, "benign": [{**b, "ts": _ts(b["ts"])} for b in benign], "attempts": attempts,
            "runs": ledgers}
+    if cfg.adversarial and mess is not None:
+        doc["decoys"] = sorted(({**d, "ts": _ts(d["ts"])} for d in mess.decoys), key=lambda d: (d["run"], d["ts"]))
+        doc["clock_skew_ms"] = dict(sorted(mess.skew_ms.items()))
+        doc["missing_logs"] = sorted(mess.missing_logs)
     return json.dumps(doc, indent=1) + "\n", len(incidents)

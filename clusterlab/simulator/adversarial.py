@@ -1,0 +1,228 @@
+"""The adversarial family: evidence as messy as a rented cluster leaves it, the truth kept apart.
+
+On top of the ordinary fleet (`Config.adversarial`, reproducible by seed):
+- every job has a Slurm time limit, and each run's first launches end by a script (rotated per
+  cluster): a preemption, a user's scancel, a hang that runs into the time limit (truth: the
+  hang's cause and host), a storage server that stops answering every host (truth host: the
+  server, as the kernel lines name it) and a plain time limit;
+- decoys, listed apart in truth.json: non-fatal Xids (13, 31, 43), a harmless NCCL WARN and a
+  corrected PCIe AER minutes before those ends while every rank keeps stepping, an NFS blip on an
+  idle spare node;
+- per-rank timings for a window of an attempt only, from a writer killed early, from some nodes
+  only, or none at all (the training log prints every step's own time, so the ledger stays knowable);
+- clock skew of a few seconds on some hosts, in those hosts' own logs (kernel, per-rank JSONL);
+- missing kernel logs for nodes that hold no evidence of any incident.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from clusterlab.simulator import endings
+
+if TYPE_CHECKING:
+    from clusterlab.simulator.fleet import Cluster, Config
+    from clusterlab.simulator.textlog import Proc
+    from clusterlab.simulator.timeline import Attempt, Run
+
+SCRIPT = ("preemption", "hang_limit", "manual_stop", "storage", "time_limit")
+# hardware faults that hang the job (no process dies; the NCCL watchdog would fire after 10 minutes)
+HANG_CAUSES = ("gpu_fell_off_bus", "nvlink_error", "gpu_hw_other", "pcie_error")
+CANCEL_UID = 1000  # the user who runs scancel
+XIDS = (13, 31, 43)
+
+
+def time_limit_ms(cfg: Config) -> int:
+    """Each job's limit (whole minutes, at least 20): the window holds about six launches."""
+    lo, hi = cfg.window_ms
+    return max(20, int((hi - lo) / (len(SCRIPT) + 1) // 60_000)) * 60_000
+
+
+def job_start_ms(start_ms: int) -> int:
+    """sacct's Start of a launch whose first line is at `start_ms`."""
+    return endings.job_start_ms(start_ms)
+
+
+def server_name(cluster: Cluster) -> str:
+    """The cluster's NFS server, as the mount (and so the kernel) names it."""
+    return f"{cluster.hosts[0].rsplit('-', 1)[0]}-fs01"
+
+
+def scripted(run: Run, k: int) -> str | None:
+    """The scripted ending of launch k of this run (None: a random failure or the limit)."""
+    if k > len(SCRIPT):
+        return None
+    return SCRIPT[(k - 1 + run.cluster.index) % len(SCRIPT)]
+
+
+def scripted_fail(script: str, start: int, limit_at: int | None, rng: np.random.Generator
+                  ) -> tuple[int | None, str]:
+    """When the scripted ending strikes and as what mode (None: nothing before the time limit)."""
+    if script == "time_limit" or limit_at is None:
+        return None, ""
+    if script == "hang_limit":  # the fault 2-8 minutes before the limit: the watchdog never gets to fire
+        return limit_at - int(rng.uniform(120_000, 480_000)), HANG_CAUSES[int(rng.integers(len(HANG_CAUSES)))]
+    at = start + int((limit_at - start) * rng.uniform(0.35, 0.8))
+    return at, {"preemption": "preemption", "manual_stop": "manual_stop", "storage": "filesystem_io"}[script]
+
+
+def shape_ending(script: str, run: Run, att: Attempt, limit_at: int | None, rng: np.random.Generator) -> None:
+    """Turn the drawn ending into the scripted one: a hang killed by the limit, a storage server lost."""
+    e, n = att.ending, len(att.hosts)
+    if script == "hang_limit" and e.mode in HANG_CAUSES and limit_at is not None and e.root_ms < limit_at - 30_000:
+        e.kill = "time_limit"
+        e.trigger_ms = limit_at
+        e.exit_ms = endings.exit_ms("time_limit", limit_at, n, None)
+    elif script == "storage" and e.mode == "filesystem_io" and e.rank is not None:
+        e.server = e.host = server_name(run.cluster)
+        e.trigger_ms = e.root_ms + endings.NFS_SOFT_MS + int(rng.integers(5, 900))
+        e.exit_ms = endings.exit_ms(e.mode, e.trigger_ms, n, e.rank // run.cluster.gpus_per_node)
+
+
+def skews(cfg: Config, cluster: Cluster) -> dict[str, int]:
+    """Clock offsets (ms) of the hosts whose clocks are off: about a third, 1-4 s either way."""
+    r = random.Random(f"{cfg.seed}:{cluster.name}:skew")
+    out = {h: r.choice((-1, 1)) * r.randint(1000, 4000) for h in cluster.hosts if r.random() < 1 / 3}
+    if not out:
+        out[cluster.hosts[r.randrange(len(cluster.hosts))]] = r.choice((-1, 1)) * r.randint(1000, 4000)
+    return out
+
+
+COVERAGE = ("window", "subset", "early", "none", "full")
+
+
+def coverage(run: Run, att: Attempt, r: random.Random) -> tuple[int, int, tuple[int, ...]]:
+    """Which per-rank timings exist: steps [lo, hi) of the hosts listed (by index in att.hosts).
+
+    Steps that only per-rank timings can explain (a straggler's, a data wait's) are always covered,
+    and a straggler's host always writes: elsewhere the training log's own step times suffice.
+    """
+    s, n, hosts = att.steps, len(att.steps), tuple(range(len(att.hosts)))
+    need = np.nonzero((s.slow >= 0) | (s.data_ms != run.model.data_ms))[0]
+    slow_hosts = set(int(x) for x in np.unique(s.slow[s.slow >= 0]))
+    kind = COVERAGE[(att.k + run.cluster.index) % len(COVERAGE)]
+    if n < 40 or kind == "full" or (kind == "none" and len(need)):
+        return 0, n, hosts
+    if kind == "none":
+        return 0, 0, ()
+    if kind == "subset":
+        keep = sorted(slow_hosts | set(r.sample(hosts, max(1, len(hosts) // 2))))
+        return 0, n, tuple(keep)
+    if kind == "early":  # the writer was killed: nothing after some step
+        hi = max(int(n * r.uniform(0.4, 0.8)), int(need.max()) + 1 if len(need) else 0)
+        return 0, hi, hosts
+    lo, hi = int(n * r.uniform(0.2, 0.45)), int(n * r.uniform(0.55, 0.8))
+    if len(need):
+        lo, hi = min(lo, int(need.min())), max(hi, int(need.max()) + 1)
+    return max(1, lo), hi, hosts
+
+
+def kill_ms(att: Attempt) -> int | None:
+    """When a scripted attempt stopped progressing: the kill, the hang's or outage's root."""
+    e = att.ending
+    if e.kill or e.server:
+        return e.root_ms
+    return e.trigger_ms if endings.family(e.mode) == "scheduler" else None
+
+
+def _xid_line(code: int, bus: str, pid: int) -> str:
+    """A non-fatal Xid in the NVRM spelling (docs.nvidia.com/deploy/xid-errors)."""
+    head = f"NVRM: Xid (PCI:0000:{bus}:00): {code}, pid={pid}, name=python3, "
+    if code == 13:
+        return head + "Graphics SM Warp Exception on (GPC 2, TPC 1, SM 0): Out Of Range Address"
+    if code == 31:
+        return head + ("Ch 00000010, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ "
+                       "0x7fd1_3a200000. Fault is of type FAULT_PTE ACCESS_TYPE_VIRT_READ")
+    return head + "Ch 00000008"
+
+
+def attempt_decoys(run: Run, att: Attempt, procs: list[Proc], r: random.Random
+                   ) -> tuple[list[tuple[str, int, str]], dict[int, list[str]], list[dict]]:
+    """Decoys before a scripted end, while every rank keeps stepping: kernel lines, log lines by step, truth."""
+    end = kill_ms(att)
+    s = att.steps
+    if end is None or len(s) < 40:
+        return [], {}, []
+    first, last = int(s.end[0]), int(s.end[-1])
+    kernel: list[tuple[str, int, str]] = []
+    log: dict[int, list[str]] = {}
+    rows: list[dict] = []
+    spare_culprit = [h for h in att.hosts if h != att.ending.host] or list(att.hosts)
+
+    def row(host: str, ts: int, kind: str, what: str) -> None:
+        rows.append({"run": run.name, "attempt": att.k, "host": host, "ts": ts, "kind": kind, "what": what})
+
+    # a non-fatal Xid from another process on one of our GPUs, 2-8 minutes before the end
+    t = end - int(r.uniform(120_000, 480_000))
+    if first + 60_000 <= t <= last - 60_000:
+        host = r.choice(spare_culprit)
+        code = XIDS[(att.k + run.cluster.index) % len(XIDS)]
+        p = r.choice([q for q in procs if q.host == host])
+        kernel.append((host, t, _xid_line(code, p.bus, r.randint(100_000, 400_000))))
+        row(host, t, f"xid_{code}", f"Xid {code} from another process; every rank kept stepping")
+    # a harmless NCCL WARN (a non-fatal IB async event), 1-6 minutes before the end, after a step line
+    t = end - int(r.uniform(60_000, 360_000))
+    i = int(np.searchsorted(s.end, t, side="right")) - 1
+    if i >= 1 and last - int(s.end[i]) >= 60_000:
+        p = r.choice([q for q in procs if q.host in spare_culprit])
+        # NCCL's net_ib.cc async-event thread (the spelling of the nccl collector's samples)
+        log.setdefault(i, []).append(f"{p.prefix(p.proxy_tid)} transport/net_ib.cc:179 NCCL WARN NET/IB : "
+                                     f"mlx5_{p.local}:1 Got non-fatal async event: port active(9)")
+        row(p.host, int(s.end[i]), "nccl_warn", "non-fatal IB async event; training went on")
+    # a corrected PCIe AER (receiver error), 10-25 minutes before the end
+    t = end - int(r.uniform(600_000, 1_500_000))
+    if first <= t <= last - 60_000:
+        host = r.choice(spare_culprit)
+        p = r.choice([q for q in procs if q.host == host])
+        kernel += [(host, t, f"pcieport 0000:{p.bus[0]}0:01.0: AER: Corrected error message received from "
+                             f"0000:{p.bus}:00.0"),
+                   (host, t, f"nvidia 0000:{p.bus}:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, "
+                             "(Receiver ID)"),
+                   (host, t, f"nvidia 0000:{p.bus}:00.0:   device [10de:2330] error status/mask=00000001/0000e000")]
+        row(host, t, "pcie_aer_corrected", "corrected PCIe AER (RxErr); harmless")
+    return kernel, log, rows
+
+
+def spare_blip(cfg: Config, cluster: Cluster, run: Run, r: random.Random
+               ) -> tuple[dict[str, list[tuple[int, str]]], list[dict]]:
+    """An NFS blip (not responding, then OK) on a spare node that no launch of ours is using."""
+    lo, hi = cfg.window_ms
+    if len(cluster.hosts) < 2:
+        return {}, []
+    spare = cluster.hosts[-1]
+    busy = [(a.start_ms, a.end_ms) for a in run.attempts if spare in a.hosts]
+    for _ in range(50):
+        t = r.randint(lo + 600_000, max(lo + 600_001, hi - 600_000))
+        if not any(s - 900_000 <= t <= e + 900_000 for s, e in busy):
+            server = server_name(cluster)
+            # the Linux NFS client's spelling (fs/nfs: "nfs: server %s not responding, still trying" / "OK")
+            lines = [(t, f"nfs: server {server} not responding, still trying"),
+                     (t + r.randint(20_000, 90_000), f"nfs: server {server} OK")]
+            return {spare: lines}, [{"run": run.name, "attempt": None, "host": spare, "ts": t, "kind": "nfs_blip",
+                                     "what": "NFS blip on an idle spare node"}]
+    return {}, []
+
+
+def storage_lines(run: Run, att: Attempt, r: random.Random) -> list[tuple[str, int, str]]:
+    """Every host of the attempt reports the lost server within seconds; the culprit's read times out."""
+    e = att.ending
+    if not e.server:
+        return []
+    culprit = att.hosts[e.rank // run.cluster.gpus_per_node]
+    order = r.sample(list(att.hosts), len(att.hosts))  # who prints first is chance, not cause
+    out = [(h, e.root_ms + (0 if n == 0 else r.randint(200, 9000)), f"nfs: server {e.server} not responding, "
+            "still trying") for n, h in enumerate(order)]
+    out.append((culprit, e.trigger_ms - r.randint(20, 200), f"nfs: server {e.server} not responding, timed out"))
+    back = e.trigger_ms + r.randint(300_000, 900_000)
+    out += [(h, back + r.randint(0, 3000), f"nfs: server {e.server} OK") for h in att.hosts]
+    return out
+
+
+def missing_logs(cluster: Cluster, evidence: dict[str, list[tuple[int, str]]], r: random.Random) -> set[str]:
+    """One node's kernel log is not in the bundle: a node with no evidence of any incident on it but
+    its share of a storage outage that every host of the launch (at least three) reported."""
+    free = [h for h in cluster.hosts if all(msg.startswith("nfs: server ") for _, msg in evidence.get(h, []))]
+    return {r.choice(free)} if len(cluster.hosts) >= 3 and free else set()
