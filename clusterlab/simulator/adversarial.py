@@ -128,6 +128,12 @@ def kill_ms(att: Attempt) -> int | None:
     return e.trigger_ms if endings.family(e.mode) == "scheduler" else None
 
 
+def guilty_hosts(att: Attempt) -> set[str]:
+    """Hosts an incident of this attempt names: its ending's, stragglers', stalled saves'."""
+    return ({att.ending.host} | {st.host for st in att.stragglers}
+            | {sv.stall_host for sv in att.saves if sv.stall_host and sv.complete}) - {None}
+
+
 def _xid_line(code: int, bus: str, pid: int) -> str:
     """A non-fatal Xid in the NVRM spelling (docs.nvidia.com/deploy/xid-errors)."""
     head = f"NVRM: Xid (PCI:0000:{bus}:00): {code}, pid={pid}, name=python3, "
@@ -150,7 +156,10 @@ def attempt_decoys(run: Run, att: Attempt, procs: list[Proc], r: random.Random
     kernel: list[tuple[str, int, str]] = []
     log: dict[int, list[str]] = {}
     rows: list[dict] = []
-    spare_culprit = [h for h in att.hosts if h != att.ending.host] or list(att.hosts)
+    # decoys go on hosts no incident of this attempt names (a decoy is harmless evidence, not a second cause)
+    spare_culprit = [h for h in att.hosts if h not in guilty_hosts(att)]
+    if not spare_culprit:
+        return [], {}, []
 
     def row(host: str, ts: int, kind: str, what: str) -> None:
         rows.append({"run": run.name, "attempt": att.k, "host": host, "ts": ts, "kind": kind, "what": what})
@@ -224,5 +233,6 @@ def storage_lines(run: Run, att: Attempt, r: random.Random) -> list[tuple[str, i
 def missing_logs(cluster: Cluster, evidence: dict[str, list[tuple[int, str]]], r: random.Random) -> set[str]:
     """One node's kernel log is not in the bundle: a node with no evidence of any incident on it but
     its share of a storage outage that every host of the launch (at least three) reported."""
-    free = [h for h in cluster.hosts if all(msg.startswith("nfs: server ") for _, msg in evidence.get(h, []))]
+    # NOTE: never the last node: its log carries the spare's NFS blip
+    free = [h for h in cluster.hosts[:-1] if all(msg.startswith("nfs: server ") for _, msg in evidence.get(h, []))]
     return {r.choice(free)} if len(cluster.hosts) >= 3 and free else set()

@@ -91,6 +91,8 @@ def simulate(out: Path | str, seed: int = 0, providers: int = 2, clusters_per_pr
             for host, ms, msg in fakes:
                 extra.setdefault(host, []).append((ms, msg))
             mess.add_cluster(run, b, rows_b, skew, missing)
+            for key, paths in evidence_files.items():  # a log that is not there shows nothing
+                evidence_files[key] = [x for x in paths if x.split("/")[:2] not in [["nodes", h] for h in missing]]
         for host, items in extra.items():
             kernel.setdefault(host, []).extend(items)
         benign += b

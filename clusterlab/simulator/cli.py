@@ -23,15 +23,18 @@ from clusterlab.simulator.bundle import simulate as _simulate
               help="Multiply the published failure rates (Llama 3, 16k H100s, 54 days).")
 @click.option("--step-s", default=None, type=click.FloatRange(min=0.5), help="Every run's steady step time.")
 @click.option("--no-scenarios", is_flag=True, help="No guaranteed lost checkpoint, straggler and stalled save.")
+@click.option("--adversarial", is_flag=True, help="Scripted scheduler ends, decoys, partial per-rank timings, clock "
+              "skew and a missing node log, with the decoys listed apart in truth.json.")
 @click.option("--gzip", is_flag=True, help="Compress the training logs and per-rank step files.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def simulate(out: Path, seed: int, providers: int, clusters_per_provider: int, nodes_per_cluster: int, days: float,
-             gpus_per_node: int, failure_scale: float, step_s: float | None, no_scenarios: bool, gzip: bool,
-             as_json: bool) -> None:
+             gpus_per_node: int, failure_scale: float, step_s: float | None, no_scenarios: bool, adversarial: bool,
+             gzip: bool, as_json: bool) -> None:
     """Write a synthetic fleet's evidence bundle, in real log formats, with truth.json."""
     res = _simulate(out, seed=seed, providers=providers, clusters_per_provider=clusters_per_provider,
                     nodes_per_cluster=nodes_per_cluster, days=days, gpus_per_node=gpus_per_node, gzip=gzip,
-                    failure_scale=failure_scale, step_s=step_s, scenarios=not no_scenarios)
+                    failure_scale=failure_scale, step_s=step_s, scenarios=not no_scenarios,
+                    adversarial=adversarial)
     doc = {"out": str(res.path), "files": res.files, "bytes": res.bytes, "text_bytes": res.text_bytes,
            "runs": res.runs, "attempts": res.attempts,
            "incidents": res.incidents, "rank_step_records": res.rank_step_records, "seconds": round(res.seconds, 2)}

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from clusterlab import taxonomy
 from clusterlab.simulator import endings, expected
+from clusterlab.simulator.adversarial import guilty_hosts
 from clusterlab.simulator.fleet import Cluster, Config
 from clusterlab.simulator.stamps import from_ms, iso_z
 from clusterlab.simulator.timeline import Attempt, Run
@@ -44,11 +45,12 @@ class Mess:
                     missing: set[str]) -> None:
         """One cluster's decoys (also the ordinary benign lines), skews and missing logs."""
         for b in benign:
-            att = next((a.k for a in run.attempts if b["host"] in a.hosts and a.start_ms <= b["ts"] <= a.end_ms),
-                       None)
+            att = next((a for a in run.attempts if b["host"] in a.hosts and a.start_ms <= b["ts"] <= a.end_ms), None)
+            if att is not None and b["host"] in guilty_hosts(att):
+                continue  # the ordinary family's AER landed on a host that is guilty of something else here
             kind = "xid_13" if "Xid 13" in b["what"] else "pcie_aer_corrected"
-            self.decoys.append({"run": run.name, "attempt": att, "host": b["host"], "ts": b["ts"], "kind": kind,
-                                "what": b["what"]})
+            self.decoys.append({"run": run.name, "attempt": att.k if att else None, "host": b["host"], "ts": b["ts"],
+                                "kind": kind, "what": b["what"]})
         self.decoys += rows
         self.decoys = [d for d in self.decoys if d["host"] not in missing]  # a log not there shows nothing
         self.skew_ms.update(skew)
