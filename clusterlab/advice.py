@@ -8,10 +8,17 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
-from clusterlab import store
+from clusterlab import rates, store
 
 # Interruptions the cluster is answerable for; a time limit or a person stopping the job is not a failure.
 NOT_FAILURES = ("time_limit", "manual_stop")
+
+
+def is_failure() -> pl.Expr:
+    """Incidents that count as a cluster failure: an attempt's end that is neither a time limit or a stop
+    nor blamed on the user (a CUDA OOM is the job's own doing, not the cluster's)."""
+    return ((pl.col("kind") == "attempt_end") & ~pl.col("failure_mode").is_in(NOT_FAILURES)
+            & (pl.col("blame").cast(pl.String).fill_null("unknown") != "user"))
 
 
 @dataclass(frozen=True)
@@ -25,6 +32,12 @@ class CheckpointAdvice:
     interval_s: float | None  # median measured time between saves
     optimal_interval_s: float | None  # Young's sqrt(2·δ·M), Daly's correction where δ is not small
     gpu_hours_saved: float | None  # on this run, had it saved at the optimal interval
+    # the exact 95% Poisson interval of the MTBF, and the optimal intervals at its two ends
+    mtbf_job_hours_lo: float | None = None
+    mtbf_job_hours_hi: float | None = None  # None: unbounded (no failure yet)
+    optimal_interval_lo_s: float | None = None
+    optimal_interval_hi_s: float | None = None
+    enough_exposure: bool = False  # the cluster's GPU-hours reach rates.MIN_EXPOSURE_GPU_HOURS
 
     def to_dict(self) -> dict:
         return self.__dict__.copy()
@@ -52,21 +65,29 @@ def advise(con: duckdb.DuckDBPyConnection, run: str, gpus: int, gpu_hours: float
         SELECT a.run, sum(epoch(a.end_ts - a.start_ts)) / 3600.0 * any_value(r.gpus) AS gpu_hours
         FROM attempts a JOIN runs r USING (run) WHERE r.cluster IS NOT DISTINCT FROM ? GROUP BY a.run""", [cluster])
     cluster_hours = float(fleet["gpu_hours"].sum() or 0.0) if fleet.height else gpu_hours
-    ends = incidents.filter(pl.col("kind") == "attempt_end", ~pl.col("failure_mode").is_in(NOT_FAILURES))
+    ends = incidents.filter(is_failure())
     failures = ends.height if not fleet.height else _cluster_failures(con, cluster, fleet["run"].to_list(), ends)
     saves = store.frame(con, """SELECT ts, duration_s FROM checkpoints WHERE run = ? AND action = 'save'
                                 ORDER BY ts""", [run])
     save_s = saves["duration_s"].drop_nulls().median() if saves.height else None
     gaps = saves["ts"].diff().dt.total_seconds().drop_nulls() if saves.height > 1 else pl.Series([], dtype=pl.Float64)
     interval = float(gaps.median()) if gaps.len() else None
+    enough = rates.enough_exposure(cluster_hours)
+    _, lo_h, hi_h = rates.mtbf_interval(failures, cluster_hours / gpus) if gpus else (None, None, None)
+    hi_h = None if hi_h is None or math.isinf(hi_h) else hi_h
+    bounds = {"mtbf_job_hours_lo": lo_h, "mtbf_job_hours_hi": hi_h, "enough_exposure": enough}
+    if save_s:  # a short MTBF calls for frequent saves: the low end of the MTBF gives the short interval
+        bounds |= {"optimal_interval_lo_s": daly_interval(save_s, lo_h * 3600) if lo_h else None,
+                   "optimal_interval_hi_s": daly_interval(save_s, hi_h * 3600) if hi_h else None}
     if not failures or not cluster_hours or not save_s:
-        return CheckpointAdvice(run, cluster, failures, cluster_hours, None, save_s, interval, None, None)
+        return CheckpointAdvice(run, cluster, failures, cluster_hours, None, save_s, interval, None, None, **bounds)
     mtbf_s = cluster_hours / failures / gpus * 3600  # failures scale with the GPUs a job holds
     best = daly_interval(save_s, mtbf_s)
     saved = None
     if interval:
         saved = max(0.0, waste_fraction(interval, save_s, mtbf_s) - waste_fraction(best, save_s, mtbf_s)) * gpu_hours
-    return CheckpointAdvice(run, cluster, failures, cluster_hours, mtbf_s / 3600, float(save_s), interval, best, saved)
+    return CheckpointAdvice(run, cluster, failures, cluster_hours, mtbf_s / 3600, float(save_s), interval, best, saved,
+                            **bounds)
 
 
 def _cluster_failures(con: duckdb.DuckDBPyConnection, cluster: str | None, runs: list[str],
@@ -78,5 +99,5 @@ def _cluster_failures(con: duckdb.DuckDBPyConnection, cluster: str | None, runs:
     total = 0
     for r in runs:
         inc = this_run if this_run.height and this_run["run"][0] == r else incidents_of(con, r, Settings())[0]
-        total += inc.filter(pl.col("kind") == "attempt_end", ~pl.col("failure_mode").is_in(NOT_FAILURES)).height
+        total += inc.filter(is_failure()).height
     return total

@@ -30,6 +30,14 @@ _BAD = "#c44e52"
 MAX_LABELS = 12  # incident labels on a timeline before they become unreadable
 
 
+def plain(text) -> str:
+    """Text from data as a matplotlib label: `$` escaped so that mathtext never parses it, and control
+    characters (NUL and the like) shown as U+FFFD."""
+    s = "" if text is None else str(text)
+    s = "".join("\ufffd" if (ord(c) < 32 and c not in "\n\t") or ord(c) == 127 else c for c in s)
+    return s.replace("$", r"\$")
+
+
 def mode_color(mode: str | None) -> str:
     """A stable colour per failure mode, the same in every plot."""
     import matplotlib

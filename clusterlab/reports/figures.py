@@ -7,6 +7,7 @@ import io
 import polars as pl
 
 from clusterlab import ledger, plots
+from clusterlab.reports import fmt
 
 # One colour per ledger category, productive first; the same in every plot.
 COLORS = dict(zip(ledger.CATEGORIES, ["#4c72b0", "#dd8452", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c",
@@ -46,15 +47,22 @@ def ledger_by_provider(frame: pl.DataFrame):
     return fig
 
 
+# Blame → bar colour in the failure-mode mix. `none` is the ledger's loss that no incident caused:
+# routine checkpoint saves and start-up, which is nobody's fault and not "unknown".
+BLAME_COLORS = {"provider": "#c44e52", "user": "#4c72b0", "unknown": "#8c8c8c", "none": "#c9dcb8"}
+
+
 def failure_modes(frame: pl.DataFrame):
     """Horizontal bars: lost GPU-hours by failure mode, one group per provider (`Scorecard.failure_modes`)."""
     rows = frame.filter(pl.col("gpu_hours_lost") > 0).sort(["provider", "gpu_hours_lost"], descending=[False, True])
-    labels = [f"{r['provider']} · {r['failure_mode']}" for r in rows.iter_rows(named=True)]
+    labels = [f"{r['provider']} · {fmt.mode_label(r['failure_mode'])}" for r in rows.iter_rows(named=True)]
     fig = _figure(8, 0.7 + 0.3 * max(len(labels), 1))
     ax = fig.subplots()
-    colors = {"provider": "#c44e52", "user": "#4c72b0", "unknown": "#8c8c8c", "none": "#cccccc"}
-    ax.barh(labels, rows["gpu_hours_lost"].to_list(), color=[colors.get(b, "#cccccc") for b in rows["blame"]])
-    ax.set_xlabel("GPU-hours lost (red: provider, blue: user, grey: unknown or unattributed)")
+    # NOTE: bars by position, labels set after: two providers' labels never merge into one bar
+    ax.barh(range(len(labels)), rows["gpu_hours_lost"].to_list(),
+            color=[BLAME_COLORS.get(b, BLAME_COLORS["unknown"]) for b in rows["blame"]])
+    ax.set_yticks(range(len(labels)), [plots.plain(x) for x in labels])
+    ax.set_xlabel("GPU-hours lost (red: provider, blue: user, grey: unknown blame, green: no incident, routine)")
     ax.set_title("Failure-mode mix")
     ax.invert_yaxis()
     return fig

@@ -77,9 +77,41 @@ def pp(v) -> str:
     return "—" if _missing(v) else f"{float(v) * 100:+.1f} pp"
 
 
+ROUTINE = "no incident (routine checkpoint and startup time)"
+
+
+def mode_label(mode) -> str:
+    """A failure mode as reports show it: the ledger's `none` is routine time no incident caused, not 'unknown'."""
+    return ROUTINE if _missing(mode) or mode == "none" else str(mode)
+
+
+# Table kinds of a figure with its interval: `rate0` (a rate, 0 digits: the reliability note stands in
+# for a withheld figure) and `mtbf1`/`mtbf2` (an MTBF: a dash stands in).
+INTERVAL_KINDS = ("rate0", "mtbf1", "mtbf2")
+
+
+def interval(row: dict, key: str, kind: str = "mtbf2") -> tuple[str, str]:
+    """A rate or MTBF with its 95% interval (`key`, `key_lo`, `key_hi` in `row`), as (figure, interval) texts.
+
+    A withheld figure (too little exposure) reads as the row's `reliability_note` for a rate, else "—";
+    a missing upper bound is an unbounded interval (no failure yet)."""
+    digits = int(kind[-1])
+    point, lo, hi = row.get(key), row.get(f"{key}_lo"), row.get(f"{key}_hi")
+    if _missing(lo) and _missing(hi):
+        span = ""
+    elif _missing(hi):
+        span = f"95% CI ≥ {num(lo, digits)}"
+    else:
+        span = f"95% CI {num(lo, digits)}–{num(hi, digits)}"
+    if not _missing(point):
+        return num(point, digits), span
+    note = row.get("reliability_note")
+    return (str(note) if kind.startswith("rate") and not _missing(note) else "—"), span
+
+
 _KINDS = {"pp": pp, "int": lambda v: num(v), "num0": lambda v: num(v, 0), "num1": lambda v: num(v, 1),
           "num2": lambda v: num(v, 2), "num3": lambda v: num(v, 3), "pct": pct, "usd": usd, "ts": ts,
-          "dur": duration, "signed": signed, "offset": offset}
+          "dur": duration, "signed": signed, "offset": offset, "mode": mode_label}
 
 
 def cell(v, kind: str = "text") -> str:

@@ -84,8 +84,9 @@ def environment(kind: str) -> jinja2.Environment:
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(num=fmt.num, pct=fmt.pct, usd=fmt.usd, ts=fmt.ts, dur=fmt.duration, offset=fmt.offset,
                        signed=fmt.signed, cell=fmt.cell, log=clean, md=md_text, code=md_code, block=md_block,
-                       report_file=report_filename)
+                       report_file=report_filename, interval=fmt.interval)
     env.tests["missing"] = lambda v: v is None
+    env.globals["INTERVALS"] = fmt.INTERVAL_KINDS
     return env
 
 

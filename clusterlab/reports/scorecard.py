@@ -8,14 +8,15 @@ weighted mean of those rows and incidents: nothing here re-derives what the ledg
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from dataclasses import dataclass, field
 
 import duckdb
 import polars as pl
 
-from clusterlab import attribution, incidents, store, taxonomy
-from clusterlab.advice import NOT_FAILURES  # NOTE: one definition of "failure" for MTBF and advice
+from clusterlab import attribution, incidents, rates, store, taxonomy
+from clusterlab.advice import is_failure  # NOTE: one definition of "failure" for MTBF and advice
 from clusterlab.ledger import LedgerError
 from clusterlab.reports import fleet
 
@@ -182,25 +183,52 @@ def summary(rows: pl.DataFrame, inc: pl.DataFrame, run_mfu: pl.DataFrame, keys: 
         effective_mfu=pl.when(pl.col("_mfu_hours") > 0).then(pl.col("_effective") / pl.col("_mfu_hours")),
     ).drop("_mfu_hours", "_steady", "_effective")
     ends = pl.col("kind") == "attempt_end"
-    failure = ends & ~pl.col("failure_mode").is_in(NOT_FAILURES)
+    failure = is_failure()
     counted = inc.group_by(keys).agg(
         incidents=pl.len(), interruptions=ends.sum(), failures=failure.sum(),
         provider_failures=(failure & (pl.col("blame") == "provider")).sum())
     out = used.join(counted, on=keys, how="full", coalesce=True).with_columns(
         pl.col("incidents", "interruptions", "failures", "provider_failures").fill_null(0))
-    return out.with_columns(
-        failures_per_1k_gpu_days=pl.when(pl.col("gpu_hours") > 0).then(
-            pl.col("failures") / (pl.col("gpu_hours") / 24) * 1000),
-        mtbf_gpu_days=pl.when(pl.col("failures") > 0).then(pl.col("gpu_hours") / 24 / pl.col("failures")),
-    ).sort(keys)
+    return with_intervals(out).sort(keys)
+
+
+def _interval_columns(frame: pl.DataFrame, name: str, exposure: str, per: float, kind: str) -> dict[str, pl.Series]:
+    """`name`, `name_lo`, `name_hi`: a rate (`kind` "rate") or MTBF ("mtbf") of `failures` over `exposure`."""
+    fn = rates.rate_interval if kind == "rate" else rates.mtbf_interval
+    vals = [fn(int(k or 0), e, per) if kind == "rate" else fn(int(k or 0), e)
+            for k, e in zip(frame["failures"].to_list(), frame[exposure].to_list(), strict=True)]
+    ok = [rates.enough_exposure(g) for g in frame["gpu_hours"].to_list()]
+    # NOTE: the point estimate is withheld below the minimum exposure; the interval is always given
+    # (an unbounded MTBF, with no failure, is null rather than inf, which JSON cannot carry)
+    def col(i: int, guard: bool) -> list:
+        return [None if v[i] is None or (guard and not good) or math.isinf(v[i]) else v[i]
+                for v, good in zip(vals, ok, strict=True)]
+    return {name: pl.Series(name, col(0, True), pl.Float64), f"{name}_lo": pl.Series(f"{name}_lo", col(1, False),
+                                                                                    pl.Float64),
+            f"{name}_hi": pl.Series(f"{name}_hi", col(2, False), pl.Float64)}
+
+
+def with_intervals(frame: pl.DataFrame) -> pl.DataFrame:
+    """Failures per 1,000 GPU-days and MTBF in GPU-days with their exact 95% Poisson intervals.
+
+    `enough_exposure` tells whether the GPU-hours reach `rates.MIN_EXPOSURE_GPU_HOURS`; when they do
+    not, the point estimates are null and `reliability_note` says why (the intervals stay)."""
+    days = frame.with_columns(_gpu_days=pl.col("gpu_hours") / 24)
+    cols = {**_interval_columns(days, "failures_per_1k_gpu_days", "_gpu_days", 1000.0, "rate"),
+            **_interval_columns(days, "mtbf_gpu_days", "_gpu_days", 1.0, "mtbf")}
+    ok = [rates.enough_exposure(g) for g in frame["gpu_hours"].to_list()]
+    notes = [None if good else rates.too_little(g, int(k or 0))
+             for g, k, good in zip(frame["gpu_hours"].to_list(), frame["failures"].to_list(), ok, strict=True)]
+    return frame.with_columns(**cols, enough_exposure=pl.Series(ok, dtype=pl.Boolean),
+                              reliability_note=pl.Series(notes, dtype=pl.String))
 
 
 def _runs(ev: _Evidence, rows: pl.DataFrame, inc: pl.DataFrame, con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Per run: the summary plus its own MTBF (wall hours between failures) and whether it has a ledger."""
     per = summary(rows, inc, ev.run_mfu, ["run"])
     info = fleet.run_places(con).select("run", "cluster", "provider", "gpus")
+    per = per.with_columns(**_interval_columns(per, "mtbf_hours", "wall_hours", 1.0, "mtbf"))
     return per.join(info, on="run", how="left").with_columns(
-        mtbf_hours=pl.when(pl.col("failures") > 0).then(pl.col("wall_hours") / pl.col("failures")),
         has_ledger=pl.col("run").is_in(list(ev.attributions)),
     ).select("run", "cluster", "provider", "gpus", pl.exclude("run", "cluster", "provider", "gpus")).sort("run")
 
@@ -258,14 +286,28 @@ def _advice(atts: dict[str, attribution.Attribution], week_runs: list[str]) -> p
     recs = [a.checkpoint_advice.to_dict() for r, a in atts.items() if r in week_runs and a.checkpoint_advice]
     schema = {"run": pl.String, "cluster": pl.String, "failures": pl.Int64, "cluster_gpu_hours": pl.Float64,
               "mtbf_job_hours": pl.Float64, "save_s": pl.Float64, "interval_s": pl.Float64,
-              "optimal_interval_s": pl.Float64, "gpu_hours_saved": pl.Float64}
+              "optimal_interval_s": pl.Float64, "gpu_hours_saved": pl.Float64, "mtbf_job_hours_lo": pl.Float64,
+              "mtbf_job_hours_hi": pl.Float64, "optimal_interval_lo_s": pl.Float64,
+              "optimal_interval_hi_s": pl.Float64, "enough_exposure": pl.Boolean}
     out = pl.DataFrame(recs, schema=schema) if recs else pl.DataFrame(schema=schema)
     ratio = pl.col("interval_s") / pl.col("optimal_interval_s")
-    verdict = (pl.when(pl.col("optimal_interval_s").is_null()).then(pl.lit("not enough failures or saves to advise"))
-               .when((ratio > 0.8) & (ratio < 1.25)).then(pl.lit("interval is near the optimum"))
-               .otherwise(pl.format("save every {} s instead of every {} s",
-                                    pl.col("optimal_interval_s").round(0).cast(pl.Int64),
-                                    pl.col("interval_s").round(0).cast(pl.Int64))))
+    secs = lambda c: pl.col(c).round(0).cast(pl.Int64)  # noqa: E731
+    between = pl.when(pl.col("optimal_interval_lo_s").is_not_null() & pl.col("optimal_interval_hi_s").is_not_null()
+                      ).then(pl.format(" (95%: {}-{} s)", secs("optimal_interval_lo_s"), secs("optimal_interval_hi_s"))
+                             ).otherwise(pl.lit(""))
+    guard = pl.format("too little exposure to tell: {} GPU-hours, {} failure(s) on the cluster; the optimum lies "
+                      "anywhere in {}-{} s", pl.col("cluster_gpu_hours").round(1), "failures",
+                      secs("optimal_interval_lo_s"), secs("optimal_interval_hi_s"))
+    verdict = (pl.when(pl.col("save_s").is_null()).then(pl.lit("no measured save to advise from"))
+               .when(pl.col("failures").fill_null(0) == 0).then(pl.format(
+                   "no cluster failure in {} GPU-hours: no interval to advise", pl.col("cluster_gpu_hours").round(1)))
+               .when(pl.col("optimal_interval_s").is_null()).then(pl.lit("not enough failures or saves to advise"))
+               .when(~pl.col("enough_exposure").fill_null(False)).then(
+                   pl.coalesce(guard, pl.lit("too little exposure to tell")))
+               .when((ratio > 0.8) & (ratio < 1.25)).then(pl.concat_str(pl.lit("interval is near the optimum"),
+                                                                        between))
+               .otherwise(pl.concat_str(pl.format("save every {} s", secs("optimal_interval_s")), between,
+                                        pl.format(" instead of every {} s", secs("interval_s")))))
     return out.with_columns(advice=verdict).sort("run")
 
 
