@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
-from clusterlab import rates, store
+from clusterlab import rates, store, timeline
 
 # Interruptions the cluster is answerable for; a time limit or a person stopping the job is not a failure.
 NOT_FAILURES = ("time_limit", "manual_stop")
@@ -61,9 +61,7 @@ def advise(con: duckdb.DuckDBPyConnection, run: str, gpus: int, gpu_hours: float
     """Advice for one run, from its cluster's record in the store and its own saves."""
     info = store.frame(con, "SELECT cluster FROM runs WHERE run = ?", [run])
     cluster = info["cluster"][0] if info.height else None
-    fleet = store.frame(con, """
-        SELECT a.run, sum(epoch(a.end_ts - a.start_ts)) / 3600.0 * any_value(r.gpus) AS gpu_hours
-        FROM attempts a JOIN runs r USING (run) WHERE r.cluster IS NOT DISTINCT FROM ? GROUP BY a.run""", [cluster])
+    fleet = _exposure(con, cluster)
     cluster_hours = float(fleet["gpu_hours"].sum() or 0.0) if fleet.height else gpu_hours
     ends = incidents.filter(is_failure())
     failures = ends.height if not fleet.height else _cluster_failures(con, cluster, fleet["run"].to_list(), ends)
@@ -88,6 +86,20 @@ def advise(con: duckdb.DuckDBPyConnection, run: str, gpus: int, gpu_hours: float
         saved = max(0.0, waste_fraction(interval, save_s, mtbf_s) - waste_fraction(best, save_s, mtbf_s)) * gpu_hours
     return CheckpointAdvice(run, cluster, failures, cluster_hours, mtbf_s / 3600, float(save_s), interval, best, saved,
                             **bounds)
+
+
+def _exposure(con: duckdb.DuckDBPyConnection, cluster: str | None) -> pl.DataFrame:
+    """GPU-hours each run of the cluster held its GPUs (attempts only, restarts excluded): `run, gpu_hours`,
+    from the same attempt spans as the ledger (the scheduler's records where they exist)."""
+    runs = store.frame(con, "SELECT run, gpus FROM runs WHERE cluster IS NOT DISTINCT FROM ? AND gpus IS NOT NULL",
+                       [cluster])
+    rows = []
+    for run, gpus in runs.iter_rows():  # NOTE: one query per run of the cluster, not per row
+        spans = timeline.attempt_spans(con, run)
+        if spans.height:
+            held = spans.select((pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds().sum()).item()
+            rows.append({"run": run, "gpu_hours": float(held or 0.0) / 3600.0 * gpus})
+    return pl.DataFrame(rows, schema={"run": pl.String, "gpu_hours": pl.Float64})
 
 
 def _cluster_failures(con: duckdb.DuckDBPyConnection, cluster: str | None, runs: list[str],

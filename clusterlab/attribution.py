@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import duckdb
 import polars as pl
 
-from clusterlab import advice, annotations, flops, incidents, ledger, store, taxonomy
+from clusterlab import advice, annotations, flops, incidents, ledger, root_cause, store, taxonomy, timeline
 
 NONE = "none"
 # Evidence that can slow every rank without stopping the job: a slow stretch with such a line on one of
@@ -21,7 +21,8 @@ SLOWDOWN_ONSET_S = 120.0
 SLOWDOWN_MIN = 0.05  # a step counts as slowed when its unexplained excess is this share of the baseline
 INCIDENT_COLUMNS = ["incident_id", "run", "attempt", "kind", "root_ts", "exit_ts", "failure_mode", "blame", "host",
                     "cluster", "provider", "action", "gpu_hours_lost", "usd_lost", "evidence_count", "overridden",
-                    "detected_failure_mode", "detected_host", "status", "ticket", "note", "first_step", "last_step"]
+                    "detected_failure_mode", "detected_host", "status", "ticket", "note", "first_step", "last_step",
+                    "confidence", "rejected"]
 
 
 def empty_incidents() -> pl.DataFrame:
@@ -113,11 +114,9 @@ def _run_info(con: duckdb.DuckDBPyConnection, run: str) -> dict:
 
 
 def _steps(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFrame) -> pl.DataFrame:
-    """One record per step: per-rank timings where there are some, else the training log's lines."""
-    timed = profile.select("attempt", "step", "ts", "step_s", "data_s")
-    logged = store.frame(con, "SELECT attempt, step, ts, step_s, NULL::DOUBLE AS data_s FROM steps WHERE run = ?",
-                         [run]).filter(~pl.col("attempt").is_in(timed["attempt"].unique().implode()))
-    return pl.concat([timed, logged], how="vertical_relaxed")
+    """One record per step: per-rank timings at the steps they cover, the training log's lines at every
+    other step (a window of timings never replaces the log's other steps)."""
+    return timeline.merge(timeline.logged_steps(con, run), profile)
 
 
 def _mfu(con: duckdb.DuckDBPyConnection, info: dict, baseline_s: float, notes: list[str]
@@ -142,7 +141,7 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
     """Incidents and the exact GPU-time ledger of one run."""
     s = settings or incidents.Settings()
     info = _run_info(con, run)
-    att = store.frame(con, "SELECT attempt, start_ts, end_ts FROM attempts WHERE run = ? ORDER BY attempt", [run])
+    att = timeline.attempt_spans(con, run)  # the scheduler's span of each attempt where it has one
     if not att.height:
         raise KeyError(f"run {run!r} has no attempts with times")
     gpus = int(info.get("gpus") or 0)
@@ -151,7 +150,7 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
         gpus = int(store.frame(con, "SELECT coalesce(max(rank) + 1, 0) AS g FROM rank_steps WHERE run = ?",
                                [run]).item() or 1)
         notes.append(f"run.toml gives no gpus: {gpus} from the per-rank timings")
-    profile = incidents.step_profile(con, run)
+    profile = timeline.rank_profile(con, run)  # per-rank timings per step, each host's clock corrected
     slow = incidents.slow_steps(profile, s)
     inc, evidence = incidents_of(con, run, s, slow)
     tl = ledger.timeline(_steps(con, run, profile), att)
@@ -192,7 +191,7 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
 def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.Settings,
                  slow: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """All incidents of a run (or every run) with human overrides applied, and their evidence."""
-    ends, ev = incidents.attempt_end_incidents(con, run, s)
+    ends, ev = root_cause.attempt_end_incidents(con, run, s)
     if slow is None:
         slow = incidents.slow_steps(incidents.step_profile(con, run), s)
     strag = incidents.straggler_incidents(slow, s)
@@ -256,7 +255,7 @@ def _slowdowns(con: duckdb.DuckDBPyConnection, run: str, wide: pl.DataFrame, bas
 
     A stretch is consecutive step records each slowed by more than SLOWDOWN_MIN of the baseline with no
     other explanation; its root cause is the first SLOWDOWN_CAUSES line from SLOWDOWN_LEAD_S before it to
-    SLOWDOWN_ONSET_S into it, on one of the hosts the run's attempts used.
+    SLOWDOWN_ONSET_S into it, on one of the hosts the run's attempts used (the most severe, then the earliest).
     """
     per_step = pl.DataFrame(schema={"attempt": pl.Int32, "step": pl.Int64, "slow_id": pl.String})
     none = (per_step, pl.DataFrame(), pl.DataFrame())
@@ -266,7 +265,8 @@ def _slowdowns(con: duckdb.DuckDBPyConnection, run: str, wide: pl.DataFrame, bas
     if not slowed.height:
         return none
     events = store.frame(con, """
-        SELECT e.ts, e.host, e.source, e.kind, e.failure_mode, e.xid, e.rank, f.path AS file, e.line, e.text
+        SELECT e.ts, e.host, e.source, e.kind, e.failure_mode, e.xid, e.rank, f.path AS file, e.line, e.text,
+               CASE e.severity WHEN 'critical' THEN 0 WHEN 'error' THEN 1 ELSE 2 END AS severity_rank
         FROM events e JOIN ingested_files f USING (file_id)
         WHERE e.failure_mode IN (SELECT unnest($modes)) AND e.ts IS NOT NULL
           AND e.host IN (SELECT DISTINCT unnest(hosts) FROM attempts WHERE run = $run)
@@ -281,7 +281,9 @@ def _slowdowns(con: duckdb.DuckDBPyConnection, run: str, wide: pl.DataFrame, bas
     ev = (stretches.join_where(events, pl.col("ts") >= pl.col("lo") - lead,
                                pl.col("ts") <= pl.min_horizontal(pl.col("hi"), pl.col("lo") + onset))
           .with_columns(incident_id=pl.format("{}:{}:slowdown:{}", pl.lit(run), "attempt", "first_step"))
-          .sort("incident_id", "ts", "line"))
+          # NOTE: an error outranks a warning at the onset (a non-fatal IB event is no reason for a stall
+          # that a filesystem's lost connection explains), then the earliest line
+          .sort("incident_id", "severity_rank", "ts", "line"))
     if not ev.height:
         return none
     first = ev.group_by("incident_id", maintain_order=True).first()

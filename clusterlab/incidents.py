@@ -1,9 +1,10 @@
-"""Incidents: why each attempt ended, which host was slow, which save stalled or was lost.
+"""Incidents: the evidence an attempt's end is judged on, which host was slow, which save stalled or was lost.
 
-Root cause, not symptom. Evidence near an attempt's end is ranked in tiers: a hardware signal on
-one host outranks a network error naming a peer, which outranks an application error on a rank,
-which outranks the generic watchdog timeouts every rank prints once the job hangs. Within a tier
-the earliest line wins: the flood comes after the cause.
+Root cause, not symptom. Evidence is ranked in tiers: a hardware signal on one host outranks a
+network error naming a peer, which outranks an application error on a rank, which outranks the
+generic watchdog timeouts every rank prints once the job hangs. `clusterlab.root_cause` keeps only
+the evidence consistent with the step timeline and the scheduler's verdict, and uses the tiers to
+break ties among it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ TIERS: list[tuple[int, str]] = [
     (30, "failure_mode = 'nccl_timeout'"),
 ]
 SYMPTOM_TIER = 35  # at or below: seen on every rank of a hung job, says nothing about where
+PEER_TIER = 80  # an NCCL error naming its peer: the peer named most is blamed
+NODE_TIER = 90  # node failure, preemption, lost checkpoint
+# The tier of a verdict that is no log line (a sacct state): the first rule naming its mode alone
+TIERS_BY_MODE: list[tuple[str, int]] = [("node_failure", 90), ("preemption", 90), ("time_limit", 50),
+                                        ("manual_stop", 40)]
 
 _NOT_CAUSES = [x.code for x in taxonomy.XIDS.values() if not x.root_cause]
 
@@ -41,6 +47,16 @@ _NOT_CAUSES = [x.code for x in taxonomy.XIDS.values() if not x.root_cause]
 class Settings:
     window_s: float = 1800.0  # evidence this long before an attempt's end is considered
     grace_s: float = 120.0  # ... and this long after it (scheduler lines come late)
+    skew_s: float = 10.0  # host clocks may be this far apart
+    progress_min_steps: int = 3  # evidence followed by at least this many step records ...
+    progress_min_s: float = 60.0  # ... spanning at least this long did not end the attempt
+    hang_steps: float = 10.0  # a kill this many step-record intervals after the last step ...
+    hang_min_s: float = 300.0  # ... and at least this long after it found the job already hung
+    late_steps: float = 3.0  # a fault later than this many intervals after the last step ...
+    late_min_s: float = 120.0  # ... (and this long) came after the loss of progress: ranked after those before
+    shared_min_hosts: int = 3  # a filesystem server or the fabric reported by this many hosts ...
+    shared_window_s: float = 120.0  # ... within this long of the cause is blamed as that service
+    max_rejected: int = 10  # rejected candidates listed per incident
     straggler_ratio: float = 1.10  # a host is slow at a step when its compute is this much above the median
     straggler_min_steps: int = 5  # a stretch of at least this many slow steps opens an incident
     stall_ratio: float = 3.0  # a save this many times the run's median save time is a stall
@@ -52,11 +68,18 @@ def _tier_sql() -> str:
 
 
 def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings) -> pl.DataFrame:
-    """Events that could explain each attempt's end, with their tier."""
+    """Events that could explain each attempt's end, with their tier: from `window_s` before the attempt's
+    last step (its end where it has none) to `grace_s` after its end."""
     return store.frame(con, f"""
-        WITH a AS (
-            SELECT *, lead(start_ts) OVER (PARTITION BY run ORDER BY attempt) AS next_start
-            FROM attempts WHERE ($run IS NULL OR run = $run)
+        WITH p AS (
+            SELECT run, attempt, max(ts) AS last_ts FROM (SELECT run, attempt, ts FROM steps
+                                                     UNION ALL SELECT run, attempt, ts FROM rank_steps)
+            WHERE run IS NOT NULL GROUP BY ALL
+        ),
+        a AS (
+            SELECT attempts.*, p.last_ts, lead(start_ts) OVER (PARTITION BY attempts.run ORDER BY attempts.attempt)
+                   AS next_start
+            FROM attempts LEFT JOIN p USING (run, attempt) WHERE ($run IS NULL OR attempts.run = $run)
         ),
         ev AS (
             SELECT e.*, f.path AS file, {_tier_sql()} AS tier FROM events e JOIN ingested_files f USING (file_id)
@@ -72,9 +95,9 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings) -> 
             JOIN ev ON ev.run IS NULL AND ev.host = a.a_host
               AND ev.ts BETWEEN a.start_ts AND a.end_ts + to_seconds($grace)
         )
-        SELECT run, attempt, ts, host, source, kind, failure_mode, xid, rank, peer, file, line, text, tier, severity
+        SELECT run, attempt, ts, host, source, kind, failure_mode, xid, rank, peer, file, line, text, tier, detail
         FROM hits
-        WHERE ts >= greatest(start_ts, end_ts - to_seconds($window))
+        WHERE ts >= greatest(start_ts, least(coalesce(last_ts, end_ts), end_ts) - to_seconds($window))
           AND ts <= end_ts + to_seconds($grace)
           AND (next_start IS NULL OR ts < next_start)
     """, {"run": run, "window": s.window_s, "grace": s.grace_s, "not_causes": _NOT_CAUSES})
@@ -88,16 +111,8 @@ def _peer_hosts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """)
 
 
-def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None,
-                          settings: Settings | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """One incident per attempt that ended badly, and the ranked evidence of each."""
-    s = settings or Settings()
-    att = store.frame(con, """
-        SELECT run, attempt, start_ts, end_ts, hosts,
-               attempt = max(attempt) OVER (PARTITION BY run) AS is_last
-        FROM attempts WHERE ($run IS NULL OR run = $run)""", {"run": run})
-    cand = candidates(con, run, s)
-    # A rank's traceback names no host; NCCL's init lines say where that rank ran.
+def with_hosts(con: duckdb.DuckDBPyConnection, cand: pl.DataFrame) -> pl.DataFrame:
+    """Candidates with the host of a rank that names none (NCCL's rank map) and `peer_host` of a named peer."""
     ranks = store.frame(con, """SELECT DISTINCT run, attempt, rank, host AS rank_host FROM nccl_ranks
                                 WHERE run IS NOT NULL AND host IS NOT NULL AND rank IS NOT NULL
                                   AND nranks = (SELECT max(nranks) FROM nccl_ranks n2 WHERE n2.run = nccl_ranks.run)""")
@@ -106,37 +121,8 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
                 .with_columns(host=pl.coalesce("host", "rank_host")).drop("rank_host"))
     peers = _peer_hosts(con)
     if cand.height and peers.height:
-        cand = cand.join(peers, on="peer", how="left")
-    else:
-        cand = cand.with_columns(peer_host=pl.lit(None, pl.String))
-    # The cause: the top tier, then the earliest line of it.
-    ranked = cand.sort(["run", "attempt", "tier", "ts", "file", "line"], descending=[False, False, True, False,
-                                                                                      False, False])
-    best = ranked.group_by("run", "attempt", maintain_order=True).first()
-    # A network error names a peer: the host most named is the broken one.
-    named = (cand.filter(pl.col("tier") == 80, pl.col("peer_host").is_not_null())
-             .group_by("run", "attempt", "peer_host").len()
-             .sort(["run", "attempt", "len", "peer_host"], descending=[False, False, True, False])
-             .group_by("run", "attempt", maintain_order=True).first().select("run", "attempt", named="peer_host"))
-    inc = (att.join(best, on=["run", "attempt"], how="left").join(named, on=["run", "attempt"], how="left")
-           # the last attempt with nothing wrong near its end simply finished
-           .filter(pl.col("tier").is_not_null() | ~pl.col("is_last")))
-    inc = inc.with_columns(
-        failure_mode=pl.col("failure_mode").fill_null("unknown"),
-        host=pl.when(pl.col("tier") == 80).then(pl.coalesce("named", "host"))
-        # a hang, a time limit or a person names no guilty host, whichever host printed it
-        .when((pl.col("tier") <= SYMPTOM_TIER) | pl.col("failure_mode").is_in(["time_limit", "manual_stop"]))
-        .then(pl.lit(None, pl.String)).otherwise(pl.col("host")),
-    )
-    inc = inc.select(
-        incident_id=pl.format("{}:{}:end", "run", "attempt"), run="run", attempt="attempt",
-        kind=pl.lit("attempt_end"), root_ts=pl.coalesce("ts", "end_ts"), exit_ts="end_ts",
-        failure_mode="failure_mode", host="host", tier="tier",
-    )
-    evidence = ranked.join(inc.select("run", "attempt", "incident_id"), on=["run", "attempt"]).with_columns(
-        rank_in_incident=pl.int_range(pl.len()).over("incident_id") + 1)
-    return inc, evidence.select("incident_id", "rank_in_incident", "ts", "host", "source", "kind",
-                                "failure_mode", "xid", "rank", "file", "line", "text", "tier")
+        return cand.join(peers, on="peer", how="left")
+    return cand.with_columns(peer_host=pl.lit(None, pl.String))
 
 
 def step_profile(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.DataFrame:

@@ -1,7 +1,8 @@
 """The GPU-time ledger: every GPU-second of a run, from first start to last end, in one category.
 
-Per attempt the timeline is contiguous: `startup` (start → first step begins), one interval per
-step record (between consecutive step ends), then the tail (last step end → attempt end: a save
+Per attempt (its span: the scheduler's record where there is one, see `clusterlab.timeline`) the
+timeline is contiguous: `startup` (start → first step begins), one interval per record of the
+merged step timeline (between consecutive step ends), then the tail (last step end → attempt end: a save
 in it is `checkpoint`, the rest `hang`), then `restart` (attempt end → next start). A step
 interval is `productive` up to the run's baseline step time; the excess goes to `checkpoint` when
 a save ran in it, then `data_stall`, then `straggler` when one host was slow, else `slowdown`.
@@ -31,16 +32,32 @@ def _secs(expr: pl.Expr) -> pl.Expr:
 def timeline(steps: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
     """Step intervals per attempt: `attempt, step, n, start, end, interval_s, step_s, data_s`.
 
-    `steps` has one row per step record (`attempt, step, ts, step_s, data_s`); a record may cover
-    several steps (Megatron logs every N iterations), which `n` counts."""
-    s = (steps.filter(pl.col("ts").is_not_null())
+    `steps` has one record per step (`attempt, step, ts, step_s, data_s`: the merged timeline of
+    `clusterlab.timeline.merge`); a record may cover several steps (Megatron logs every N iterations),
+    which `n` counts. `attempts` has each attempt's span (`start_ts, end_ts`) and, where known, the step
+    its checkpoint load resumed from (`resume_step`).
+
+    Records are ordered by step number, not by time: clocks of different hosts disagree by seconds, and
+    a step's identity is its number. A record's end never precedes the previous record's end (a clock a
+    little behind gives a zero interval, never a negative one), and ends lie inside the attempt's span
+    (the scheduler's record, which evidence from a node's clock may overrun by a few seconds)."""
+    span = attempts.select(pl.col("attempt").cast(pl.Int32), "start_ts", "end_ts",
+                           resume=(pl.col("resume_step") if "resume_step" in attempts.columns
+                                   else pl.lit(None, pl.Int64)).fill_null(0))
+    s = (steps.filter(pl.col("ts").is_not_null()).with_columns(pl.col("attempt").cast(pl.Int32))
          .sort("attempt", "ts")
          .with_columns(step=pl.coalesce("step", pl.int_range(1, pl.len() + 1).over("attempt").cast(pl.Int64)))
-         .unique(["attempt", "step"], keep="last").sort("attempt", "ts"))
-    s = s.join(attempts.select("attempt", "start_ts"), on="attempt")
+         .unique(["attempt", "step"], keep="last").sort("attempt", "step"))
+    s = s.join(span, on="attempt").with_columns(
+        ts=pl.col("ts").cum_max().over("attempt").clip(pl.col("start_ts"), pl.col("end_ts")))
     gap = pl.col("step") - pl.col("step").shift(1).over("attempt")
+    # The first record covers the steps since the resumed checkpoint (since step 0 for a fresh start)
+    # when that is no more than the longest gap between records; else the attempt's typical gap.
     typical = gap.median().over("attempt").fill_null(1)
-    s = s.with_columns(n=pl.coalesce(gap, typical).clip(lower_bound=1).cast(pl.Int64))
+    since = pl.col("step") - pl.col("resume")
+    first_n = pl.when((since >= 1) & (since <= gap.max().over("attempt").fill_null(since))).then(since).otherwise(
+        typical)
+    s = s.with_columns(n=pl.coalesce(gap, first_n).clip(lower_bound=1).cast(pl.Int64))
     prev_end = pl.col("ts").shift(1).over("attempt")
     first_guess = pl.col("ts") - pl.duration(microseconds=(pl.col("step_s").fill_null(0) * pl.col("n") * 1e6)
                                              .cast(pl.Int64))
@@ -50,9 +67,16 @@ def timeline(steps: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
 
 
 def baseline_step_s(tl: pl.DataFrame) -> float:
-    """The run's steady step time: the median per-step time (reported, else measured)."""
+    """The run's steady step time: the median time of one step (reported, else measured), each record
+    weighted by the steps it covers, so that a window of per-step records among a log's lines every N
+    steps does not outvote the rest."""
     per_step = pl.coalesce(pl.col("step_s"), pl.col("interval_s") / pl.col("n"))
-    value = tl.select(per_step.median()).item()
+    w = tl.select(v=per_step, n=pl.col("n")).drop_nulls().sort("v")
+    if not w.height:
+        raise LedgerError("no step times to take a baseline from (the log's step lines carry no times of their own)")
+    # the weighted median; where half the steps fall exactly between two values, their mean (as np.median)
+    half, cum = w["n"].sum() / 2, pl.col("n").cum_sum()
+    value = (w.filter(cum >= half)["v"][0] + w.filter(cum > half)["v"][0]) / 2
     if value is None or value <= 0:
         raise LedgerError("no step times to take a baseline from (the log's step lines carry no times of their own)")
     return float(value)

@@ -29,9 +29,10 @@ def _inventory(tmp_path: Path, clusters: dict[str, tuple[str, int, int]]) -> Pat
 
 
 def _xid_run(lab: Lab, run: str, cluster: str, hosts: list[str], fail_at_s: float, restart_s: float) -> None:
-    """A run on `hosts` whose first attempt dies of an Xid 79 on its first host and restarts."""
+    """A run on `hosts` whose first attempt dies of an Xid 79 on its first host (its last step ends then) and
+    restarts."""
     write_run(lab.con, run, 8 * len(hosts), [
-        Attempt(0.0, 10, [5.0] * 200, saves={50: 2.0}, hosts=hosts),
+        Attempt(0.0, 10, [5.0] * int((fail_at_s - 10.0) // 5.0), saves={50: 2.0}, hosts=hosts),
         Attempt(fail_at_s + restart_s, 10, [5.0] * 100, first_step=51, load_step=50, hosts=hosts)], cluster=cluster)
     write_events(lab.con, [{"t": fail_at_s, "host": hosts[0], "kind": "xid", "xid": 79,
                             "failure_mode": "gpu_fell_off_bus"}], name=f"dmesg-{run}")

@@ -191,7 +191,7 @@ def test_truth_ledger_conserves_gpu_hours(bundle) -> None:
         assert set(led) == set(CATEGORIES)
         assert all(v >= -1e-9 for v in led.values()), run
         wall = [a for a in truth["attempts"] if a["run"] == run]
-        hours = (ts(wall[-1]["end_ts"]) - ts(wall[0]["start_ts"])).total_seconds() / 3600
+        hours = (ts(wall[-1]["alloc_end_ts"]) - ts(wall[0]["alloc_start_ts"])).total_seconds() / 3600  # sacct spans
         assert sum(led.values()) == pytest.approx(doc["gpus"] * hours, abs=1e-6)
         assert doc["gpu_hours"] == pytest.approx(doc["gpus"] * hours, abs=1e-6)
         assert led["idle"] == 0 and led["productive"] > 0

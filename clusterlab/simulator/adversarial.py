@@ -51,11 +51,12 @@ def server_name(cluster: Cluster) -> str:
     return f"{cluster.hosts[0].rsplit('-', 1)[0]}-fs01"
 
 
-def scripted(run: Run, k: int) -> str | None:
-    """The scripted ending of launch k of this run (None: a random failure or the limit)."""
+def scripted(run: Run, k: int, seed: int = 0) -> str | None:
+    """The scripted ending of launch k of this run (None: a random failure or the limit); the order
+    turns with the cluster and the seed, so that seeds see the endings in different places."""
     if k > len(SCRIPT):
         return None
-    return SCRIPT[(k - 1 + run.cluster.index) % len(SCRIPT)]
+    return SCRIPT[(k - 1 + run.cluster.index + seed) % len(SCRIPT)]
 
 
 def scripted_fail(script: str, start: int, limit_at: int | None, rng: np.random.Generator

@@ -11,8 +11,8 @@ is `recompute`; for the last attempt, past its own last completed save (every si
 badly: a failure or the window's time limit, after which a relaunch would resume from there).
 `idle` is 0: the simulation requests no window.
 
-An attempt's span is its first to last stamped log line, or (`alloc`, the adversarial family) the
-scheduler's own record of it, sacct Start to End: the ledger then sums to GPUs x allocated time.
+An attempt's span is the scheduler's own record of it, sacct Start to End (every family writes sacct),
+so that the ledger sums to GPUs x allocated time; `alloc=False` gives the first to last stamped log line.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def span_ms(att: Attempt, alloc: bool) -> tuple[int, int]:
     return att.start_ms, att.end_ms
 
 
-def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float, alloc: bool = False
+def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float, alloc: bool = True
                ) -> dict[str, float]:
     """One attempt's milliseconds by category (restart: up to the next attempt's start)."""
     start, end = span_ms(att, alloc)
@@ -73,7 +73,7 @@ def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float, al
     return out
 
 
-def ledger(run: Run, alloc: bool = False) -> dict:
+def ledger(run: Run, alloc: bool = True) -> dict:
     """The run's expected ledger: GPU-hours per category, the baseline, and the total."""
     b, data_base = baseline_ms(run)
     total_ms = {c: 0.0 for c in CATEGORIES}

@@ -213,7 +213,7 @@ def _attempt(cfg: Config, run: Run, k: int, hosts: tuple[str, ...], start: int, 
         fail, mode = forced_at, "gpu_fell_off_bus"
     if len(hosts) == 1 and mode in endings.LINK:
         mode = "gpu_hw_other"  # a one-node run has no peer to lose: what breaks is the node's GPU
-    script = adversarial.scripted(run, k) if cfg.adversarial else None
+    script = adversarial.scripted(run, k, cfg.seed) if cfg.adversarial else None
     limit_at = adversarial.job_start_ms(start) + run.limit_ms if run.limit_ms else None
     if script is not None:
         # a scripted ending replaces the random failure; it comes well before the job's time limit

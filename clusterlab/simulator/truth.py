@@ -14,7 +14,9 @@ from clusterlab.simulator.stamps import from_ms, iso_z
 from clusterlab.simulator.timeline import Attempt, Run
 
 NOTES = (
-    "Times are UTC with milliseconds. An attempt's start_ts/end_ts are its first and last stamped log lines. "
+    "Times are UTC with milliseconds. An attempt's start_ts/end_ts are its first and last stamped log lines; "
+    "the ledger's attempt span is the scheduler's record of it, sacct's Start to End "
+    "(alloc_start_ts, alloc_end_ts). "
     "kind 'interruption' ended an attempt; 'degradation' slowed it (straggler, stalled save) or, for "
     "checkpoint_lost, made the attempt resume from an older checkpoint than the newest one saved. host is null "
     "where no single host is to blame (a hang with no deeper cause, a time limit, lost storage). Ledger: GPU-hours "
@@ -23,8 +25,8 @@ NOTES = (
 
 
 ADVERSARIAL_NOTES = (
-    " Adversarial family: the ledger's attempt span is sacct's Start to End (alloc_start_ts, alloc_end_ts). "
-    "'decoys' are harmless evidence (kind: xid_13/31/43, nccl_warn, pcie_aer_corrected, nfs_blip) after "
+    " Adversarial family: 'decoys' are harmless evidence (kind: xid_13/31/43, nccl_warn, pcie_aer_corrected, "
+    "nfs_blip) after "
     "which the job kept stepping, or on a node no launch used; no incident's cause. An interruption's "
     "ended_by is the scheduler verdict that killed a job already hung on failure_mode; server is the "
     "storage server every host reported (host is then the server). rank_steps: the per-rank timings "
@@ -121,10 +123,10 @@ def attempt_doc(att: Attempt, adversarial: bool = False) -> dict:
            "last_step": att.last_step, "steps": len(att.steps), "resumed_from": att.resumed_from,
            "checkpoints": [s.step for s in att.saves if s.complete],
            "deleted_checkpoints": [s.step for s in att.saves if s.deleted]}
+    out["alloc_start_ts"] = _ts(endings.job_start_ms(att.start_ms))
+    out["alloc_end_ts"] = _ts(endings.job_end_ms(att.end_ms))
     if adversarial:
         lo, hi, hosts = att.coverage or (0, len(att.steps), tuple(range(len(att.hosts))))
-        out["alloc_start_ts"] = _ts(endings.job_start_ms(att.start_ms))
-        out["alloc_end_ts"] = _ts(endings.job_end_ms(att.end_ms))
         out["rank_steps"] = {"steps": [int(att.steps.step[lo]), int(att.steps.step[hi - 1])] if hi > lo else [],
                              "hosts": [att.hosts[i] for i in hosts] if hi > lo else []}
     return out
@@ -143,7 +145,7 @@ def document(cfg: Config, fleet: list[Cluster], runs: list[Run], benign: list[di
             attempts.append(attempt_doc(att, cfg.adversarial))
         incidents += lost_checkpoints(run)
         ledgers[run.name] = {"cluster": run.cluster.name, "provider": run.cluster.provider,
-                             "quality": run.cluster.profile.name, **expected.ledger(run, alloc=cfg.adversarial)}
+                             "quality": run.cluster.profile.name, **expected.ledger(run)}
     for inc in incidents:
         inc["evidence"] = files.get(f"{inc['run']}:{inc['attempt']}:{inc['failure_mode']}", [])
     incidents.sort(key=lambda i: (i["run"], i["attempt"], i["root_ts"] or ""))

@@ -1,0 +1,205 @@
+"""One merged step timeline per attempt: every source of step evidence on one clock, inside the attempt's span.
+
+Step evidence comes from the training log's step lines (`steps`: one rank's view, often one line
+every N iterations) and from per-rank timings (`rank_steps`: every rank, every step, but often
+only for a window, from some ranks, or until a writer was killed). Neither replaces the other:
+a step is identified by its number, and its end comes from the per-rank timings where they cover
+it, else from the log. Clocks differ between hosts by seconds, so before merging
+
+- each host's per-rank records are put on the ranks' common clock (all ranks of a synchronous job
+  end a step together: a host's median lead over the per-step median of all hosts is its offset),
+- each further log file is put on the clock of the attempt's main log (most step lines), and
+- the per-rank records are put on the log's clock, by the median difference at the steps both report
+  (the log's save, load and exit lines are on its clock; whole-second stamps are refined first).
+
+The attempt's span is the scheduler's: the sacct record of the job (the allocation, not a step)
+that contains the attempt's evidence, so that the ledger adds up to GPUs x allocated time. Without
+one it is the evidence's own first and last line (launcher and torchrun lines included).
+"""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+from clusterlab import store
+
+# Evidence up to this far outside a scheduler record still belongs to it: node clocks run seconds
+# apart from slurmctld's, and sacct prints whole seconds (a last line at 09:44:35.080 is in End=09:44:35).
+SPAN_SLACK_S = 60.0
+# Per-host clock offsets come from about this many sampled steps of an attempt: the offset is
+# constant over hours, and sampling keeps this a light scan of a 100M-row table.
+OFFSET_SAMPLES = 256
+
+
+def attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
+    """Per attempt: `attempt, start_ts, end_ts` (the span the ledger divides), `ev_start_ts, ev_end_ts`
+    (first and last line of its evidence), `job_id` (the scheduler record used, or null) and `resume_step`
+    (the step its checkpoint load resumed from, or null).
+
+    A job matches an attempt when its record contains the attempt's evidence (within SPAN_SLACK_S) and
+    the attempt's own logs name the job id (srun, slurmstepd lines) or the job is named after the run;
+    the named one wins, then the shortest. Several attempts inside one allocation (restarts within a job)
+    share it: the first starts at the job's start, the last ends at its end, the boundaries between them
+    are the evidence's."""
+    spans = store.frame(con, """
+        WITH a AS (SELECT attempt, start_ts, end_ts FROM attempts WHERE run = $run),
+        named AS (
+            SELECT DISTINCT attempt, json_extract_string(detail, '$.job_id') AS job_id FROM events
+            WHERE run = $run AND detail IS NOT NULL AND json_extract_string(detail, '$.job_id') IS NOT NULL
+            UNION
+            SELECT DISTINCT attempt, value FROM facts WHERE run = $run AND key = 'slurm_job_id'
+        ),
+        -- the allocation's own record: `1234`, `1234_7`, `1234+0`; never a step (`1234.0`, `1234.batch`)
+        j AS (
+            SELECT DISTINCT job_id, job_name, start_ts AS job_start, end_ts AS job_end FROM jobs
+            WHERE job_id IS NOT NULL AND NOT contains(job_id, '.') AND start_ts IS NOT NULL
+              AND end_ts IS NOT NULL AND end_ts >= start_ts
+        ),
+        c AS (
+            SELECT a.attempt, j.job_id, j.job_start, j.job_end, n.job_id IS NOT NULL AS named
+            FROM a JOIN j ON j.job_start <= a.start_ts + to_seconds($slack)
+                         AND j.job_end >= a.end_ts - to_seconds($slack)
+            LEFT JOIN named n ON n.attempt = a.attempt AND n.job_id = j.job_id
+            WHERE n.job_id IS NOT NULL OR j.job_name = $run
+        ),
+        best AS (SELECT DISTINCT ON (attempt) * FROM c ORDER BY attempt, named DESC, job_end - job_start, job_id),
+        loads AS (SELECT attempt, min(step) AS resume_step FROM checkpoints
+                  WHERE run = $run AND action = 'load' GROUP BY attempt)
+        SELECT a.attempt, a.start_ts AS ev_start_ts, a.end_ts AS ev_end_ts, b.job_id, b.job_start, b.job_end,
+               l.resume_step
+        FROM a LEFT JOIN best b USING (attempt) LEFT JOIN loads l USING (attempt) ORDER BY a.attempt
+    """, {"run": run, "slack": SPAN_SLACK_S})
+    job = pl.struct("job_id", "job_start", "job_end")
+    first_in_job = pl.col("attempt") == pl.col("attempt").min().over(job)
+    last_in_job = pl.col("attempt") == pl.col("attempt").max().over(job)
+    has_job = pl.col("job_id").is_not_null()
+    return spans.with_columns(
+        start_ts=pl.when(has_job & first_in_job).then("job_start").otherwise("ev_start_ts"),
+        end_ts=pl.when(has_job & last_in_job).then("job_end").otherwise("ev_end_ts"),
+    ).select("attempt", "start_ts", "end_ts", "ev_start_ts", "ev_end_ts", "job_id", "resume_step")
+
+
+def _us(expr: pl.Expr) -> pl.Expr:
+    return expr.dt.epoch("us")
+
+
+def host_offsets(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
+    """Per (attempt, host) of the per-rank timings: `off_us`, how far the host's clock runs ahead of the
+    ranks' common clock (the per-step median over hosts), from about OFFSET_SAMPLES sampled steps."""
+    sampled = store.frame(con, """
+        WITH r AS (SELECT attempt, host, step, ts FROM rank_steps
+                   WHERE run = $run AND step IS NOT NULL AND ts IS NOT NULL AND host IS NOT NULL),
+        b AS (SELECT attempt, greatest(1, (max(step) - min(step)) // $n) AS stride FROM r GROUP BY attempt)
+        SELECT r.attempt, r.host, r.step, min(r.ts) AS ts FROM r JOIN b USING (attempt)
+        WHERE r.step % b.stride = 0 GROUP BY ALL""", {"run": run, "n": OFFSET_SAMPLES})
+    if not sampled.height:
+        return pl.DataFrame(schema={"attempt": pl.Int32, "host": pl.String, "off_us": pl.Int64})
+    lead = _us(pl.col("ts")) - _us(pl.col("ts")).median().over("attempt", "step")
+    return (sampled.with_columns(lead=lead).group_by("attempt", "host")
+            .agg(off_us=pl.col("lead").median().round().cast(pl.Int64)))
+
+
+def rank_profile(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
+    """Per step of the per-rank timings, on the ranks' common clock: the columns of
+    `incidents.step_profile` (end, step time, data wait, the ranks' mean, fastest and slowest compute
+    with the slowest rank's host)."""
+    offsets = host_offsets(con, run)
+    # NOTE: one GROUP BY (attempt, step) over all ranks, as incidents.step_profile; the offsets are a
+    # hash join against a table of attempts x hosts rows.
+    return store.frame(con, """
+        SELECT run, attempt, step, max(ts - to_microseconds(coalesce(off_us, 0))) AS ts, max(step_s) AS step_s,
+               max(data_s) AS data_s, avg(c) AS avg_c, min(c) AS min_c, max(c) AS max_c,
+               arg_max(host, c) AS slow_host
+        FROM (SELECT *, coalesce(compute_s, step_s - coalesce(comm_s, 0)) AS c FROM rank_steps
+              WHERE run = $run AND step IS NOT NULL) r
+        LEFT JOIN offsets USING (attempt, host)
+        GROUP BY run, attempt, step""", {"run": run}, offsets=offsets)
+
+
+def logged_steps(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
+    """The training log's step lines of a run: `attempt, step, ts, step_s, file_id, line`."""
+    return store.frame(con, """SELECT attempt, step, ts, step_s, file_id, line FROM steps
+                               WHERE run = ? AND ts IS NOT NULL""", [run])
+
+
+# A log's stamps are coarse when every one of a file's stamps is a whole second (strftime's `%H:%M:%S`).
+COARSE_US = 1_000_000
+# Consecutive records whose stamps differ from their reported step times by more than this are not one
+# chain (a save, a stall or a pause ran between them; Megatron's iteration timer stops while it saves).
+CHAIN_BREAK_US = 1_500_000
+
+
+def refine_coarse_stamps(logged: pl.DataFrame) -> pl.DataFrame:
+    """Step ends of a log stamped to the whole second, refined with the step times the log prints.
+
+    A stamp is truncated (`strftime`): the step really ended in [ts, ts + 1 s). Along a chain of
+    records whose stamp differences agree with their reported step times, the ends are the chain's
+    offset plus the cumulated step times, and each stamp bounds that offset; the middle of the bounds
+    is taken. A chain whose bounds do not meet (the reported times drift from the stamps) keeps its
+    stamps. Without this, a 8.0 s step logged at whole seconds looks 7 s or 9 s long, and the ledger
+    would count each 9 s as a second of slowdown."""
+    if not logged.height:
+        return logged
+    g = ["attempt", "file_id"]
+    us = _us(pl.col("ts"))
+    x = logged.sort("attempt", "file_id", "step", "line").with_columns(
+        _us=us, _coarse=((us % COARSE_US) == 0).all().over(g))
+    n = (pl.col("step") - pl.col("step").shift(1).over(g)).fill_null(1).clip(lower_bound=1)
+    x = x.with_columns(_d=(pl.col("step_s") * n * 1e6), _gap=pl.col("_us") - pl.col("_us").shift(1).over(g))
+    brk = (pl.col("_gap").is_null() | pl.col("_d").is_null() | ~pl.col("_coarse")
+           | ((pl.col("_gap") - pl.col("_d")).abs() > CHAIN_BREAK_US))
+    x = x.with_columns(_chain=brk.cum_sum().over(g))
+    c = [*g, "_chain"]
+    x = x.with_columns(_cum=pl.when(brk).then(0.0).otherwise(pl.col("_d")).cum_sum().over(c))
+    x = x.with_columns(_lo=(pl.col("_us") - pl.col("_cum")).max().over(c),
+                       _hi=(pl.col("_us") + COARSE_US - pl.col("_cum")).min().over(c))
+    fine = ((pl.col("_lo") + pl.col("_hi")) / 2 + pl.col("_cum")).round().cast(pl.Int64)
+    ok = pl.col("_coarse") & pl.col("step_s").is_not_null() & (pl.col("_lo") <= pl.col("_hi"))
+    return x.with_columns(ts=pl.when(ok).then(pl.from_epoch(fine, time_unit="us")).otherwise(pl.col("ts"))).drop(
+        "_us", "_coarse", "_d", "_gap", "_chain", "_cum", "_lo", "_hi")
+
+
+def _one_log(logged: pl.DataFrame) -> pl.DataFrame:
+    """One record per (attempt, step) from the log files, on the clock of the attempt's main log (the file
+    with the most step lines); a step the main log lacks comes from another file, shifted by that file's
+    median difference to the main log at the steps both print."""
+    if not logged.height:
+        return logged.select("attempt", "step", "ts", "step_s")
+    # NOTE: a log without step numbers counts its own lines, in time order.
+    logged = refine_coarse_stamps(logged.sort("attempt", "file_id", "ts", "line").with_columns(
+        step=pl.coalesce("step", pl.int_range(1, pl.len() + 1).over("attempt", "file_id").cast(pl.Int64))))
+    main = (logged.group_by("attempt", "file_id").len()
+            .sort(["attempt", "len", "file_id"], descending=[False, True, False])
+            .group_by("attempt", maintain_order=True).first().select("attempt", main_file="file_id"))
+    logged = logged.join(main, on="attempt").with_columns(is_main=pl.col("file_id") == pl.col("main_file"))
+    ref = logged.filter("is_main").group_by("attempt", "step").agg(ref_us=_us(pl.col("ts")).max())
+    off = (logged.filter(~pl.col("is_main")).join(ref, on=["attempt", "step"])
+           .group_by("attempt", "file_id").agg(off_us=(_us(pl.col("ts")) - pl.col("ref_us")).median()))
+    shifted = logged.join(off, on=["attempt", "file_id"], how="left").with_columns(
+        ts=pl.col("ts") - pl.duration(microseconds=pl.col("off_us").fill_null(0).round().cast(pl.Int64)))
+    # a step printed twice in one file (a repeated line) keeps its last record
+    order = ["attempt", "step", "is_main", "file_id", "line"]
+    return (shifted.sort(order, descending=[False, False, True, False, True])
+            .unique(["attempt", "step"], keep="first", maintain_order=True).select("attempt", "step", "ts", "step_s"))
+
+
+def merge(logged: pl.DataFrame, profile: pl.DataFrame) -> pl.DataFrame:
+    """The merged step records: `attempt, step, ts, step_s, data_s, source` (`rank` | `log`).
+
+    `logged` are the log's step lines (`logged_steps`), `profile` the per-rank timings per step
+    (`rank_profile`). A step with per-rank timings takes them; every other logged step keeps its line.
+    The attempt's clock is the log's where there is one: its save, load and exit lines, and so the
+    tail of the ledger, are on that clock. The per-rank records are moved onto it by the attempt's median
+    difference at the steps both report (the ranks' common clock is the median of the hosts' clocks,
+    which is off when most hosts are; coarse log stamps were refined first, see `refine_coarse_stamps`)."""
+    log = _one_log(logged).with_columns(pl.col("attempt").cast(pl.Int32), data_s=pl.lit(None, pl.Float64),
+                                        source=pl.lit("log"))
+    timed = profile.filter(pl.col("ts").is_not_null()).select(
+        pl.col("attempt").cast(pl.Int32), "step", "ts", "step_s", "data_s", source=pl.lit("rank"))
+    shift = (log.join(timed.select("attempt", "step", rank_ts="ts"), on=["attempt", "step"])
+             .group_by("attempt").agg(shift_us=(_us(pl.col("rank_ts")) - _us(pl.col("ts"))).median()))
+    timed = timed.join(shift, on="attempt", how="left").with_columns(
+        ts=pl.col("ts") - pl.duration(microseconds=pl.col("shift_us").fill_null(0).round().cast(pl.Int64)))
+    rest = log.join(timed.select("attempt", "step"), on=["attempt", "step"], how="anti")
+    return pl.concat([timed.select(rest.columns), rest], how="vertical_relaxed").sort("attempt", "step")
