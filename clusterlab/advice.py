@@ -58,13 +58,16 @@ def daly_interval(save_s: float, mtbf_s: float) -> float:
 
 def advise(con: duckdb.DuckDBPyConnection, run: str, gpus: int, gpu_hours: float,
            incidents: pl.DataFrame) -> CheckpointAdvice:
-    """Advice for one run, from its cluster's record in the store and its own saves."""
+    """Advice for one run, from its cluster's record in the store and its own saves.
+
+    `incidents` holds the incidents of every run on the run's cluster (this run's at least): the
+    caller computes them, so that advice reads frames and never calls back into attribution."""
     info = store.frame(con, "SELECT cluster FROM runs WHERE run = ?", [run])
     cluster = info["cluster"][0] if info.height else None
     fleet = _exposure(con, cluster)
     cluster_hours = float(fleet["gpu_hours"].sum() or 0.0) if fleet.height else gpu_hours
     ends = incidents.filter(is_failure())
-    failures = ends.height if not fleet.height else _cluster_failures(con, cluster, fleet["run"].to_list(), ends)
+    failures = ends.height if not fleet.height else ends.filter(pl.col("run").is_in(fleet["run"].implode())).height
     saves = store.frame(con, """SELECT ts, duration_s FROM checkpoints WHERE run = ? AND action = 'save'
                                 ORDER BY ts""", [run])
     save_s = saves["duration_s"].drop_nulls().median() if saves.height else None
@@ -100,16 +103,3 @@ def _exposure(con: duckdb.DuckDBPyConnection, cluster: str | None) -> pl.DataFra
             held = spans.select((pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds().sum()).item()
             rows.append({"run": run, "gpu_hours": float(held or 0.0) / 3600.0 * gpus})
     return pl.DataFrame(rows, schema={"run": pl.String, "gpu_hours": pl.Float64})
-
-
-def _cluster_failures(con: duckdb.DuckDBPyConnection, cluster: str | None, runs: list[str],
-                      this_run: pl.DataFrame) -> int:
-    """Failures of every run on the cluster (the other runs' from their own incidents)."""
-    from clusterlab.attribution import incidents_of
-    from clusterlab.incidents import Settings
-
-    total = 0
-    for r in runs:
-        inc = this_run if this_run.height and this_run["run"][0] == r else incidents_of(con, r, Settings())[0]
-        total += inc.filter(is_failure()).height
-    return total

@@ -185,7 +185,20 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
         run=run, gpus=gpus, cluster=info.get("cluster"), wall_hours=total_s / 3600, gpu_hours=gpu_hours,
         steady_mfu=steady, effective_mfu=None if steady is None else steady * productive / gpu_hours,
         baseline_step_s=b, rows=rows, incidents=inc, evidence=evidence, mfu_source=source, notes=notes,
-        checkpoint_advice=advice.advise(con, run, gpus, gpu_hours, inc))
+        checkpoint_advice=advice.advise(con, run, gpus, gpu_hours, _with_cluster_runs(con, run, inc, s)))
+
+
+def _with_cluster_runs(con: duckdb.DuckDBPyConnection, run: str, inc: pl.DataFrame,
+                       s: incidents.Settings) -> pl.DataFrame:
+    """This run's incidents and the attempt-end incidents of the other runs on its cluster (for advice)."""
+    others = store.frame(con, """SELECT run FROM runs WHERE run <> ? AND cluster IS NOT DISTINCT FROM
+                                 (SELECT cluster FROM runs WHERE run = ?)""", [run, run])["run"].to_list()
+    frames = [inc.select("run", "kind", "failure_mode", "blame")]
+    for other in others:  # NOTE: one root-cause pass per other run of the cluster, as the scorecard does
+        ends = incidents_of(con, other, s)[0]
+        if ends.height:
+            frames.append(ends.select("run", "kind", "failure_mode", "blame"))
+    return pl.concat(frames, how="vertical_relaxed")
 
 
 def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.Settings,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from clusterlab.model_shape import PRESETS, LlamaConfig, param_count
+
+__all__ = ["PRESETS", "LlamaConfig", "param_count"]  # re-exported: they were defined here first
 
 # Peak dense (no 2:4 sparsity) BF16 tensor-core FLOP/s per GPU, as the vendor publishes it.
 # NVIDIA datasheets print the sparse figure with an asterisk ("* With sparsity"); the dense one is
@@ -104,58 +107,6 @@ def mfu(tokens_per_s_per_gpu: float, flops_per_token: float, gpu: str | float) -
     return tokens_per_s_per_gpu * flops_per_token / peak
 
 
-@dataclasses.dataclass(frozen=True)
-class LlamaConfig:
-    """Shape of a Llama-style decoder (clusterlab.llama builds it); torch-free so flops stays importable."""
-
-    vocab: int
-    hidden: int
-    layers: int
-    heads: int
-    kv_heads: int
-    ffn: int
-    seq_len: int
-    rope_theta: float = 500_000.0
-    norm_eps: float = 1e-5
-
-    @property
-    def head_dim(self) -> int:
-        """Width of one attention head."""
-        return self.hidden // self.heads
-
-    @classmethod
-    def llama3_8b(cls, seq_len: int = 8192) -> LlamaConfig:
-        """Meta Llama 3 / 3.1 8B (published config.json shape)."""
-        return cls(vocab=128256, hidden=4096, layers=32, heads=32, kv_heads=8, ffn=14336, seq_len=seq_len)
-
-    @classmethod
-    def llama3_70b(cls, seq_len: int = 8192) -> LlamaConfig:
-        """Meta Llama 3 / 3.1 70B."""
-        return cls(vocab=128256, hidden=8192, layers=80, heads=64, kv_heads=8, ffn=28672, seq_len=seq_len)
-
-    @classmethod
-    def tiny(cls, seq_len: int = 256) -> LlamaConfig:
-        """About 1.5M parameters, byte vocabulary: trains on a laptop CPU in tenths of a second a step."""
-        return cls(vocab=256, hidden=128, layers=6, heads=4, kv_heads=2, ffn=512, seq_len=seq_len,
-                   rope_theta=10_000.0)
-
-
-PRESETS: dict[str, LlamaConfig] = {
-    "llama3_8b": LlamaConfig.llama3_8b(),
-    "llama3_70b": LlamaConfig.llama3_70b(),
-    "tiny": LlamaConfig.tiny(),
-}
-
-
-def param_count(config: LlamaConfig) -> int:
-    """All parameters of the clusterlab.llama model: embedding, blocks, final norm, untied LM head."""
-    kv_dim = config.kv_heads * config.head_dim
-    attn = 2 * config.hidden * config.hidden + 2 * config.hidden * kv_dim  # wq, wo + wk, wv
-    mlp = 3 * config.hidden * config.ffn  # SwiGLU: gate, up, down
-    block = attn + mlp + 2 * config.hidden  # two RMSNorm weights
-    return 2 * config.vocab * config.hidden + config.layers * block + config.hidden
-
-
 def flops_per_token(
     params: float,
     layers: int | None = None,
@@ -186,24 +137,6 @@ def flops_per_token(
 def analytic_flops_per_token(config: LlamaConfig) -> float:
     """flops_per_token for a LlamaConfig (what counted_flops_per_token should agree with)."""
     return flops_per_token(param_count(config), config.layers, config.hidden, config.seq_len, config.vocab)
-
-
-def counted_flops_per_token(config: LlamaConfig, batch: int = 1) -> float:
-    """FLOPs per token that FlopCounterMode counts for one forward + backward of the meta-device model."""
-    import torch  # optional extra: only this function needs it
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from clusterlab.llama import Llama
-
-    # meta tensors carry shapes only: no memory, no arithmetic, so an 8B model counts in a second
-    with torch.device("meta"):
-        model = Llama(config)
-        tokens = torch.zeros(batch, config.seq_len, dtype=torch.long)
-    counter = FlopCounterMode(display=False)
-    with counter:
-        _, loss = model(tokens, targets=tokens)
-        loss.backward()
-    return counter.get_total_flops() / (batch * config.seq_len)
 
 
 _SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
@@ -246,6 +179,8 @@ def run_flops_per_token(run: Mapping[str, Any], facts: Mapping[str, Any] | None 
         return _shape_flops(facts, run), "log facts"
     preset = run.get("model", facts.get("model"))
     if preset in PRESETS:
+        from clusterlab.flop_count import counted_flops_per_token  # needs torch: only this case imports it
+
         return counted_flops_per_token(PRESETS[preset]), "flop counter"
     raise ValueError(
         "FLOPs per token unknown: run.toml has neither flops_per_token nor params "

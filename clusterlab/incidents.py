@@ -214,26 +214,47 @@ def checkpoint_incidents(con: duckdb.DuckDBPyConnection, run: str | None, s: Set
         failure_mode=pl.when(pl.col("host_ev").is_not_null()).then(pl.lit("filesystem_io")).otherwise(
             pl.lit("unknown")),
         host="host_ev", tier=pl.lit(None, pl.Int32), first_step="step", last_step="step")
-    lost = _lost_checkpoints(saves)
+    lost, lost_ev = _lost_checkpoints(saves)
     inc = pl.concat([stall_inc, lost], how="diagonal_relaxed") if lost.height else stall_inc
     evidence = (ev.join(stall_inc.select("run", "attempt", "incident_id", step="first_step"),
                         left_on=["run", "attempt", "save_step"], right_on=["run", "attempt", "step"])
                 if ev.height else pl.DataFrame())
+    if lost_ev.height:
+        evidence = pl.concat([evidence, lost_ev], how="diagonal_relaxed") if evidence.height else lost_ev
     return inc, evidence
 
 
-def _lost_checkpoints(saves: pl.DataFrame) -> pl.DataFrame:
-    """A resume from an older step than the newest save logged before it: that save was lost."""
-    loads = saves.filter(pl.col("action") == "load").select("run", "attempt", load_step="step", load_ts="ts")
+def _lost_checkpoints(saves: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A resume from an older step than the newest save logged before it: that save was lost. Its evidence:
+    the log line that recorded the save, and the load line that resumed from an older step instead."""
+    loads = saves.filter(pl.col("action") == "load").select(
+        "run", "attempt", load_step="step", load_ts="ts", load_file="file", load_line="line", load_src="source")
     done = saves.filter(pl.col("action") == "save", pl.col("ok").fill_null(True)).select(
-        "run", save_attempt="attempt", save_step="step", save_ts="ts")
+        "run", "path", "duration_s", "source", save_attempt="attempt", save_step="step", save_ts="ts",
+        save_file="file", save_line="line")
     if not loads.height or not done.height:
-        return pl.DataFrame()
+        return pl.DataFrame(), pl.DataFrame()
     newer = (loads.join(done, on="run").filter(pl.col("save_attempt") < pl.col("attempt"),
                                                 pl.col("save_step") > pl.col("load_step"))
              .sort("save_step", descending=True).group_by("run", "attempt").first())
-    return newer.select(
-        incident_id=pl.format("{}:{}:checkpoint-lost:{}", "run", "attempt", "save_step"), run="run",
+    newer = newer.with_columns(incident_id=pl.format("{}:{}:checkpoint-lost:{}", "run", "attempt", "save_step"))
+    inc = newer.select(
+        "incident_id", run="run",
         attempt="attempt", kind=pl.lit("checkpoint_lost"), root_ts="load_ts", exit_ts="load_ts",
         failure_mode=pl.lit("checkpoint_lost"), host=pl.lit(None, pl.String), tier=pl.lit(None, pl.Int32),
         first_step=pl.col("load_step") + 1, last_step="save_step")
+    where = pl.when(pl.col("path").is_not_null()).then(pl.format(" to {}", "path")).otherwise(pl.lit(""))
+    took = pl.when(pl.col("duration_s").is_not_null()).then(pl.format(" in {} s", pl.col("duration_s").round(1)))
+    common = {"host": pl.lit(None, pl.String), "failure_mode": pl.lit("checkpoint_lost"),
+              "xid": pl.lit(None, pl.Int32), "rank": pl.lit(None, pl.Int32), "tier": pl.lit(None, pl.Int32)}
+    claimed = newer.select(
+        "incident_id", rank_in_incident=pl.lit(1, pl.Int64), ts="save_ts", source="source",
+        kind=pl.lit("checkpoint_saved"), file="save_file", line="save_line", **common,
+        text=pl.format("recorded as saved: step {}{}{} (attempt {}); the next attempt did not resume from it",
+                       "save_step", where, took.otherwise(pl.lit("")), "save_attempt"))
+    resumed = newer.select(
+        "incident_id", rank_in_incident=pl.lit(2, pl.Int64), ts="load_ts", source="load_src",
+        kind=pl.lit("checkpoint_loaded"), file="load_file", line="load_line", **common,
+        text=pl.format("loaded step {} instead: the save of step {} was missing or unreadable when attempt {} "
+                       "started", "load_step", "save_step", "attempt"))
+    return inc, pl.concat([claimed, resumed])

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from clusterlab.flops import LlamaConfig
+from clusterlab.model_shape import LlamaConfig
 
 __all__ = ["Llama", "LlamaConfig"]
 

@@ -22,7 +22,7 @@ from clusterlab.flops import (
 
 def _counted(config: LlamaConfig) -> float:
     pytest.importorskip("torch")
-    from clusterlab.flops import counted_flops_per_token
+    from clusterlab.flop_count import counted_flops_per_token
 
     return counted_flops_per_token(config)
 
