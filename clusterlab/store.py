@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import duckdb
@@ -84,8 +85,18 @@ _V3 = [
 # When a node was handed over, where the inventory says (`delivered` in inventory.toml): late nodes.
 _V4 = ["ALTER TABLE nodes ADD COLUMN delivered DATE"]
 
+# The relaunch driver's claims: one row per incident whose launch stands or is under way. Its primary key is
+# what lets exactly one of two executions running at once launch (relaunch/execute.py).
+_V5 = [
+    """CREATE TABLE relaunch_claims (incident_id VARCHAR PRIMARY KEY, relaunch_id BIGINT NOT NULL,
+        claimed_at TIMESTAMP DEFAULT current_timestamp)""",
+    """INSERT INTO relaunch_claims (incident_id, relaunch_id)
+        SELECT incident_id, min(relaunch_id) FROM relaunches
+        WHERE result NOT IN ('failed', 'refused', 'repeat') GROUP BY incident_id""",
+]
+
 # Index i holds the statements that take a database from version i to version i + 1.
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -119,12 +130,42 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
     return SCHEMA_VERSION
 
 
+class DatabaseLocked(RuntimeError):
+    """Another process holds the database file: `path`, that process's `pid` (None when DuckDB did not say)."""
+
+    def __init__(self, path: str, pid: int | None, writing: bool) -> None:
+        self.path, self.pid, self.writing = path, pid, writing
+        who = f" (pid {pid})" if pid is not None else ""
+        what = "writing to" if writing else "reading"
+        super().__init__(f"{path}: another clusterlab is {what} this database{who}")
+
+
+_LOCK = re.compile(r"Could not set lock on file")
+_LOCK_PID = re.compile(r"\(PID (\d+)\)")
+
+
+def _locked(path: str, error: duckdb.IOException) -> DatabaseLocked | None:
+    """DuckDB's lock error in clusterlab's words (None: another IO error)."""
+    text = str(error)
+    if not _LOCK.search(text):
+        return None
+    pid = _LOCK_PID.search(text)
+    # NOTE: DuckDB adds "you would be able to open this database in read-only mode" when the holder only reads
+    return DatabaseLocked(path, int(pid.group(1)) if pid else None, writing="read-only mode" not in text)
+
+
 def connect(path: str | os.PathLike | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (creating and migrating if needed) a clusterlab database; ':memory:' works too."""
+    """Open (creating and migrating if needed) a clusterlab database; ':memory:' works too; DatabaseLocked if held."""
     p = db_path(path)
     if p != ":memory:":
         Path(p).parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(p, read_only=read_only)
+    try:
+        con = duckdb.connect(p, read_only=read_only)
+    except duckdb.IOException as e:
+        locked = _locked(p, e)
+        if locked is None:
+            raise
+        raise locked from None
     if not read_only:
         migrate(con)
     return con

@@ -248,7 +248,8 @@ def test_execute_checks_the_plan_again(tmp_path: Path) -> None:
 class FakeSlurm:
     """Answers sbatch / squeue / scontrol like Slurm would; records every command."""
 
-    def __init__(self, previous_state: str = "FAILED", sinfo: str = "") -> None:
+    def __init__(self, previous_state: str = "FAILED", sinfo: str = "node1 idle main*\nnode2 idle main*\n"
+                                                                   "node3 idle main*\nnode4 idle main*\n") -> None:
         self.calls: list[list[str]] = []
         self.previous_state = previous_state
         self.sinfo = sinfo

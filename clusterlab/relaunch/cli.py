@@ -73,7 +73,9 @@ def relaunch(ctx: click.Context, run: str, backend: str | None, do_execute: bool
         _fail(f"{path}: no database (run `clusterlab ingest` first)")
     try:
         con = store.connect(path, read_only=not do_execute and path != ":memory:")
-    except Exception as e:  # a locked or foreign file: say so in one line
+    except store.DatabaseLocked as e:
+        _fail(str(e))
+    except Exception as e:  # a foreign file: say so in one line
         _fail(f"{path}: cannot open database: {e}")
     try:
         try:
@@ -100,12 +102,24 @@ def relaunch(ctx: click.Context, run: str, backend: str | None, do_execute: bool
 
 
 def _print_execution(ex: dict) -> None:
+    """What executing did: hosts refused, each command run (with the scheduler's answer when it failed), the job."""
     if ex["repeat"]:
-        click.echo(f"already relaunched: {ex['note']}; nothing launched")
+        click.echo(f"{ex['note']}: nothing launched")
         return
+    for r in ex.get("refused_hosts") or []:
+        click.echo(f"  refused host {r['host']}: {r['reason']} (left out of the scheduler's commands)")
+    note = ex.get("note") or ""
     for c in ex["commands"]:
         click.echo(f"  ran: {' '.join(_quote(a) for a in c['argv'])} -> {c['returncode']}")
+        if c["returncode"] and c["output"] and c["output"] not in note:  # the note below already says it
+            for line in c["output"].splitlines()[-5:]:
+                click.echo(f"       {line}")
     steps = ex["first_steps"]
     loss = f" (loss {steps['loss']:.4f})" if steps and steps.get("loss") is not None else ""
     seen = f"; first steps {steps['first_step']}..{steps['last_step']} ran{loss}" if steps else ""
+    if ex["result"] == "failed":
+        click.echo(f"relaunch failed, nothing launched (audit row {ex['relaunch_id']}): {note or 'no reason given'}")
+        return
     click.echo(f"job {ex['job_id']}: {ex['result']}{seen} (audit row {ex['relaunch_id']})")
+    if note:
+        click.echo(f"  note: {note}")

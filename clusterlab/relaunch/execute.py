@@ -1,12 +1,18 @@
 """Executing a relaunch plan: drain, launch, watch the first steps, and leave an audit row in the store.
 
-Idempotent per incident: a plan whose incident already has a launch on record is not launched again
-(the repeat is recorded, with the job id of the launch that stands). Only a launch that failed before
-the scheduler accepted anything may be retried.
+Idempotent per incident, even for executions running at the same time: the first takes the incident's
+claim (a row keyed by the incident, inserted in the transaction that records its launch); the others see
+it and launch nothing (the repeat is recorded, with the job id of the launch that stands). Only a launch
+that failed before the scheduler accepted anything gives its claim back, so it may be retried.
+
+Only nodes the scheduler itself lists (in the job's partition) reach its commands; a scheduler that cannot
+be asked stops the relaunch.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime as dt
 import json
 import shutil
@@ -19,12 +25,23 @@ import duckdb
 
 from clusterlab import hostlist, store
 from clusterlab.relaunch.backends import Backend, get_backend
-from clusterlab.relaunch.backends.base import COMPLETED, FAILED, PENDING, RUNNING, Runner, record, run_argv
+from clusterlab.relaunch.backends.base import (
+    COMPLETED,
+    FAILED,
+    PENDING,
+    RUNNING,
+    Runner,
+    SchedulerUnavailable,
+    record,
+    run_argv,
+)
 from clusterlab.relaunch.plan import RelaunchPlan
 from clusterlab.relaunch.safety import UnsafeValueError, check_host, check_path
 
-# Results after which the incident counts as relaunched (a second execute is a no-op).
+# Results after which the incident does not count as relaunched: the claim is given back (store.py's _V5).
 _NOT_LAUNCHED = ("failed", "refused", "repeat")
+_IN_PROGRESS = ("launching", "submitted")
+_CLAIM_TRIES = 50
 _SKIP_SUFFIXES = (".duckdb", ".wal", ".pt", ".distcp", ".metadata", ".safetensors")
 
 
@@ -45,11 +62,13 @@ class Execution:
     first_steps: dict | None = None
     note: str | None = None
     at: dt.datetime | None = None
+    refused_hosts: list[dict] = field(default_factory=list)  # host, reason: kept out of the scheduler's commands
 
     def to_dict(self) -> dict:
         return {"relaunch_id": self.relaunch_id, "incident": self.incident, "job_id": self.job_id,
                 "result": self.result, "repeat": self.repeat, "first_steps": self.first_steps,
-                "commands": self.commands, "note": self.note, "at": self.at.isoformat() if self.at else None}
+                "commands": self.commands, "note": self.note, "refused_hosts": self.refused_hosts,
+                "at": self.at.isoformat() if self.at else None}
 
 
 def check_plan(plan: RelaunchPlan, require_nodes: bool = True) -> None:
@@ -84,6 +103,32 @@ def check_live_nodes(plan: RelaunchPlan, states: dict[str, bool] | None) -> None
                               f"(not up: {hostlist.compress(down)})")
 
 
+def scheduler_plan(plan: RelaunchPlan, be: Backend, runner: Runner,
+                   require_nodes: bool = True) -> tuple[RelaunchPlan, list[dict]]:
+    """The plan as the scheduler allows it, and the hosts refused (host, reason): only its own nodes reach it."""
+    try:
+        nodes = be.scheduler_nodes(runner)
+    except SchedulerUnavailable as e:
+        raise RelaunchRefused(f"the scheduler cannot be reached: {e}") from None
+    if nodes is None:  # no scheduler (torchrun): no host reaches a scheduler command
+        return plan, []
+    requested = be.job_partitions(plan.spec)
+    if require_nodes:
+        check_live_nodes(plan, {h: up for h, up in nodes.up.items() if nodes.refusal(h, requested) is None})
+    refused = [{"host": h, "reason": why} for h in dict.fromkeys([*(d["host"] for d in plan.drain), *plan.spec.exclude])
+               if (why := nodes.refusal(h, requested))]
+    if not refused:
+        return plan, []
+    # NOTE: a name the scheduler does not list (log text, or another naming of a node) is left out of its
+    # commands, not passed on: `sbatch --exclude` rejects unknown nodes and a keyword would hit every node.
+    out = {r["host"] for r in refused}
+    spec = dataclasses.replace(plan.spec, exclude=[h for h in plan.spec.exclude if h not in out])
+    warnings = [*plan.warnings, *(f"refused host {r['host']}: {r['reason']}; left out of the scheduler's commands"
+                                  for r in refused)]
+    return dataclasses.replace(plan, drain=[d for d in plan.drain if d["host"] not in out], spec=spec,
+                               command=be.command(spec), warnings=warnings), refused
+
+
 def execute(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan, *, backend: Backend | None = None,
             runner: Runner = run_argv, watch_s: float = 60.0, poll_s: float = 1.0,
             watch_dir: str | Path | None = None, require_nodes: bool = True) -> Execution:
@@ -91,16 +136,17 @@ def execute(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan, *, backend: Back
     be = backend or get_backend(plan.backend)
     try:
         check_plan(plan, require_nodes)
-        if require_nodes:
-            check_live_nodes(plan, be.node_states(runner))
+        prior = _holder(con, plan.incident)  # a repeat needs no scheduler: say so even when it is down
+        claimed = False
+        if prior is None:
+            plan, refused = scheduler_plan(plan, be, runner, require_nodes)
+            claimed, prior = _claim(con, plan)
     except RelaunchRefused as e:
         _insert(con, plan, "refused", detail={"error": str(e)})
         raise
-    claimed, prior = _claim(con, plan)
     if not claimed:
         rid = _insert(con, plan, "repeat", job_id=prior["job_id"], detail={"standing": prior["relaunch_id"]})
-        return Execution(rid, plan.incident, prior["job_id"], prior["result"], repeat=True,
-                         note=f"already relaunched (audit row {prior['relaunch_id']}, job {prior['job_id']})")
+        return Execution(rid, plan.incident, prior["job_id"], prior["result"], repeat=True, note=_standing(prior))
     rid = prior["relaunch_id"]
     log: list[dict] = []
     for d in plan.drain:
@@ -111,15 +157,24 @@ def execute(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan, *, backend: Back
     launch = be.launch(plan.spec, runner)
     log += launch.commands
     if launch.error or not launch.job_id:
-        _finish(con, rid, "failed", None, log, {"error": launch.error})
-        return Execution(rid, plan.incident, None, "failed", commands=log, note=launch.error)
-    _finish(con, rid, "submitted", launch.job_id, log, {"note": launch.note}, final=False)
+        _finish(con, rid, "failed", None, log, {"error": launch.error, "refused_hosts": refused})
+        return Execution(rid, plan.incident, None, "failed", commands=log, note=launch.error, refused_hosts=refused)
+    _finish(con, rid, "submitted", launch.job_id, log, {"note": launch.note, "refused_hosts": refused}, final=False)
     state, steps = watch(be, launch.job_id, runner, timeout_s=watch_s, poll_s=poll_s, watch_dir=watch_dir,
                          run=plan.run, after_step=plan.checkpoint.step or 0, before=before)
     result = _result(state, steps, watch_dir is not None)
-    _finish(con, rid, result, launch.job_id, log, {"note": launch.note, "state": state, "first_steps": steps})
+    _finish(con, rid, result, launch.job_id, log, {"note": launch.note, "state": state, "first_steps": steps,
+                                                   "refused_hosts": refused})
     return Execution(rid, plan.incident, launch.job_id, result, commands=log, first_steps=steps, note=launch.note,
-                     at=dt.datetime.now(dt.UTC).replace(tzinfo=None))
+                     at=dt.datetime.now(dt.UTC).replace(tzinfo=None), refused_hosts=refused)
+
+
+def _standing(prior: dict) -> str:
+    """`already relaunched (audit row 3, job 42)`, or `a relaunch is in progress (audit row 3)`."""
+    job = f", job {prior['job_id']}" if prior.get("job_id") else ""
+    if prior.get("result") in _IN_PROGRESS:
+        return f"a relaunch of this incident is in progress (audit row {prior['relaunch_id']}{job})"
+    return f"already relaunched (audit row {prior['relaunch_id']}{job})"
 
 
 def _result(state: str, steps: dict | None, watched: bool) -> str:
@@ -133,21 +188,40 @@ def _result(state: str, steps: dict | None, watched: bool) -> str:
 
 
 def _claim(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan) -> tuple[bool, dict]:
-    """Insert this incident's `launching` row unless a launch is already on record (then: that row)."""
-    con.execute("BEGIN")
-    try:
-        prior = store.frame(con, """SELECT relaunch_id, job_id, result FROM relaunches
-                                    WHERE incident_id = ? AND result NOT IN ('failed', 'refused', 'repeat')
-                                    ORDER BY relaunch_id LIMIT 1""", [plan.incident])
-        if prior.height:
+    """Claim the incident with its `launching` row in one transaction, or return the launch that holds the claim."""
+    for attempt in range(_CLAIM_TRIES):
+        con.execute("BEGIN")
+        try:
+            prior = _holder(con, plan.incident)
+            if prior is not None:
+                con.execute("COMMIT")
+                return False, prior
+            rid = _insert(con, plan, "launching")
+            con.execute("INSERT INTO relaunch_claims (incident_id, relaunch_id) VALUES (?, ?)", [plan.incident, rid])
             con.execute("COMMIT")
-            return False, prior.row(0, named=True)
-        rid = _insert(con, plan, "launching")
-        con.execute("COMMIT")
-    except BaseException:
+            return True, {"relaunch_id": rid}
+        except (duckdb.ConstraintException, duckdb.TransactionException):
+            # NOTE: another execution inserted the same claim first (the primary key refuses a second one, at
+            # the insert or at commit): read its claim on the next pass, once it is committed.
+            _rollback(con)
+            time.sleep(0.005 * (attempt + 1))
+        except BaseException:
+            _rollback(con)
+            raise
+    raise RelaunchRefused(f"incident {plan.incident} is being claimed by another execution that does not finish")
+
+
+def _holder(con: duckdb.DuckDBPyConnection, incident: str) -> dict | None:
+    """The launch that holds the incident's claim (relaunch_id, job_id, result), if one does."""
+    rows = store.frame(con, """SELECT c.relaunch_id, r.job_id, r.result FROM relaunch_claims c
+                               LEFT JOIN relaunches r USING (relaunch_id) WHERE c.incident_id = ?""", [incident])
+    return rows.row(0, named=True) if rows.height else None
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll back the open transaction, if a failed commit left one."""
+    with contextlib.suppress(duckdb.TransactionException):
         con.execute("ROLLBACK")
-        raise
-    return True, {"relaunch_id": rid}
 
 
 def _insert(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan, result: str, job_id: str | None = None,
@@ -165,10 +239,19 @@ def _insert(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan, result: str, job
 
 def _finish(con: duckdb.DuckDBPyConnection, rid: int, result: str, job_id: str | None, log: list[dict],
             detail: dict, final: bool = True) -> None:
-    con.execute("""UPDATE relaunches SET result = ?, job_id = ?, commands_json = ?, detail = ?,
-                   finished_at = CASE WHEN ? THEN ? ELSE finished_at END WHERE relaunch_id = ?""",
-                [result, job_id, json.dumps(log, default=str), json.dumps(detail, default=str), final,
-                 dt.datetime.now(dt.UTC).replace(tzinfo=None), rid])
+    """Record how the launch went; a launch that failed before the scheduler accepted it gives its claim back."""
+    con.execute("BEGIN")
+    try:
+        con.execute("""UPDATE relaunches SET result = ?, job_id = ?, commands_json = ?, detail = ?,
+                       finished_at = CASE WHEN ? THEN ? ELSE finished_at END WHERE relaunch_id = ?""",
+                    [result, job_id, json.dumps(log, default=str), json.dumps(detail, default=str), final,
+                     dt.datetime.now(dt.UTC).replace(tzinfo=None), rid])
+        if result in _NOT_LAUNCHED:
+            con.execute("DELETE FROM relaunch_claims WHERE relaunch_id = ?", [rid])
+        con.execute("COMMIT")
+    except BaseException:
+        _rollback(con)
+        raise
 
 
 def watch(backend: Backend, job_id: str, runner: Runner, *, timeout_s: float, poll_s: float,

@@ -14,6 +14,8 @@ _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-
 # An absolute path of plain characters: no spaces, quotes, globs, `$`, `;`, `|`, `&`, commas or `..`.
 _PATH = re.compile(r"/(?:[A-Za-z0-9._+@=-]+/?)*")
 _REASON_OK = re.compile(r"[^A-Za-z0-9 ._:/#()+=-]")
+# Words Slurm reads as something other than one node (`nodename=ALL` is every node, `DEFAULT` a template).
+SCHEDULER_KEYWORDS = frozenset({"all", "default", "none", "null"})
 
 
 class UnsafeValueError(ValueError):
@@ -21,10 +23,12 @@ class UnsafeValueError(ValueError):
 
 
 def check_host(host: object, origin: str = "") -> str:
-    """`host` if it is a plain hostname, else UnsafeValueError naming where it came from."""
+    """`host` if it names one node (no keyword, no host list like `node[1-3]`), else UnsafeValueError saying why."""
     where = f" (from {origin})" if origin else ""
     if not isinstance(host, str) or len(host) > 253 or not _HOST.fullmatch(host):
         raise UnsafeValueError(f"refusing host {host!r}{where}: not a plain hostname")
+    if host.lower() in SCHEDULER_KEYWORDS:
+        raise UnsafeValueError(f"refusing host {host!r}{where}: a scheduler keyword, not a node name")
     return host
 
 

@@ -29,6 +29,32 @@ class LaunchSpec:
     previous_job: str | None = None  # the scheduler job of the last attempt, where known
 
 
+class SchedulerUnavailable(RuntimeError):
+    """The scheduler could not be asked (its client failed or is missing); the message holds what it printed."""
+
+
+@dataclass(frozen=True)
+class SchedulerNodes:
+    """The nodes the scheduler lists: whether each can take work now, its partitions, and the default partition."""
+
+    up: dict[str, bool]
+    partitions: dict[str, frozenset[str]] = field(default_factory=dict)
+    default_partition: str | None = None
+
+    def job_partitions(self, requested: set[str] | None) -> set[str] | None:
+        """The partitions a job runs in: those it asks for, else the default one (None: any, unknown)."""
+        return requested or ({self.default_partition} if self.default_partition else None)
+
+    def refusal(self, host: str, requested: set[str] | None) -> str | None:
+        """Why `host` must not reach a command for a job of `requested` partitions (None: it may)."""
+        if host not in self.up:
+            return "not a node the scheduler lists"
+        parts = self.job_partitions(requested)
+        if parts and not parts & self.partitions.get(host, frozenset()):
+            return f"not a node of partition {','.join(sorted(parts))}"
+        return None
+
+
 @dataclass
 class Launch:
     """What a backend's launch did: the job it started (or kept) and every command it ran."""
@@ -81,6 +107,15 @@ class Backend(ABC):
     def state(self, job_id: str, runner: Runner) -> str:
         """PENDING, RUNNING, COMPLETED, FAILED or UNKNOWN."""
 
+    def scheduler_nodes(self, runner: Runner) -> SchedulerNodes | None:
+        """The nodes the scheduler lists (None: this backend has no scheduler); SchedulerUnavailable if it can't."""
+        return None
+
+    def job_partitions(self, spec: LaunchSpec) -> set[str] | None:
+        """The partitions the relaunched job asks for (None: not given, or no such thing for this backend)."""
+        return None
+
     def node_states(self, runner: Runner) -> dict[str, bool] | None:
         """Every node the scheduler knows, and whether it can take work now (None: this backend can't tell)."""
-        return None
+        nodes = self.scheduler_nodes(runner)
+        return None if nodes is None else nodes.up

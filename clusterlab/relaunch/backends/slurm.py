@@ -18,6 +18,8 @@ from clusterlab.relaunch.backends.base import (
     Launch,
     LaunchSpec,
     Runner,
+    SchedulerNodes,
+    SchedulerUnavailable,
     record,
 )
 
@@ -127,21 +129,35 @@ class SlurmBackend(Backend):
             return UNKNOWN
         return _STATES.get(raw, FAILED)
 
-    def node_states(self, runner: Runner) -> dict[str, bool] | None:
-        """From `sinfo -N`: a node is up when idle, mixed, allocated or completing and responding
-        (`*` is not responding; `~` powered down but resumable, `#` powering up, count as up)."""
-        res = record(runner, ["sinfo", "-h", "-N", "-o", "%N %t"], [])
+    def scheduler_nodes(self, runner: Runner) -> SchedulerNodes:
+        """The nodes of `sinfo -N` (a line per node and partition, `main*` the default); SchedulerUnavailable."""
+        # NOTE: up = idle, mixed, allocated or completing, and responding (`*` is not responding; `~` powered
+        # down but resumable and `#` powering up count as up).
+        log: list[dict] = []
+        res = record(runner, ["sinfo", "-h", "-N", "-o", "%N %t %P"], log)
         if res.returncode:
-            return None
-        out: dict[str, bool] = {}
+            said = " ".join(log[-1]["output"].split())[-500:] or "no output"
+            raise SchedulerUnavailable(f"sinfo failed (exit {res.returncode}): {said}")
+        up: dict[str, bool] = {}
+        parts: dict[str, set[str]] = {}
+        default = None
         for line in (res.stdout or "").splitlines():
-            parts = line.split()
-            if len(parts) != 2:
+            fields = line.split()
+            if len(fields) not in (2, 3):
                 continue
-            node, state = parts
+            node, state, *partition = fields
             base = state.rstrip("*~#%!$@^-")
-            out[node] = out.get(node, False) or (base in _UP and not set(state) & set("*%!"))
-        return out
+            up[node] = up.get(node, False) or (base in _UP and not set(state) & set("*%!"))
+            for p in partition:
+                default = p.rstrip("*") if p.endswith("*") else default
+                parts.setdefault(node, set()).add(p.rstrip("*"))
+        return SchedulerNodes(up, {n: frozenset(p) for n, p in parts.items()}, default)
+
+    def job_partitions(self, spec: LaunchSpec) -> set[str] | None:
+        """The partitions of the run's sbatch command (`-p gpu`, `--partition=a,b`), if it names any."""
+        opts, _ = split_options(spec.launch_command) if spec.launch_command else ([], [])
+        named = {p for name, val in opts if name in ("-p", "--partition") and val for p in val.split(",") if p}
+        return named or None
 
     def _raw_state(self, job_id: str, runner: Runner, log: list[dict]) -> str | None:
         res = record(runner, ["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"], log)
