@@ -30,11 +30,16 @@ _BAD = "#c44e52"
 MAX_LABELS = 12  # incident labels on a timeline before they become unreadable
 
 
-def plain(text) -> str:
-    """Text from data as a matplotlib label: `$` escaped so that mathtext never parses it, and control
-    characters (NUL and the like) shown as U+FFFD."""
+LABEL_CHARS = 60  # of a label drawn from data: past that it is cut (a 20 kB name must not size the figure)
+
+
+def plain(text, limit: int = LABEL_CHARS) -> str:
+    """Text from data as a matplotlib label: `$` escaped so that mathtext never parses it, control
+    characters (NUL and the like) shown as U+FFFD, and cut to `limit` characters with an ellipsis."""
     s = "" if text is None else str(text)
     s = "".join("\ufffd" if (ord(c) < 32 and c not in "\n\t") or ord(c) == 127 else c for c in s)
+    if len(s) > limit:
+        s = s[:limit - 1] + "…"
     return s.replace("$", r"\$")
 
 
@@ -120,7 +125,8 @@ def _draw_incidents(ax: Axes, incidents: pl.DataFrame | None, attempts: pl.DataF
         ax.axvline(start, color=color, lw=1.5)
         if not labelled or inc.get("incident_id") in labelled:
             right = hi > lo and (start - lo) / (hi - lo) > 0.75  # near the right edge: label to the left
-            ax.text(start, top - 0.28 * (i % 2), f" {inc['failure_mode']} @ {inc['host'] or 'no host'} ", fontsize=7,
+            label = plain(f"{inc['failure_mode']} @ {inc['host'] or 'no host'}")
+            ax.text(start, top - 0.28 * (i % 2), f" {label} ", fontsize=7,
                     color="black", va="center", ha="right" if right else "left",
                     bbox={"boxstyle": "round,pad=0.15", "fc": color, "alpha": 0.6, "lw": 0})
 
@@ -171,11 +177,11 @@ def ledger_waterfall(a: Attribution, ax: Axes | None = None, from_peak: bool = T
     ax.barh(ys, widths, left=lefts, color=colors)
     for y, left, width in zip(ys, lefts, widths, strict=True):
         ax.text(left + width, y, f" {width:.2f}" if use_mfu else f" {width:,.1f}", va="center", fontsize=8)
-    ax.set_yticks(list(ys), labels)
+    ax.set_yticks(list(ys), [plain(x) for x in labels])
     ax.invert_yaxis()
     ax.set_xlim(0, max(lefts[i] + widths[i] for i in ys) * 1.12)
     ax.set_xlabel(unit)
-    ax.set_title(f"{a.run}: where the {'MFU' if use_mfu else 'GPU-hours'} went")
+    ax.set_title(f"{plain(a.run)}: where the {'MFU' if use_mfu else 'GPU-hours'} went")
     return ax
 
 
@@ -188,7 +194,7 @@ def lost_hours_heatmap(wide: pl.DataFrame, ax: Axes | None = None) -> Axes:
     values = wide.select(days).to_numpy()
     im = ax.imshow(values, aspect="auto", cmap="Oranges", vmin=0)
     ax.set_xticks(range(len(days)), days, rotation=30, ha="right", fontsize=8)
-    ax.set_yticks(range(wide.height), wide["host"].to_list(), fontsize=8)
+    ax.set_yticks(range(wide.height), [plain(h) for h in wide["host"].to_list()], fontsize=8)
     if values.size <= 400:  # numbers in the cells while they still fit
         peak = values.max() or 1.0
         for (r, c), v in _cells(values):
@@ -214,7 +220,7 @@ def step_time_boxes(stats: pl.DataFrame, ax: Axes | None = None) -> Axes:
     if not stats.height:
         return _empty(ax, "step time by host", "no per-rank step timings")
     rows = stats.to_dicts()
-    boxes = [{"label": r["host"], "whislo": r["p01"], "q1": r["q1"], "med": r["median"], "q3": r["q3"],
+    boxes = [{"label": plain(r["host"]), "whislo": r["p01"], "q1": r["q1"], "med": r["median"], "q3": r["q3"],
               "whishi": r["p99"], "fliers": [r["max"]] if r["max"] > r["p99"] else []} for r in rows]
     art = ax.bxp(boxes, orientation="horizontal", patch_artist=True, showfliers=True, widths=0.6,
                  flierprops={"marker": "o", "ms": 3, "mfc": "none"})
@@ -245,9 +251,12 @@ def failure_mix(mix: pl.DataFrame, ax: Axes | None = None, value: str = "gpu_hou
     for mode in mix["failure_mode"].unique(maintain_order=True).to_list():
         part = mix.filter(pl.col("failure_mode") == mode)
         ps, vs = part["provider"].to_list(), part[value].fill_null(0).to_list()
-        ax.barh(ps, vs, left=[lefts[p] for p in ps], color=mode_color(mode), label=mode)
+        # NOTE: bars by position, names set after as plain labels: a name is never parsed nor merged
+        ax.barh([providers.index(p) for p in ps], vs, left=[lefts[p] for p in ps], color=mode_color(mode),
+                label=plain(mode))
         for p, v in zip(ps, vs, strict=True):
             lefts[p] += v
+    ax.set_yticks(range(len(providers)), [plain(p) for p in providers])
     ax.invert_yaxis()
     ax.set_xlabel("GPU-hours lost" if value == "gpu_hours_lost" else value)
     ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))

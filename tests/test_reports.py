@@ -245,7 +245,8 @@ def test_incident_report_of_the_xid_79(blab: Lab, atts) -> None:
     root = rep.root_evidence.row(0, named=True)
     assert (root["host"], root["file"], root["line"], root["xid"]) == ("east-003", "nodes/east-003/dmesg", 8, 79)
     assert rep.summary.startswith("Xid 79 (GPU has fallen off the bus) on east-003 (acme-east, acme)")
-    assert "NVIDIA's guidance for Xid 79 (GPU has fallen off the bus): drain node." in rep.guidance
+    assert rep.action_line == "drain node: east-003"
+    assert rep.guidance[0].startswith("Why: NVIDIA's guidance for Xid 79 (GPU has fallen off the bus)")
     inc = _row(atts["llama8b-pretrain"].incidents, incident_id="llama8b-pretrain:1:end")
     assert math.isclose(rep.ledger["gpu_hours"].sum(), inc["gpu_hours_lost"], rel_tol=1e-9)
     assert math.isclose(rep.usd_lost, inc["usd_lost"], rel_tol=1e-9)
@@ -254,6 +255,30 @@ def test_incident_report_of_the_xid_79(blab: Lab, atts) -> None:
     watchdogs = rep.symptoms.filter(pl.col("kind") == "watchdog_timeout")
     assert watchdogs["lines"].sum() == 31 and watchdogs.height == 4  # the 31 surviving ranks, on their 4 hosts
     assert "RMA ACME-77812" in " ".join(rep.timeline["detail"].drop_nulls())
+
+
+@pytest.mark.parametrize("format", ["html", "md"])
+def test_recommended_action_is_said_once_with_its_reasons(blab: Lab, format: str) -> None:
+    doc = render.render_incident(incident_report(blab.con, "llama8b-pretrain:1:end"), format)
+    heads = r"<h2>|\n## " if format == "html" else r"\n## "
+    section = re.split(heads, doc.split("Recommended action", 1)[1], maxsplit=1)[0]
+    assert section.count("drain node") == 1 and "east-003" in section
+    assert "NVIDIA" in section and "excluded east-003" in section
+
+
+def test_incident_report_shows_confidence_and_rejected_candidates(blab: Lab) -> None:
+    inc = blab.incidents().sort(pl.col("rejected").list.len(), descending=True, nulls_last=True).row(0, named=True)
+    assert inc["incident_id"] == "llama8b-pretrain:3:end" and len(inc["rejected"]) == 3
+    rep = incident_report(blab.con, inc["incident_id"])
+    reasons = [c["reason"] for c in inc["rejected"]]
+    assert rep.confidence == inc["confidence"] and rep.rejected["reason"].to_list() == reasons
+    assert rep.rejected["file"].to_list() == ["nodes/east-004/dmesg"] * 3
+    assert rep.rejected["line"].to_list() == [2, 3, 4]
+    for doc in (render.render_incident(rep, "html"), _markdown_html(render.render_incident(rep, "md"))):
+        text = " ".join(" ".join(_Doc(doc).text).split())
+        assert "Candidates considered and rejected" in text and f"Confidence {inc['confidence']:.2f}" in text
+        assert all(r in text for r in reasons) and "lustre_connection_lost" in text
+    assert rep.to_dict()["rejected"][0]["reason"] == reasons[0]
 
 
 def test_incident_without_ledger_still_reports(blab: Lab) -> None:

@@ -19,6 +19,7 @@ from clusterlab.reports.scorecard import scorecard
 from clusterlab.store import db_path
 
 EXIT_BAD_INPUT = 2
+DEFAULT_OUT = Path("clusterlab-reports")  # where `scorecard` writes without --out
 
 
 def _open(ctx: click.Context) -> Lab:
@@ -51,7 +52,8 @@ _json = click.option("--json", "as_json", is_flag=True, help="Print one JSON doc
 @click.command("scorecard")
 @click.option("--week", required=True, help="ISO week, e.g. 2026-W48.")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False),
-              help="Folder to write scorecard-<week>.html/.md into (default: the document on stdout).")
+              help=f"Folder to write scorecard-<week>.html/.md into (default: ./{DEFAULT_OUT}; `-`: the document "
+                   "on stdout).")
 @_format
 @click.option("--provider", "providers", multiple=True, help="Only this provider (repeatable).")
 @_json
@@ -64,17 +66,29 @@ def scorecard_cmd(ctx: click.Context, week: str, out: Path | None, fmt: str | No
             sc = scorecard(lab.con, week, providers or None)
         except ValueError as e:
             _fail(ctx, str(e))
-        if out is None and not as_json:
+        if str(out) == "-" and not as_json:
             if fmt == "both":
                 _fail(ctx, "--format both needs --out DIR")
             click.echo(render.render_scorecard(sc, fmt or "html"), nl=False)
             return
-        written = render.write_scorecard(sc, out, render.formats(fmt)) if out else []
+        # NOTE: --json alone writes nothing (the document is the answer); otherwise never HTML on a terminal
+        folder = out if out is not None and str(out) != "-" else None if as_json else DEFAULT_OUT
+        written = render.write_scorecard(sc, folder, render.formats(fmt)) if folder else []
     if as_json:
         _emit({**sc.to_dict(), "files": [str(p) for p in written]})
-    else:
-        for p in written:
-            click.echo(str(p))
+        return
+    _print_summary(sc)
+    default = " (the default --out)" if out is None else ""
+    for p in written:
+        click.echo(f"wrote {p}{default}")
+
+
+def _print_summary(sc) -> None:
+    """The ranking in a few lines: provider, score and verdict."""
+    ranking = sc.ranking.to_dicts()
+    click.echo(f"scorecard {sc.week}: {len(ranking)} provider(s)")
+    for r in ranking:  # the verdict reads "keep: score 0.93 of contracted GPU-hours; ETTR ..."
+        click.echo(f"  {r['rank']}. {r['provider']}: {r['verdict']}")
 
 
 @click.command("report")

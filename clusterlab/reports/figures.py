@@ -37,9 +37,10 @@ def ledger_by_provider(frame: pl.DataFrame):
     for cat in ledger.CATEGORIES:
         vals = {r["provider"]: r["gpu_hours"] for r in per.filter(pl.col("category") == cat).iter_rows(named=True)}
         widths = [vals.get(p, 0.0) for p in providers]
-        if any(widths):
-            ax.barh(providers, widths, left=left, color=COLORS[cat], label=cat)
+        if any(widths):  # NOTE: bars by position, names as plain labels: a `$` in a name is never mathtext
+            ax.barh(range(len(providers)), widths, left=left, color=COLORS[cat], label=cat)
             left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.set_yticks(range(len(providers)), [plots.plain(p) for p in providers])
     ax.set_xlabel("GPU-hours")
     ax.set_title("Where each provider's GPU-hours went")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), fontsize=7, ncol=5, frameon=False)

@@ -32,20 +32,30 @@ class IncidentReport:
     gpu_hours_lost: float | None
     usd_lost: float | None
     usd_per_gpu_hour: float | None
-    action: str
-    guidance: list[str]
+    action: str  # what to do, as the taxonomy words it ("drain node")
+    guidance: list[str]  # why, and what the relaunch did about it: each fact once, the action not repeated
     relaunch: dict | None  # the next attempt: when, on which hosts, from which checkpoint
     recorded_relaunches: pl.DataFrame  # rows a relaunch audit table holds for this incident, if any
     provider_support: str | None
     notes: list[str] = field(default_factory=list)
+    confidence: float | None = None  # of the root cause (0-1), for an attempt's end
+    rejected: pl.DataFrame = field(default_factory=pl.DataFrame)  # candidates the attribution turned down, why
+
+    @property
+    def action_line(self) -> str:
+        """The recommended action and where: 'drain node: east-003'."""
+        host = self.incident.get("host")
+        if self.action == "none":
+            return "no action on a node"
+        return f"{self.action}: {host}" if host else self.action
 
     def to_dict(self) -> dict:
         """The JSON document of `clusterlab report --json`."""
         doc = {k: getattr(self, k) for k in ("incident_id", "summary", "what", "gpu_hours_lost", "usd_lost",
                                              "usd_per_gpu_hour", "action", "guidance", "provider_support",
-                                             "notes")}
+                                             "notes", "confidence")}
         doc["incident"] = records(pl.DataFrame([self.incident]))[0]
-        for name in ("timeline", "root_evidence", "symptoms", "ledger", "recorded_relaunches"):
+        for name in ("timeline", "root_evidence", "symptoms", "ledger", "recorded_relaunches", "rejected"):
             doc[name] = records(getattr(self, name))
         doc["relaunch"] = records(pl.DataFrame([self.relaunch]))[0] if self.relaunch else None
         return doc
@@ -197,17 +207,23 @@ def _summary(inc: dict, what: str, hang_s: float | None) -> str:
 
 
 def _guidance(inc: dict, xid: int | None, nxt: dict | None, support: str | None) -> list[str]:
-    """What to do, NVIDIA's guidance first where an Xid is the cause."""
-    out = []
+    """Why the action (NVIDIA's guidance where an Xid is the cause, the failure mode's default), what the
+    relaunch did about it, and whom to call: each fact once, the action itself only where a source differs."""
+    action, host, out = inc.get("action") or "none", inc.get("host"), []
+    m = taxonomy.MODES.get(inc["failure_mode"])
+    mode = f"{m.id} ({m.description})" if m else None
     if xid is not None:
         x = taxonomy.xid(xid)
-        out.append(f"NVIDIA's guidance for Xid {xid} ({x.description}): {x.action}.")
-    m = taxonomy.MODES.get(inc["failure_mode"])
-    if m:
-        out.append(f"{m.id}: {m.description}; default blame {m.blame}; recommended action: {m.action}.")
-    host, action = inc.get("host"), inc.get("action") or "none"
-    if host and action != "none":
-        out.append(f"Action for {host}: {action}.")
+        nvidia = f"NVIDIA's guidance for Xid {xid} ({x.description})"
+        why = f"Why: {nvidia}" if x.action == action else f"{nvidia}: {x.action}"
+        if m and m.action == action == x.action:
+            why += f", also the default for {mode}"
+        elif m and m.action != x.action:
+            why += f"; it takes precedence over the default for {mode}, {m.action}"
+        out.append(why + ".")
+    elif m:
+        out.append(f"Why: the default for {mode}." if m.action == action
+                   else f"The default for {mode} is {m.action}; the incident's own is above.")
     if nxt and host and action.startswith("drain"):
         out.append(f"The relaunch (attempt {nxt['attempt']}) excluded {host}." if nxt["guilty_host_excluded"]
                    else f"{host} was still in attempt {nxt['attempt']}: drain it before the next launch.")
@@ -216,16 +232,43 @@ def _guidance(inc: dict, xid: int | None, nxt: dict | None, support: str | None)
     return out
 
 
+REJECTED_COLUMNS = {"failure_mode": pl.String, "host": pl.String, "ts": pl.Datetime("us"), "kind": pl.String,
+                    "file": pl.String, "line": pl.Int64, "reason": pl.String}
+
+
+def _rejected(con: duckdb.DuckDBPyConnection, candidates: list[dict] | None) -> pl.DataFrame:
+    """The candidates the attribution considered and turned down, one row each with its reason."""
+    rows = [{**(c.get("candidate") or {}), "reason": c.get("reason")} for c in candidates or []]
+    for r in rows:  # NOTE: the attribution keeps the time as ISO text; a bad one is shown as missing
+        try:
+            r["ts"] = dt.datetime.fromisoformat(r["ts"]) if r.get("ts") else None
+        except (TypeError, ValueError):
+            r["ts"] = None
+    frame = pl.DataFrame([{k: r.get(k) for k in REJECTED_COLUMNS} for r in rows], schema=REJECTED_COLUMNS)
+    return fleet.short_paths(con, frame)
+
+
+def runs_of(con: duckdb.DuckDBPyConnection, incident_id: str) -> list[str]:
+    """The runs an incident id can belong to, longest name first (a run's name may itself hold `:`)."""
+    return store.frame(con, """
+        SELECT run FROM (SELECT run FROM attempts UNION SELECT run FROM runs)
+        WHERE run IS NOT NULL AND starts_with(?, run || ':') ORDER BY length(run) DESC, run""",
+                       [incident_id])["run"].to_list()
+
+
 def incident_report(con: duckdb.DuckDBPyConnection, incident_id: str, settings: incidents.Settings | None = None,
                     attributed: attribution.Attribution | None = None) -> IncidentReport:
     """The report of one incident (`run:attempt:end`, `run:attempt:straggler:host:step`, ...).
 
     `attributed`: the run's `Attribution` when the caller has it already (it is not computed again)."""
     s = settings or incidents.Settings()
-    run = incident_id.split(":", 1)[0]
-    inc_all, ev_all, rows, notes = _sources(con, run, s, attributed if attributed and attributed.run == run else None)
-    hit = inc_all.filter(pl.col("incident_id") == incident_id)
-    if not hit.height:
+    for run in runs_of(con, incident_id):  # NOTE: not split on `:`, which a run's name may hold
+        inc_all, ev_all, rows, notes = _sources(con, run, s, attributed if attributed and attributed.run == run
+                                                else None)
+        hit = inc_all.filter(pl.col("incident_id") == incident_id)
+        if hit.height:
+            break
+    else:
         raise KeyError(f"no incident {incident_id!r}")
     inc = hit.select([c for c in attribution.INCIDENT_COLUMNS if c in hit.columns]).row(0, named=True)
     ev = fleet.short_paths(con, ev_all.filter(pl.col("incident_id") == incident_id))
@@ -250,4 +293,4 @@ def incident_report(con: duckdb.DuckDBPyConnection, incident_id: str, settings: 
         ledger=ledger, gpu_hours_lost=inc.get("gpu_hours_lost"), usd_lost=inc.get("usd_lost"),
         usd_per_gpu_hour=price, action=inc.get("action") or "none", guidance=_guidance(inc, xid, nxt, support),
         relaunch=nxt, recorded_relaunches=_recorded_relaunches(con, incident_id), provider_support=support,
-        notes=notes)
+        notes=notes, confidence=inc.get("confidence"), rejected=_rejected(con, inc.get("rejected")))

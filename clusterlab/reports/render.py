@@ -1,15 +1,17 @@
 """Scorecards and incident reports as one self-contained HTML file or as Markdown (Jinja2 templates).
 
 Log text is untrusted: the HTML environment autoescapes everything, and the Markdown one passes
-every value through `md_text` (backslash-escaped punctuation) or, for raw log lines, code spans
-and fenced blocks whose fences are longer than any backtick run inside them.
+every value through `md_text` (backslash-escaped punctuation, autolinks broken) or, for raw log
+lines, code spans and fenced blocks whose fences are longer than any backtick run inside them.
 """
 
 from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import json
+import logging
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -25,11 +27,18 @@ SCORE_NOTE = ("Score: the share of contracted GPU-time that was delivered and no
               "(contracted − undelivered − provider-lost GPU-hours) ÷ contracted GPU-hours, where undelivered is "
               "what missing, late and drained nodes owed. A provider with no contract known is scored on the "
               "GPU-hours our runs used instead, (used − provider-lost) ÷ used, and its line says so.")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# Control characters, and the bidirectional overrides that make text read other than it is stored.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 # The ASCII punctuation that can open markup inline: emphasis, links and images (`[`), code, HTML,
 # entities, GFM tables, strikethrough and the `$` math of some renderers. Escaping `[` disarms `(`, `!`.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~&$])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~&$@])")
+# NOTE: GFM and linkify turn text that merely looks like an address into a link: `http://…`, `mailto:`,
+# `www.…`, `user@host.tld` and, for linkify, any `name.tld`. An escape splits the text where the
+# matchers look (a scheme's colon, the second slash, `@`, a dot before letters), so none of them fires.
+_AUTOLINK = re.compile(r"(?i)(?<=[a-z]):(?=//)|(?<=mailto):|(?<=xmpp):|(?<=/)/|\.(?=[a-z])")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+NAME_LIMIT = 100  # characters of a file name's readable part (file systems stop at 255 bytes)
+log = logging.getLogger(__name__)
 
 
 def clean(text) -> str:
@@ -42,7 +51,8 @@ def clean(text) -> str:
 def md_text(value) -> str:
     """Any value as inline Markdown that renders as exactly its text: no emphasis, link, HTML or cell break."""
     s = " ".join(clean(value).split("\n"))
-    return _MD_SPECIAL.sub(r"\\\1", s)
+    s = _MD_SPECIAL.sub(r"\\\1", s)
+    return _AUTOLINK.sub(lambda m: "\\" + m.group(0), s)
 
 
 def md_code(value, cell: bool = False) -> str:
@@ -66,13 +76,20 @@ def md_block(lines, info: str = "text") -> str:
     return "\n".join([fence + info, *body, fence])
 
 
-def safe_name(text: str) -> str:
-    """A file name made from an identifier (incident, run): letters, digits, dot, dash, underscore."""
-    return _SAFE_NAME.sub("_", text).strip("._") or "unnamed"
+def safe_name(text: str, limit: int = NAME_LIMIT) -> str:
+    """A file name made from an identifier (incident, run): letters, digits, dot, dash, underscore.
+
+    A name that had to be cut to `limit` characters, or lost characters, ends in a short hash of the
+    identifier, so that two identifiers never share a file."""
+    slug = _SAFE_NAME.sub("_", text).strip("._") or "unnamed"
+    if slug == text and len(slug) <= limit:
+        return slug
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{slug[:limit].rstrip('._-')}-{digest}"
 
 
 def report_filename(incident_id: str) -> str:
-    """The file stem an incident's report is written under."""
+    """The file stem an incident's report is written under (at most ~120 characters)."""
     return "incident-" + safe_name(incident_id.replace(":", "-"))
 
 
@@ -112,7 +129,7 @@ def render_scorecard(sc: Scorecard, format: str = "html", images: dict[str, str]
 def render_incident(rep: IncidentReport, format: str = "html") -> str:
     """The incident report as HTML or Markdown."""
     ctx = {"r": rep, "i": rep.incident, "t": {n: _records(getattr(rep, n)) for n in (
-        "timeline", "root_evidence", "symptoms", "ledger", "recorded_relaunches")}}
+        "timeline", "root_evidence", "symptoms", "ledger", "recorded_relaunches", "rejected")}}
     ctx["relaunch_cols"] = [(name, name, "ts" if dtype.is_temporal() else "text")
                             for name, dtype in rep.recorded_relaunches.schema.items()]
     return environment(format).get_template(f"incident.{format}.j2").render(**ctx)
@@ -175,13 +192,25 @@ def write_incident(rep: IncidentReport, path: str | Path, fmts: Iterable[str] = 
     return written
 
 
-def write_week(con, week: str, out_dir: str | Path, fmts: Iterable[str] = FORMATS) -> list[Path]:
-    """The week's scorecard and one report per incident of that week, written into a folder (the demo's)."""
+def write_week(con, week: str, out_dir: str | Path, fmts: Iterable[str] = FORMATS,
+               errors: list[str] | None = None) -> list[Path]:
+    """The week's scorecard and one report per incident of that week, written into a folder (the demo's).
+
+    An incident whose report cannot be made or written is skipped with one line, logged and added to
+    `errors`; the others are still written."""
     from clusterlab.reports.incident_report import incident_report
     from clusterlab.reports.scorecard import scorecard
 
     sc = scorecard(con, week)
     paths = write_scorecard(sc, out_dir, fmts)
     for iid, run in sc.incidents.select("incident_id", "run").iter_rows():
-        paths += write_incident(incident_report(con, iid, attributed=sc.attributions.get(run)), Path(out_dir), fmts)
+        try:
+            paths += write_incident(incident_report(con, iid, attributed=sc.attributions.get(run)), Path(out_dir),
+                                    fmts)
+        except Exception as e:  # NOTE: one bad incident must not cost the week's other reports
+            why = (str(e).strip().splitlines() or [""])[0][:300]
+            line = f"incident report {iid[:200]!r} not written: {type(e).__name__}: {why}"
+            log.warning(line)
+            if errors is not None:
+                errors.append(line)
     return paths

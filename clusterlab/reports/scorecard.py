@@ -398,9 +398,14 @@ def scorecard(con: duckdb.DuckDBPyConnection, week: str, providers: list[str] | 
             ev.attributions, week_runs), ranking=_ranking(prov), change=_change(prov, last),
         incidents=inc.select([c for c in attribution.INCIDENT_COLUMNS if c in inc.columns]).sort(
             "root_ts", "incident_id"),
-        notes=[n for n in ev.notes if n.split(":", 1)[0] in week_runs],
+        notes=_notes_of(ev.notes, week_runs),
         attributions={r: a for r, a in ev.attributions.items() if r in week_runs})
     return _only(sc, providers) if providers else sc
+
+
+def _notes_of(notes: list[str], runs) -> list[str]:
+    """The notes (`<run>: ...`) about these runs; a run's name may itself hold `:`."""
+    return [n for n in notes if any(n.startswith(f"{r}: ") for r in runs)]
 
 
 def _only(sc: Scorecard, providers: list[str] | tuple[str, ...]) -> Scorecard:
@@ -414,5 +419,5 @@ def _only(sc: Scorecard, providers: list[str] | tuple[str, ...]) -> Scorecard:
     runs = set(sc.runs["run"].to_list())
     sc.checkpoint_advice = sc.checkpoint_advice.filter(pl.col("run").is_in(list(runs)))
     sc.attributions = {r: a for r, a in sc.attributions.items() if r in runs}
-    sc.notes = [n for n in sc.notes if n.split(":", 1)[0] in runs]
+    sc.notes = _notes_of(sc.notes, runs)
     return sc

@@ -67,10 +67,14 @@ class Explorer(w.VBox):
         self.attribution: Attribution | None = None
         self.ledger_frame = self.incidents_frame = self.evidence_frame = pl.DataFrame()
         self.host_frame = self.host_events_frame = self.step_stats_frame = pl.DataFrame()
-        self.heatmap_frame = self.mix_frame = pl.DataFrame()
+        self.heatmap_frame = self.mix_frame = self.rejected_frame = pl.DataFrame()
         self.relaunch_panel = None
+        self.last_error: Exception | None = None  # what the error box reports, with its traceback
         self.runs_frame = self._runs_frame()
         self._build()
+        self._safely(f"run {run or self.run.value}", lambda: self._first_view(run))
+
+    def _first_view(self, run: str | None) -> None:
         if run is not None:
             with self._hold():
                 self.select_run(run)
@@ -92,7 +96,7 @@ class Explorer(w.VBox):
         self.incident = w.Dropdown(description="incident", layout=w.Layout(width="560px"),
                                    style={"description_width": "60px"})
         self.host = w.Dropdown(description="host", **dd)
-        self.summary, self.incidents_html = w.HTML(), w.HTML()
+        self.summary, self.incidents_html, self.error = w.HTML(), w.HTML(), w.HTML()
         self.ledger_image, self.timeline_image = _image(), _image()
         self.evidence_html, self.host_html = w.HTML(), w.HTML()
         self.steps_image, self.heatmap_image, self.mix_image = _image(), _image(), _image()
@@ -100,15 +104,17 @@ class Explorer(w.VBox):
         self.review = self._review_form()
         self.tabs = w.Tab(children=[self.evidence_html, self.host_html, self.review, self.steps_image,
                                     self.heatmap_image, self.mix_image, self.relaunch_box], titles=TABS)
-        self.provider.observe(self._on_provider, "value")
-        self.cluster.observe(self._on_cluster, "value")
-        self.run.observe(lambda _: self._quiet or self._load_run(), "value")
-        self.window.observe(lambda _: self._quiet or self._render_run(), "value")
-        self.incident.observe(lambda _: self._quiet or self._show_incident(), "value")
-        self.host.observe(lambda _: self._quiet or self._show_host(), "value")
-        self.tabs.observe(lambda _: self._render_tab(), "selected_index")
+        self.provider.observe(lambda _: self._safely("the provider filter", self._on_provider), "value")
+        self.cluster.observe(lambda _: self._safely("the cluster filter", self._on_cluster), "value")
+        self.run.observe(lambda _: self._quiet or self._safely(f"run {self.run.value}", self._load_run), "value")
+        self.window.observe(lambda _: self._quiet or self._safely("the time range", self._render_run), "value")
+        self.incident.observe(lambda _: self._quiet or self._safely(f"incident {self.incident.value}",
+                                                                     self._show_incident), "value")
+        self.host.observe(lambda _: self._quiet or self._safely(f"host {self.host.value}", self._show_host), "value")
+        self.tabs.observe(lambda _: self._safely("this tab", self._render_tab), "selected_index")
         self.children = [
-            w.HBox([self.provider, self.cluster, self.run]), w.HBox([self.window, self.window_label]), self.summary,
+            w.HBox([self.provider, self.cluster, self.run]), w.HBox([self.window, self.window_label]), self.error,
+            self.summary,
             w.HBox([self.ledger_image, self.timeline_image]), w.HTML("<b>Incidents</b> (costliest first)"),
             self.incidents_html, w.HBox([self.incident, self.host]), self.tabs]
 
@@ -123,11 +129,35 @@ class Explorer(w.VBox):
         self.confirm_button = w.Button(description="Confirm as detected", button_style="success")
         self.save_button = w.Button(description="Save correction", button_style="warning")
         self.review_message = w.HTML()
-        self.confirm_button.on_click(lambda _: self.confirm())
-        self.save_button.on_click(lambda _: self.correct())
+        self.confirm_button.on_click(lambda _: self._safely("the review", self.confirm))
+        self.save_button.on_click(lambda _: self._safely("the review", self.correct))
         return w.VBox([w.HBox([self.review_mode, self.review_host]), self.review_note,
                        w.HBox([self.review_ticket, self.review_status]),
                        w.HBox([self.confirm_button, self.save_button]), self.review_message])
+
+    def _safely(self, what: str, update: Callable[[], None]) -> None:
+        """Run a view update; an error is shown in the widget as one line, and every view is cleared."""
+        try:
+            update()
+        except Exception as e:  # NOTE: ipywidgets drops a callback's error: the last run's figures would stay
+            self._fail(what, e)
+
+    def _fail(self, what: str, e: Exception) -> None:
+        """Say what could not be shown and why; clear every figure and table (never leave stale data)."""
+        self.last_error = e
+        lines = str(e).strip().splitlines()
+        self.error.value = html.error(f"could not show {what}: {type(e).__name__}: {(lines or [''])[0][:300]}")
+        for image in (self.ledger_image, self.timeline_image, self.steps_image, self.heatmap_image, self.mix_image):
+            image.value = b""
+        for view in (self.summary, self.incidents_html, self.evidence_html, self.host_html, self.window_label):
+            view.value = ""
+        self.attribution, self.relaunch_box.children = None, []
+        self.ledger_frame = self.incidents_frame = self.evidence_frame = self.rejected_frame = pl.DataFrame()
+        self.host_frame = self.host_events_frame = self.step_stats_frame = pl.DataFrame()
+        self.heatmap_frame = self.mix_frame = pl.DataFrame()
+        self._dirty = {"Step times", "Lost by host × day", "Providers", "Relaunch"}
+        with self._hold():
+            self.incident.options, self.host.options = [], []
 
     @contextmanager
     def _hold(self):
@@ -196,7 +226,8 @@ class Explorer(w.VBox):
                 a = self.lab.attribute(run)
                 self._runs[run] = RunData(a, None, attempts, ck, a.incidents, a.evidence)
             except (LedgerError, KeyError, ValueError) as e:  # the ledger cannot be built: show incidents alone
-                self._runs[run] = RunData(None, f"no ledger for {run}: {e}", attempts, ck,
+                why = str(e.args[0] if e.args else e).strip().splitlines() or ["unknown"]
+                self._runs[run] = RunData(None, f"no GPU-time ledger for {run}: {why[0]}", attempts, ck,
                                           self.lab.incidents(run), None)
         return self._runs[run]
 
@@ -257,13 +288,16 @@ class Explorer(w.VBox):
         self._show_incident()
         self._dirty = {"Step times", "Lost by host × day", "Relaunch"} | (self._dirty & {"Providers"})
         self._render_tab()
+        self.error.value = ""  # the whole view is the new run's: an earlier error no longer applies
         self.render_s["run"] = time.perf_counter() - t0
 
     def _summary(self, run: str, d: RunData) -> str:
         """One line of the run's headline figures."""
         a = self.attribution
-        if a is None:
-            return html.note(d.note or "no ledger", warn=True)
+        if a is None:  # what there is, and in one line why there is no ledger
+            return (html.facts([("run", run), ("attempts", d.attempts.height),
+                                ("incidents", self.incidents_frame.height)])
+                    + html.note(d.note or "no GPU-time ledger", warn=True))
         lost = float(a.rows.filter(pl.col("category") != "productive")["usd"].sum() or 0.0)
         return html.facts([("run", run), ("GPUs", a.gpus), ("wall", f"{a.wall_hours:.2f} h"),
                            ("GPU-hours", f"{a.gpu_hours:,.1f}"), ("steady MFU", _pct(a.steady_mfu)),
@@ -289,8 +323,9 @@ class Explorer(w.VBox):
                                                wrap=("note",), height_px=190)
         ev = self.evidence_of(inc_id)
         self.evidence_frame = ev
-        self.evidence_html.value = (html.evidence(ev) if inc_id else html.note("no incident in this range"))
+        self.rejected_frame = frames.rejected(self.data(self.run.value).incidents, inc_id)
         row = self.incidents_frame.filter(pl.col("incident_id") == inc_id).to_dicts() if inc_id else []
+        self.evidence_html.value = (self._detail(row[0], ev) if row else html.note("no incident in this range"))
         if row:
             r = row[0]
             with self._hold():
@@ -302,6 +337,16 @@ class Explorer(w.VBox):
                     self.host.value = r["host"]
         self._show_host()
         self.render_s["incident"] = time.perf_counter() - t0
+
+    def _detail(self, r: dict, ev: pl.DataFrame) -> str:
+        """An incident's confidence, the candidates the attribution rejected (and why), then its evidence lines."""
+        out = ""
+        if r.get("confidence") is not None:
+            out = html.facts([("confidence", f"{r['confidence']:.2f} (0-1)"),
+                              ("candidates considered and rejected", self.rejected_frame.height)])
+        if self.rejected_frame.height:
+            out += html.table(self.rejected_frame, frames.REJECTED_VIEW, wrap=("reason",), height_px=160)
+        return out + html.evidence(ev)
 
     def evidence_of(self, incident_id: str | None) -> pl.DataFrame:
         """The incident's ranked evidence lines, from the run's cached attribution where there is one."""

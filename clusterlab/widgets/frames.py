@@ -16,7 +16,8 @@ from clusterlab.attribution import Attribution
 STEP_HOSTS_SHOWN = 24  # boxes in the step-time plot: past that the slowest hosts are what matters
 
 INCIDENT_VIEW = ["incident_id", "failure_mode", "host", "blame", "attempt", "kind", "root_ts", "gpu_hours_lost",
-                 "usd_lost", "evidence_count", "status", "ticket", "overridden", "note"]
+                 "usd_lost", "confidence", "evidence_count", "status", "ticket", "overridden", "note"]
+REJECTED_VIEW = ["failure_mode", "host", "ts", "kind", "where", "reason"]
 
 
 def time_marks(start: dt.datetime, end: dt.datetime, n: int = 48) -> list[dt.datetime]:
@@ -52,10 +53,31 @@ def window_attribution(a: Attribution, attempts: pl.DataFrame, since: dt.datetim
                                incidents=a.incidents.filter(pl.col("attempt").is_in(keep)))
 
 
+def with_cost(incidents: pl.DataFrame) -> pl.DataFrame:
+    """Incidents with GPU-hours and dollars lost, missing (null) where the run has no ledger to cost them."""
+    return incidents.with_columns(pl.lit(None, pl.Float64).alias(c) for c in ("gpu_hours_lost", "usd_lost")
+                                  if c not in incidents.columns)
+
+
 def incident_view(incidents: pl.DataFrame) -> pl.DataFrame:
-    """The incidents table as the Explorer shows it: costliest first."""
+    """The incidents table as the Explorer shows it: costliest first (a run without a ledger: oldest first)."""
+    incidents = with_cost(incidents)
     cols = [c for c in INCIDENT_VIEW if c in incidents.columns]
     return incidents.select(cols).sort("gpu_hours_lost", "root_ts", descending=[True, False], nulls_last=True)
+
+
+def rejected(incidents: pl.DataFrame, incident_id: str | None) -> pl.DataFrame:
+    """The candidates the attribution turned down for one incident, with each reason, as the Explorer shows them."""
+    schema = {"failure_mode": pl.String, "host": pl.String, "ts": pl.String, "kind": pl.String, "where": pl.String,
+              "reason": pl.String}
+    if "rejected" not in incidents.columns or incident_id is None:
+        return pl.DataFrame(schema=schema)
+    rows = incidents.filter(pl.col("incident_id") == incident_id)["rejected"].to_list()
+    out = [{**(c.get("candidate") or {}), "reason": c.get("reason")} for c in ((rows[0] or []) if rows else [])]
+    for r in out:
+        r["where"] = f"{r.get('file')}:{r.get('line')}" if r.get("file") else None
+        r["ts"] = r["ts"].replace("T", " ") if isinstance(r.get("ts"), str) else None
+    return pl.DataFrame([{k: r.get(k) for k in schema} for r in out], schema=schema)
 
 
 def lost_by_host_day(rows: pl.DataFrame) -> pl.DataFrame:
@@ -99,7 +121,7 @@ def failure_mix(incidents: pl.DataFrame) -> pl.DataFrame:
     if not incidents.height:
         return pl.DataFrame(schema={"provider": pl.String, "failure_mode": pl.String, "incidents": pl.UInt32,
                                     "gpu_hours_lost": pl.Float64})
-    mix = (incidents.with_columns(provider=pl.col("provider").fill_null("none"))
+    mix = (with_cost(incidents).with_columns(provider=pl.col("provider").fill_null("none"))
            .group_by("provider", "failure_mode")
            .agg(incidents=pl.len(), gpu_hours_lost=pl.col("gpu_hours_lost").cast(pl.Float64).fill_null(0).sum()))
     order = mix.group_by("provider").agg(total=pl.col("gpu_hours_lost").sum())

@@ -15,7 +15,9 @@ _STYLE = ("<style>.cl-t{border-collapse:collapse;font-size:12px;font-family:var(
           ".cl-t tr.cl-sel{background:#fff3cd}.cl-t td.cl-wrap{white-space:normal;min-width:240px;max-width:720px}"
           ".cl-t code{white-space:pre-wrap;word-break:break-all;font-size:11px}"
           ".cl-box{overflow:auto;border:1px solid #e5e5e5}"
-          ".cl-note{color:#555;font-size:12px}.cl-warn{color:#8a4b00;font-weight:bold}</style>")
+          ".cl-note{color:#555;font-size:12px}.cl-warn{color:#8a4b00;font-weight:bold}"
+          ".cl-error{color:#8b1a1a;background:#fdecea;border:1px solid #f5c2c0;padding:4px 8px;font-size:12px}"
+          "</style>")
 
 
 def esc(value: object) -> str:
@@ -71,3 +73,8 @@ def facts(pairs: list[tuple[str, object]]) -> str:
     """A line of `label: value` facts, escaped."""
     return _STYLE + '<div class="cl-note">' + " · ".join(
         f"<b>{esc(k)}</b> {esc(v)}" for k, v in pairs) + "</div>"
+
+
+def error(text: str) -> str:
+    """An error box: one escaped line saying what could not be shown and why."""
+    return f'{_STYLE}<div class="cl-error">{esc(text)}</div>'
