@@ -95,7 +95,7 @@ class Attribution:
         """The waterfall from steady-state to effective MFU (or GPU-hours when MFU is unknown)."""
         from clusterlab import plots
 
-        return plots.ledger_waterfall(self, ax=ax)
+        return plots.ledger_waterfall(self.ledger, self.steady_mfu, self.gpu_hours, self.run, ax=ax)
 
 
 def _iso(v):

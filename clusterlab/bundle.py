@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from clusterlab import metadata
+
 _ATTEMPT_DIR = re.compile(r"attempt[-_]?(\d+)$")
 SIDECARS = {"inventory.toml", "run.toml", "boot_time", "truth.json"}
 # Files no collector should read: our own outputs, archives, images, databases.
@@ -87,7 +89,7 @@ def _add(w: Walk, p: Path, display: str, root: Path, explicit: bool, known: froz
         w.runs[run or p.parent.name] = p
         return
     if p.name == "boot_time":
-        w.boot_times[p.parent] = p
+        _add_boot_time(w, p, display)
         return
     if p.name in SIDECARS or p.name.endswith(_IGNORED_SUFFIXES):
         return
@@ -103,19 +105,22 @@ def _add(w: Walk, p: Path, display: str, root: Path, explicit: bool, known: froz
     w.files.append(FileTask(p, display, explicit, run, attempt, host))
 
 
+def _add_boot_time(w: Walk, p: Path, display: str) -> None:
+    """A boot_time file, or one line saying why it cannot be used (its logs then go without it)."""
+    try:
+        text = p.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        w.unreadable.append((display, f"cannot read: {e.strerror or e}"))
+        return
+    if why := metadata.boot_time_problem(text):
+        w.unreadable.append((display, why))
+        return
+    w.boot_times[p.parent] = p
+
+
 def read_boot_time(path: Path) -> dt.datetime | None:
-    """A boot time file: epoch seconds (`btime` of /proc/stat) or ISO 8601 (`uptime -s` is local)."""
+    """A boot time file: epoch seconds (`btime` of /proc/stat) or ISO 8601 (`uptime -s` is local); None if unusable."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
+        return metadata.boot_time(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError, OverflowError):
         return None
-    text = text.removeprefix("btime").strip()
-    try:
-        return dt.datetime.fromtimestamp(float(text), dt.UTC).replace(tzinfo=None)
-    except ValueError:
-        pass
-    try:
-        ts = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return ts.astimezone(dt.UTC).replace(tzinfo=None) if ts.tzinfo else ts

@@ -15,11 +15,12 @@ import polars as pl
 from clusterlab import attempts, bundle, inventory
 from clusterlab.collectors import all_collectors
 from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed
-from clusterlab.reader import InputError, ReadState, content_hash, iter_batches, read_head
+from clusterlab.reader import InputError, ReadState, content_hash, iter_batches, read_head_checked
 from clusterlab.store import evidence_schema
 
 FLUSH_ROWS = 200_000  # matched lines buffered per collector before parse()
 BLOCK_LINES = 256  # a multi-line block (traceback, failure summary) starting this near a flush is held back
+CRASH_BUDGET = 32  # collector failures isolated line by line per file before the rest of a batch is given up
 
 
 @dataclass
@@ -37,6 +38,7 @@ class IngestSummary:
     files: list[FileResult] = field(default_factory=list)
     inventory: dict[str, int] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # problems of the whole call, not of one file
 
     @property
     def rows(self) -> dict[str, int]:
@@ -53,7 +55,7 @@ class IngestSummary:
     @property
     def problems(self) -> list[str]:
         """Every message worth a user's attention (errors and skipped lines)."""
-        return [m for f in self.files for m in f.messages]
+        return [m for f in self.files for m in f.messages] + self.notes
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -140,7 +142,19 @@ def ingest(
     if progress:
         progress(total, total, "")
     attempts.refresh(con)
+    _note_nothing_found(summary, roots)
     return summary
+
+
+def _note_nothing_found(summary: IngestSummary, roots: list[Path]) -> None:
+    """Say so when the paths held no evidence at all (an empty or wrong directory is not a success)."""
+    read = {"ingested", "appended", "replaced", "unchanged"}
+    if summary.problems or summary.inventory or summary.runs or any(f.status in read for f in summary.files):
+        return
+    where = ", ".join(str(r) for r in roots) or "the paths given"
+    skipped = sum(f.status == "skipped" for f in summary.files)
+    why = f"{skipped} files, none in a format clusterlab reads" if skipped else "no files"
+    summary.notes.append(f"{where}: no evidence files found ({why})")
 
 
 def _choose(head: bytes, path: str, collectors: list[ModuleType]) -> list[ModuleType]:
@@ -177,11 +191,13 @@ def ingest_file(con: duckdb.DuckDBPyConnection, task: bundle.FileTask, ctx: Cont
             return res
         if size == 0:
             return _fail(res, f"{task.display}: empty file", task.explicit)
-        head = read_head(task.path)
+        head, broken = read_head_checked(task.path)
+        if broken and not head.strip():
+            return _fail(res, f"{task.display}: gzip {broken}: nothing in it could be read", True)
         chosen = _choose(head, task.display, collectors)
         if not chosen:
             return _fail(res, f"{task.display}: no collector recognises this content "
-                              f"({_describe(head)})", task.explicit)
+                              f"({_describe(head)})", task.explicit or broken is not None)
         first_line = next((ln for ln in head.decode("utf-8", "replace").splitlines() if ln.strip()), None)
         ctx = dataclasses.replace(ctx, header=first_line)
         grown = prev is not None and prefix is not None and prefix == prev[1]
@@ -202,7 +218,12 @@ def ingest_file(con: duckdb.DuckDBPyConnection, task: bundle.FileTask, ctx: Cont
                 file_id = con.execute("SELECT nextval('file_ids')").fetchall()[0][0]
                 skip, first = 0, 1
             state = ReadState()
-            _parse_into(con, task, ctx, chosen, file_id, skip, first, state, res)
+            clock = _stored_clock(con, file_id, first) if grown else None
+            _parse_into(con, task, ctx, chosen, file_id, skip, first, state, res, clock)
+            if any(c.NAME == "nccl" for c in chosen):
+                _nccl_ranks_across_batches(con, file_id)
+            if state.damage is not None and state.damage[0] < first:
+                raise InputError(task.display, f"{state.damage[1]}: nothing in it could be read")
             _record(con, file_id, task, ctx, whole, size, state, chosen, res, grown)
             con.execute("COMMIT")
         except BaseException:
@@ -212,6 +233,9 @@ def ingest_file(con: duckdb.DuckDBPyConnection, task: bundle.FileTask, ctx: Cont
             res.messages.append(f"{task.display}:{ln}: line longer than 1 MiB skipped")
         if len(state.long_lines) > 5:
             res.messages.append(f"{task.display}: {len(state.long_lines) - 5} more over-long lines skipped")
+        if state.damage is not None:
+            last, why = state.damage
+            res.messages.append(f"{task.display}:{last}: {why}: read up to this line, the rest is lost")
     except InputError as e:
         res.status, res.rows = "error", {}
         res.messages.append(str(e))
@@ -244,12 +268,72 @@ def _delete_file(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
     con.execute("DELETE FROM ingested_files WHERE file_id = ?", [file_id])
 
 
-def _parse_into(con, task, ctx, chosen, file_id, skip, first, state, res) -> None:
+def _stored_clock(con: duckdb.DuckDBPyConnection, file_id: int, before: int) -> pl.DataFrame | None:
+    """The last stored (line, ts) of a file before line `before`: where its clock stood when a read ended."""
+    # NOTE: a stored time is the line's own or the earlier stamp it took, so the last one is the
+    # clock a clean read would have at that line: appended lines without a time of their own take it.
+    union = " UNION ALL ".join(f"SELECT line, ts FROM {t} WHERE file_id = $f AND line < $b AND ts IS NOT NULL"
+                               for t in TABLE_COLUMNS)
+    got = con.execute(f"SELECT line, ts FROM ({union}) ORDER BY line DESC LIMIT 1", {"f": file_id, "b": before})
+    row = got.fetchall()
+    if not row:
+        return None
+    return pl.DataFrame({"line": [row[0][0]], "ts": [row[0][1]]}, schema={"line": pl.Int64, "ts": pl.Datetime("us")})
+
+
+def _nccl_ranks_across_batches(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
+    """NCCL WARN events whose process's init line came in an earlier batch or read take its rank from there."""
+    # NOTE: the collector maps (host, pid) to a rank within one batch; a log read in two parts (a
+    # long one, or one that grew) must give the rows a single read gives.
+    con.execute("""
+        UPDATE events e SET rank = m.rank FROM (
+            SELECT host, pid, arg_max(rank, nranks) AS rank FROM nccl_ranks WHERE file_id = $f GROUP BY host, pid
+        ) m
+        WHERE e.file_id = $f AND e.source = 'nccl' AND e.rank IS NULL AND e.host = m.host
+          AND TRY_CAST(json_extract_string(e.detail, '$.pid') AS BIGINT) = m.pid
+    """, {"f": file_id})
+
+
+def _parse_safely(c: ModuleType, batch: pl.DataFrame, ctx: Context) -> Parsed:
+    """`c.parse(batch)`; where it fails, the lines it fails on are isolated, reported and left out."""
+    # NOTE: a safety net, not a parser: collectors read bad values as null themselves. A failure
+    # left in one must cost the user one line of the file, named, never the file or the ingest.
+    try:
+        return c.parse(batch, ctx)
+    except (pl.exceptions.PolarsError, ArithmeticError, ValueError, TypeError, KeyError, IndexError) as e:
+        first_error = e
+    out, pending, budget = Parsed(), [batch], CRASH_BUDGET
+    while pending:
+        part = pending.pop()
+        try:
+            got = c.parse(part, ctx)
+        except (pl.exceptions.PolarsError, ArithmeticError, ValueError, TypeError, KeyError, IndexError) as e:
+            budget -= 1
+            if part.height > 1 and budget > 0:
+                half = part.height // 2
+                pending += [part.slice(half), part.slice(0, half)]
+                continue
+            lo, hi = int(part["line"].min()), int(part["line"].max())
+            where = f"line {lo}" if lo == hi else f"lines {lo}-{hi}"
+            out.warnings.append(f"{where}: not read ({c.NAME}: {type(e).__name__}: {str(e).splitlines()[0][:120]})")
+            out.unparsed += part.height
+            continue
+        for t, frame in got.tables.items():
+            out.add(t, frame)
+        out.unparsed += got.unparsed
+        out.warnings += got.warnings
+        out.refuse = out.refuse or got.refuse
+    if not out.warnings:  # every half read: the failure needed the lines together
+        out.warnings.append(f"not read whole ({c.NAME}: {type(first_error).__name__}), read in parts")
+    return out
+
+
+def _parse_into(con, task, ctx, chosen, file_id, skip, first, state, res, clock=None) -> None:
     patterns = {c.NAME: c.PATTERN for c in chosen}
     combined = None if any(p is None for p in patterns.values()) else "|".join(f"(?:{p})" for p in patterns.values())
     pending: dict[str, list[pl.DataFrame]] = {c.NAME: [] for c in chosen}
     pending_rows = 0
-    clock: pl.DataFrame | None = None  # last known (line, ts) of the file, carried between flushes
+    # `clock`: last known (line, ts) of the file, carried between flushes (and from a read before)
 
     def flush(final: bool) -> None:
         nonlocal pending_rows, clock
@@ -262,7 +346,11 @@ def _parse_into(con, task, ctx, chosen, file_id, skip, first, state, res) -> Non
                 pending[c.NAME] = [held] if held is not None else []
                 pending_rows += held.height if held is not None else 0
                 if batch.height:
-                    parsed.append((c.NAME, c.parse(batch, ctx)))
+                    parsed.append((c.NAME, _parse_safely(c, batch, ctx)))
+        for _, p in parsed:
+            if p.refuse:
+                line, _, why = p.refuse.removeprefix("line ").partition(": ")
+                raise InputError(ctx.path, why, int(line) if line.isdigit() else None)
         held_from = min((int(f[0]["line"].min()) for f in pending.values() if f), default=None)
         clock = _write(con, parsed, chosen, ctx, file_id, clock, res, held_from)
 
@@ -332,9 +420,7 @@ def _write(con, parsed: list[tuple[str, Parsed]], chosen: list[ModuleType], ctx:
             if "host" in schema and fill_host[name]:
                 frame = frame.with_columns(pl.col("host").fill_null(pl.lit(ctx.host, pl.String))
                                            if "host" in frame.columns else pl.lit(ctx.host, pl.String).alias("host"))
-            aligned = frame.select([
-                (pl.col(c).cast(t) if c in frame.columns else pl.lit(None, t).alias(c)) for c, t in schema.items()
-            ]).to_arrow()
+            aligned = _aligned(frame, schema, ctx, res).to_arrow()
             con.register("_batch", aligned)
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _batch")
             con.unregister("_batch")
@@ -344,6 +430,24 @@ def _write(con, parsed: list[tuple[str, Parsed]], chosen: list[ModuleType], ctx:
     if held_from is None:
         return known.tail(1)
     return pl.concat([known.filter(pl.col("line") < held_from).tail(1), known.filter(pl.col("line") >= held_from)])
+
+
+def _aligned(frame: pl.DataFrame, schema: dict[str, pl.DataType], ctx: Context, res: FileResult) -> pl.DataFrame:
+    """`frame` in the table's columns and types; a value its column cannot hold is left empty and reported."""
+    cols = [c for c in schema if c in frame.columns]
+    out = frame.select([
+        (pl.col(c).cast(t, strict=False) if c in frame.columns else pl.lit(None, t).alias(c))
+        for c, t in schema.items()
+    ])
+    if not cols:
+        return out
+    lost = pl.DataFrame({c: frame[c].is_not_null() & out[c].is_null() for c in cols})
+    flagged = lost.with_columns(_line=frame["line"]).filter(pl.any_horizontal(cols)).head(5)
+    for row in flagged.iter_rows(named=True):
+        msg = f"{ctx.path}:{row['_line']}: {', '.join(c for c in cols if row[c])} out of range, left empty"
+        if msg not in res.messages and len(res.messages) < 50:
+            res.messages.append(msg)
+    return out
 
 
 def _fill_ts(frame: pl.DataFrame, known: pl.DataFrame | None, table: str) -> pl.DataFrame:

@@ -135,14 +135,27 @@ class Lab:
         out = pl.concat(frames, how="diagonal_relaxed")
         return out.select([c for c in attribution.INCIDENT_COLUMNS if c in out.columns]).sort("root_ts", "incident_id")
 
+    def hosts(self, week: str | None = None) -> pl.DataFrame:
+        """The costliest hosts across runs (of an ISO week, `2026-W48`), with their incident history."""
+        from clusterlab.hosts import costliest_hosts
+
+        return costliest_hosts(self.incidents(), week)
+
     def evidence(self, incident_id: str) -> pl.DataFrame:
         """The ranked evidence lines of one incident (root cause first), with file and line."""
-        run = incident_id.split(":", 1)[0]
-        try:  # the ledger finds incidents of its own (a slowdown under NFS timeouts)
-            ev = self.attribute(run).evidence
-        except (LedgerError, KeyError):
-            _, ev = attribution.incidents_of(self.con, run, incidents.Settings())
-        return ev.filter(pl.col("incident_id") == incident_id).sort("rank_in_incident")
+        from clusterlab.reports.incident_report import runs_of
+        from clusterlab.root_cause import EVIDENCE_SCHEMA
+
+        ev = pl.DataFrame(schema=EVIDENCE_SCHEMA)
+        for run in runs_of(self.con, incident_id):  # NOTE: not split on `:`, which a run's name may hold
+            try:  # the ledger finds incidents of its own (a slowdown under NFS timeouts)
+                ev = self.attribute(run).evidence
+            except (LedgerError, KeyError):
+                _, ev = attribution.incidents_of(self.con, run, incidents.Settings())
+            ev = ev.filter(pl.col("incident_id") == incident_id)
+            if ev.height:
+                break
+        return ev.sort("rank_in_incident")
 
     def annotate(self, incident_id: str, **fields) -> None:
         """Confirm or override an incident's failure_mode / host / blame; add a note, ticket, status."""

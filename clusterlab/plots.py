@@ -1,4 +1,4 @@
-"""Plots that take frames (or an Attribution) and draw; they compute nothing of their own.
+"""Plots that take frames and draw; they compute nothing of their own.
 
 Each function draws one figure on `ax` (a new figure when it is None) and returns the axes, so that
 it can be used alone in a notebook cell or composed into a widget. The frames come from the
@@ -17,8 +17,6 @@ from clusterlab import taxonomy
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-
-    from clusterlab.attribution import Attribution
 
 _PEAK = "#4c72b0"
 _LOST = "#dd8452"
@@ -148,25 +146,27 @@ def _draw_checkpoints(ax: Axes, checkpoints: pl.DataFrame | None) -> None:
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
 
 
-def ledger_waterfall(a: Attribution, ax: Axes | None = None, from_peak: bool = True) -> Axes:
+def ledger_waterfall(ledger: pl.DataFrame, steady_mfu: float | None, gpu_hours: float, run: str,
+                     ax: Axes | None = None, from_peak: bool = True) -> Axes:
     """From peak (or steady-state) MFU down to effective MFU, one bar per lost category.
 
-    Without an MFU (no FLOPs or GPU model known) it falls back to GPU-hours, from all to productive.
+    `ledger` has `category, gpu_hours, lost_mfu` (`Attribution.ledger`). Without an MFU (no FLOPs or GPU
+    model known) it falls back to GPU-hours, from all (`gpu_hours`) to productive.
     """
     ax = _axes(ax, (8, 4))
-    led = a.ledger.filter((pl.col("gpu_hours") > 0) & (pl.col("category") != "productive"))
+    led = ledger.filter((pl.col("gpu_hours") > 0) & (pl.col("category") != "productive"))
     led = led.sort("gpu_hours", descending=True)
-    use_mfu = a.steady_mfu is not None
+    use_mfu = steady_mfu is not None
     scale = 100.0 if use_mfu else 1.0
     unit = "MFU (% of peak)" if use_mfu else "GPU-hours"
     steps: list[tuple[str, float, float, str]] = []  # label, left, width, colour
     if use_mfu and from_peak:
-        steps += [("peak", 0.0, 100.0, _PEAK), ("below peak\nat steady state", a.steady_mfu * 100,
-                                                100 - a.steady_mfu * 100, _GAP)]
+        steps += [("peak", 0.0, 100.0, _PEAK), ("below peak\nat steady state", steady_mfu * 100,
+                                                100 - steady_mfu * 100, _GAP)]
     else:
-        steps.append(("steady state" if use_mfu else "all", 0.0, (a.steady_mfu * 100) if use_mfu else a.gpu_hours,
+        steps.append(("steady state" if use_mfu else "all", 0.0, (steady_mfu * 100) if use_mfu else gpu_hours,
                       _PEAK))
-    level = (a.steady_mfu * 100) if use_mfu else a.gpu_hours
+    level = (steady_mfu * 100) if use_mfu else gpu_hours
     for row in led.iter_rows(named=True):
         size = row["lost_mfu"] * scale if use_mfu else row["gpu_hours"]
         level -= size
@@ -181,7 +181,7 @@ def ledger_waterfall(a: Attribution, ax: Axes | None = None, from_peak: bool = T
     ax.invert_yaxis()
     ax.set_xlim(0, max(lefts[i] + widths[i] for i in ys) * 1.12)
     ax.set_xlabel(unit)
-    ax.set_title(f"{plain(a.run)}: where the {'MFU' if use_mfu else 'GPU-hours'} went")
+    ax.set_title(f"{plain(run)}: where the {'MFU' if use_mfu else 'GPU-hours'} went")
     return ax
 
 

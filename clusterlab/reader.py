@@ -14,6 +14,7 @@ import xxhash
 CHUNK_BYTES = 8 << 20
 MAX_LINE_BYTES = 1 << 20  # longer lines are skipped and reported: no log line is 1 MiB
 HEAD_BYTES = 64 << 10
+SALVAGE_BYTES = 4 << 10  # piece size when reading what precedes the damage in a gzip
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -53,19 +54,36 @@ def _open_text_stream(path: Path):
 
 def read_head(path: Path) -> bytes:
     """The first 64 KiB of the decompressed content (what collectors sniff)."""
+    return read_head_checked(path)[0]
+
+
+def read_head_checked(path: Path) -> tuple[bytes, str | None]:
+    """The first 64 KiB of the decompressed content, and why a gzip stopped short of it (None: it did not)."""
     try:
         with _open_text_stream(path) as f:
-            return f.read(HEAD_BYTES)
-    except (EOFError, OSError, zlib.error):
+            return f.read(HEAD_BYTES), None
+    except (EOFError, OSError, zlib.error) as e:
         # A truncated or corrupt gzip still has a readable head; the full read reports the error.
-        with gzip.open(path, "rb") if is_gzip(path) else open(path, "rb") as f:
-            out = bytearray()
-            try:
-                while len(out) < HEAD_BYTES and (b := f.read(4096)):
-                    out += b
-            except (EOFError, OSError, zlib.error):
-                pass
-            return bytes(out)
+        head, _ = _salvage(path, 0, HEAD_BYTES)
+        return head, _gzip_why(e)
+
+
+def _gzip_why(e: BaseException) -> str:
+    return "ends before its end of stream" if isinstance(e, EOFError) else f"corrupt ({e})"
+
+
+def _salvage(path: Path, start: int, limit: int) -> tuple[bytes, bool]:
+    """What a damaged gzip still gives from decompressed offset `start` (at most `limit` bytes), read in
+    small pieces so that little is lost before the damage; and whether it ended cleanly."""
+    out = bytearray()
+    with gzip.open(path, "rb") as f:
+        try:
+            _skip(f, start)
+            while len(out) < limit and (b := f.read(SALVAGE_BYTES)):
+                out += b
+        except (EOFError, OSError, zlib.error):
+            return bytes(out), False
+    return bytes(out), True
 
 
 @dataclass
@@ -78,6 +96,7 @@ class ReadState:
     last_line_start: int = 0  # decompressed offset where the last line starts
     invalid_utf8_lines: int = 0
     long_lines: list[int] = field(default_factory=list)
+    damage: tuple[int, str] | None = None  # a gzip unreadable after line N: (N, what is wrong)
 
 
 def iter_batches(
@@ -118,7 +137,21 @@ def iter_batches(
                         yield frame
                 st.text_bytes = st.last_line_start = pos
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise InputError(display, f"truncated or corrupt gzip after line {line_no - 1} ({e})") from None
+        # NOTE: the failed read took up to 8 MiB of good text with it: read what precedes the damage
+        # again, in small pieces. The line the damage cut is dropped; the lines before it are kept.
+        rest, _ = _salvage(path, pos, CHUNK_BYTES + MAX_LINE_BYTES)
+        if in_long_line:  # the over-long line ends at the first newline, if the damage spared it
+            end = rest.find(b"\n")
+            rest, pos, line_no = (b"", pos, line_no) if end < 0 else (rest[end + 1 :], pos + end + 1, line_no + 1)
+        cut = rest.rfind(b"\n")
+        if cut >= 0:
+            frame = _frame(rest[: cut + 1], line_no, st)
+            line_no, pos = line_no + rest.count(b"\n", 0, cut + 1), pos + cut + 1
+            if frame.height:
+                yield frame
+        st.lines, st.last_line_open, st.text_bytes, st.last_line_start = line_no - 1, False, pos, pos
+        st.damage = (line_no - 1, f"gzip {_gzip_why(e)}")
+        return
     st.lines, st.last_line_open = line_no - 1, False
     if in_long_line:
         st.lines, st.text_bytes = line_no, pos

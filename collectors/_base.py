@@ -150,6 +150,7 @@ class Parsed:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     unparsed: int = 0  # lines that matched PATTERN but could not be read
     warnings: list[str] = field(default_factory=list)  # "line N: what", shown to the user
+    refuse: str | None = None  # "line N: why": the file must not be stored at all (the user can fix it)
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
         if frame.height:
@@ -168,6 +169,16 @@ def sniff_jsonl(head: bytes, is_record: Callable[[dict], bool], lines: int = 20)
             continue
         hits += isinstance(obj, dict) and is_record(obj)
     return hits > 0 and 2 * hits >= len(seen)
+
+
+def search(text: str | bytes | Sequence[str], pattern: str) -> bool:
+    """Whether `pattern` (Rust regex syntax) matches in `text` (or in any of its lines), in linear time."""
+    # NOTE: Python's `re` backtracks: `NVRM: .*NVLink.*error` over a 64 KiB line of `NVRM: ` takes minutes,
+    # and a sniff runs on every file. Rust's regex engine, which polars uses, never backtracks.
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    lines = pl.Series([text] if isinstance(text, str) else list(text), dtype=pl.String)
+    return bool(lines.str.contains(pattern).any())
 
 
 def rows_frame(table: str, rows: list[dict]) -> pl.DataFrame:

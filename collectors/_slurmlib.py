@@ -65,7 +65,7 @@ def known(expr: pl.Expr) -> pl.Expr:
 def exit_parts(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """Exit status and signal from Slurm's `exit:signal`."""
     parts = expr.str.extract_groups(r"^(?P<e>\d+):(?P<s>\d+)$")
-    return parts.struct.field("e").cast(pl.Int32), parts.struct.field("s").cast(pl.Int32)
+    return parts.struct.field("e").cast(pl.Int32, strict=False), parts.struct.field("s").cast(pl.Int32, strict=False)
 
 
 def gpus(tres: pl.Expr) -> pl.Expr:

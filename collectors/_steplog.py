@@ -52,7 +52,7 @@ def integer(pattern: str, group: int = 1, col: str = "msg") -> pl.Expr:
 def conform(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     """`frame` reduced to the columns of `table`, with the table's types."""
     schema = TABLE_COLUMNS[table]
-    return frame.select([pl.col(c).cast(t) for c, t in schema.items() if c in frame.columns])
+    return frame.select([pl.col(c).cast(t, strict=False) for c, t in schema.items() if c in frame.columns])
 
 
 def merge_repeats(steps: pl.DataFrame) -> pl.DataFrame:

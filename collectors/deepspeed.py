@@ -12,11 +12,9 @@ steps_per_print, data_parallel_size, deepspeed_version.
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed
+from clusterlab.collectors._base import Context, Parsed, search
 from clusterlab.collectors._steplog import (
     NUM,
     checkpoint_ops,
@@ -61,19 +59,19 @@ PATTERN = "|".join([
     r"DeepSpeed info: version=", _CONFIG.removeprefix(r"\] {2,}").removesuffix(r"(\S+)\s*$"),
 ])
 
-_HEAD = re.compile(rb"\[logging\.py:\d+:log_dist\]|DeepSpeed info: version=|\[Rank \d+\] step=\d+, skipped=|"
-                   rb"\bsteps: \d+ loss: \S+ iter time \(s\)|\[(?:INFO|WARNING)\] \[(?:engine|config)\.py:\d+:")
+_HEAD = (r"\[logging\.py:\d+:log_dist\]|DeepSpeed info: version=|\[Rank \d+\] step=\d+, skipped=|"
+         r"\bsteps: \d+ loss: \S+ iter time \(s\)|\[(?:INFO|WARNING)\] \[(?:engine|config)\.py:\d+:")
 
 
 def sniff(head: bytes, path: str) -> bool:
     """A DeepSpeed log: its `log_dist` lines, version banner or progress lines."""
-    return _HEAD.search(head) is not None
+    return search(head, _HEAD)
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Steps, checkpoints, facts and overflow / NaN events from matched DeepSpeed lines."""
     df = prepare(lines, ctx, ts=_TS).with_columns(
-        rank=pl.coalesce(pl.col("rank"), integer(r"\[Rank (\d+)\] ").cast(pl.Int32)))
+        rank=pl.coalesce(pl.col("rank"), integer(r"\[Rank (\d+)\] ").cast(pl.Int32, strict=False)))
     rows = _step_lines(df)
     ops = _checkpoint_ops(df)
     steps = _steps(segment(rows, ops.filter(pl.col("action") == "load")["line"]))
@@ -101,7 +99,7 @@ def _steps(rows: pl.DataFrame) -> pl.DataFrame:
     prev = pl.col("_skipped_total").shift(1).over("_seg")
     first = pl.col("_skipped_total") == 0  # NOTE: a first row can only vouch for "none yet"
     skipped = pl.when(prev.is_not_null() & (pl.col("_skipped_total") >= prev)).then(pl.col("_skipped_total") - prev)
-    steps = steps.with_columns(skipped=pl.coalesce(skipped, pl.when(first).then(0)).cast(pl.Int32))
+    steps = steps.with_columns(skipped=pl.coalesce(skipped, pl.when(first).then(0)).cast(pl.Int32, strict=False))
     return interval_step_s(steps)
 
 
@@ -144,7 +142,8 @@ def _scale_events(df: pl.DataFrame) -> pl.DataFrame:
     floor = pl.col("msg").str.contains(_MIN_SCALE)
     scale = pl.col("msg").str.extract_groups(r"Attempted loss scale: ([\d.]+), (?:reducing to|but) ([\d.]+)?")
     return hit.select(
-        "line", "ts", "host", pl.coalesce("rank", integer(r"OVERFLOW! Rank (\d+)").cast(pl.Int32)).alias("rank"),
+        "line", "ts", "host",
+        pl.coalesce("rank", integer(r"OVERFLOW! Rank (\d+)").cast(pl.Int32, strict=False)).alias("rank"),
         pl.when(floor).then(pl.lit("loss_scale_min")).otherwise(pl.lit("grad_overflow")).alias("kind"),
         pl.when(floor).then(pl.lit("loss_divergence")).alias("failure_mode"),
         pl.when(floor).then(pl.lit("error")).otherwise(pl.lit("info")).alias("severity"),

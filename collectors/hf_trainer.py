@@ -14,11 +14,9 @@ train_steps_per_second, train_loss.
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed
+from clusterlab.collectors._base import Context, Parsed, search
 from clusterlab.collectors._steplog import (
     NUM,
     TS_FORMAT,
@@ -61,13 +59,13 @@ PATTERN = "|".join([
     r"|Gradient Accumulation steps|Total optimization steps|Number of trainable parameters) = \d",
 ])
 
-_HEAD = re.compile(rb"\{'loss': '?[-\d.naif]|\*\*\*\*\* Running training \*\*\*\*\*|"
-                   rb"Saving model checkpoint to \S*checkpoint-\d")
+_HEAD = (r"\{'loss': '?[-\d.naif]|\*\*\*\*\* Running training \*\*\*\*\*|"
+         r"Saving model checkpoint to \S*checkpoint-\d")
 
 
 def sniff(head: bytes, path: str) -> bool:
     """A HuggingFace Trainer log: its loss dicts, training banner or checkpoint lines."""
-    return _HEAD.search(head) is not None
+    return search(head, _HEAD)
 
 
 def _value(key: str) -> str:

@@ -24,6 +24,7 @@ from clusterlab.collectors._base import (
     json_detail,
     local_to_utc,
     offset_to_utc,
+    search,
     syslog_time,
 )
 
@@ -86,7 +87,6 @@ _KERNEL_LINE = re.compile(
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d "
     r"|(?:\d{4}-\d\d-\d\dT\S+|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?) \S+ kernel: )"
 )
-_PATTERN_RE = re.compile(PATTERN)
 
 # Hung tasks count as a filesystem stall only when the line itself names NFS or Lustre.
 _FS_TASK = r"(?i:nfs|lustre|ptlrpc|ldlm)"
@@ -243,7 +243,7 @@ def sniff(head: bytes, path: str) -> bool:
     kernel = sum(1 for ln in lines if _KERNEL_LINE.match(ln))
     if kernel >= 3 or (kernel and kernel == len(lines)):
         return True
-    return any(_PATTERN_RE.search(ln) for ln in lines)
+    return search(lines, PATTERN)
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
@@ -256,6 +256,10 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         if raw.height:
             out.warnings.append(f"line {raw['line'][0]}: raw dmesg timestamps but no boot time "
                                 "(put a boot_time file beside the log)")
+            # NOTE: events without a time would sit in the store as if read; refused, the file is
+            # read whole once a boot_time file is put beside it (an unchanged file is not re-read).
+            out.refuse = (f"line {raw['line'][0]}: raw dmesg timestamps (seconds since boot) need a boot_time "
+                          "file beside the log; nothing of this file was stored")
     # Lines another program wrote into the journal or syslog are not kernel events, even if they
     # quote one (a health daemon repeating an Xid would count it twice).
     foreign = frame["prog"].is_not_null()
@@ -284,7 +288,7 @@ def _split_prefix(lines: pl.DataFrame) -> pl.DataFrame:
 def _timestamp(ctx: Context) -> pl.Expr:
     """Naive UTC time of each line from whichever prefix it has (null: none, or raw without boot time)."""
     dtype = pl.Datetime("us")
-    micros = (pl.col("up").cast(pl.Float64, strict=False) * 1e6).round().cast(pl.Int64)
+    micros = (pl.col("up").cast(pl.Float64, strict=False) * 1e6).round().cast(pl.Int64, strict=False)
     boot = pl.lit(ctx.boot_time, dtype) if ctx.boot_time is not None else pl.lit(None, dtype)
     raw = boot + pl.duration(microseconds=micros)
     ctime = local_to_utc(pl.col("ctime").str.replace_all(" +", " ")
@@ -332,7 +336,7 @@ def _family_events(family: str, part: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     events = part.select(
         pl.col("line").cast(pl.Int64), pl.col("ts").cast(TABLE_COLUMNS["events"]["ts"]), pl.col("host"),
         pl.col("kind"), pl.col("failure_mode"), pl.col("severity"),
-        (pl.col("xid") if family == "xid" else pl.lit(None)).cast(pl.Int32).alias("xid"),
+        (pl.col("xid") if family == "xid" else pl.lit(None)).cast(pl.Int32, strict=False).alias("xid"),
         (pl.coalesce(pci) if pci else pl.lit(None, pl.String)).alias("pci_bus"),
         pl.col("text"), detail.alias("detail"),
     )

@@ -14,11 +14,9 @@ params_shard_tp<t>_pp<p> (parameters on one model-parallel shard).
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed
+from clusterlab.collectors._base import Context, Parsed, search
 from clusterlab.collectors._steplog import (
     NUM,
     TS_FORMAT,
@@ -78,15 +76,15 @@ PATTERN = "|".join([
     r"Unexpected result ", r"\] datetime: \d{4}-",
 ])
 
-_HEAD = re.compile(rb"iteration\s+\d+\s*/\s*\d+\s*\| consumed samples|-{8,} arguments -{8,}|"
-                   rb"number of parameters on \(tensor|saving checkpoint at iteration|using world size: \d")
+_HEAD = (r"iteration\s+\d+\s*/\s*\d+\s*\| consumed samples|-{8,} arguments -{8,}|"
+         r"number of parameters on \(tensor|saving checkpoint at iteration|using world size: \d")
 
 _TS = r"\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)\]"
 
 
 def sniff(head: bytes, path: str) -> bool:
     """A Megatron-LM log: iteration lines, its argument dump or its checkpoint messages."""
-    return _HEAD.search(head) is not None
+    return search(head, _HEAD)
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
@@ -118,8 +116,8 @@ def _steps(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         lr=num(r"learning rate:\s*" + NUM + r"\s*\|"),
         loss=pl.coalesce(lm_loss, any_loss),
         grad_norm=num(r"\|\s*(?:total )?grad norm:\s*" + NUM + r"\s*\|"),
-        skipped=integer(r"number of skipped\s+iterations:\s*(\d+)\s*\|").cast(pl.Int32),
-        nan=integer(r"number of nan iterations:\s*(\d+)\s*\|").cast(pl.Int32),
+        skipped=integer(r"number of skipped\s+iterations:\s*(\d+)\s*\|").cast(pl.Int32, strict=False),
+        nan=integer(r"number of nan iterations:\s*(\d+)\s*\|").cast(pl.Int32, strict=False),
     )
     ok = pl.col("step").is_not_null() & pl.col("step_s").is_not_null()
     return flag_nonfinite(rows.filter(ok)), rows.filter(~ok).select("line")
@@ -187,7 +185,7 @@ def _rerun_events(df: pl.DataFrame) -> pl.DataFrame:
         "line", "ts",
         pl.coalesce(where.struct.field("2"), pl.col("host")).alias("host"),
         pl.coalesce(where.struct.field("1").cast(pl.Int32, strict=False),
-                    integer(r"on rank (\d+)").cast(pl.Int32), pl.col("rank")).alias("rank"),
+                    integer(r"on rank (\d+)").cast(pl.Int32, strict=False), pl.col("rank")).alias("rank"),
         pl.when(nonfinite).then(pl.lit("loss_nan")).otherwise(pl.lit("loss_spike")).alias("kind"),
         pl.lit("loss_divergence").alias("failure_mode"), pl.lit("error").alias("severity"),
         pl.col("msg").str.strip_chars().alias("text"),

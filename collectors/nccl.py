@@ -12,11 +12,9 @@ without the NCCL prefix after "Last error:" in the errors PyTorch raises; those 
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed, cuda_mode, first_kind, json_detail, local_to_utc
+from clusterlab.collectors._base import Context, Parsed, cuda_mode, first_kind, json_detail, local_to_utc, search
 
 NAME = "nccl"
 EXCLUSIVE = False
@@ -35,7 +33,7 @@ _HEAD = (
 )
 _ECHO = r"Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
 _PEER = r"(?:peer|[Cc]onnect to|recv from) ([^\s<>]+)<(\d+)>"
-_SNIFF = re.compile(rb"[^\s:\[\]]+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ (?:\(\w+\) )?)?NCCL (?:INFO|WARN) ")
+_SNIFF = r"[^\s:\[\]]+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ (?:\(\w+\) )?)?NCCL (?:INFO|WARN) "
 
 # ibv_wc_status codes (verbs.h), for the releases that print only the number.
 WC_STATUS = {
@@ -65,7 +63,7 @@ _WARN_KINDS: list[tuple[str, str, str | None, str]] = [
 
 def sniff(head: bytes, path: str) -> bool:
     """NCCL lines (`host:pid:tid [dev] NCCL INFO|WARN`) in the head of the file."""
-    return _SNIFF.search(head) is not None
+    return search(head, _SNIFF)
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
@@ -121,8 +119,9 @@ def _info_fields(info: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         fact_key=pl.when(pl.col("msg").str.starts_with("NCCL version ")).then(pl.lit("nccl_version"))
         .when(pl.col("msg").str.contains(r"^Bootstrap ?: Using")).then(pl.lit("nccl_bootstrap_if")),
     ).unnest("hp", "i")
-    return f.with_columns(pl.col("pid").cast(pl.Int64, strict=False), pl.col("rank").cast(pl.Int32),
-                          pl.col("nranks").cast(pl.Int32), pl.col("cuda_dev").cast(pl.Int32))
+    # NOTE: non-strict: a number past its type's range is no rank or device, and must not cost the batch.
+    return f.with_columns([pl.col(c).cast(t, strict=False) for c, t in
+                           (("pid", pl.Int64), ("rank", pl.Int32), ("nranks", pl.Int32), ("cuda_dev", pl.Int32))])
 
 
 def _warn_fields(warns: pl.DataFrame, ctx: Context) -> pl.DataFrame:
@@ -177,7 +176,8 @@ def _warn_events(w: pl.DataFrame, rank_of: pl.DataFrame) -> pl.DataFrame:
     w = w.select(
         "line", "ts", "host", "text", "src", "func", "echo", "prefix_rank",
         kind=kind, failure_mode=mode, severity=severity, m=msg,
-        pid=pl.col("pid").cast(pl.Int64), cuda_dev=pl.col("dev").cast(pl.Int32), tid=pl.col("tid").cast(pl.Int64),
+        pid=pl.col("pid").cast(pl.Int64, strict=False), cuda_dev=pl.col("dev").cast(pl.Int32, strict=False),
+        tid=pl.col("tid").cast(pl.Int64, strict=False),
         via=pl.when(pl.col("echo")).then(pl.lit("last_error")),
     ).with_columns(
         failure_mode=pl.when(pl.col("kind") == "cuda_failure").then(cuda_mode(pl.col("m")))

@@ -82,7 +82,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     out = Parsed()
     out.add("events", rows.select(
         "line", _ts(pl.col("ts")).alias("ts"), "host", pl.format("preflight_{}", kind).alias("kind"),
-        mode.alias("failure_mode"), severity.alias("severity"), pl.col("rank").cast(pl.Int32),
+        mode.alias("failure_mode"), severity.alias("severity"), pl.col("rank").cast(pl.Int32, strict=False),
         pl.col("peer_host").alias("peer"), pl.format("preflight {}: {}", who, verdict).alias("text"),
         json_detail(_DETAIL).alias("detail")))
     out.unparsed = text.height - rows.height

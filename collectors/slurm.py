@@ -21,7 +21,7 @@ import re
 
 import polars as pl
 
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, extract_all, fraction, json_detail
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, extract_all, fraction, json_detail, search
 from clusterlab.collectors._slurmlib import Rule, classify_lines, explode_hosts, iso_local
 
 NAME = "slurm"
@@ -38,7 +38,6 @@ PATTERN = "|".join([
     r"exceeded (?:virtual )?memory limit \(",
 ])
 
-_PATTERN_RE = re.compile(PATTERN)
 
 # A job or step id as Slurm prints it: 1234, 1234.0, 1234.batch, 1234_7 (array), 1234+1 (het).
 _ID = r"\d+(?:_\d+)?(?:\+\d+)?(?:\.\w+)?(?:\+\d+)?"
@@ -118,7 +117,7 @@ EXTRACTORS: tuple[str, ...] = (
 def sniff(head: bytes, path: str) -> bool:
     """Job output or a slurmd log holding slurmstepd banners or srun errors."""
     text = head.decode("utf-8", "replace")
-    return any(_PATTERN_RE.search(ln) for ln in text.splitlines()[:2000])
+    return search(text.splitlines()[:2000], PATTERN)
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:

@@ -17,8 +17,6 @@ job_scheduler}.c`, `src/interfaces/preempt.c`):
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
 from clusterlab import taxonomy
@@ -31,6 +29,7 @@ from clusterlab.collectors._base import (
     json_detail,
     local_to_utc,
     offset_to_utc,
+    search,
     syslog_time,
 )
 from clusterlab.collectors._slurmlib import Rule, classify_lines, explode_hosts
@@ -53,7 +52,6 @@ PATTERN = "|".join([
     rf"preempted {_J}", rf"REQUEST_KILL_JOB {_J}",
     r"slurmctld version \S+ started",
 ])
-_PATTERN_RE = re.compile(PATTERN)
 
 # The time prefix: log file (`[iso(.ms)(+hh:mm)]`, `[Mon dd hh:mm:ss(.ms)]`) or journal / syslog.
 _PREFIX = (
@@ -121,7 +119,7 @@ def sniff(head: bytes, path: str) -> bool:
     text = head.decode("utf-8", "replace")
     if "slurmctld version " in text or "slurmctld[" in text:
         return True
-    return any(ln.startswith("[") and _PATTERN_RE.search(ln) for ln in text.splitlines()[:2000])
+    return search([ln for ln in text.splitlines()[:2000] if ln.startswith("[")], PATTERN)
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
@@ -200,5 +198,5 @@ def _finish(frame: pl.DataFrame) -> pl.DataFrame:
     schema = TABLE_COLUMNS["events"]
     return frame.select(
         pl.col("line").cast(pl.Int64), pl.col("ts").cast(schema["ts"]), "host", "kind", "failure_mode",
-        "severity", pl.col("xid").cast(pl.Int32), "text", detail.alias("detail"),
+        "severity", pl.col("xid").cast(pl.Int32, strict=False), "text", detail.alias("detail"),
     )

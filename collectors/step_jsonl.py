@@ -39,11 +39,12 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Rank step rows from a batch of JSONL lines."""
     text = lines.filter(pl.col("text").str.strip_chars() != "")
     objects = text.filter(pl.col("text").str.contains(_OBJECT))
-    decoded = _decode(objects)
+    # NOTE: a rank past 32 bits is no rank: the record is reported below, not the batch lost.
+    decoded = _decode(objects).with_columns(pl.col("rank").cast(pl.Int32, strict=False))
     rows = decoded.filter(pl.col("rank").is_not_null() & pl.col("step").is_not_null())
     out = Parsed()
     out.add("rank_steps", rows.select(
-        "line", _timestamp(pl.col("ts")).alias("ts"), "host", pl.col("rank").cast(pl.Int32), "step",
+        "line", _timestamp(pl.col("ts")).alias("ts"), "host", "rank", "step",
         "step_s", "compute_s", "comm_s", "data_s", "tokens", "loss"))
     out.unparsed = text.height - rows.height
     first_bad = text.join(rows.select("line"), on="line", how="anti")["line"].head(3).to_list()

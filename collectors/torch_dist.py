@@ -191,8 +191,8 @@ def _message_fields(f: pl.DataFrame) -> pl.DataFrame:
     m = pl.col("msg")
     pg = r"\[PG (?:ID )?(\d+) (?:PG GUID \S+? |\([^)]*\) )?Rank \d+\]"
     return f.with_columns(
-        task=pl.col("task").cast(pl.Int32), local_rank=pl.coalesce(
-            pl.col("plocal").cast(pl.Int32), _num(r"local_rank: (\d+)", pl.Int32)),
+        task=pl.col("task").cast(pl.Int32, strict=False), local_rank=pl.coalesce(
+            pl.col("plocal").cast(pl.Int32, strict=False), _num(r"local_rank: (\d+)", pl.Int32)),
         pg_id=_num(pg, pl.Int32), pg_desc=m.str.extract(r"\[PG (?:ID )?\d+ (?:PG GUID \d+)? ?\(([^)]*)\) Rank", 1),
         pg_rank=_num(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", pl.Int32),
         seq_num=pl.coalesce(_num(r"SeqNum=(\d+)"), _num(r"watchdog at work(?: sequence id)?: (\d+)"),
@@ -222,7 +222,7 @@ def _message_fields(f: pl.DataFrame) -> pl.DataFrame:
         max_restarts=_num(r"\d+/(\d+) attempts left", pl.Int32),
         signal=m.str.extract(r"Received (\S+) death signal", 1).str.strip_prefix("Signals.").replace(_SIGNAMES),
         abort_exception=m.str.extract(r"instance of '([^']+)'", 1),
-        rank=pl.coalesce(pl.col("prank").cast(pl.Int32), pl.col("mrank").cast(pl.Int32),
+        rank=pl.coalesce(pl.col("prank").cast(pl.Int32, strict=False), pl.col("mrank").cast(pl.Int32, strict=False),
                          pl.when(_num(pg, pl.Int32).fill_null(0) == 0)
                          .then(_num(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", pl.Int32))),
     )
@@ -294,7 +294,7 @@ def _children(f: pl.DataFrame, finals: pl.DataFrame, ctx: Context) -> tuple[pl.D
     frame = frame.select(
         pl.col("line").cast(pl.Int64), local_to_utc(stamp, ctx.tz).alias("ts"), pl.col("host").cast(pl.String),
         pl.lit("child_failed").alias("kind"), _content_mode(pl.col("cause").cast(pl.String)).alias("failure_mode"),
-        "severity", pl.col("rank").cast(pl.Int32), "text",
+        "severity", pl.col("rank").cast(pl.Int32, strict=False), "text",
         json_detail(["root_cause", "local_rank", "exitcode", "signal", "pid", "fqdn", "error_file", "exception",
                      "message"]).alias("detail"),
     )
@@ -308,7 +308,7 @@ def _child_row(e: dict, exc: dict | None, ctx: Context) -> dict:
     code = re.match(r"(-?\d+)(?: \(pid: (\d+)\))?(?: \(?(SIG\w+)\)?)?", fl.get("exitcode") or "")
     tb = fl.get("traceback") or ""
     sig = re.search(r"Signal (\d+) \((SIG\w+)\)", tb)
-    exitcode = int(code.group(1)) if code else None
+    exitcode = _int(code, 1)
     signame = (code.group(3) if code and code.group(3) else sig.group(2) if sig else
                _signal_name(-exitcode) if exitcode is not None and exitcode < 0 else None)
     fqdn = fl.get("host")
@@ -390,8 +390,9 @@ def _signal_name(n: int) -> str | None:
 
 
 def _int(m: re.Match | None, group: int) -> int | None:
-    """A regex group as an int, None where it did not match."""
-    return int(m.group(group)) if m and m.group(group) else None
+    """A regex group as an int, None where it did not match or does not fit 32 bits (ranks, pids, exit codes)."""
+    n = int(m.group(group)) if m and m.group(group) else None
+    return n if n is not None and -(2**31) <= n < 2**31 else None
 
 
 def _is_ip(host: str) -> bool:

@@ -12,11 +12,9 @@ train_iters.
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed
+from clusterlab.collectors._base import Context, Parsed, search
 from clusterlab.collectors._steplog import (
     NUM,
     checkpoint_ops,
@@ -55,12 +53,12 @@ PATTERN = "|".join([
     r"[A-Z] capacity: .* with [\d.]+ ?GiB memory",
 ])
 
-_HEAD = re.compile(rb"\[titan\] \d{4}-|- root - INFO - (?:\x1b\[[0-9;]*m)?step: *\d|torchtitan version")
+_HEAD = r"\[titan\] \d{4}-|- root - INFO - (?:\x1b\[[0-9;]*m)?step: *\d|torchtitan version"
 
 
 def sniff(head: bytes, path: str) -> bool:
     """A torchtitan log: `[titan]` log lines or its step lines."""
-    return _HEAD.search(head) is not None
+    return search(head, _HEAD)
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from clusterlab import Lab
 from clusterlab.cli import main
+from conftest import SAMPLES
 
 GOOD = ("2026-11-24T08:00:{s:02d},000000+00:00 NVRM: Xid (PCI:0000:5d:00): 79, pid=1234, name=python, "
         "GPU has fallen off the bus.\n")
@@ -54,14 +55,64 @@ def test_random_bytes_named_in_one_line(db_with_good: Path, tmp_path: Path) -> N
     assert event_count(db_with_good) == 3
 
 
-def test_truncated_gzip_rolls_back_and_says_so(db_with_good: Path, tmp_path: Path) -> None:
+def test_truncated_gzip_keeps_what_is_readable_and_names_the_last_good_line(db_with_good: Path,
+                                                                         tmp_path: Path) -> None:
     whole = gzip.compress(good_lines(50_000).encode(), mtime=0)
     bad = tmp_path / "dmesg.log.gz"
     bad.write_bytes(whole[: len(whole) // 2])
     code, errors = ingest(db_with_good, bad)
-    assert code == 2
-    assert len(errors) == 1 and "dmesg.log.gz" in errors[0] and "gzip" in errors[0]
-    assert event_count(db_with_good) == 3  # nothing of the truncated file, nothing lost
+    assert code == 2 and len(errors) == 1, errors
+    where, _, why = errors[0].removeprefix("error: ").partition(": ")
+    name, _, last = where.partition(":")
+    assert name == "dmesg.log.gz" and "gzip" in why and int(last) > 20_000
+    with Lab(db_with_good) as lab:
+        lines = lab.sql("SELECT line FROM events WHERE file_id = 2 ORDER BY line")["line"].to_list()
+    assert lines == list(range(1, int(last) + 1))  # every line before the damage, and the good file kept
+
+
+def test_gzip_with_a_garbage_body_in_a_directory_is_named(db_with_good: Path, tmp_path: Path) -> None:
+    d = tmp_path / "evidence"
+    d.mkdir()
+    (d / "dmesg.log").write_text(good_lines(2))
+    (d / "kern.log.gz").write_bytes(gzip.compress(b"x", mtime=0)[:10] + bytes(range(256)) * 8)
+    code, errors = ingest(db_with_good, d)
+    assert code == 2 and len(errors) == 1 and "evidence/kern.log.gz" in errors[0] and "gzip" in errors[0], errors
+    assert event_count(db_with_good) == 5
+
+
+def test_raw_dmesg_without_boot_time_stores_nothing_until_a_boot_time_is_put_beside_it(tmp_path: Path) -> None:
+    node = tmp_path / "bundle" / "nodes" / "gpu-021"
+    node.mkdir(parents=True)
+    (node / "dmesg").write_bytes((SAMPLES / "kernel" / "dmesg_raw_no_boot.log").read_bytes())
+    db = tmp_path / "raw.duckdb"
+    code, errors = ingest(db, tmp_path / "bundle")
+    assert code == 2 and len(errors) == 1, errors
+    assert errors[0].startswith("error: bundle/nodes/gpu-021/dmesg:1: ") and "boot_time" in errors[0]
+    assert event_count(db) == 0
+    (node / "boot_time").write_text("2026-11-25T06:00:00Z\n")
+    assert ingest(db, tmp_path / "bundle") == (0, [])
+    with Lab(db) as lab:
+        ev = lab.sql("SELECT count(*) AS n, count(ts) AS stamped FROM events")
+    assert ev["n"][0] > 0 and ev["stamped"][0] == ev["n"][0]
+
+
+def test_empty_directory_says_no_evidence_was_found(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, errors = ingest(tmp_path / "e.duckdb", empty)
+    assert code == 2 and len(errors) == 1 and "no evidence files found" in errors[0], errors
+    with Lab(tmp_path / "e.duckdb") as lab:
+        assert any("no evidence files found" in p for p in lab.ingest(empty).problems)
+
+
+def test_one_out_of_range_rank_costs_one_named_line(tmp_path: Path) -> None:
+    rec = '{{"ts": "2026-11-24T08:00:0{i}Z", "rank": {rank}, "host": "east-003", "step": {i}, "step_s": 1.0}}\n'
+    log = tmp_path / "rank-3.jsonl"
+    log.write_text("".join(rec.format(i=i, rank=3000000000 if i == 2 else 3) for i in range(1, 5)))
+    code, errors = ingest(tmp_path / "s.duckdb", log)
+    assert code == 2 and len(errors) == 1 and errors[0].startswith("error: rank-3.jsonl:2: "), errors
+    with Lab(tmp_path / "s.duckdb") as lab:
+        assert lab.sql("SELECT step FROM rank_steps ORDER BY step")["step"].to_list() == [1, 3, 4]
 
 
 def test_ten_megabyte_line_is_skipped_with_its_line_number(db_with_good: Path, tmp_path: Path) -> None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
@@ -54,3 +58,186 @@ def test_demo_runs_on_the_embedded_samples(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output + res.stderr
     assert "# runs" in res.output and "llama8b-pretrain" in res.output
     assert (tmp_path / "demo" / "clusterlab.duckdb").exists()
+    assert (tmp_path / "demo" / ".clusterlab-generated").is_file()  # a later demo may replace it
+
+
+def test_db_and_json_are_accepted_before_and_after_the_command(tmp_path: Path, bundle_db: Path) -> None:
+    runner = CliRunner()
+    db = tmp_path / "after.duckdb"
+    res = runner.invoke(main, ["ingest", str(SAMPLES / "bundle" / "runs" / "ds1b-ablation"), "--db", str(db), "--json"])
+    assert res.exit_code == 0, res.output
+    assert db.exists() and json.loads(res.stdout)["files"] > 0
+    after = runner.invoke(main, ["runs", "--db", str(bundle_db), "--json"])
+    before = runner.invoke(main, ["--db", str(bundle_db), "--json", "runs"])
+    assert after.exit_code == before.exit_code == 0, after.output + before.output
+    assert json.loads(after.stdout) == json.loads(before.stdout) and json.loads(after.stdout)
+    res = runner.invoke(main, ["--db", str(bundle_db), "--json", "annotate", "x:1:end"])
+    assert res.exit_code == 2 and res.stderr.strip() == "error: annotate has no --json output"
+
+
+@pytest.mark.parametrize("args", [["runs"], ["events"], ["incidents"], ["hosts"], ["attribute", "--run", "r"],
+                                  ["annotate", "r:1:end", "--note", "n"], ["scorecard", "--week", "2026-W48"],
+                                  ["report", "r:1:end"], ["relaunch", "--run", "r"],
+                                  ["relaunch", "--run", "r", "--execute"]])
+def test_a_reading_command_refuses_a_missing_database_and_creates_none(tmp_path: Path, args: list[str]) -> None:
+    db = tmp_path / "typo.duckdb"
+    for argv in (["--db", str(db), *args], [*args, "--db", str(db)]):
+        res = CliRunner().invoke(main, argv)
+        assert res.exit_code == 2, (argv, res.output)
+        why = "no such database (check --db; `clusterlab ingest` creates one)"
+        assert res.stderr.splitlines() == [f"error: {db}: {why}"]
+        assert not db.exists()
+
+
+@pytest.mark.parametrize("content", [b"", b"run,host\nr,h\n" * 20])
+def test_a_file_that_is_not_a_duckdb_database_is_one_line_and_exit_2(tmp_path: Path, content: bytes) -> None:
+    db = tmp_path / "notes.csv"
+    db.write_bytes(content)
+    for args in (["runs"], ["ingest", str(SAMPLES / "bundle" / "inventory.toml")], ["scorecard", "--week", "2026-W48"]):
+        res = CliRunner().invoke(main, ["--db", str(db), *args])
+        assert res.exit_code == 2, res.output
+        assert len(res.stderr.splitlines()) == 1 and "not a DuckDB database" in res.stderr
+    assert db.read_bytes() == content
+
+
+def test_a_database_another_process_holds_is_one_line_naming_its_pid(tmp_path: Path) -> None:
+    db = tmp_path / "held.duckdb"
+    log = str(SAMPLES / "kernel" / "dmesg_iso.log")
+    assert CliRunner().invoke(main, ["--db", str(db), "ingest", "--host", "h1", log]).exit_code == 0
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time\ncon = duckdb.connect(sys.argv[1])\n"
+                               "print('held', flush=True)\ntime.sleep(60)", str(db)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for args in (["runs"], ["ingest", "--host", "h1", log]):
+            res = CliRunner().invoke(main, ["--db", str(db), *args])
+            assert res.exit_code == 2, res.output
+            assert res.stderr.splitlines() == [f"error: {db}: another clusterlab is writing to this database "
+                                               f"(pid {holder.pid})"]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_events_refuses_an_unknown_mode_and_lists_the_known_ones(bundle_db: Path) -> None:
+    res = CliRunner().invoke(main, ["--db", str(bundle_db), "events", "--mode", "bogus"])
+    assert res.exit_code == 2 and len(res.stderr.splitlines()) == 1
+    assert "bogus" in res.stderr and "gpu_fell_off_bus" in res.stderr and "nccl_timeout" in res.stderr
+
+
+def test_events_says_how_many_rows_it_left_out(bundle_db: Path) -> None:
+    with Lab(bundle_db, read_only=True) as lab:
+        total = lab.events().height
+    assert total > 50
+    res = CliRunner().invoke(main, ["--db", str(bundle_db), "events"])
+    assert res.exit_code == 0 and f"50 of {total} shown (--limit N, or --json for all)" in res.stdout
+    res = CliRunner().invoke(main, ["--db", str(bundle_db), "events", "--limit", "7"])
+    lines = res.stdout.splitlines()
+    assert len(lines) == 2 + 7 + 1 and lines[-1] == f"7 of {total} shown (--limit N, or --json for all)"
+    res = CliRunner().invoke(main, ["--db", str(bundle_db), "events", "--limit", str(total)])
+    assert "shown" not in res.stdout.splitlines()[-1]
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_tables_fit_the_terminal_and_never_cut_an_incident_id(bundle_db: Path, columns: int) -> None:
+    with Lab(bundle_db, read_only=True) as lab:
+        ids = lab.incidents()["incident_id"].to_list()
+    for args in (["incidents"], ["events"], ["hosts"], ["runs"], ["attribute", "--run", "llama8b-pretrain"]):
+        res = CliRunner().invoke(main, ["--db", str(bundle_db), *args], env={"COLUMNS": str(columns)})
+        assert res.exit_code == 0, res.output
+        lines = [ln for ln in res.stdout.splitlines() if not ln.startswith(("note: ", "llama8b-pretrain: "))]
+        assert max(map(len, lines)) <= columns, (args, [ln for ln in lines if len(ln) > columns])
+        if args == ["incidents"]:
+            assert all(any(ln.startswith(i + " ") for ln in lines) for i in ids), res.stdout
+    res = CliRunner().invoke(main, ["--db", str(bundle_db), "events", "--kind", "xid"], env={"COLUMNS": "160"})
+    assert "…" in res.stdout and "not shown" not in res.stdout  # the text column is cut, no column dropped
+
+
+def test_incidents_are_sorted_costliest_first(bundle_db: Path) -> None:
+    doc = json.loads(CliRunner().invoke(main, ["--db", str(bundle_db), "incidents", "--json"]).stdout)
+    lost = [i["gpu_hours_lost"] for i in doc]
+    known = [x for x in lost if x is not None]
+    assert len(known) > 3 and known == sorted(known, reverse=True) and lost[: len(known)] == known
+
+
+def test_hosts_lists_the_costliest_hosts_with_their_incident_history(bundle_db: Path) -> None:
+    res = CliRunner().invoke(main, ["--db", str(bundle_db), "hosts", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    with Lab(bundle_db, read_only=True) as lab:
+        incidents = lab.incidents()
+        assert [h["host"] for h in doc] == lab.hosts()["host"].to_list()
+    top = doc[0]
+    mine = incidents.filter(pl.col("host") == top["host"])
+    assert top["gpu_hours_lost"] == pytest.approx(mine["gpu_hours_lost"].sum())
+    assert top["incidents"] == mine.height and top["failure_modes"] == mine["failure_mode"][0]
+    assert [h["gpu_hours_lost"] for h in doc] == sorted((h["gpu_hours_lost"] for h in doc), reverse=True)
+    assert {"cluster", "provider", "runs", "usd_lost", "first_incident", "last_incident"} <= set(top)
+    empty = CliRunner().invoke(main, ["--db", str(bundle_db), "hosts", "--week", "2026-W40", "--json"])
+    assert json.loads(empty.stdout) == []
+    bad = CliRunner().invoke(main, ["--db", str(bundle_db), "hosts", "--week", "soon"])
+    assert bad.exit_code == 2 and len(bad.stderr.splitlines()) == 1 and "2026-W48" in bad.stderr
+
+
+def test_costliest_hosts_counts_repeats_and_keeps_unknown_cost_unknown() -> None:
+    from clusterlab.hosts import costliest_hosts
+
+    t = dt.datetime(2026, 11, 24, 8)
+    inc = pl.DataFrame({"incident_id": ["a:1:end", "a:2:end", "b:1:end", "c:1:end", "d:1:end"],
+                        "run": ["a", "a", "b", "c", "d"], "host": ["h1", "h1", "h1", "h2", None],
+                        "cluster": ["c1"] * 5, "provider": ["p"] * 5,
+                        "failure_mode": ["network", "gpu_fell_off_bus", "network", "nccl_timeout", "network"],
+                        "gpu_hours_lost": [1.0, 2.0, 0.5, None, 9.0], "usd_lost": [2.0, 4.0, 1.0, None, 18.0],
+                        "root_ts": [t, t + dt.timedelta(days=1), t + dt.timedelta(days=9), t, t]})
+    out = costliest_hosts(inc).to_dicts()
+    assert [h["host"] for h in out] == ["h1", "h2"]
+    assert (out[0]["incidents"], out[0]["runs"], out[0]["gpu_hours_lost"]) == (3, 2, 3.5)
+    assert out[0]["failure_modes"] == "network x2, gpu_fell_off_bus"
+    assert out[0]["last_incident"] == t + dt.timedelta(days=9) and out[1]["gpu_hours_lost"] is None
+    week = costliest_hosts(inc, "2026-W48").to_dicts()
+    assert week[0]["incidents"] == 2 and week[0]["gpu_hours_lost"] == 3.0
+
+
+def test_scorecard_without_out_prints_a_summary_and_where_it_wrote(bundle_db: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["--db", str(bundle_db), "scorecard", "--week", "2026-W48"])
+    assert res.exit_code == 0, res.output
+    assert "<" not in res.stdout and len(res.stdout) < 2000
+    assert res.stdout.startswith("scorecard 2026-W48: 2 provider(s)") and "1. " in res.stdout and "score" in res.stdout
+    written = tmp_path / "clusterlab-reports" / "scorecard-2026-W48.html"
+    assert written.read_text().startswith("<!DOCTYPE html>")
+    assert f"wrote {written.relative_to(tmp_path)} (the default --out)" in res.stdout
+    res = CliRunner().invoke(main, ["--db", str(bundle_db), "scorecard", "--week", "2026-W48", "--out", "-"])
+    assert res.stdout.startswith("<!DOCTYPE html>")
+
+
+SMALL_SIM = ["--providers", "1", "--clusters-per-provider", "1", "--nodes-per-cluster", "2", "--days", "0.05"]
+
+
+def test_simulate_refuses_a_folder_it_did_not_make_unless_forced(tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("years of work")
+    res = CliRunner().invoke(main, ["simulate", "--out", str(out), *SMALL_SIM])
+    assert res.exit_code == 2 and len(res.stderr.splitlines()) == 1 and "--force" in res.stderr
+    assert (out / "thesis.tex").read_text() == "years of work"
+    for args in ([], []):  # a folder simulate made is its own to replace, twice over
+        res = CliRunner().invoke(main, ["simulate", "--out", str(tmp_path / "sim"), *SMALL_SIM, *args])
+        assert res.exit_code == 0, res.output
+        assert (tmp_path / "sim" / ".clusterlab-generated").is_file()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert CliRunner().invoke(main, ["simulate", "--out", str(empty), *SMALL_SIM]).exit_code == 0
+    res = CliRunner().invoke(main, ["simulate", "--out", str(out), *SMALL_SIM, "--force"])
+    assert res.exit_code == 0 and not (out / "thesis.tex").exists()
+
+
+def test_demo_refuses_a_folder_it_did_not_make(tmp_path: Path) -> None:
+    out = tmp_path / "notes"
+    out.mkdir()
+    (out / "keep.md").write_text("mine")
+    res = CliRunner().invoke(main, ["demo", "--out", str(out)])
+    assert res.exit_code == 2 and len(res.stderr.splitlines()) == 1 and "not made by clusterlab" in res.stderr
+    assert (out / "keep.md").read_text() == "mine"
+    res = CliRunner().invoke(main, ["demo", "--out", str(tmp_path)], catch_exceptions=False)
+    assert res.exit_code == 2 and (out / "keep.md").exists()

@@ -141,3 +141,31 @@ def test_a_batch_boundary_never_cuts_a_failure_summary_or_traceback(monkeypatch)
             m.setattr(torch_dist, "BLOCK_START", None)
             cut[rows] = _events_of(log) != whole
     assert any(cut.values()), "no flush point fell inside a block: the test proves nothing"
+
+
+def _all_rows(lab: Lab) -> dict[str, list[tuple]]:
+    """Every evidence row of the store, without the file id (a clean and an appended read number files alike)."""
+    return {t: lab.sql(f"SELECT * EXCLUDE (file_id) FROM {t} ORDER BY ALL").rows() for t in TABLE_COLUMNS}
+
+
+def test_line_appended_without_a_time_gets_the_time_a_clean_ingest_gives(tmp_path: Path) -> None:
+    src = SAMPLES / "bundle" / "runs" / "llama8b-pretrain" / "attempt-2" / "train.log"
+    grown = tmp_path / "grown" / "runs" / "llama8b-pretrain" / "attempt-2" / "train.log"
+    clean = tmp_path / "clean" / "runs" / "llama8b-pretrain" / "attempt-2" / "train.log"
+    for p in (grown, clean):
+        p.parent.mkdir(parents=True)
+    grown.write_bytes(src.read_bytes())
+    warn = ("east-001:68267:68301 [0] transport/net_ib.cc:1190 NCCL WARN NET/IB : Got completion from peer "
+            "10.10.0.5<50021> with status=12 opcode=0 len=0 vendor err 129 (Send)\n")
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path / "grown")
+        with grown.open("a") as f:
+            f.write(warn)
+        assert [f.status for f in lab.ingest(tmp_path / "grown").files] == ["appended"]
+        appended = _all_rows(lab)
+    clean.write_bytes(grown.read_bytes())
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path / "clean")
+        assert _all_rows(lab) == appended
+        last = lab.sql("SELECT ts FROM events WHERE kind = 'ib_completion_error' ORDER BY line DESC LIMIT 1")
+        assert last["ts"][0] is not None

@@ -24,13 +24,15 @@ DEFAULT_OUT = Path("clusterlab-reports")  # where `scorecard` writes without --o
 
 def _open(ctx: click.Context) -> Lab:
     """The parent group's database, read-only when it exists (reports never write)."""
+    from clusterlab.cli import fail, open_error  # NOTE: here, not at the top: clusterlab.cli imports this module
+
     path = (ctx.obj or {}).get("db") or db_path(None)
     if path != ":memory:" and not Path(path).exists():
-        raise click.ClickException(f"{path}: no such database (clusterlab ingest creates it)")
+        fail(f"{path}: no such database (clusterlab ingest creates it)")
     try:
         return Lab(path, read_only=True)
-    except Exception as e:  # a locked or foreign file: say so in one line
-        raise click.ClickException(f"{path}: cannot open database: {e}") from None
+    except Exception as e:  # a locked or foreign file: one line, exit 2, as every other command
+        fail(open_error(path, e))
 
 
 def _emit(doc) -> None:

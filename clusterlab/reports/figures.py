@@ -72,7 +72,7 @@ def failure_modes(frame: pl.DataFrame):
 def waterfall(a):
     """A run's ledger waterfall (steady → effective MFU), from `clusterlab.plots`."""
     fig = _figure(8, 3.2)
-    plots.ledger_waterfall(a, ax=fig.subplots())
+    plots.ledger_waterfall(a.ledger, a.steady_mfu, a.gpu_hours, a.run, ax=fig.subplots())
     return fig
 
 

@@ -9,8 +9,29 @@ import shutil
 from pathlib import Path
 from typing import IO
 
+MARKER = ".clusterlab-generated"  # in every folder `simulate --out` and `demo --out` make: ours to replace
 GZIP_LEVEL = 4  # a quarter the time of level 9 for about 10 % more bytes: the corpus is meant to be big
 BLOCK = 1 << 20  # bytes buffered before a write
+
+
+class OutDirError(ValueError):
+    """An output folder clusterlab must not replace (one line saying why)."""
+
+
+def check_out_dir(root: Path, force: bool = False) -> None:
+    """Refuse an output folder that holds files clusterlab did not write, unless `force` (OutDirError)."""
+    if root.exists() and not root.is_dir():
+        raise OutDirError(f"{root}: exists and is not a directory")
+    here = Path.cwd().resolve()
+    if root.resolve() in (here, *here.parents, Path.home().resolve()):
+        raise OutDirError(f"{root}: refusing to replace the current, a parent or the home directory")
+    if not force and root.is_dir() and not (root / MARKER).is_file() and any(root.iterdir()):
+        raise OutDirError(f"{root}: not empty and not made by clusterlab; it would be deleted (--force to replace it)")
+
+
+def mark_out_dir(root: Path) -> None:
+    """Mark a folder as made by clusterlab, so that a later --out may replace it."""
+    (root / MARKER).write_text("made by clusterlab: `clusterlab simulate/demo --out` may replace this folder\n")
 
 
 class Out:

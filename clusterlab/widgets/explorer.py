@@ -274,7 +274,10 @@ class Explorer(w.VBox):
         inc = frames.overlapping(d.incidents, "root_ts", "exit_ts", since, until)
         self.incidents_frame = frames.incident_view(inc)
         self.summary.value = self._summary(run, d)
-        self.ledger_image.value = png(lambda ax: plots.ledger_waterfall(a, ax=ax), (6, 3.6)) if a else b""
+        def waterfall(ax):
+            return plots.ledger_waterfall(a.ledger, a.steady_mfu, a.gpu_hours, a.run, ax=ax)
+
+        self.ledger_image.value = png(waterfall, (6, 3.6)) if a else b""
         win = (since, until) if since is not None else None
         self.timeline_image.value = png(
             lambda ax: plots.run_timeline(d.attempts, inc, d.checkpoints, ax=ax, window=win),
