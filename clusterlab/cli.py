@@ -52,6 +52,9 @@ def emit_json(doc) -> None:
     click.echo(json.dumps(doc, default=_jsonable, indent=2))
 
 
+SKIPPED_SHOWN = 20  # files a directory walk skipped, named one a line before the rest are counted
+
+
 def fail(message: str) -> NoReturn:
     """One line on stderr, exit status 2."""
     click.echo(f"error: {message}", err=True)
@@ -259,6 +262,10 @@ def run_ingest(lab: Lab, paths, inventory, run, host, year, as_json: bool) -> in
         unparsed = sum(f.unparsed for f in summary.files)
         if unparsed:
             click.echo(f"lines matched but not understood: {unparsed}")
+        for why in summary.skipped[:SKIPPED_SHOWN]:
+            click.echo(f"skipped {why}")
+        if len(summary.skipped) > SKIPPED_SHOWN:
+            click.echo(f"skipped {len(summary.skipped) - SKIPPED_SHOWN} more files (--json lists them all)")
     for m in summary.problems:
         click.echo(f"error: {m}", err=True)
     return EXIT_BAD_INPUT if summary.problems else 0
@@ -353,6 +360,18 @@ def hosts_cmd(ctx, week, as_json):
         except ValueError as e:
             fail(str(e))
     emit_json(records(frame)) if as_json else print_frame(frame)
+
+
+@main.command("unmatched")
+@click.option("--run", help="Only lines of this run's logs.")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Templates to show.")
+@json_option
+@click.pass_context
+def unmatched_cmd(ctx, run, limit, as_json):
+    """Trouble-looking lines no rule understood, grouped by template (numbers, hosts, paths masked), commonest first."""
+    with _open(ctx, read_only=True) as lab:
+        frame = lab.unmatched(run=run, limit=limit)
+    emit_json(records(frame)) if as_json else print_frame(frame.select("lines", "files", "template", "file", "line"))
 
 
 def _print_attribution(a) -> None:

@@ -12,13 +12,17 @@ from types import ModuleType
 import duckdb
 import polars as pl
 
-from clusterlab import attempts, bundle, inventory
+from clusterlab import attempts, bundle, inventory, store
 from clusterlab.collectors import all_collectors
 from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed
 from clusterlab.reader import InputError, ReadState, content_hash, iter_batches, read_head_checked
 from clusterlab.store import evidence_schema
 
 FLUSH_ROWS = 200_000  # matched lines buffered per collector before parse()
+UNMATCHED_PER_FILE = 10_000  # trouble-looking lines no rule matched, kept per file for `clusterlab unmatched`
+# What trouble looks like in a line no rule matched: worth a look, by template (Drain-style), in `unmatched`
+TROUBLE = (r"(?i)\b(?:error|errors|fatal|fail|failed|failure|traceback|exception|warn|warning|timeout|"
+           r"timed out|killed|abort|aborted|panic|segfault|oops|oom|not responding|unreachable|nan)\b")
 BLOCK_LINES = 256  # a multi-line block (traceback, failure summary) starting this near a flush is held back
 CRASH_BUDGET = 32  # collector failures isolated line by line per file before the rest of a batch is given up
 
@@ -30,6 +34,8 @@ class FileResult:
     rows: dict[str, int] = field(default_factory=dict)
     unparsed: int = 0
     other_lines: int = 0
+    unmatched: int = 0  # of those, kept in unmatched_lines (they look like trouble)
+    skipped_why: str | None = None  # a file of a directory walk that is no evidence: why (not a problem)
     messages: list[str] = field(default_factory=list)  # one line each, "path[:line]: what"
 
 
@@ -72,7 +78,13 @@ class IngestSummary:
             "inventory": self.inventory,
             "runs": self.runs,
             "problems": self.problems,
+            "skipped": self.skipped,
         }
+
+    @property
+    def skipped(self) -> list[str]:
+        """Each file a directory walk skipped, and why ("no collector recognises this content (...)")."""
+        return [f.skipped_why for f in self.files if f.status == "skipped" and f.skipped_why]
 
 
 def ingest(
@@ -208,7 +220,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, task: bundle.FileTask, ctx: Cont
                 # NOTE: an open last line may have been completed since: re-read it from its start.
                 skip, first = (prev[6], prev[4]) if prev[5] else (prev[3], prev[4] + 1)
                 if prev[5]:
-                    for t in TABLE_COLUMNS:
+                    for t in store.FILE_TABLES:
                         con.execute(f"DELETE FROM {t} WHERE file_id = ? AND line >= ?", [file_id, first])
                 res.status = "appended"
             else:
@@ -248,7 +260,10 @@ def ingest_file(con: duckdb.DuckDBPyConnection, task: bundle.FileTask, ctx: Cont
 def _fail(res: FileResult, message: str, explicit: bool) -> FileResult:
     # Inside a directory walk, files that are not evidence (READMEs, scripts) are expected.
     res.status = "error" if explicit else "skipped"
-    res.messages.append(message) if explicit else None
+    if explicit:
+        res.messages.append(message)
+    else:
+        res.skipped_why = message
     return res
 
 
@@ -263,7 +278,7 @@ def _describe(head: bytes) -> str:
 
 
 def _delete_file(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
-    for t in TABLE_COLUMNS:
+    for t in store.FILE_TABLES:
         con.execute(f"DELETE FROM {t} WHERE file_id = ?", [file_id])
     con.execute("DELETE FROM ingested_files WHERE file_id = ?", [file_id])
 
@@ -357,6 +372,8 @@ def _parse_into(con, task, ctx, chosen, file_id, skip, first, state, res, clock=
     for frame in iter_batches(task.path, task.display, skip, first, state):
         matched = frame if combined is None else frame.filter(pl.col("text").str.contains(combined))
         res.other_lines += frame.height - matched.height
+        if combined is not None and frame.height > matched.height:
+            _keep_unmatched(con, frame.filter(~pl.col("text").str.contains(combined)), ctx, file_id, res)
         for c in chosen:
             sel = matched if c.PATTERN is None or len(chosen) == 1 else matched.filter(
                 pl.col("text").str.contains(c.PATTERN))
@@ -366,6 +383,26 @@ def _parse_into(con, task, ctx, chosen, file_id, skip, first, state, res, clock=
         if pending_rows >= FLUSH_ROWS:
             flush(final=False)
     flush(final=True)
+
+
+def _keep_unmatched(con, other: pl.DataFrame, ctx: Context, file_id: int, res: FileResult) -> None:
+    """Store the lines no rule matched that look like trouble, up to UNMATCHED_PER_FILE a file (one filter
+    over the whole batch; the rest of the noise is only counted)."""
+    room = UNMATCHED_PER_FILE - res.unmatched
+    if room <= 0:
+        return
+    trouble = other.filter(pl.col("text").str.contains(TROUBLE)).head(room)
+    if not trouble.height:
+        return
+    res.unmatched += trouble.height
+    rows = trouble.select(file_id=pl.lit(file_id, pl.Int64), run=pl.lit(ctx.run, pl.String),
+                          attempt=pl.lit(ctx.attempt, pl.Int32), host=pl.lit(ctx.host, pl.String),
+                          line=pl.col("line").cast(pl.Int64), text=pl.col("text").str.slice(0, 2000))
+    con.register("_unmatched", rows.to_arrow())
+    try:
+        con.execute("INSERT INTO unmatched_lines BY NAME SELECT * FROM _unmatched")
+    finally:
+        con.unregister("_unmatched")
 
 
 def _hold_open_block(batch: pl.DataFrame, block_start: str | None) -> tuple[pl.DataFrame, pl.DataFrame | None]:

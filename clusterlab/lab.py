@@ -135,6 +135,12 @@ class Lab:
         out = pl.concat(frames, how="diagonal_relaxed")
         return out.select([c for c in attribution.INCIDENT_COLUMNS if c in out.columns]).sort("root_ts", "incident_id")
 
+    def unmatched(self, run: str | None = None, limit: int | None = 50) -> pl.DataFrame:
+        """Trouble-looking lines no rule matched, by template, commonest first (`clusterlab.unmatched`)."""
+        from clusterlab.unmatched import unmatched
+
+        return unmatched(self.con, run, limit)
+
     def hosts(self, week: str | None = None) -> pl.DataFrame:
         """The costliest hosts across runs (of an ISO week, `2026-W48`), with their incident history."""
         from clusterlab.hosts import costliest_hosts

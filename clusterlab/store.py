@@ -95,8 +95,15 @@ _V5 = [
         WHERE result NOT IN ('failed', 'refused', 'repeat') GROUP BY incident_id""",
 ]
 
+# Lines that look like trouble (error, fatal, Traceback, timeout, ...) but that no collector's rule matched,
+# kept (up to UNMATCHED_PER_FILE a file) so that `clusterlab unmatched` can show what was not understood.
+_V6 = ["""CREATE TABLE unmatched_lines (file_id BIGINT, run VARCHAR, attempt INTEGER, host VARCHAR, line BIGINT,
+        text VARCHAR)"""]
+
 # Index i holds the statements that take a database from version i to version i + 1.
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6]
+# tables whose rows belong to one ingested file (deleted with it, cut when it is re-read from a line)
+FILE_TABLES = [*TABLE_COLUMNS, "unmatched_lines"]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

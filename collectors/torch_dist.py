@@ -314,8 +314,11 @@ def _child_row(e: dict, exc: dict | None, ctx: Context) -> dict:
     fqdn = fl.get("host")
     host = fqdn if not fqdn or fqdn in ctx.known_hosts or _is_ip(fqdn) else fqdn.split(".")[0]
     message = exc["exc_msg"] if exc else (None if tb in ("", "<N/A>") or tb.startswith("Traceback") else tb)
+    # NOTE: the error itself leads the text ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate
+    # ..."): it is what an incident's evidence must show, not the summary's header fields
+    said = ": ".join(x for x in (exc["exc_type"] if exc else None, message) if x)
     return {
-        "line": e["line"], "text": " | ".join(e["lines"]), "time": fl.get("time"), "host": host, "rank": _int(rank, 1),
+        "line": e["line"], "text": " | ".join([said, *e["lines"]] if said else e["lines"]), "time": fl.get("time"), "host": host, "rank": _int(rank, 1),
         "severity": "critical" if e["root"] == "root" else "error",
         "root_cause": e["root"] == "root" if e["root"] else None, "local_rank": _int(rank, 2),
         "exitcode": exitcode, "signal": signame, "pid": _int(code, 2), "fqdn": fqdn if fqdn != host else None,

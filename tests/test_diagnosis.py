@@ -240,3 +240,10 @@ def test_a_lost_checkpoint_shows_the_line_that_claimed_the_save_and_the_older_lo
         assert ev["kind"].to_list() == ["checkpoint_saved", "checkpoint_loaded"]
         assert all(f.endswith("train.log") for f in ev["file"]) and ev["line"].null_count() == 0
         assert "step 100" in ev["text"][0] and "loaded step 50" in ev["text"][1]
+
+
+def test_a_cuda_oom_incident_shows_the_out_of_memory_line_first(bundle_lab: Lab) -> None:
+    inc = bundle_lab.incidents("mm7b-sft").filter(pl.col("failure_mode") == "cuda_oom").row(0, named=True)
+    first = bundle_lab.evidence(inc["incident_id"]).row(0, named=True)
+    assert first["text"].startswith("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 11.25 GiB")
+    assert first["host"] == "bor-001" and first["rank"] == 5

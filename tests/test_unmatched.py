@@ -1,0 +1,74 @@
+"""`clusterlab unmatched`: trouble-looking lines no rule matched, grouped by template, never dropped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from clusterlab import Lab
+from clusterlab.cli import main
+
+KERNEL = """\
+2026-11-24T08:00:01,000000+00:00 NVRM: Xid (PCI:0000:5d:00): 79, pid=79892, name=python, GPU has fallen off the bus.
+2026-11-24T08:00:02,000000+00:00 acmefw: controller 3 reported error 0x1f on port 17
+2026-11-24T08:00:03,000000+00:00 acmefw: controller 12 reported error 0x2a on port 4
+2026-11-24T08:00:04,000000+00:00 systemd[1]: Started Session 12 of user root.
+2026-11-24T08:00:05,000000+00:00 acmefw: link partner east-007 unreachable, retry 3
+"""
+
+
+def _bundle(tmp_path: Path) -> Path:
+    node = tmp_path / "nodes" / "east-003"
+    node.mkdir(parents=True)
+    (node / "dmesg").write_text(KERNEL)
+    return tmp_path
+
+
+def test_an_unknown_error_is_listed_by_template_with_its_file_and_line(tmp_path: Path) -> None:
+    with Lab(":memory:") as lab:
+        lab.ingest(_bundle(tmp_path))
+        u = lab.unmatched()
+    rows = {r["template"]: r for r in u.iter_rows(named=True)}
+    # the two controller errors differ in numbers only: one template, two lines, the first as example
+    ctrl = next(r for t, r in rows.items() if "reported error" in t)
+    assert ctrl["lines"] == 2 and ctrl["line"] == 2 and ctrl["file"].endswith("nodes/east-003/dmesg")
+    assert "<NUM>" in ctrl["template"] and "<HEX>" in ctrl["template"] and "0x1f" in ctrl["example"]
+    assert any("unreachable" in t for t in rows)
+    # what a rule understood (the Xid) and what is no trouble (systemd) are not listed
+    assert not any("Xid" in t or "Started Session" in t for t in rows)
+
+
+def test_reingesting_is_a_no_op_and_a_grown_log_adds_only_its_new_lines(tmp_path: Path) -> None:
+    root = _bundle(tmp_path)
+    with Lab(":memory:") as lab:
+        lab.ingest(root)
+        lab.ingest(root)
+        assert lab.unmatched()["lines"].sum() == 3
+        with open(root / "nodes" / "east-003" / "dmesg", "a") as f:
+            f.write("2026-11-24T08:00:09,000000+00:00 acmefw: controller 5 reported error 0x11 on port 2\n")
+        lab.ingest(root)
+        assert lab.unmatched()["lines"].sum() == 4
+
+
+def test_the_command_prints_templates_and_json(tmp_path: Path) -> None:
+    db = tmp_path / "u.duckdb"
+    runner = CliRunner()
+    assert runner.invoke(main, ["--db", str(db), "ingest", str(_bundle(tmp_path / "b"))]).exit_code == 0
+    res = runner.invoke(main, ["unmatched", "--db", str(db), "--json"])
+    assert res.exit_code == 0, res.output
+    assert '"template"' in res.output and "reported error" in res.output
+
+
+def test_ingest_names_every_file_it_skipped_and_why(tmp_path: Path) -> None:
+    root = _bundle(tmp_path)
+    (root / "README.txt").write_text("notes about this bundle\n")
+    (root / "core.bin").write_bytes(b"\x00\x01\x02\x7fELF" * 100)
+    with Lab(":memory:") as lab:
+        summary = lab.ingest(root)
+    assert summary.problems == []  # files that are no evidence are no error in a directory walk
+    why = sorted(summary.skipped, key=lambda w: "README" in w)
+    assert why[0].endswith("core.bin: no collector recognises this content (binary data)"), why
+    assert why[1].endswith("README.txt: no collector recognises this content (first line 'notes about this bundle')")
+    res = CliRunner().invoke(main, ["--db", str(tmp_path / "x.duckdb"), "ingest", str(root)])
+    assert res.exit_code == 0 and "skipped " in res.output and "README.txt" in res.output
