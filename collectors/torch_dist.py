@@ -318,7 +318,8 @@ def _child_row(e: dict, exc: dict | None, ctx: Context) -> dict:
     # ..."): it is what an incident's evidence must show, not the summary's header fields
     said = ": ".join(x for x in (exc["exc_type"] if exc else None, message) if x)
     return {
-        "line": e["line"], "text": " | ".join([said, *e["lines"]] if said else e["lines"]), "time": fl.get("time"), "host": host, "rank": _int(rank, 1),
+        "line": e["line"], "text": " | ".join([said, *e["lines"]] if said else e["lines"]), "time": fl.get("time"),
+        "host": host, "rank": _int(rank, 1),
         "severity": "critical" if e["root"] == "root" else "error",
         "root_cause": e["root"] == "root" if e["root"] else None, "local_rank": _int(rank, 2),
         "exitcode": exitcode, "signal": signame, "pid": _int(code, 2), "fqdn": fqdn if fqdn != host else None,
