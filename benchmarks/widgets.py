@@ -18,43 +18,10 @@ import statistics
 import time
 
 from clusterlab import Lab, attempts
+from clusterlab.simulator.big_run import write_big_run
 from clusterlab.widgets import Explorer
 
 GOAL_S = 0.3
-T0 = "TIMESTAMP '2026-11-24 08:00:00'"
-
-
-def generate(lab: Lab, run: str, nodes: int, steps: int, n_attempts: int) -> None:
-    """Run `run`: n attempts of 2 s steps (60 s start-up, 16 min between), each ended by an Xid on one node."""
-    ranks, per, con = nodes * 8, steps // n_attempts, lab.con
-    start = f"{T0} + to_seconds(a * ({per} * 2 + 960) + 60"
-    host = f"'{run}-' || lpad(CAST(r // 8 AS VARCHAR), 4, '0')"
-    con.execute("INSERT INTO runs (run, cluster, gpus, tokens_per_step, flops_per_token) "
-                "VALUES (?, 'c', ?, 4194304, 5.8e10)", [run, ranks])
-    fid = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ingested_files").fetchone()[0]
-    con.execute("INSERT INTO ingested_files (file_id, path, run, attempt) VALUES (?, ?, ?, 1)",
-                [fid, f"/bench/{run}", run])
-    con.execute(f"""
-        INSERT INTO rank_steps (file_id, source, run, attempt, line, ts, host, rank, step, step_s, compute_s,
-                                comm_s, data_s, tokens, loss)
-        SELECT {fid}, 'bench', '{run}', a + 1, s * {ranks} + r, {start} + (s - a * {per} + 1) * 2.0), {host}, r, s,
-               2.0, CASE WHEN r // 8 = 7 AND s % {per} BETWEEN 20 AND 40 THEN 1.9 ELSE 1.6 END, 0.35, 0.05, 4096, 2.0
-        FROM (SELECT range AS s, range // {per} AS a FROM range({per * n_attempts})) st, range({ranks}) rk(r)""")
-    con.execute(f"""
-        INSERT INTO checkpoints (file_id, source, run, attempt, line, ts, action, step, duration_s, ok)
-        SELECT {fid}, 'bench', '{run}', a + 1, 0, {start} + (s - a * {per} + 1) * 2.0), 'save', s, 10.0, true
-        FROM (SELECT range AS s, range // {per} AS a FROM range({per * n_attempts})) t WHERE s % 50 = 49""")
-    con.execute(f"""
-        INSERT INTO events (file_id, source, run, attempt, line, ts, host, kind, failure_mode, severity, xid, text)
-        SELECT {fid}, 'kernel', NULL, NULL, a, {start} + {per} * 2.0 + 1),
-               '{run}-' || lpad(CAST((a * 3) % {nodes} AS VARCHAR), 4, '0'), 'xid', 'gpu_fell_off_bus', 'critical',
-               79, 'NVRM: Xid (PCI:0000:5d:00): 79, GPU has fallen off the bus.'
-        FROM range({n_attempts}) t(a)""")
-    con.execute(f"""
-        INSERT INTO events (file_id, source, run, attempt, line, ts, host, kind, failure_mode, severity, rank, text)
-        SELECT {fid}, 'torch', '{run}', a + 1, a * {ranks} + r, {start} + {per} * 2.0 + 600), {host},
-               'watchdog_timeout', 'nccl_timeout', 'error', r, 'Watchdog caught collective operation timeout'
-        FROM range({n_attempts}) t(a), range({ranks}) rk(r)""")
 
 
 def _seconds(action) -> float:
@@ -89,8 +56,8 @@ def main() -> None:
         t = time.perf_counter()
         lab.con.execute("INSERT INTO providers VALUES ('p', 2.0, NULL)")
         lab.con.execute("INSERT INTO clusters (cluster, provider, gpu, gpus_per_node) VALUES ('c', 'p', 'H100-SXM', 8)")
-        generate(lab, "big", args.nodes, args.steps, args.attempts)
-        generate(lab, "small", 2, args.steps, args.attempts)
+        write_big_run(lab, "big", args.nodes * 8, args.steps, args.attempts)
+        write_big_run(lab, "small", 16, args.steps, args.attempts)
         attempts.refresh(lab.con)
         rows = lab.sql("SELECT count(*) AS n FROM rank_steps")["n"][0]
         print(f"generated {rows:,} rank-step rows in {time.perf_counter() - t:.1f} s")
