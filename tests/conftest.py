@@ -15,3 +15,21 @@ def lab() -> Lab:
     """An in-memory store."""
     with Lab(":memory:") as lab:
         yield lab
+
+
+# class -> [classified as labelled?] of each format-variant sample that ran
+VARIANT_RESULTS = pytest.StashKey[dict]()
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    """Per-class accuracy of the format-variant samples (tests/test_format_variants.py), when they ran."""
+    results = config.stash.get(VARIANT_RESULTS, None)
+    if not results:
+        return
+    terminalreporter.section("format variants: per-class accuracy")
+    total = right = 0
+    for klass, oks in sorted(results.items()):
+        total += len(oks)
+        right += sum(oks)
+        terminalreporter.write_line(f"{klass:<18} {sum(oks):>4}/{len(oks):<4} {100 * sum(oks) / len(oks):6.1f} %")
+    terminalreporter.write_line(f"{'all':<18} {right:>4}/{total:<4} {100 * right / total:6.1f} %")
