@@ -371,7 +371,10 @@ def unmatched_cmd(ctx, run, limit, as_json):
     """Trouble-looking lines no rule understood, grouped by template (numbers, hosts, paths masked), commonest first."""
     with _open(ctx, read_only=True) as lab:
         frame = lab.unmatched(run=run, limit=limit)
-    emit_json(records(frame)) if as_json else print_frame(frame.select("lines", "files", "template", "file", "line"))
+    if as_json:
+        emit_json(records(frame))
+    else:
+        print_frame(frame.select("lines", "files", "seen_by", "template", "file", "line"))
 
 
 def _print_attribution(a) -> None:

@@ -5,6 +5,10 @@ addresses, paths, host names with digits) are masked as named parameters, as Dra
 thousands of lines from one program fold into a few templates. Sorted by count, each template keeps
 one example with its file and line: the first thing to run on a new cluster's logs, to see which
 collector to extend.
+
+Lines a collector half-recognised (a prefix it knows, fields it could not read) are stored as events
+of kind `unrecognised` with failure mode `unknown`; they are listed here too, named by that
+collector, because they are exactly the lines a rule should be written for.
 """
 
 from __future__ import annotations
@@ -36,16 +40,21 @@ def _template_sql(col: str = "text") -> str:
 
 
 def unmatched(con: duckdb.DuckDBPyConnection, run: str | None = None, limit: int | None = 50) -> pl.DataFrame:
-    """One row per template: `template, lines, files, hosts, example, file, line` (the first occurrence),
-    most frequent first."""
+    """One row per template: `template, seen_by, lines, files, hosts, example, file, line` (the first
+    occurrence), most frequent first. `seen_by` is "no rule", or the collector that half-recognised it."""
     return store.frame(con, f"""
-        WITH u AS (
-            SELECT u.*, f.path AS file, {_template_sql('u.text')} AS template FROM unmatched_lines u
+        WITH raw AS (
+            SELECT file_id, run, host, line, text, 'no rule' AS seen_by FROM unmatched_lines
+            UNION ALL
+            SELECT file_id, run, host, line, text, 'half-recognised by ' || source FROM events
+            WHERE kind = 'unrecognised'
+        ), u AS (
+            SELECT u.*, f.path AS file, {_template_sql('u.text')} AS template FROM raw u
             JOIN ingested_files f USING (file_id) WHERE ($run IS NULL OR u.run = $run)
         )
-        SELECT template, count(*) AS lines, count(DISTINCT file) AS files, count(DISTINCT host) AS hosts,
+        SELECT template, seen_by, count(*) AS lines, count(DISTINCT file) AS files, count(DISTINCT host) AS hosts,
                arg_min(text, (file, line)) AS example, arg_min(file, (file, line)) AS file,
                arg_min(line, (file, line)) AS line
-        FROM u GROUP BY template ORDER BY lines DESC, template
+        FROM u GROUP BY template, seen_by ORDER BY lines DESC, template
         LIMIT coalesce($limit, 2147483647)
     """, {"run": run, "limit": limit})

@@ -72,3 +72,18 @@ def test_ingest_names_every_file_it_skipped_and_why(tmp_path: Path) -> None:
     assert why[1].endswith("README.txt: no collector recognises this content (first line 'notes about this bundle')")
     res = CliRunner().invoke(main, ["--db", str(tmp_path / "x.duckdb"), "ingest", str(root)])
     assert res.exit_code == 0 and "skipped " in res.output and "README.txt" in res.output
+
+
+def test_a_half_recognised_line_is_listed_under_the_collector_that_kept_it(tmp_path: Path) -> None:
+    # what a collector keeps as kind `unrecognised` (a prefix it knows, fields it cannot read) is evidence
+    # with failure mode unknown and also belongs in the list of what to extend
+    with Lab(":memory:") as lab:
+        lab.ingest(_bundle(tmp_path))
+        lab.sql("""INSERT INTO events (file_id, source, run, line, host, kind, failure_mode, severity, text)
+                   SELECT file_id, 'kernel', NULL, 9, 'east-003', 'unrecognised', 'unknown', 'warning',
+                          'NVRM: Xid (PCI:0000:5d:00): ??, pid=1, name=python, garbled'
+                   FROM ingested_files LIMIT 1""")
+        u = lab.unmatched()
+    half = u.filter(u["seen_by"] == "half-recognised by kernel")
+    assert half.height == 1 and half["line"][0] == 9 and "Xid" in half["template"][0]
+    assert set(u["seen_by"]) == {"no rule", "half-recognised by kernel"}
