@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
-from clusterlab import store, taxonomy
+from clusterlab import checkpoint_files, store, taxonomy
 
 # NOTE: order matters: the first matching rule gives an event its tier.
 TIERS: list[tuple[int, str]] = [
@@ -214,7 +214,9 @@ def checkpoint_incidents(con: duckdb.DuckDBPyConnection, run: str | None, s: Set
         failure_mode=pl.when(pl.col("host_ev").is_not_null()).then(pl.lit("filesystem_io")).otherwise(
             pl.lit("unknown")),
         host="host_ev", tier=pl.lit(None, pl.Int32), first_step="step", last_step="step")
-    lost, lost_ev = _lost_checkpoints(saves)
+    dirs = dict(con.execute("SELECT run, checkpoint_dir FROM runs WHERE $run IS NULL OR run = $run",
+                            {"run": run}).fetchall())
+    lost, lost_ev = _lost_checkpoints(saves, dirs)
     inc = pl.concat([stall_inc, lost], how="diagonal_relaxed") if lost.height else stall_inc
     evidence = (ev.join(stall_inc.select("run", "attempt", "incident_id", step="first_step"),
                         left_on=["run", "attempt", "save_step"], right_on=["run", "attempt", "step"])
@@ -224,9 +226,10 @@ def checkpoint_incidents(con: duckdb.DuckDBPyConnection, run: str | None, s: Set
     return inc, evidence
 
 
-def _lost_checkpoints(saves: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _lost_checkpoints(saves: pl.DataFrame, dirs: dict[str, str | None]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """A resume from an older step than the newest save logged before it: that save was lost. Its evidence:
-    the log line that recorded the save, and the load line that resumed from an older step instead."""
+    the log line that recorded the save, the load line that resumed from an older step instead, and what
+    the run's checkpoint directory holds of that step now."""
     loads = saves.filter(pl.col("action") == "load").select(
         "run", "attempt", load_step="step", load_ts="ts", load_file="file", load_line="line", load_src="source")
     done = saves.filter(pl.col("action") == "save", pl.col("ok").fill_null(True)).select(
@@ -257,4 +260,10 @@ def _lost_checkpoints(saves: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         kind=pl.lit("checkpoint_loaded"), file="load_file", line="load_line", **common,
         text=pl.format("loaded step {} instead: the save of step {} was missing or unreadable when attempt {} "
                        "started", "load_step", "save_step", "attempt"))
-    return inc, pl.concat([claimed, resumed])
+    # one directory listing per lost checkpoint: few, and I/O, so not a frame expression
+    disk = newer.select(
+        "incident_id", rank_in_incident=pl.lit(3, pl.Int64), ts="load_ts", source=pl.lit("disk"),
+        kind=pl.lit("checkpoint_on_disk"), file=pl.lit(None, pl.String), line=pl.lit(None, pl.Int64), **common,
+        text=pl.Series([checkpoint_files.on_disk(dirs.get(r), int(s)) for r, s in
+                        zip(newer["run"], newer["save_step"], strict=True)], dtype=pl.String))
+    return inc, pl.concat([claimed, resumed, disk], how="diagonal_relaxed")

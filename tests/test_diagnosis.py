@@ -230,16 +230,30 @@ def test_an_attempt_span_is_the_schedulers_allocation(tmp_path: Path) -> None:
         assert math.isclose(a.gpu_hours, 32 * (5 + 2400 + 60) / 3600, rel_tol=1e-9)
 
 
-def test_a_lost_checkpoint_shows_the_line_that_claimed_the_save_and_the_older_load() -> None:
+def test_a_lost_checkpoint_shows_the_line_that_claimed_the_save_the_older_load_and_the_disk(tmp_path: Path) -> None:
     with Lab(":memory:") as lab:
         write_run(lab.con, "r", 8, [Attempt(0, 10, [5.0] * 120, saves={50: 3.0, 100: 3.0}),
                                     Attempt(900, 10, [5.0] * 20, first_step=51, load_step=50)])
         inc = lab.incidents("r").filter(pl.col("kind") == "checkpoint_lost").row(0, named=True)
         assert inc["incident_id"] == "r:2:checkpoint-lost:100"
         ev = lab.evidence(inc["incident_id"])
-        assert ev["kind"].to_list() == ["checkpoint_saved", "checkpoint_loaded"]
-        assert all(f.endswith("train.log") for f in ev["file"]) and ev["line"].null_count() == 0
+        assert ev["kind"].to_list() == ["checkpoint_saved", "checkpoint_loaded", "checkpoint_on_disk"]
+        assert all(f.endswith("train.log") for f in ev["file"][:2]) and ev["line"][:2].null_count() == 0
         assert "step 100" in ev["text"][0] and "loaded step 50" in ev["text"][1]
+        assert "run.toml gives no checkpoint_dir" in ev["text"][2]
+
+        # the run's checkpoint directory (from run.toml, never from the log line) is looked at
+        ckpt = tmp_path / "ckpt"
+        (ckpt / "step-50").mkdir(parents=True)
+        lab.con.execute("UPDATE runs SET checkpoint_dir = ? WHERE run = 'r'", [str(ckpt)])
+        said = lab.evidence(inc["incident_id"])["text"][2]
+        assert "no directory for step 100" in said and "newest before it is step 50" in said
+        (ckpt / "step-100").mkdir()
+        (ckpt / "step-100" / "__0_0.distcp").write_bytes(b"x" * 10)
+        said = lab.evidence(inc["incident_id"])["text"][2]
+        assert "step-100 is unusable: no .metadata: the save did not finish" in said
+        lab.con.execute("UPDATE runs SET checkpoint_dir = ? WHERE run = 'r'", [str(tmp_path / "elsewhere")])
+        assert "is not reachable from here" in lab.evidence(inc["incident_id"])["text"][2]
 
 
 def test_a_cuda_oom_incident_shows_the_out_of_memory_line_first(bundle_lab: Lab) -> None:

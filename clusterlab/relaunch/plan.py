@@ -20,7 +20,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import attribution, incidents, store, taxonomy
-from clusterlab.relaunch import checkpoints as ckpts
+from clusterlab import checkpoint_files as ckpts
 from clusterlab.relaunch.backends import BACKENDS, LaunchSpec, get_backend
 from clusterlab.relaunch.completion import completion
 from clusterlab.relaunch.safety import UnsafeValueError, check_host, check_path, reason_text

@@ -45,6 +45,25 @@ def step_dirs(checkpoint_dir: Path) -> dict[int, Path]:
     return found
 
 
+def on_disk(checkpoint_dir: str | None, step: int) -> str:
+    """What is on disk now of the checkpoint of `step` under the run's configured `checkpoint_dir` (from
+    run.toml, never from a log line), in one sentence for an incident's evidence."""
+    if not checkpoint_dir:
+        return "on disk: not checked (run.toml gives no checkpoint_dir)"
+    root = Path(checkpoint_dir)
+    if not root.is_dir():
+        return f"on disk: not checked ({checkpoint_dir} is not reachable from here)"
+    dirs = step_dirs(root)
+    if step not in dirs:
+        newest = max((s for s in dirs if s < step), default=None)
+        there = f"; the newest before it is step {newest}" if newest is not None else "; no older step either"
+        return f"on disk: no directory for step {step} in {checkpoint_dir}{there}"
+    check = verify(dirs[step])
+    if not check.ok:
+        return f"on disk: {dirs[step]} is unusable: {check.problem}"
+    return f"on disk: {dirs[step]} is complete now (written or restored after the resume)"
+
+
 def verify(path: Path) -> Check:
     """Is the checkpoint in `path` complete? Tries the formats in turn, by the files present."""
     try:
