@@ -25,6 +25,9 @@ _KEPT = "#55a868"
 _ATTEMPT = "#8fb3d9"
 _STARTUP = "#d0dcea"
 _BAD = "#c44e52"
+LABEL_PT = 7
+LANE_STEP = 0.3  # attempts are 1 apart on the y axis
+MAX_LANES = 4
 MAX_LABELS = 12  # incident labels on a timeline before they become unreadable
 
 
@@ -89,30 +92,38 @@ def run_timeline(attempts: pl.DataFrame, incidents: pl.DataFrame | None = None,
         if a.get("first_step_ts") is not None:  # start-up (init, checkpoint load) in a lighter shade
             ax.barh(a["attempt"], mdates.date2num(a["first_step_ts"]) - start, left=start, height=0.5,
                     color=_STARTUP, edgecolor="#4c72b0")
-    _draw_incidents(ax, incidents, attempts)
+    lo, hi = mdates.date2num(attempts["start_ts"].min()), mdates.date2num(attempts["end_ts"].max())
+    if window is not None:
+        lo, hi = mdates.date2num(window[0]), mdates.date2num(window[1])
+    lanes = _draw_incidents(ax, incidents, attempts, (lo, hi))
     _draw_checkpoints(ax, checkpoints)
     ys = attempts["attempt"].to_list()
     ax.set_yticks(ys, [f"attempt {k}" for k in ys])
-    ax.set_ylim(max(ys) + 0.7, min(ys) - 1.1)  # attempt 1 on top; room above it for the labels
+    # attempt 1 on top; room above it for the label lanes
+    ax.set_ylim(max(ys) + 0.7, min(ys) - 0.85 - LANE_STEP * max(lanes, 1))
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
     if window is not None:
-        ax.set_xlim(mdates.date2num(window[0]), mdates.date2num(window[1]))
+        ax.set_xlim(lo, hi)
     ax.set_title("attempts, incidents and checkpoints")
     return ax
 
 
-def _draw_incidents(ax: Axes, incidents: pl.DataFrame | None, attempts: pl.DataFrame) -> None:
-    """Bands from root cause to exit; labels on the largest ones, staggered so they do not overlap."""
+def _draw_incidents(ax: Axes, incidents: pl.DataFrame | None, attempts: pl.DataFrame,
+                    span: tuple[float, float]) -> int:
+    """Bands from root cause to exit; labels on the costliest ones, each in the first lane above the attempts
+    where it overlaps no other label. Returns the number of lanes used."""
     import matplotlib.dates as mdates
 
     if incidents is None or not incidents.height:
-        return
+        return 0
     order = incidents.sort("gpu_hours_lost", descending=True, nulls_last=True) \
         if "gpu_hours_lost" in incidents.columns else incidents
     labelled = set(order.head(MAX_LABELS)["incident_id"].to_list()) if "incident_id" in order.columns else set()
     top = attempts["attempt"].min() - 0.55
-    lo, hi = mdates.date2num(attempts["start_ts"].min()), mdates.date2num(attempts["end_ts"].max())
-    for i, inc in enumerate(incidents.sort("root_ts").iter_rows(named=True)):
+    lo, hi = span
+    per_inch = (hi - lo) * 1.1 / max(ax.figure.get_figwidth() - 1.3, 1.0)  # data units per inch of axes
+    lanes: list[list[tuple[float, float]]] = []
+    for inc in incidents.sort("root_ts").iter_rows(named=True):
         if inc["root_ts"] is None:
             continue
         color = mode_color(inc["failure_mode"])
@@ -121,12 +132,23 @@ def _draw_incidents(ax: Axes, incidents: pl.DataFrame | None, attempts: pl.DataF
         if end > start:
             ax.axvspan(start, end, color=color, alpha=0.35, lw=0)
         ax.axvline(start, color=color, lw=1.5)
-        if not labelled or inc.get("incident_id") in labelled:
-            right = hi > lo and (start - lo) / (hi - lo) > 0.75  # near the right edge: label to the left
-            label = plain(f"{inc['failure_mode']} @ {inc['host'] or 'no host'}")
-            ax.text(start, top - 0.28 * (i % 2), f" {label} ", fontsize=7,
-                    color="black", va="center", ha="right" if right else "left",
-                    bbox={"boxstyle": "round,pad=0.15", "fc": color, "alpha": 0.6, "lw": 0})
+        if labelled and inc.get("incident_id") not in labelled:
+            continue
+        label = plain(f"{inc['failure_mode']} @ {inc['host'] or 'no host'}")
+        right = hi > lo and (start - lo) / (hi - lo) > 0.6  # in the right part: the label runs to the left
+        width = (len(label) + 2) * LABEL_PT * 0.65 / 72 * per_inch  # a generous estimate of DejaVu Sans
+        extent = (start - width, start) if right else (start, start + width)
+        lane = next((k for k, used in enumerate(lanes)
+                     if all(extent[1] < a or extent[0] > b for a, b in used)), len(lanes))
+        if lane >= MAX_LANES:
+            continue  # no room: the band stays, the incidents table names it
+        if lane == len(lanes):
+            lanes.append([])
+        lanes[lane].append(extent)
+        ax.text(start, top - LANE_STEP * lane, f" {label} ", fontsize=LABEL_PT, color="black", va="center",
+                ha="right" if right else "left",
+                bbox={"boxstyle": "round,pad=0.15", "fc": color, "alpha": 0.6, "lw": 0})
+    return len(lanes)
 
 
 def _draw_checkpoints(ax: Axes, checkpoints: pl.DataFrame | None) -> None:
@@ -161,7 +183,7 @@ def ledger_waterfall(ledger: pl.DataFrame, steady_mfu: float | None, gpu_hours: 
     unit = "MFU (% of peak)" if use_mfu else "GPU-hours"
     steps: list[tuple[str, float, float, str]] = []  # label, left, width, colour
     if use_mfu and from_peak:
-        steps += [("peak", 0.0, 100.0, _PEAK), ("below peak\nat steady state", steady_mfu * 100,
+        steps += [("peak", 0.0, 100.0, _PEAK), ("below peak (steady state)", steady_mfu * 100,
                                                 100 - steady_mfu * 100, _GAP)]
     else:
         steps.append(("steady state" if use_mfu else "all", 0.0, (steady_mfu * 100) if use_mfu else gpu_hours,
@@ -177,7 +199,7 @@ def ledger_waterfall(ledger: pl.DataFrame, steady_mfu: float | None, gpu_hours: 
     ax.barh(ys, widths, left=lefts, color=colors)
     for y, left, width in zip(ys, lefts, widths, strict=True):
         ax.text(left + width, y, f" {width:.2f}" if use_mfu else f" {width:,.1f}", va="center", fontsize=8)
-    ax.set_yticks(list(ys), [plain(x) for x in labels])
+    ax.set_yticks(list(ys), [plain(x) for x in labels], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, max(lefts[i] + widths[i] for i in ys) * 1.12)
     ax.set_xlabel(unit)
@@ -235,6 +257,46 @@ def step_time_boxes(stats: pl.DataFrame, ax: Axes | None = None) -> Axes:
     total = rows[0].get("hosts_total") or len(rows)
     shown = f"the {len(rows)} slowest of {total} hosts" if total > len(rows) else f"{total} hosts"
     ax.set_title(f"step time by host ({shown}; red: straggler incident)")
+    return ax
+
+
+def step_time_over_time(series: pl.DataFrame, stragglers: list[str] | None = None,
+                        windows: pl.DataFrame | None = None, ax: Axes | None = None) -> Axes:
+    """Step compute time over time: the spread of all hosts as a grey band, named hosts as lines (stragglers
+    in red), straggler incidents shaded, so a slow stretch of a few dozen steps is seen where and how long
+    it was. series: ts, series (median | p10 | p90 | host:<name>), value (`frames.host_step_series`);
+    windows: root_ts, exit_ts of the incidents to shade."""
+    import matplotlib.dates as mdates
+
+    ax = _axes(ax, (8, 2.6))
+    if not series.height:
+        return _empty(ax, "step time over time", "no per-rank step timings")
+    wide = series.pivot(on="series", index="ts", values="value", aggregate_function="max").sort("ts")
+    # a pause longer than 20 buckets (between attempts) breaks the lines instead of bridging it
+    gap = wide["ts"].diff().dt.total_seconds()
+    cut = gap > 20 * max(float(gap.median() or 0.0), 1e-9)
+    breaks = wide.filter(cut).select(pl.col("ts") - pl.duration(microseconds=1))
+    wide = pl.concat([wide, breaks], how="diagonal").sort("ts")
+    ts = wide["ts"].to_list()
+    for w in (windows.iter_rows(named=True) if windows is not None else []):
+        if w["root_ts"] is not None and w["exit_ts"] is not None:
+            ax.axvspan(mdates.date2num(w["root_ts"]), mdates.date2num(w["exit_ts"]), color=_BAD, alpha=0.12, lw=0)
+    if {"p10", "p90"} <= set(wide.columns):
+        ax.fill_between(ts, wide["p10"].to_numpy(), wide["p90"].to_numpy(), color="#cccccc", lw=0,
+                        label="all hosts, p10–p90")
+    if "median" in wide.columns:
+        ax.plot(ts, wide["median"].to_numpy(), color="#555555", lw=1, label="median of all hosts")
+    hosts = sorted(c for c in wide.columns if c.startswith("host:"))
+    for k, col in enumerate(hosts):
+        host = col.removeprefix("host:")
+        slow = host in (stragglers or [])
+        ax.plot(ts, wide[col].to_numpy(), lw=1.2, color=_BAD if slow else f"C{k % 10}",
+                label=plain(host) + (" (straggler)" if slow else ""))
+    ax.legend(loc="upper left", fontsize=7, frameon=False, ncol=min(len(hosts) + 2, 4))
+    ax.margins(y=0.35)  # headroom for the legend above the lines
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
+    ax.set_ylabel("compute s / step", fontsize=8)
+    ax.set_title("step time over time (slowest rank of each host)")
     return ax
 
 

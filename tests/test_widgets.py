@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import statistics
 import time
 import types
@@ -186,6 +187,14 @@ def test_lazy_tabs_show_stragglers_losses_and_provider_mix(ex: Explorer) -> None
     ex.tabs.selected_index = ex.tabs.titles.index("Step times")
     top = ex.step_stats_frame.row(0, named=True)
     assert top["host"] == "east-005" and top["straggler"] and top["p99"] > 1.2 * top["fleet_median_s"]
+    # the slow stretch itself, over time: east-005's line stands above the median for its stretch only
+    series = ex.step_series_frame.pivot(on="series", index="ts", values="value").drop_nulls("host:east-005")
+    slow = series.filter(pl.col("host:east-005") > 1.2 * pl.col("median"))
+    inc = ex.data(RUN).incidents.filter(pl.col("kind") == "straggler").row(0, named=True)
+    assert slow.height >= 10 and slow.height < series.height / 4
+    assert slow["ts"].min() >= inc["root_ts"] - dt.timedelta(minutes=2)
+    assert slow["ts"].max() <= inc["exit_ts"] + dt.timedelta(minutes=2)
+    assert bytes(ex.steps_series_image.value).startswith(b"\x89PNG")
     ex.tabs.selected_index = ex.tabs.titles.index("Lost by host × day")
     heat = ex.heatmap_frame
     assert heat["host"][0] == "east-003"

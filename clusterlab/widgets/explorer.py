@@ -67,6 +67,7 @@ class Explorer(w.VBox):
         self.attribution: Attribution | None = None
         self.ledger_frame = self.incidents_frame = self.evidence_frame = pl.DataFrame()
         self.host_frame = self.host_events_frame = self.step_stats_frame = pl.DataFrame()
+        self.step_series_frame = pl.DataFrame()
         self.heatmap_frame = self.mix_frame = self.rejected_frame = pl.DataFrame()
         self.relaunch_panel = None
         self.last_error: Exception | None = None  # what the error box reports, with its traceback
@@ -100,9 +101,11 @@ class Explorer(w.VBox):
         self.ledger_image, self.timeline_image = _image(), _image()
         self.evidence_html, self.host_html = w.HTML(), w.HTML()
         self.steps_image, self.heatmap_image, self.mix_image = _image(), _image(), _image()
+        self.steps_series_image = _image()
         self.relaunch_box = w.VBox()
         self.review = self._review_form()
-        self.tabs = w.Tab(children=[self.evidence_html, self.host_html, self.review, self.steps_image,
+        self.tabs = w.Tab(children=[self.evidence_html, self.host_html, self.review,
+                                    w.VBox([self.steps_series_image, self.steps_image]),
                                     self.heatmap_image, self.mix_image, self.relaunch_box], titles=TABS)
         self.provider.observe(lambda _: self._safely("the provider filter", self._on_provider), "value")
         self.cluster.observe(lambda _: self._safely("the cluster filter", self._on_cluster), "value")
@@ -147,13 +150,15 @@ class Explorer(w.VBox):
         self.last_error = e
         lines = str(e).strip().splitlines()
         self.error.value = html.error(f"could not show {what}: {type(e).__name__}: {(lines or [''])[0][:300]}")
-        for image in (self.ledger_image, self.timeline_image, self.steps_image, self.heatmap_image, self.mix_image):
+        for image in (self.ledger_image, self.timeline_image, self.steps_image, self.steps_series_image,
+                      self.heatmap_image, self.mix_image):
             image.value = b""
         for view in (self.summary, self.incidents_html, self.evidence_html, self.host_html, self.window_label):
             view.value = ""
         self.attribution, self.relaunch_box.children = None, []
         self.ledger_frame = self.incidents_frame = self.evidence_frame = self.rejected_frame = pl.DataFrame()
         self.host_frame = self.host_events_frame = self.step_stats_frame = pl.DataFrame()
+        self.step_series_frame = pl.DataFrame()
         self.heatmap_frame = self.mix_frame = pl.DataFrame()
         self._dirty = {"Step times", "Lost by host × day", "Providers", "Relaunch"}
         with self._hold():
@@ -394,6 +399,13 @@ class Explorer(w.VBox):
         self.step_stats_frame = frames.host_step_stats(self.lab.con, self.run.value, since, until, strag)
         self.steps_image.value = png(lambda ax: plots.step_time_boxes(self.step_stats_frame, ax=ax),
                                      (7.5, 1.4 + 0.26 * max(self.step_stats_frame.height, 1)))
+        # the slow stretch itself, over time: the straggler hosts, else the slowest two
+        slowest = [h for h in self.step_stats_frame["host"].head(2).to_list() if h not in strag]
+        shown = (strag or slowest)[:4]
+        self.step_series_frame = frames.host_step_series(self.lab.con, self.run.value, shown, since, until)
+        windows = d.incidents.filter(pl.col("kind") == "straggler").select("root_ts", "exit_ts")
+        self.steps_series_image.value = png(
+            lambda ax: plots.step_time_over_time(self.step_series_frame, strag, windows, ax=ax), (7.5, 2.6))
 
     def _render_heatmap(self) -> None:
         rows = self.attribution.rows if self.attribution is not None else pl.DataFrame(

@@ -14,6 +14,7 @@ from clusterlab import store
 from clusterlab.attribution import Attribution
 
 STEP_HOSTS_SHOWN = 24  # boxes in the step-time plot: past that the slowest hosts are what matters
+SERIES_POINTS = 600  # time buckets in the step-time-over-time plot: about one per pixel of its width
 
 INCIDENT_VIEW = ["incident_id", "failure_mode", "host", "blame", "attempt", "kind", "root_ts", "gpu_hours_lost",
                  "usd_lost", "confidence", "evidence_count", "status", "ticket", "overridden", "note"]
@@ -114,6 +115,46 @@ def host_step_stats(con, run: str, since: dt.datetime | None = None, until: dt.d
         SELECT *, (SELECT median(c) FROM hs) AS fleet_median_s, count(*) OVER () AS hosts_total
         FROM st ORDER BY p99 DESC, host LIMIT $top""", {"run": run, "since": since, "until": until, "top": top})
     return out.with_columns(straggler=pl.col("host").is_in(stragglers or []))
+
+
+def host_step_series(con, run: str, hosts: list[str], since: dt.datetime | None = None,
+                     until: dt.datetime | None = None, points: int = SERIES_POINTS) -> pl.DataFrame:
+    """Step compute time over time: the spread of all hosts (median, p10, p90) and the named hosts' own.
+
+    Long form `ts, series, value` where series is median | p10 | p90 | host:<name>. Each host's value at a
+    step is its slowest rank's; steps are pooled into at most `points` time buckets, taking the median
+    of the spread and the maximum of each named host, so a short slow stretch survives the pooling.
+    """
+    return store.frame(con, """
+        WITH hs AS (
+            SELECT host, attempt, step, min(ts) AS ts, max(coalesce(compute_s, step_s - coalesce(comm_s, 0))) AS c
+            FROM rank_steps
+            WHERE run = $run AND step IS NOT NULL AND host IS NOT NULL AND ts IS NOT NULL
+              AND ($since::TIMESTAMP IS NULL OR ts >= $since::TIMESTAMP)
+              AND ($until::TIMESTAMP IS NULL OR ts <= $until::TIMESTAMP)
+            GROUP BY ALL
+        ), span AS (SELECT min(ts) AS t0, greatest(epoch(max(ts)) - epoch(min(ts)), 1) AS secs FROM hs),
+        b AS (
+            SELECT hs.* EXCLUDE (ts), bucket,
+                   -- every series of a bucket shares its start time, so they line up point for point
+                   t0 + to_microseconds((bucket * secs / ($points - 1) * 1e6)::BIGINT) AS ts
+            FROM hs, span, LATERAL (SELECT floor((epoch(ts) - epoch(t0)) / secs * ($points - 1))::BIGINT AS bucket)
+            WHERE c IS NOT NULL
+        ), per_step AS (
+            SELECT bucket, attempt, step, min(ts) AS ts, median(c) AS median, quantile_cont(c, 0.1) AS p10,
+                   quantile_cont(c, 0.9) AS p90
+            FROM b GROUP BY ALL
+        ), spread AS (
+            SELECT min(ts) AS ts, unnest([{'series': 'median', 'value': median(median)},
+                                          {'series': 'p10', 'value': median(p10)},
+                                          {'series': 'p90', 'value': median(p90)}], recursive := true)
+            FROM per_step GROUP BY bucket
+        ), mine AS (
+            SELECT min(ts) AS ts, 'host:' || host AS series, max(c) AS value
+            FROM b WHERE list_contains($hosts, host) GROUP BY bucket, host
+        )
+        SELECT * FROM spread UNION ALL SELECT * FROM mine ORDER BY series, ts""",
+                       {"run": run, "hosts": hosts, "since": since, "until": until, "points": points})
 
 
 def failure_mix(incidents: pl.DataFrame) -> pl.DataFrame:

@@ -1,0 +1,74 @@
+"""Figures a person reads: no two labels overlap and nothing is cut off at the edge, at the sizes the
+scorecard and the Explorer draw them (checked on the drawn text boxes, as an eye would)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+import pytest
+from figure_layout import layout_problems
+from matplotlib.figure import Figure
+
+from clusterlab import Lab, plots
+from clusterlab.reports import figures
+from clusterlab.widgets import frames
+from conftest import SAMPLES
+
+T0 = dt.datetime(2026, 11, 24, 8)
+
+
+@pytest.fixture(scope="module")
+def demo() -> Lab:
+    with Lab(":memory:") as lab:
+        lab.ingest(SAMPLES / "bundle")
+        yield lab
+
+
+def _figure(size: tuple[float, float]) -> Figure:
+    return Figure(figsize=size, dpi=80, layout="constrained")
+
+
+@pytest.mark.parametrize("run", ["llama8b-pretrain", "mm7b-sft", "ds1b-ablation"])
+def test_waterfalls_of_the_scorecard_and_the_explorer_have_no_colliding_labels(demo: Lab, run: str) -> None:
+    a = demo.attribute(run)
+    assert layout_problems(figures.waterfall(a), pad_px=-0.5) == []
+    fig = _figure((6, 3.6))  # the Explorer's size
+    plots.ledger_waterfall(a.ledger, a.steady_mfu, a.gpu_hours, a.run, ax=fig.subplots())
+    assert layout_problems(fig, pad_px=-0.5) == []
+
+
+def test_a_crowded_timeline_puts_its_labels_in_lanes_and_keeps_its_legend(demo: Lab) -> None:
+    attempts = pl.DataFrame({"attempt": [1, 2], "start_ts": [T0, T0 + dt.timedelta(hours=3)],
+                             "end_ts": [T0 + dt.timedelta(hours=2, minutes=50), T0 + dt.timedelta(hours=6)]})
+    # eight incidents within 40 minutes, long labels, some near the right edge
+    modes = ["gpu_fell_off_bus", "filesystem_io", "network", "straggler", "nccl_timeout", "time_limit",
+             "pcie_error", "gpu_memory_ecc"]
+    starts = [T0 + dt.timedelta(minutes=m) for m in (100, 104, 108, 112, 116, 120, 345, 350)]
+    incidents = pl.DataFrame({"incident_id": [f"r:1:{i}" for i in range(8)], "root_ts": starts,
+                              "exit_ts": [s + dt.timedelta(minutes=3) for s in starts], "failure_mode": modes,
+                              "host": [f"gpu-node-{i:03d}" for i in range(8)],
+                              "gpu_hours_lost": [8.0 - i for i in range(8)]})
+    checkpoints = pl.DataFrame({"attempt": [1, 1, 2], "ts": [T0 + dt.timedelta(hours=1), T0 + dt.timedelta(hours=2),
+                                                              T0 + dt.timedelta(hours=3, minutes=5)],
+                                "action": ["save", "save", "load"], "ok": [True, False, True]})
+    fig = _figure((7.5, 2.7))
+    ax = fig.subplots()
+    plots.run_timeline(attempts, incidents, checkpoints, ax=ax)
+    assert layout_problems(fig) == []
+    labels = [t.get_text() for t in ax.texts]
+    assert len(labels) >= 6  # lanes keep most labels rather than dropping them
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"save", "load", "failed save"}
+
+
+def test_the_demo_timelines_and_the_slow_stretch_plot_are_legible(demo: Lab) -> None:
+    for run in demo.runs()["run"]:
+        att = demo.attempts(run)
+        fig = _figure((7.5, min(1.8 + 0.45 * att.height, 9)))
+        plots.run_timeline(att, demo.incidents(run), demo.table("checkpoints").filter(pl.col("run") == run),
+                           ax=fig.subplots())
+        assert layout_problems(fig) == [], run
+    series = frames.host_step_series(demo.con, "llama8b-pretrain", ["east-005", "east-002"])
+    fig = _figure((7.5, 2.6))
+    plots.step_time_over_time(series, ["east-005"], None, ax=fig.subplots())
+    assert layout_problems(fig) == []
