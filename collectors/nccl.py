@@ -24,6 +24,7 @@ PATTERN = (
     r"|NCCL INFO (?:\[Rank \d+\] )?(?:nccl\w+ )?comm 0x[0-9a-f]+ rank \d+ nranks \d+ cudaDev \d+ "
     r"|NCCL INFO NCCL version \d|NCCL INFO Bootstrap ?: Using "
     r"|Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
+    r"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'"
 )
 
 _HEAD = (
@@ -31,7 +32,9 @@ _HEAD = (
     r"(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
     r"(?:(?P<src>[\w./-]+:\d+) (?:\((?P<func>\w+)\) )?)?NCCL (?P<level>INFO|WARN) (?P<msg>.*)$"
 )
-_ECHO = r"Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
+# "Cuda failure 999 'unknown error'" after "Last error:" names the CUDA error behind ncclUnhandledCudaError
+_ECHO = (r"Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
+         r"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'")
 _PEER = r"(?:peer|[Cc]onnect to|recv from) ([^\s<>]+)<(\d+)>"
 _SNIFF = r"[^\s:\[\]]+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ (?:\(\w+\) )?)?NCCL (?:INFO|WARN) "
 

@@ -7,7 +7,10 @@ Formats (torch 1.x to 2.10), behind launcher prefixes (`[rank3]:`, `[default3]:`
     E1125 10:15:03.456000 1234 torch/distributed/elastic/multiprocessing/api.py:882] failed (exitcode: -6) ...
     [2024-04-10 16:02:56,193] torch.distributed.elastic.multiprocessing.api: [ERROR] failed ...   (2.1-2.3)
     ERROR:torch.distributed.elastic.multiprocessing.api:failed ...                               (<= 2.0)
-    the ChildFailedError summary (`Root Cause (first observed failure):`, `[0]:`, `  time      : ...`)
+    the ChildFailedError summary (`Root Cause (first observed failure):`, `[0]:`, `  time      : ...`;
+        torch 1.9: `Root Cause:` first, `  time: ...`, `  msg: "..."`, `Other Failures:` last)
+    the TORCH_NCCL_DESYNC_DEBUG report (`\t - [3] Timeout at collective: ALLREDUCE, #41208`, tab-indented, no header)
+    DataLoader workers lost (`DataLoader worker (pid 1234) is killed by signal: Bus error. ...`)
     CUDA / NCCL errors and Python tracebacks (`Traceback (most recent call last):` ... `ExcType: message`).
 Times without a year (glog) take ctx.year; all are the node's local time (ctx.tz).
 """
@@ -20,20 +23,26 @@ import signal
 
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed, cuda_mode, first_kind, json_detail, local_to_utc
+from clusterlab.collectors._base import Context, Parsed, cuda_mode, first_kind, json_detail, local_to_utc, rows_frame
 
 NAME = "torch"
 EXCLUSIVE = False
 # where a multi-line block begins: the ingest engine never cuts a batch inside one it can see whole
-BLOCK_START = r"Traceback \(most recent call last\)|Root Cause \(first observed failure\)|Failures:\s*$"
+BLOCK_START = r"Traceback \(most recent call last\)|Root Cause(?: \(first observed failure\))?:\s*$|Failures:\s*$"
 _START = r"Setting OMP_NUM_THREADS environment variable for each process|Starting elastic_operator with launch"
 PATTERN = "|".join([
     r"ollective operation timeout|watchdog thread terminated with exception|Heartbeat monitor timed out",
+    r"timed out in (?:blocking wait|call to wait\(\))|To avoid data inconsistency, we are taking the entire process",
+    r"Received a dump signal due to a collective timeout|Observed flight recorder dump signal",
+    r"\] Timeout at collective: |ranks that caused the desync are|didn't finish collective #",
+    r"but didn't join collective #|are the lagging ranks that caused this timeout",
+    r"DataLoader worker \(pid|Unexpected bus error encountered in worker",
     r"watchdog got stuck for|Received a global timeout from another rank|Some NCCL operations have failed",
     r"detected by watchdog at work|Timeout at NCCL work: |NCCL communicator was aborted",
     r"CUDA out of memory|CUDA (?:driver )?error: |NCCL [Ee]rror|Unknown NCCL error",
-    r"Root Cause \(first observed failure\)|Failures:\s*$",
+    r"Root Cause(?: \(first observed failure\))?:\s*$|Failures:\s*$",
     r"  (?:time      |host      |rank      |exitcode  |error_file|traceback ): ",
+    r"  (?:time: \d{4}-\d\d-\d\d_|rank: \d+ \(local_rank|exitcode: -?\d+ \(pid|msg: \")",
     r"failed \(exitcode: -?\d+\) local_rank: |attempts left; will restart worker group",
     r"death signal, shutting down workers|terminate called after throwing an instance of",
     _START,
@@ -42,7 +51,10 @@ PATTERN = "|".join([
 ])
 
 _SNIFF = re.compile(
-    rb"ProcessGroupNCCL|torch\.distributed|ChildFailedError|CUDA out of memory|CUDA error: |OutOfMemoryError"
+    rb"ProcessGroupNCCL|torch[./]distributed|ChildFailedError|CUDA out of memory|CUDA error: |OutOfMemoryError"
+    rb"|Watchdog caught collective operation timeout|NCCL communicator was aborted|Some NCCL operations have failed"
+    rb"|To avoid data inconsistency, we are taking|NCCL error in: |nccl[A-Z]\w*Error: |Timeout at collective: "
+    rb"|death signal, shutting down workers|DataLoader worker \(pid|Unexpected bus error encountered in worker"
 )
 # srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) `, torchrun `[rank3]:` / `[default3]:`, mpirun `[1,3]<...>:`
 _LAUNCHER = (r"^(?P<pfx>(?:\s*(?P<task>\d{1,6}): )?(?:\(\w+ pid=\d+(?:, ip=[\w.:]+)?\) )?"
@@ -55,27 +67,49 @@ _PYLOG = r"^\[(?P<pyts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(?P<ms>\d{3})\] [\w.]+: \
 _OLDLOG = r"^(?:ERROR|WARNING|INFO|CRITICAL):torch[\w.]*:(?P<omsg>.*)$"
 _EXC = (r"^(?P<ind>\s*)(?P<exc_type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit))"
         r"(?::\s?(?P<exc_msg>.*?))?\s*$")
-_FIELD = r"^  (?P<field>time|host|rank|exitcode|error_file|traceback) *: ?(?P<value>.*?)\s*$"
+_FIELD = r"^  (?P<field>time|host|rank|exitcode|error_file|traceback|msg) *: ?(?P<value>.*?)\s*$"
+# The field lines a summary really prints (padded since 1.10; 1.9's unpadded ones only with their value's shape):
+# a line "  time: 0.5" elsewhere in a log is no summary field.
+_FIELD_LINE = (r"^  (?:(?:time      |host      |rank      |exitcode  |error_file|traceback ): ?"
+               r"|time: \d{4}-\d\d-\d\d_|rank: \d+ \(local_rank|exitcode: -?\d+ \(pid|msg: \")")
 _TB_START = r"^\s*(?:traceback : )?Traceback \(most recent call last\):\s*$"
 _CHAIN = r"During handling of the above exception|The above exception was the direct cause"
 _TB_MAX_LINES = 1000  # a traceback whose exception line is further away than this is not paired
 
 # Content kinds in the order tried: (kind, regex on the message, failure mode or None, severity).
+_TIMEOUT = r"ollective operation timeout|timed out in (?:blocking wait|call to wait\(\))"
 _KINDS: list[tuple[str, str, str | None, str]] = [
     ("watchdog_terminated", r"watchdog thread terminated with exception", None, "critical"),
     ("comm_aborted", r"NCCL communicator was aborted", None, "error"),
-    ("watchdog_timeout", r"ollective operation timeout", "nccl_timeout", "error"),
+    ("watchdog_timeout", _TIMEOUT, "nccl_timeout", "error"),
     ("heartbeat_timeout", r"Heartbeat monitor timed out|watchdog got stuck for", "nccl_timeout", "critical"),
     ("timeout_notified", r"Received a global timeout from another rank", "nccl_timeout", "warning"),
-    ("nccl_ops_failed", r"Some NCCL operations have failed or timed out", None, "error"),
+    ("dump_signal", r"Received a dump signal due to a collective timeout|Observed flight recorder dump signal",
+     "nccl_timeout", "warning"),
+    # TORCH_NCCL_DESYNC_DEBUG: the lines that name the lagging ranks, and the report's other lines
+    ("desync_lagging", r"didn't finish collective #|but didn't join collective #|are the lagging ranks that caused",
+     "nccl_timeout", "error"),
+    ("desync_report", r"^\s*- \[\d+\] Timeout at collective: |ranks that caused the desync are", "nccl_timeout",
+     "warning"),
+    # The watchdog tears the process down after a timeout (or an error: a more specific cause then outranks it).
+    ("nccl_ops_failed", r"Some NCCL operations have failed or timed out", "nccl_timeout", "error"),
+    ("process_teardown", r"To avoid data inconsistency, we are taking the entire process down", "nccl_timeout",
+     "error"),
+    # A worker that died of SIGBUS ran out of shared memory (/dev/shm is host memory); SIGKILL is the OOM killer.
+    ("dataloader_shm", r"DataLoader worker \(pid \d+\) is killed by signal: Bus error|Unexpected bus error "
+     r"encountered in worker", "host_oom", "error"),
+    ("dataloader_killed", r"DataLoader worker \(pid \d+\) is killed by signal: Killed", "host_oom", "error"),
+    ("dataloader_died", r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly|DataLoader worker \(pid \d+\) is "
+     r"killed by signal", "unknown", "error"),
     ("watchdog_status", r"detected by watchdog at work|Timeout at NCCL work: ", None, "error"),
     ("cuda_oom", r"CUDA out of memory|CUDA error: out of memory", "cuda_oom", "error"),
     ("cuda_error", r"CUDA (?:driver )?error: ", None, "error"),
     ("nccl_detail", r"^\s*nccl[A-Z]\w*Error: |^\s*Unknown NCCL error", None, "error"),
     ("nccl_error", r"NCCL [Ee]rror\b", None, "error"),
-    ("worker_failed", r"failed \(exitcode: -?\d+\) local_rank: ", None, "error"),
+    # A worker (or the agent) that died: a failure whose cause, if any, another line states.
+    ("worker_failed", r"failed \(exitcode: -?\d+\) local_rank: ", "unknown", "error"),
     ("worker_group_restart", r"attempts left; will restart worker group", None, "warning"),
-    ("agent_signal", r"death signal, shutting down workers", None, "warning"),
+    ("agent_signal", r"death signal, shutting down workers", "unknown", "warning"),
     ("process_abort", r"terminate called after throwing an instance of", None, "critical"),
 ]
 _CONTENT_MODE_KINDS = ("watchdog_terminated", "comm_aborted", "cuda_error", "nccl_detail", "nccl_error")
@@ -91,7 +125,10 @@ _DETAIL = [
     "nccl_result", "nccl_version", "nccl_src", "cuda_error", "gpu", "tried_gib", "total_gib", "free_gib",
     "process_gib", "allocated_gib", "reserved_gib", "reserved_unallocated_gib", "exitcode", "signal", "pid",
     "binary", "role", "state", "attempts_left", "max_restarts", "abort_exception", "exception", "message", "causes",
+    "timeout_from_rank", "desync_seq", "desync_op", "lagging_ranks",
 ]
+# A signal a person sends (Ctrl-C, closing the terminal) ends a run by hand; others (SIGTERM) say nothing of who.
+_MANUAL_SIGNALS = ("SIGINT", "SIGHUP")
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -112,8 +149,9 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     events = pl.concat([_with_exceptions(content, finals), _exception_events(f, finals)], how="diagonal_relaxed")
     events = _fold_nccl_detail(events)
     if events.height:
-        out.add("events", events.sort("line").select(
-            "line", "ts", "kind", "failure_mode", "severity", "rank", "text", json_detail(_DETAIL).alias("detail"),
+        out.add("events", _rank_hosts(events, children).sort("line").select(
+            "line", "ts", "host", "kind", "failure_mode", "severity", "rank", "text",
+            json_detail(_DETAIL).alias("detail"),
         ))
     out.add("events", children)
     # A launcher start anchors the attempt in time (and gives the lines after it a clock).
@@ -129,7 +167,8 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     rest = pl.col("rest")
     f = f.with_columns(
         rest.str.extract_groups(_GLOG).alias("g"), rest.str.extract_groups(_PYLOG).alias("y"),
-        rest.str.extract_groups(_FIELD).alias("c"), rest.str.extract_groups(_EXC).alias("e"),
+        pl.when(rest.str.contains(_FIELD_LINE)).then(rest.str.extract_groups(_FIELD)).alias("c"),
+        rest.str.extract_groups(_EXC).alias("e"),
         omsg=rest.str.extract(_OLDLOG, 1),
     ).unnest("g", "y", "c", "e")
     # c10 logging prints month*100+day unpadded (`E219` is 19 February); glog pads it (`E0219`).
@@ -145,8 +184,8 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         msg=pl.coalesce("gmsg", "pmsg", "omsg", "rest"),
         ts=local_to_utc(stamp.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False), ctx.tz),
         is_tb=rest.str.contains(_TB_START), is_chain=rest.str.contains(_CHAIN),
-        header=pl.when(rest.str.contains(r"^Root Cause \(first observed failure\):")).then(pl.lit("root"))
-        .when(rest.str.contains(r"^Failures:\s*$")).then(pl.lit("others")),
+        header=pl.when(rest.str.contains(r"^Root Cause(?: \(first observed failure\))?:\s*$")).then(pl.lit("root"))
+        .when(rest.str.contains(r"^(?:Other )?Failures:\s*$")).then(pl.lit("others")),
         exc_type=pl.when(~drop).then(pl.col("exc_type")),
         key=pl.concat_str([pl.col("pfx").str.strip_chars(), pl.lit("|"), rest.str.extract(r"^(\s*)", 1)]),
         drop=drop,
@@ -157,13 +196,15 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         failure_mode=pl.when(pl.col("kind").is_in(_CONTENT_MODE_KINDS)).then(_content_mode(pl.col("msg")))
         .when(pl.col("kind").is_not_null()).then(pl.col("mode")),
     )
-    return _message_fields(f)
+    f = _message_fields(f)
+    manual = (pl.col("kind") == "agent_signal") & pl.col("signal").is_in(_MANUAL_SIGNALS)
+    return f.with_columns(failure_mode=pl.when(manual).then(pl.lit("manual_stop")).otherwise(pl.col("failure_mode")))
 
 
 def _content_mode(t: pl.Expr) -> pl.Expr:
     """The failure mode a message names: a collective timeout, a CUDA error, an NCCL error."""
     return (
-        pl.when(t.str.contains(r"ollective operation timeout")).then(pl.lit("nccl_timeout"))
+        pl.when(t.str.contains(_TIMEOUT)).then(pl.lit("nccl_timeout"))
         .when(t.str.contains(r"CUDA out of memory")).then(pl.lit("cuda_oom"))
         .when(t.str.contains(r"CUDA (?:driver )?error: "))
         .then(cuda_mode(t.str.extract(r"CUDA (?:driver )?error: (.*)", 1)))
@@ -171,6 +212,9 @@ def _content_mode(t: pl.Expr) -> pl.Expr:
         .when(t.str.contains(r"unhandled cuda error|ncclUnhandledCudaError")).then(pl.lit("cuda_error"))
         .when(t.str.contains(r"invalid (?:usage|argument)|ncclInvalid")).then(pl.lit("user_code_error"))
         .when(t.str.contains(r"NCCL [Ee]rror.*\btime(?:out|d out)")).then(pl.lit("nccl_timeout"))
+        # NCCL failed and does not say why (its "Last error:" line, read by the nccl collector, may)
+        .when(t.str.contains(r"unhandled system error|ncclSystemError|internal check failed|ncclInternalError"))
+        .then(pl.lit("unknown"))
     )
 
 
@@ -222,7 +266,14 @@ def _message_fields(f: pl.DataFrame) -> pl.DataFrame:
         max_restarts=_num(r"\d+/(\d+) attempts left", pl.Int32),
         signal=m.str.extract(r"Received (\S+) death signal", 1).str.strip_prefix("Signals.").replace(_SIGNAMES),
         abort_exception=m.str.extract(r"instance of '([^']+)'", 1),
-        rank=pl.coalesce(pl.col("prank").cast(pl.Int32, strict=False), pl.col("mrank").cast(pl.Int32, strict=False),
+        timeout_from_rank=_num(r"collective timeout from +rank (\d+)", pl.Int32),
+        desync_seq=_num(r"Timeout at collective: \w+, #(\d+)"),
+        desync_op=m.str.extract(r"Timeout at collective: (\w+)", 1),
+        lagging_ranks=pl.when(pl.col("kind") == "desync_lagging").then(m.str.extract(r"\[([\d, ]+)\]", 1)),
+        rank=pl.coalesce(
+            # a desync report's line is about the lagging rank it names, not the rank that prints it
+            pl.when(pl.col("kind") == "desync_lagging").then(_num(r"\[(\d+)\]", pl.Int32)),
+            pl.col("prank").cast(pl.Int32, strict=False), pl.col("mrank").cast(pl.Int32, strict=False),
                          pl.when(_num(pg, pl.Int32).fill_null(0) == 0)
                          .then(_num(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", pl.Int32))),
     )
@@ -285,20 +336,27 @@ def _children(f: pl.DataFrame, finals: pl.DataFrame, ctx: Context) -> tuple[pl.D
     exc = {r["tb_line"]: r for r in finals.iter_rows(named=True)}
     rows = [_child_row(e, exc.get(e["tb"]), ctx) for e in entries]
     good = [r for r in rows if r["rank"] is not None or r["exitcode"] is not None]
+    # An entry of a summary whose fields cannot be read is kept, as a failure nothing more is known of.
+    odd = [{"line": r["line"], "host": r["host"], "kind": "unrecognised", "failure_mode": "unknown",
+            "severity": "warning", "text": r["text"]} for r, e in zip(rows, entries, strict=True)
+           if r["rank"] is None and r["exitcode"] is None and e["root"] is not None]
     tbs = [e["tb"] for e in entries if e["tb"] is not None]
+    odd_frame = rows_frame("events", odd)
     if not good:
-        return pl.DataFrame(), tbs, len(rows)
+        return odd_frame, tbs, len(rows)
     frame = pl.DataFrame(good, infer_schema_length=None)
     stamp = pl.col("time").cast(pl.String).str.replace("_", " ").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us",
                                                                    strict=False)
     frame = frame.select(
         pl.col("line").cast(pl.Int64), local_to_utc(stamp, ctx.tz).alias("ts"), pl.col("host").cast(pl.String),
-        pl.lit("child_failed").alias("kind"), _content_mode(pl.col("cause").cast(pl.String)).alias("failure_mode"),
+        # a child that died of a signal, with no error of its own, failed of a cause other lines may state
+        pl.lit("child_failed").alias("kind"),
+        pl.coalesce(_content_mode(pl.col("cause").cast(pl.String)), pl.lit("unknown")).alias("failure_mode"),
         "severity", pl.col("rank").cast(pl.Int32, strict=False), "text",
         json_detail(["root_cause", "local_rank", "exitcode", "signal", "pid", "fqdn", "error_file", "exception",
                      "message"]).alias("detail"),
     )
-    return frame, tbs, len(rows) - len(good)
+    return pl.concat([frame, odd_frame], how="diagonal_relaxed"), tbs, len(rows) - len(good)
 
 
 def _child_row(e: dict, exc: dict | None, ctx: Context) -> dict:
@@ -306,7 +364,8 @@ def _child_row(e: dict, exc: dict | None, ctx: Context) -> dict:
     fl = e["fields"]
     rank = re.match(r"(\d+)(?: \(local_rank: (\d+)\))?", fl.get("rank") or "")
     code = re.match(r"(-?\d+)(?: \(pid: (\d+)\))?(?: \(?(SIG\w+)\)?)?", fl.get("exitcode") or "")
-    tb = fl.get("traceback") or ""
+    # 1.9 prints the message as `msg: "..."`
+    tb = fl.get("traceback") or (fl.get("msg") or "").strip('"')
     sig = re.search(r"Signal (\d+) \((SIG\w+)\)", tb)
     exitcode = _int(code, 1)
     signame = (code.group(3) if code and code.group(3) else sig.group(2) if sig else
@@ -327,6 +386,17 @@ def _child_row(e: dict, exc: dict | None, ctx: Context) -> dict:
         "exception": exc["exc_type"] if exc else None, "message": message,
         "cause": " ".join(x for x in (exc["exc_type"] if exc else None, message) if x) or None,
     }
+
+
+def _rank_hosts(events: pl.DataFrame, children: pl.DataFrame) -> pl.DataFrame:
+    """Events with the host a torchrun summary in the same output names for their rank (null where none does)."""
+    # The summary's host is the agent's own (socket.getfqdn()): every rank it lists ran there.
+    if not children.height or "rank" not in children.columns:
+        return events.with_columns(host=pl.lit(None, pl.String))
+    hosts = (children.filter(pl.col("rank").is_not_null() & pl.col("host").is_not_null())
+             .group_by("rank").agg(pl.col("host").first(), n=pl.col("host").n_unique())
+             .filter(pl.col("n") == 1).drop("n"))  # a rank seen on two hosts (two launches): neither
+    return events.join(hosts.with_columns(pl.col("rank").cast(pl.Int32)), on="rank", how="left")
 
 
 def _with_exceptions(content: pl.DataFrame, finals: pl.DataFrame) -> pl.DataFrame:

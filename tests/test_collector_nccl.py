@@ -194,3 +194,19 @@ def test_info_retry_of_an_ibv_call_is_neither_event_nor_unparsed() -> None:
     p = parse(["gpu-b07:41211:41355 [1] NCCL INFO Call to ibv_modify_qp failed with 110 Connection timed out, on dev "
                "mlx5_1:1, curr state INIT, next state RTR, retrying 1/3 after 1000 msec of sleep"])
     assert "events" not in p.tables and p.unparsed == 0
+
+
+@pytest.mark.parametrize(("line", "mode"), [
+    ("[rank0]: Cuda failure 999 'unknown error'", "gpu_hw_other"),
+    ("Cuda failure 1 'invalid argument'", "cuda_error"),
+    ("Cuda failure 'out of memory'", "cuda_oom"),
+])
+def test_cuda_failure_echo_after_last_error_names_the_cuda_error(line: str, mode: str) -> None:
+    # ncclUnhandledCudaError says only "Call to CUDA function failed."; the "Last error:" line says which one
+    lines = ["[rank0]: ncclUnhandledCudaError: Call to CUDA function failed.", "[rank0]: Last error:", line]
+    (e,) = events(parse(lines))
+    assert (e["kind"], e["failure_mode"], e["detail"]["via"]) == ("cuda_failure", mode, "last_error")
+
+
+def test_cuda_failure_in_prose_is_no_echo() -> None:
+    assert not parse(["the job hit a Cuda failure 'unknown error' yesterday"]).tables.get("events")

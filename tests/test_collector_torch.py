@@ -288,3 +288,116 @@ def test_watchdog_terminated_by_a_cuda_error_is_a_cuda_error() -> None:
                          "memory access was encountered"]))
     assert (e["kind"], e["failure_mode"], e["rank"]) == ("watchdog_terminated", "cuda_error", 2)
     assert e["detail"]["cuda_error"] == "an illegal memory access was encountered"
+
+
+DESYNC = ["[rank3]:[E1124 08:22:10.501234567 ProcessGroupNCCL.cpp:1398] Rank 3",
+          "\t - [3] Timeout at collective: ALLREDUCE, #41208",
+          "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+          "\t   - [5] joined but didn't finish collective #41207 (count from 1)",
+          "\t     [0, 1, 2, 4, 6, 7] finished collective #41207, but didn't join collective #41208 (count from 1)",
+          "\t - Snapshot of ranks' latest states:", "\t     [5] started ALLREDUCE"]
+
+
+def test_desync_report_names_the_lagging_rank() -> None:
+    ev = events(parse(DESYNC, year=2026))
+    assert [(e["kind"], e["failure_mode"]) for e in ev] == [("desync_report", "nccl_timeout")] * 2 + [
+        ("desync_lagging", "nccl_timeout")] * 2
+    assert (ev[0]["detail"]["desync_op"], ev[0]["detail"]["desync_seq"]) == ("ALLREDUCE", 41208)
+    one, many = ev[2], ev[3]
+    assert (one["rank"], one["detail"]["lagging_ranks"]) == (5, "5")  # the rank the line names, not the printer
+    assert (many["rank"], many["detail"]["lagging_ranks"]) == (None, "0, 1, 2, 4, 6, 7")
+
+
+def test_desync_never_joined_form() -> None:
+    (e,) = events(parse(["\t - To our best knowledge, ranks [6] are the lagging ranks that caused this timeout. "
+                         "They never joined any collectives"]))
+    assert (e["kind"], e["rank"], e["failure_mode"]) == ("desync_lagging", 6, "nccl_timeout")
+
+
+def test_summary_host_is_given_to_the_events_of_its_ranks() -> None:
+    lines = [WATCHDOG, *summary([*entry("2026-11-25_10:15:02", "gpu-c13.cluster.internal", "3 (local_rank: 3)",
+                                        "-6 (pid: 88133)", "Signal 6 (SIGABRT) received by PID 88133")])]
+    ev = events(parse(lines, year=2026))
+    watchdog = next(e for e in ev if e["kind"] == "watchdog_timeout")
+    child = next(e for e in ev if e["kind"] == "child_failed")
+    assert (watchdog["host"], child["host"], child["failure_mode"]) == ("gpu-c13", "gpu-c13", "unknown")
+
+
+def test_summary_of_torch_1_9() -> None:
+    lines = ["torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", "=" * 39, "Root Cause:", "[0]:",
+             "  time: 2026-11-24_03:41:17", "  rank: 1 (local_rank: 1)", "  exitcode: -6 (pid: 6150)",
+             "  error_file: <N/A>", '  msg: "Signal 6 (SIGABRT) received by PID 6150"', "=" * 39,
+             "Other Failures:", "  <NO_OTHER_FAILURES>"]
+    (e,) = events(parse(lines, year=2026))
+    assert (e["kind"], e["rank"], e["severity"], e["failure_mode"]) == ("child_failed", 1, "critical", "unknown")
+    assert (e["detail"]["exitcode"], e["detail"]["signal"], e["detail"]["pid"]) == (-6, "SIGABRT", 6150)
+    assert e["ts"] == dt.datetime(2026, 11, 24, 3, 41, 17)
+
+
+def test_unpadded_time_or_rank_lines_elsewhere_are_no_summary_fields() -> None:
+    p = parse(["  time: 0.512", "  rank: 3", "  msg: done"])
+    assert "events" not in p.tables and p.unparsed == 0
+
+
+def test_unreadable_summary_entry_is_kept_as_unrecognised() -> None:
+    lines = summary(["  time      : ", "  host      : gpu-025", "  rank      : <N/A>", "  exitcode  : ?? (pid: ??)"])
+    (e,) = events(parse(lines))
+    assert (e["kind"], e["failure_mode"], e["severity"], e["host"]) == ("unrecognised", "unknown", "warning", "gpu-025")
+
+
+@pytest.mark.parametrize(("line", "mode"), [
+    ("WARNING:torch.distributed.elastic.agent.server.api:Received 2 death signal, shutting down workers",
+     "manual_stop"),
+    ("[2026-11-25 14:55:10,004] torch.distributed.elastic.agent.server.api: [WARNING] Received Signals.SIGHUP death "
+     "signal, shutting down workers", "manual_stop"),
+    ("W1124 07:28:49.530000 1359 torch/distributed/elastic/agent/server/api.py:719] Received 15 death signal, "
+     "shutting down workers", "unknown"),
+])
+def test_agent_death_signal_mode_follows_the_signal(line: str, mode: str) -> None:
+    (e,) = events(parse([line], year=2026))
+    assert (e["kind"], e["failure_mode"]) == ("agent_signal", mode)
+
+
+@pytest.mark.parametrize(("line", "kind", "mode"), [
+    ("RuntimeError: DataLoader worker (pid 56811) is killed by signal: Bus error. It is possible that dataloader's "
+     "workers are out of shared memory. Please try to raise your shared memory limit.", "dataloader_shm", "host_oom"),
+    ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+     "dataloader_shm", "host_oom"),
+    ("RuntimeError: DataLoader worker (pid 19597) is killed by signal: Killed.", "dataloader_killed", "host_oom"),
+    ("RuntimeError: DataLoader worker (pid 23616) is killed by signal: Terminated. ", "dataloader_died", "unknown"),
+    ("RuntimeError: DataLoader worker (pid(s) 18360, 18361) exited unexpectedly", "dataloader_died", "unknown"),
+])
+def test_dataloader_worker_losses(line: str, kind: str, mode: str) -> None:
+    (e,) = events(parse([line]))
+    assert (e["kind"], e["failure_mode"]) == (kind, mode)
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    ("[rank1]:[E1002 18:16:40.662691402 ProcessGroupNCCL.cpp:756] [Rank 1] Work WorkNCCL(SeqNum=2530, "
+     "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) timed out in blocking wait.", "watchdog_timeout"),
+    ("[rank5]:[E1124 16:48:25.440271515 ProcessGroupNCCL.cpp:698] [Rank 5] To avoid data inconsistency, we are "
+     "taking the entire process down.", "process_teardown"),
+    ("[rank0]:[E1128 21:11:49.041 ProcessGroupNCCL.cpp:1870] [PG ID 0 PG GUID 0(default_pg) Rank 0] Received a dump "
+     "signal due to a collective timeout from  rank 7 and we will try our best to dump the debug info.", "dump_signal"),
+])
+def test_timeout_consequences_are_nccl_timeouts(line: str, kind: str) -> None:
+    (e,) = events(parse([line], year=2026))
+    assert (e["kind"], e["failure_mode"]) == (kind, "nccl_timeout")
+    if kind == "dump_signal":
+        assert e["detail"]["timeout_from_rank"] == 7
+
+
+def test_nccl_system_error_without_detail_is_an_unknown_failure() -> None:
+    (e,) = events(parse(["RuntimeError: NCCL error in: /opt/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1169, "
+                         "unhandled system error, NCCL version 2.10.3"]))
+    assert (e["kind"], e["failure_mode"]) == ("nccl_error", "unknown")
+
+
+@pytest.mark.parametrize("head", [
+    b"[Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2211) ran for 1800390 milliseconds",
+    b"E0325 20:57:27.620000 2606 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed",
+    b"RuntimeError: DataLoader worker (pid 19597) is killed by signal: Killed.",
+    b"ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+])
+def test_sniff_knows_lines_without_processgroupnccl(head: bytes) -> None:
+    assert torch_dist.sniff(head, "x.log")
