@@ -24,6 +24,9 @@ NOTEBOOK = "notebooks/01_investigate_run.ipynb"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 RUN_ALL_TIMEOUT_MS = 240_000
+WIDTH = 1400  # the window a person reviews the Explorer and the scorecard in
+# screenshots kept after the run, for a person to look at (CI keeps the folder as an artefact)
+ARTIFACTS = Path(os.environ.get("CLUSTERLAB_ARTIFACTS", ROOT / "test-artifacts")) / "screenshots"
 SERVER_LOGS: dict[str, Path] = {}  # url -> the jupyter server's log, shown when a test fails
 
 
@@ -109,7 +112,7 @@ def test_notebook_runs_in_jupyterlab_and_shows_the_explorer(chromium: Path, jupy
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": 1500, "height": 1500})
+            page = browser.new_page(viewport={"width": WIDTH, "height": 1500})
             page.goto(f"{jupyter}/lab/tree/{NOTEBOOK}")
             try:
                 _run_all_cells(page)
@@ -120,6 +123,7 @@ def test_notebook_runs_in_jupyterlab_and_shows_the_explorer(chromium: Path, jupy
                 raise AssertionError(f"the cells did not all run; prompts {prompts}; screenshot "
                                      f"{tmp_path / 'timeout.png'}; server log tail:\n{log}") from None
             shot = _check_explorer(page, tmp_path)
+            _check_views_fit(page)
         finally:
             browser.close()
     print(f"browser test: {time.perf_counter() - t0:.1f} s; screenshot {shot}")
@@ -180,3 +184,84 @@ def _check_explorer(page, tmp_path: Path) -> Path:
     shot = tmp_path / "explorer.png"
     page.screenshot(path=str(shot))
     return shot
+
+
+def _shoot(target, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / name
+    target.screenshot(path=str(path))
+    return path
+
+
+def _open_tab(explorer, title: str):
+    explorer.locator(".lm-TabBar-tab", has_text=title).first.click()
+    pane = explorer.locator(".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden)").first
+    pane.wait_for(timeout=30_000)
+    return pane
+
+
+# what is cut off: an element whose content is wider than its box, or whose box ends past the window
+_CUT = """(els) => els.filter(e => e.offsetParent !== null).map(e => {
+    const r = e.getBoundingClientRect();
+    return {text: (e.innerText || '').slice(0, 60), cut: e.scrollWidth > e.clientWidth + 1,
+            past: r.right > window.innerWidth + 1, width: r.width};
+}).filter(x => x.cut || x.past)"""
+
+
+def _check_views_fit(page) -> None:
+    """At 1,400 px every view of the Explorer is readable: the evidence text has room, the buttons and the
+    relaunch command are whole, the figures are not cut; a screenshot of each is kept."""
+    explorer = page.locator(".jp-CodeCell").last.locator(".jp-OutputArea-output")
+    _shoot(page, "explorer-1400.png")
+    assert page.evaluate(_CUT, explorer.locator("img.widget-image").element_handles()) == []
+
+    pane = _open_tab(explorer, "Evidence")
+    pane.locator("td.cl-text").first.wait_for(timeout=30_000)
+    text_cells = pane.locator("td.cl-text")
+    widths = text_cells.evaluate_all("cs => cs.map(c => [c.getBoundingClientRect().width, c.getBoundingClientRect()"
+                                     ".right, c.closest('.cl-box').getBoundingClientRect().right])")
+    assert all(w >= 400 for w, _, _ in widths), f"evidence text squeezed: {widths}"
+    assert all(right <= box + 1 for _, right, box in widths), f"evidence text cut off: {widths}"
+    pane.scroll_into_view_if_needed()
+    _shoot(page, "explorer-evidence-1400.png")
+
+    pane = _open_tab(explorer, "Review")
+    assert page.evaluate(_CUT, pane.locator("button").element_handles()) == []
+    _shoot(page, "explorer-review-1400.png")
+
+    pane = _open_tab(explorer, "Step times")
+    page.wait_for_function("(p) => [...p.querySelectorAll('img.widget-image')].every(i => i.naturalWidth > 100)",
+                           arg=pane.element_handle(), timeout=60_000)
+    assert page.evaluate(_CUT, pane.locator("img.widget-image").element_handles()) == []
+    _shoot(page, "explorer-step-times-1400.png")
+
+    pane = _open_tab(explorer, "Relaunch")
+    pane.locator("pre").first.wait_for(timeout=60_000)
+    assert "sbatch" in pane.locator("pre").first.inner_text()
+    assert page.evaluate(_CUT, pane.locator("pre, button").element_handles()) == []
+    _shoot(page, "explorer-relaunch-1400.png")
+
+
+def test_the_scorecard_fits_a_1400_px_window(chromium: Path, tmp_path: Path) -> None:
+    """No table of the week's scorecard hides a column behind a horizontal scroller at 1,400 px."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright package (a test dependency)")
+    from clusterlab import Lab
+    from clusterlab.reports.render import write_week
+
+    with Lab(":memory:") as lab:
+        lab.ingest(ROOT / "data_samples" / "bundle")
+        write_week(lab.con, "2026-W48", tmp_path, fmts=("html",))
+    page_path = next(tmp_path.glob("scorecard-*.html"))
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": WIDTH, "height": 1000})
+            page.goto(page_path.as_uri())
+            scrolled = page.evaluate("""() => [...document.querySelectorAll('div.wide')]
+                .filter(d => d.scrollWidth > d.clientWidth + 1)
+                .map(d => (d.querySelector('th') || d).textContent.slice(0, 40))""")
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "scorecard-1400.png"), full_page=True)
+        finally:
+            browser.close()
+    assert scrolled == [], f"tables that scroll sideways at {WIDTH} px: {scrolled}"

@@ -179,7 +179,7 @@ def test_evidence_text_is_html_escaped(ex: Explorer, demo: Lab) -> None:
         demo.con.execute("UPDATE events SET text = replace(text, ?, '') WHERE kind = 'xid'", [hostile])
     page = html.evidence(pl.DataFrame({"rank_in_incident": [1], "ts": [None], "host": ["<h>"], "source": ["k"],
                                        "kind": ["x"], "file": ['/a/"b"&c'], "line": [3], "text": ["</td>"]}))
-    assert "&lt;h&gt;" in page and "&lt;/td&gt;" in page and "/a/&quot;b&quot;&amp;c:3" in page
+    assert "&lt;h&gt;" in page and "&lt;/td&gt;" in page and 'title="/a/&quot;b&quot;&amp;c:3"' in page
 
 
 def test_lazy_tabs_show_stragglers_losses_and_provider_mix(ex: Explorer) -> None:

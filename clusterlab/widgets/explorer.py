@@ -102,7 +102,7 @@ class Explorer(w.VBox):
         self.evidence_html, self.host_html = w.HTML(), w.HTML()
         self.steps_image, self.heatmap_image, self.mix_image = _image(), _image(), _image()
         self.steps_series_image = _image()
-        self.relaunch_box = w.VBox()
+        self.relaunch_box = w.VBox(layout=w.Layout(width="100%"))
         self.review = self._review_form()
         self.tabs = w.Tab(children=[self.evidence_html, self.host_html, self.review,
                                     w.VBox([self.steps_series_image, self.steps_image]),
@@ -118,7 +118,9 @@ class Explorer(w.VBox):
         self.children = [
             w.HBox([self.provider, self.cluster, self.run]), w.HBox([self.window, self.window_label]), self.error,
             self.summary,
-            w.HBox([self.ledger_image, self.timeline_image]), w.HTML("<b>Incidents</b> (costliest first)"),
+            # side by side where there is room, one under the other where there is not: never cut off
+            w.HBox([self.ledger_image, self.timeline_image], layout=w.Layout(flex_flow="row wrap")),
+            w.HTML("<b>Incidents</b> (costliest first)"),
             self.incidents_html, w.HBox([self.incident, self.host]), self.tabs]
 
     def _review_form(self) -> w.VBox:
@@ -129,8 +131,10 @@ class Explorer(w.VBox):
         self.review_note = w.Text(description="note", layout=w.Layout(width="560px"))
         self.review_ticket = w.Text(description="ticket")
         self.review_status = w.Dropdown(options=["open", "with_provider", "resolved"], description="status")
-        self.confirm_button = w.Button(description="Confirm as detected", button_style="success")
-        self.save_button = w.Button(description="Save correction", button_style="warning")
+        # NOTE: a button's default width is fixed and cuts a longer label with an ellipsis
+        fit = {"layout": w.Layout(width="auto", min_width="150px")}
+        self.confirm_button = w.Button(description="Confirm as detected", button_style="success", **fit)
+        self.save_button = w.Button(description="Save correction", button_style="warning", **fit)
         self.review_message = w.HTML()
         self.confirm_button.on_click(lambda _: self._safely("the review", self.confirm))
         self.save_button.on_click(lambda _: self._safely("the review", self.correct))
@@ -353,7 +357,8 @@ class Explorer(w.VBox):
             out = html.facts([("confidence", f"{r['confidence']:.2f} (0-1)"),
                               ("candidates considered and rejected", self.rejected_frame.height)])
         if self.rejected_frame.height:
-            out += html.table(self.rejected_frame, frames.REJECTED_VIEW, wrap=("reason",), height_px=160)
+            out += html.table(self.rejected_frame, frames.REJECTED_VIEW, wrap=("reason",), paths=("where",),
+                              height_px=160)
         return out + html.evidence(ev)
 
     def evidence_of(self, incident_id: str | None) -> pl.DataFrame:

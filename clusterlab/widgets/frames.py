@@ -12,6 +12,7 @@ import polars as pl
 
 from clusterlab import store
 from clusterlab.attribution import Attribution
+from clusterlab.widgets.html import short_path
 
 STEP_HOSTS_SHOWN = 24  # boxes in the step-time plot: past that the slowest hosts are what matters
 SERIES_POINTS = 600  # time buckets in the step-time-over-time plot: about one per pixel of its width
@@ -76,7 +77,7 @@ def rejected(incidents: pl.DataFrame, incident_id: str | None) -> pl.DataFrame:
     rows = incidents.filter(pl.col("incident_id") == incident_id)["rejected"].to_list()
     out = [{**(c.get("candidate") or {}), "reason": c.get("reason")} for c in ((rows[0] or []) if rows else [])]
     for r in out:
-        r["where"] = f"{r.get('file')}:{r.get('line')}" if r.get("file") else None
+        r["where"] = f"{short_path(r.get('file'))}:{r.get('line')}" if r.get("file") else None
         r["ts"] = r["ts"].replace("T", " ") if isinstance(r.get("ts"), str) else None
     return pl.DataFrame([{k: r.get(k) for k in schema} for r in out], schema=schema)
 

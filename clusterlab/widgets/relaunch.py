@@ -20,8 +20,11 @@ class RelaunchPanel(w.VBox):
         self.plan: dict | None = None
         self.message: str | None = None
         self.exclude_frame = self.drain_frame = pl.DataFrame()
-        self.view = w.HTML()
+        # NOTE: without a width the panel grows to its widest table and the command runs off-screen
+        self.view = w.HTML(layout=w.Layout(width="100%"))
+        self.layout.width = "100%"
         self.dry_run_button = w.Button(description="Dry run", icon="play", button_style="info",
+                                       layout=w.Layout(width="auto"),
                                        tooltip="build the plan again and show the command; nothing is executed")
         self.status = w.HTML()
         self.dry_run_button.on_click(lambda _: self.dry_run())
@@ -66,15 +69,16 @@ class RelaunchPanel(w.VBox):
             html.facts([("nodes needed", plan.get("nodes_needed")), ("available", plan.get("nodes_available")),
                         ("recompute", f"{recompute:,.1f} GPU-h" if isinstance(recompute, int | float) else "n/a"),
                         ("backend", plan.get("backend"))]),
-            "<b>Exclude</b>", html.table(self.exclude_frame),
-            "<b>Drain</b>", html.table(self.drain_frame),
+            "<b>Exclude</b>", html.table(self.exclude_frame, wrap=("reason",)),
+            "<b>Drain</b>", html.table(self.drain_frame, wrap=("reason",)),
             "<b>Resume from</b>", html.facts([("step", ck.get("step")), ("path", ck.get("path")),
                                                ("verified", ck.get("verified"))]),
         ]
         if skipped:
             parts.append(html.note(f"skipped (lost or corrupt): {skipped}", warn=True))
         parts.append("<b>Command</b> (dry run)")
-        parts.append(f"<pre style='white-space:pre-wrap'>{html.esc(cmd_text)}</pre>")
+        # NOTE: a long option (`--export=ALL,...`) has no space to break at; it wraps anywhere rather than hide
+        parts.append(f"<pre style='white-space:pre-wrap;overflow-wrap:anywhere'>{html.esc(cmd_text)}</pre>")
         need, have = plan.get("nodes_needed") or 0, plan.get("nodes_available") or 0
         if need > have:
             parts.append(html.note(f"not enough healthy nodes: {need} needed, {have} available", warn=True))
