@@ -56,45 +56,59 @@ class Xid:
     root_cause: bool = True  # False: a follow-on or informational Xid, never a root cause alone
 
 
-# Facts from NVIDIA's "XID Errors" catalogue (docs.nvidia.com/deploy/xid-errors) and its
-# GPU debug guidelines. Xids that usually come from the application (13, 31, 43) blame the user;
-# 45 and 63 follow other errors; 154 restates the recovery action another Xid required.
+# Facts from NVIDIA's Xid catalogue (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html: each
+# code's mnemonic, description and "resolution bucket") and its GPU debug guidelines. The action is the
+# catalogue's immediate resolution, shortened: RESET_GPU -> reset GPU; RESTART_BM (bare metal) -> drain
+# node; RESTART_APP, IGNORE, CHECK_APP/CUDA -> none. Xids the catalogue files under the application
+# (13, 31, 32, 43, 69) blame the user; IGNORE / informational ones (38, 45, 63, 92, 121, 137, 154) are never
+# a root cause alone: they follow or restate another error.
 _XIDS = [
     Xid(8, "gpu_hw_other", "reset GPU", "GPU stopped processing (timeout)"),
     Xid(13, "cuda_error", "none", "graphics engine exception (usually application error)"),
     Xid(31, "cuda_error", "none", "GPU memory page fault (usually illegal address in the application)"),
-    Xid(32, "gpu_hw_other", "reset GPU", "invalid or corrupted push buffer stream"),
-    Xid(38, "gpu_hw_other", "reset GPU", "driver firmware error"),
+    Xid(32, "cuda_error", "none", "invalid or corrupted push buffer stream (catalogue: check the application)"),
+    Xid(38, "gpu_hw_other", "none", "driver firmware error (FECS watchdog timeout)", root_cause=False),
     Xid(43, "cuda_error", "none", "GPU stopped processing (application fault)"),
     Xid(45, "unknown", "none", "preemptive cleanup after earlier errors", root_cause=False),
     Xid(48, "gpu_memory_ecc", "reset GPU", "double-bit ECC error"),
     Xid(56, "gpu_hw_other", "none", "display engine error"),
     Xid(61, "gpu_hw_other", "reset GPU", "internal micro-controller breakpoint/warning"),
-    Xid(62, "gpu_hw_other", "reset GPU", "internal micro-controller halt"),
+    Xid(62, "gpu_hw_other", "reset GPU", "internal micro-controller halt (PMU)"),
     Xid(63, "gpu_memory_ecc", "none", "ECC page retirement or row remapping recorded", root_cause=False),
+    # NOTE: catalogue: RESET_GPU, then CONTACT_SUPPORT; a remap that failed is the RMA case of
+    # NVIDIA's memory error management guide, so the host is drained rather than reused after a reset.
     Xid(64, "gpu_memory_ecc", "drain node", "ECC page retirement or row remapping failure"),
-    Xid(69, "gpu_hw_other", "reset GPU", "graphics engine class error"),
+    Xid(69, "cuda_error", "none", "graphics engine class error (catalogue: check the application)"),
     Xid(74, "nvlink_error", "reset GPU", "NVLink error"),
     Xid(79, "gpu_fell_off_bus", "drain node", "GPU has fallen off the bus"),
     Xid(92, "gpu_memory_ecc", "none", "high single-bit ECC error rate", root_cause=False),
+    # NOTE: catalogue: RESTART_APP for a contained error; the row it marks for remapping (Xid 63) is
+    # activated by a GPU reset, which is why the GPU is reset before it is used again.
     Xid(94, "gpu_memory_ecc", "reset GPU", "contained ECC error"),
     Xid(95, "gpu_memory_ecc", "reset GPU", "uncontained ECC error"),
     Xid(109, "gpu_hw_other", "reset GPU", "context switch timeout"),
+    Xid(110, "gpu_hw_other", "reset GPU", "security fault error"),
     Xid(119, "gpu_hw_other", "reset GPU", "GSP RPC timeout"),
     Xid(120, "gpu_hw_other", "reset GPU", "GSP error"),
-    Xid(121, "gpu_hw_other", "none", "C2C link corrected error", root_cause=False),
+    Xid(121, "gpu_hw_other", "none", "C2C link error", root_cause=False),
+    Xid(122, "gpu_hw_other", "reset GPU", "SPI PMU RPC read failure"),
     Xid(123, "gpu_hw_other", "reset GPU", "SPI PMU RPC write failure"),
-    Xid(136, "gpu_hw_other", "reset GPU", "link training failure"),
+    Xid(124, "gpu_hw_other", "reset GPU", "SPI PMU RPC erase failure"),
+    Xid(136, "nvlink_error", "reset GPU", "NVLink link training (ALI) failed"),
+    Xid(137, "nvlink_error", "none", "NVLink privilege error", root_cause=False),
     Xid(140, "gpu_memory_ecc", "reset GPU", "unrecovered ECC error"),
-    Xid(143, "gpu_hw_other", "drain node", "GPU initialisation failure"),
+    Xid(143, "gpu_hw_other", "reset GPU", "GPU initialisation failure"),
     Xid(144, "nvlink_error", "reset GPU", "NVLink SAW error"),
     Xid(145, "nvlink_error", "reset GPU", "NVLink RLW error"),
     Xid(146, "nvlink_error", "reset GPU", "NVLink TLW error"),
     Xid(147, "nvlink_error", "reset GPU", "NVLink TREX error"),
-    Xid(148, "nvlink_error", "reset GPU", "NVLink NVLPW error"),
+    Xid(148, "nvlink_error", "reset GPU", "NVLink NVLPW_CTRL error"),
     Xid(149, "nvlink_error", "reset GPU", "NVLink NETIR error"),
     Xid(150, "nvlink_error", "reset GPU", "NVLink MSE error"),
+    Xid(151, "gpu_hw_other", "reset GPU", "key rotation error (confidential computing; catalogue: restart the VM)"),
     Xid(154, "gpu_hw_other", "reset GPU", "GPU recovery action changed", root_cause=False),
+    Xid(155, "nvlink_error", "reset GPU", "NVLink software-defined error"),
+    Xid(158, "gpu_hw_other", "reset GPU", "GPU fatal timeout"),
 ]
 
 XIDS: dict[int, Xid] = {x.code: x for x in _XIDS}

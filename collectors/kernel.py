@@ -30,12 +30,18 @@ from clusterlab.collectors._base import (
 
 NAME = "kernel"
 EXCLUSIVE = False
+# A hung-task report is a header line and, some lines later, its call trace: the trace frames that
+# name a shared filesystem belong to the header before them, so a batch is not cut between the two.
+BLOCK_START = r"INFO: task .*:\d+ blocked for more than "
 
 # Lines of interest, whatever the time prefix. Every branch starts with a literal (or is one), so
 # the engine's regex prefilter rejects ordinary lines (NCCL INFO, training steps) at memchr speed.
 PATTERN = "|".join([
     r"NVRM: Xid ",
-    r"NVRM: .*(?:fallen off the bus|NVLink.*(?i:fatal|error)|(?i:row remap|uncorrectable|double.bit)|\bDBE\b)",
+    # NOTE: one `NVRM: .*` branch for all: separate ones cost the engine's prefilter half again on every line.
+    r"NVRM: .*(?:fallen off the bus|NVLink.*(?i:fatal|error)|(?i:row remap|uncorrectable|double.bit)|\bDBE\b"
+    r"|GSP Timeout|GSP RM heartbeat timed out|Heartbeat timed out|GSP RPC error prints|GSP-CrashCat Report"
+    r"|RmInitAdapter failed|\[NV_ERR_RESET_REQUIRED\])",
     r"SXid \([^)]*\): \d+, (?:Fatal|FATAL|Non-fatal)",
     r"AER: (?:Multiple )?(?:Correct|Uncorrect)(?:ed|able) ",
     r"AER: device recovery failed",
@@ -57,20 +63,33 @@ PATTERN = "|".join([
     r"EDAC (?:\S+ )?MC\d+: \d+ (?:CE|UE|Fatal) ",
     r"Kernel panic - not syncing: ",
     r"soft lockup - CPU#\d+ stuck",
+    # call-trace frames in a shared filesystem's modules (or NFS functions): they say where a hung task waits
+    r"\+0x[0-9a-f]+/0x[0-9a-f]+ \[(?:nfs|nfsv3|nfsv4|sunrpc|lustre|ptlrpc|lnet|obdclass|osc|mdc|lmv|lov|mgc|ldlm)\]"
+    r"| nfs4?_\w+\+0x[0-9a-f]+/0x",
+    # dmesg -H / -e: the minute a run of `[  +0.000049]` lines belongs to (their only clock); the month
+    # names are literals, so the prefilter still skips ordinary lines (an anchored `[A-Z][a-z]{2}` does not)
+    r"\[(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) ?\d{1,2} \d\d:\d\d\] ",
 ])
 
 # The time prefix, for all the spellings at once (groups of the branches that did not match are null):
 #   [ 12345.678901] msg                                    dmesg (seconds since boot)
-#   [Wed Nov 25 10:00:01 2026] msg                         dmesg -T (local time)
+#   [ 12345.678901 <    0.000049>] msg                     dmesg -d (and the delta since the line before)
+#   [Wed Nov 25 10:00:01 2026] msg                         dmesg -T (local time; -d -T adds ` <delta>`)
+#   [Nov25 10:00] msg / [  +0.000049] msg                  dmesg -H / -e: the minute, then deltas (local time)
+#   [<    0.000049>] msg                                   dmesg --time-format delta (no time at all)
 #   2026-11-25T10:00:01,123456+00:00 msg                   dmesg --time-format iso
 #   2026-11-25T10:00:01[.123456]+0000 host kernel: msg     journalctl -k -o short-iso[-precise], RFC 3339 syslog
 #   Nov 25 10:00:01[.123456] host kernel: [12345.6] msg    syslog, journalctl short[-precise] (local, no year)
 # An optional `kern  :err   : ` (dmesg -x) comes first. The weekday of dmesg -T is skipped: a
 # parser that checks it would drop a line over a mismatch that says nothing about the time.
+_DELTA = r"<[ \d.]+>"
 _PREFIX = (
     r"^(?:[a-z]+ *:[a-z]+ *: )?"
-    r"(?:\[ *(?P<up>\d+\.\d+)\]"
-    r"|\[[A-Z][a-z]{2} (?P<ctime>[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4})\]"
+    rf"(?:\[ *(?P<up>\d+\.\d+)(?: {_DELTA})?\]"
+    rf"|\[[A-Z][a-z]{{2}} (?P<ctime>[A-Z][a-z]{{2}} +\d{{1,2}} \d\d:\d\d:\d\d \d{{4}})(?: {_DELTA})?\]"
+    r"|\[(?P<rel>[A-Z][a-z]{2} ?\d{1,2} \d\d:\d\d)\]"
+    r"|\[ *(?P<reld>[+-]\d+\.\d+)\]"
+    rf"|\[{_DELTA}\]"
     r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?(?P<off>Z|[+-]\d\d:?\d\d)?"
     r"|(?P<bsd>[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d)(?:\.(?P<bfrac>\d+))?)"
     # NOTE: a program tag needs its [pid]: without one, `EDAC MC0:` after a dmesg-iso time would
@@ -83,13 +102,26 @@ _PREFIX = (
 # What sniff() takes for a kernel log line: the dmesg spellings, or any time then `host kernel:`.
 _KERNEL_LINE = re.compile(
     r"^(?:[a-z]+ *:[a-z]+ *: )?"
-    r"(?:\[ *\d+\.\d+\] |\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}\] "
+    r"(?:\[ *\d+\.\d+(?: <[ \d.]+>)?\] |\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}(?: <[ \d.]+>)?\] "
+    r"|\[[A-Z][a-z]{2} ?\d{1,2} \d\d:\d\d\] |\[ *[+-]\d+\.\d+\] |\[<[ \d.]+>\] "
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d "
     r"|(?:\d{4}-\d\d-\d\dT\S+|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?) \S+ kernel: )"
 )
 
-# Hung tasks count as a filesystem stall only when the line itself names NFS or Lustre.
+# A hung task is a filesystem stall when its line names NFS or Lustre (an `nfsiod`, a `ptlrpcd` thread)
+# or its call trace waits in their code. Any other hung task keeps no failure mode: a task stuck in D
+# state is a symptom (of a GPU driver wedged by an Xid, a slow local disk, a lock), and the line says
+# nothing about which; it stays on the host's timeline as a warning.
 _FS_TASK = r"(?i:nfs|lustre|ptlrpc|ldlm)"
+_HUNG = r"INFO: task .*:\d+ blocked for more than \d+ seconds"
+# One call-trace frame: `[<ffffffffa05c3e5d>] ? rpc_wait_bit_killable+0x1e/0xa0 [sunrpc]` (older kernels print
+# the address, `? ` marks a frame the unwinder is unsure of), and the module that holds the function.
+_FRAME = r"^\s*(?:\[<[0-9a-f]+>\] )?(?:\? )?(?P<fn>[\w.]+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<mod>\w+)\])?\s*$"
+_NFS_MODULES = ["nfs", "nfsv3", "nfsv4", "sunrpc"]
+_LUSTRE_MODULES = ["lustre", "ptlrpc", "lnet", "obdclass", "osc", "mdc", "lmv", "lov", "mgc", "ldlm"]
+# A hung-task report's trace follows its header within a few dozen lines (hung_task.c: header, taint
+# line, hint, `task:` line, `Call Trace:`, frames); a frame further away belongs to something else.
+TRACE_LINES = 80
 
 
 @dataclass(frozen=True)
@@ -110,6 +142,15 @@ RULES: tuple[Rule, ...] = (
     Rule("gpu", "row_remap_pending", r"NVRM: .*(?i:row remap)", "gpu_memory_ecc", "warning"),
     Rule("gpu", "gpu_ecc_uncorrectable", r"NVRM: .*(?:(?i:uncorrectable|double.bit)|\bDBE\b)", "gpu_memory_ecc",
          "error"),
+    # The GPU System Processor stopped answering: the banner before an Xid 119, or the heartbeat check
+    # that precedes one (an Xid line of its own, when it follows, is read by the xid rule).
+    Rule("gpu", "gsp_timeout", r"NVRM: .*(?:_kgsp\w*: \*+ GSP Timeout \*|GSP RM heartbeat timed out"
+         r"|_kgspIsHeartbeatTimedOut: Heartbeat timed out)", "gpu_hw_other", "error"),
+    Rule("gpu", "gsp_crash", r"NVRM: .*GSP-CrashCat Report", "gpu_hw_other", "error"),
+    Rule("gpu", "gsp_rpc_errors", r"NVRM: Rate limiting GSP RPC error prints", "gpu_hw_other", "warning"),
+    # the driver could not initialise the GPU, or asserts the GPU needs a reset before it can be used again
+    Rule("gpu", "gpu_init_failed", r"NVRM: .*RmInitAdapter failed", "gpu_hw_other", "error"),
+    Rule("gpu", "gpu_reset_required", r"NVRM: .*\[NV_ERR_RESET_REQUIRED\]", "gpu_hw_other", "error"),
     Rule("sxid", "sxid", r"SXid \([^)]*\): \d+, (?:Fatal|FATAL)", "nvlink_error", "error"),
     Rule("sxid", "sxid", r"SXid \([^)]*\): \d+, Non-fatal", None, "warning"),
     Rule("aer", "pcie_aer", r"AER: (?:Multiple )?Uncorrect(?:ed|able) \(Fatal\) ", "pcie_error", "critical"),
@@ -169,7 +210,7 @@ EXTRACTORS: dict[str, list[str]] = {
         r"recovery action changed from [^(]*\([^)]*\) to \w+ \((?P<recovery>[^)]*)\)",
         r"(?i:link) (?P<nvlink>\d+)",
     ],
-    "gpu": [rf"(?P<gbus>{_BDF})", r"NVRM: (?P<gmsg>.*)"],
+    "gpu": [rf"(?P<gbus>{_BDF})", r"NVRM: (?P<gmsg>.*)", r"NVRM: GPU(?P<gidx>\d+) "],
     "sxid": [rf"(?P<sdev>nvidia-nvswitch\d*): SXid \((?:PCI:)?(?P<sbus>{_BDF})\): (?P<sxid>\d+), (?P<ssev>[^,]+)"
              r"(?:, (?P<smsg>.*))?", r"Link (?P<slink>\d+)"],
     "aer": [
@@ -218,7 +259,7 @@ def _details() -> dict[str, dict[str, pl.Expr]]:
         "xid": {"pid": _int("xpid"), "process": _known("xname"), "message": pl.col("xmsg"),
                 "action": pl.col("xaction"), "root_cause": pl.col("xroot"), "description": pl.col("xdesc"),
                 "recovery_action": pl.col("recovery"), "link": _int("nvlink")},
-        "gpu": {"message": pl.col("gmsg")},
+        "gpu": {"message": pl.col("gmsg"), "gpu_index": _int("gidx")},
         "sxid": {"sxid": _int("sxid"), "sxid_severity": pl.col("ssev"), "device": pl.col("sdev"),
                  "message": pl.col("smsg"), "link": _int("slink")},
         "aer": {"driver": pl.col("adrv"), "device": pl.col("adev"), "source": pl.col("asrc"),
@@ -228,7 +269,8 @@ def _details() -> dict[str, dict[str, pl.Expr]]:
                  "cable": pl.col("lcable"), "cable_error": pl.col("lcable_err")},
         "oom": {"pid": pl.coalesce(_int("opid"), _int("opid2")), "process": pl.coalesce("ocomm", "otask", "ocomm2"),
                 "constraint": pl.col("oconstraint"), "memcg": pl.col("omemcg"), "task_memcg": pl.col("otask_memcg")},
-        "hung": {"task": pl.col("htask"), "pid": _int("hpid"), "blocked_s": _int("hsecs")},
+        "hung": {"task": pl.col("htask"), "pid": _int("hpid"), "blocked_s": _int("hsecs"),
+                 "blocked_in": pl.col("blocked_in"), "frame": pl.col("hframe")},
         "nfs": {"program": pl.col("nprog"), "server": pl.col("nserver"), "state": pl.col("nstate")},
         "lustre": {"target": pl.col("ltarget"), "nid": pl.col("lnid")},
         "mce": {"cpu": _int("mcpu"), "bank": _int("mbank"), "status": pl.col("mstatus"), "mc": _int("emc"),
@@ -264,9 +306,12 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     # quote one (a health daemon repeating an Xid would count it twice).
     foreign = frame["prog"].is_not_null()
     out.unparsed += int(foreign.sum())
+    # Call-trace frames are read into the hung task they belong to, never events of their own.
+    frame = _attach_traces(frame.filter(~foreign))
     # The first rule whose regex matches the message decides family, kind, failure mode and severity.
-    frame = classify(frame.filter(~foreign), RULES, col="msg", index="rule")
-    out.unparsed += frame["rule"].null_count()
+    frame = classify(frame, RULES, col="msg", index="rule")
+    # A dmesg -H minute line that says nothing else of interest was selected for its clock alone.
+    out.unparsed += int(frame.select((pl.col("rule").is_null() & pl.col("rel").is_null()).sum()).item())
     # One pass per family over its own lines only: a family's regexes never see the others' lines.
     for (family,), part in sorted(frame.filter(pl.col("rule").is_not_null()).partition_by(
             "family", as_dict=True, maintain_order=True).items()):
@@ -276,6 +321,27 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     if "events" in out.tables:
         out.tables["events"] = out.tables["events"].sort("line")
     return out
+
+
+def _attach_traces(frame: pl.DataFrame) -> pl.DataFrame:
+    """The batch without its call-trace frames; each hung-task header gets `blocked_in` (nfs, lustre) and
+    `hframe` (the first such function) from the shared-filesystem frames of its trace."""
+    is_frame = pl.col("msg").str.contains(r"\+0x[0-9a-f]+/0x[0-9a-f]+") & ~pl.col("msg").str.contains(_HUNG)
+    g = pl.col("msg").str.extract_groups(_FRAME)
+    fn, mod = g.struct.field("fn"), g.struct.field("mod")
+    fs = (pl.when(mod.is_in(_NFS_MODULES) | fn.str.contains(r"^nfs4?_")).then(pl.lit("nfs"))
+          .when(mod.is_in(_LUSTRE_MODULES)).then(pl.lit("lustre")))
+    frames = frame.filter(is_frame).select("line", fs.alias("blocked_in"), fn.alias("hframe")).filter(
+        pl.col("blocked_in").is_not_null())
+    heads = frame.filter(pl.col("msg").str.contains(_HUNG)).select(pl.col("line").alias("hline"))
+    per = pl.DataFrame(schema={"hline": pl.Int64, "blocked_in": pl.String, "hframe": pl.String})
+    if frames.height and heads.height:
+        # NOTE: each frame goes to the nearest header before it (the next report starts a new trace).
+        got = frames.sort("line").join_asof(heads.sort("hline"), left_on="line", right_on="hline",
+                                            strategy="backward", tolerance=TRACE_LINES, check_sortedness=False)
+        per = got.filter(pl.col("hline").is_not_null()).group_by("hline").agg(
+            pl.col("blocked_in").sort_by("line").first(), pl.col("hframe").sort_by("line").first())
+    return frame.filter(~is_frame).join(per, left_on="line", right_on="hline", how="left", maintain_order="left")
 
 
 def _split_prefix(lines: pl.DataFrame) -> pl.DataFrame:
@@ -294,7 +360,13 @@ def _timestamp(ctx: Context) -> pl.Expr:
     ctime = local_to_utc(pl.col("ctime").str.replace_all(" +", " ")
                          .str.strptime(dtype, "%b %d %H:%M:%S %Y", strict=False), ctx.tz)
     bsd = local_to_utc(syslog_time(pl.col("bsd"), ctx.year) + _fraction(), ctx.tz)
-    return pl.coalesce(raw, ctime, _iso(ctx), bsd).alias("ts")
+    # dmesg -H prints the minute only when it changes and a delta since the previous message otherwise;
+    # the lines between are not all at hand (only the ones PATTERN selects), so a delta line takes its
+    # minute: the time to the minute, never a later one.
+    minute = local_to_utc(syslog_time(pl.col("rel").str.replace(r"^([A-Z][a-z]{2}) ?", "$1 ")
+                                      .str.replace(r"$", ":00"), ctx.year), ctx.tz)
+    rel = pl.when(pl.col("reld").is_not_null()).then(minute.forward_fill()).otherwise(minute)
+    return pl.coalesce(raw, ctime, _iso(ctx), bsd, rel).alias("ts")
 
 
 def _fraction() -> pl.Expr:
@@ -322,10 +394,9 @@ def _family_events(family: str, part: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     """The events of one rule family's lines, and how many of them could not be read."""
     part = extract_all(part, EXTRACTORS[family], col="msg")
     unreadable = 0
-    if family == "xid":  # an Xid line without its code (cut short, redacted) is no Xid event
-        readable = part["xcode"].is_not_null()
-        unreadable = int((~readable).sum())
-        part = _apply_xid(part.filter(readable))
+    if family == "xid":  # an Xid line without its code (cut short, garbled) is kept as unrecognised
+        unreadable = part["xcode"].null_count()
+        part = _apply_xid(part)
     elif family == "mce":
         part = _mce_uncorrected(part)
     elif family == "hung":
@@ -355,12 +426,20 @@ def _apply_xid(part: pl.DataFrame) -> pl.DataFrame:
         "xroot": pl.Series([x.root_cause for x in infos], dtype=pl.Boolean),
         "xdesc": pl.Series([x.description for x in infos], dtype=pl.String),
     })
+    # NOTE: the NVLink5 Xids (144-150) say themselves whether the link error was fatal; a `Nonfatal` one
+    # was corrected by the link and only warns, like a non-fatal SXid.
+    nonfatal = pl.col("xid").is_between(144, 150) & pl.col("xmsg").str.contains(r"\bNonfatal\b").fill_null(False)
+    unread = pl.col("xid").is_null()
     # NOTE: a follow-on Xid (45, 63, 154: never a root cause alone) is a warning whatever it asks for.
-    severity = (pl.when(~pl.col("xroot")).then(pl.lit("warning"))
+    severity = (pl.when(unread | ~pl.col("xroot") | nonfatal).then(pl.lit("warning"))
                 .when(pl.col("xaction") == "drain node").then(pl.lit("critical"))
                 .when(pl.col("xaction") == "reset GPU").then(pl.lit("error"))
                 .otherwise(pl.lit("warning")))
-    return part.join(table, on="xid", how="left").with_columns(failure_mode=pl.col("xmode"), severity=severity)
+    mode = (pl.when(unread).then(pl.lit("unknown")).when(nonfatal).then(pl.lit(None, pl.String))
+            .otherwise(pl.col("xmode")))
+    return part.join(table, on="xid", how="left", maintain_order="left").with_columns(
+        failure_mode=mode, severity=severity,
+        kind=pl.when(unread).then(pl.lit("unrecognised")).otherwise(pl.col("kind")))
 
 
 def _mce_uncorrected(part: pl.DataFrame) -> pl.DataFrame:
@@ -376,8 +455,8 @@ def _mce_uncorrected(part: pl.DataFrame) -> pl.DataFrame:
 
 
 def _hung_on_filesystem(part: pl.DataFrame) -> pl.DataFrame:
-    """A hung task is a filesystem stall when the line itself names NFS or Lustre, else cause unknown."""
-    fs = pl.col("msg").str.contains(_FS_TASK)
+    """A hung task is a filesystem stall when its line or its trace names NFS or Lustre, else cause unknown."""
+    fs = pl.col("msg").str.contains(_FS_TASK) | pl.col("blocked_in").is_not_null()
     return part.with_columns(
         failure_mode=pl.when(fs).then(pl.lit("filesystem_io")).otherwise(pl.col("failure_mode")),
         severity=pl.when(fs).then(pl.lit("error")).otherwise(pl.col("severity")),

@@ -97,10 +97,14 @@ def test_xid74_keeps_the_nvlink_link_number() -> None:
     assert r["failure_mode"] == "nvlink_error" and detail(r)["link"] == 14
 
 
-def test_truncated_xid_line_is_counted_unparsed() -> None:
+def test_truncated_xid_line_is_counted_unparsed_and_kept_as_unrecognised() -> None:
     parsed = parse(["[ 1.0] NVRM: Xid (PCI:0000:5d:00): 79, GPU has fallen off the bus.",
                     "[ 2.0] NVRM: Xid (PCI:0000:5d:0"], boot_time=BOOT)
-    assert parsed.unparsed == 1 and parsed.tables["events"].height == 1
+    assert parsed.unparsed == 1
+    good, cut = parsed.tables["events"].to_dicts()
+    assert good["failure_mode"] == "gpu_fell_off_bus"
+    assert (cut["kind"], cut["failure_mode"], cut["severity"], cut["xid"]) == ("unrecognised", "unknown", "warning",
+                                                                             None)
 
 
 def test_gpu_fallen_off_bus_without_xid_is_still_reported() -> None:
@@ -415,3 +419,124 @@ def test_batch_of_many_lines_is_parsed_quickly() -> None:
     parsed = parse(lines, boot_time=BOOT)
     assert parsed.tables["events"].height == len(lines)
     assert time.perf_counter() - start < 20
+
+
+# --- dmesg -H / -d spellings, GSP, hung-task traces, NVLink5 Xids ----------------------------------
+
+def test_dmesg_H_delta_lines_take_their_minute_and_the_minute_line_is_no_unparsed_line() -> None:
+    lines = ["[Nov24 08:00] usb 1-1: new high-speed USB device number 2 using xhci_hcd",
+             "[  +0.000049] NVRM: Xid (PCI:0000:1b:00): 79, pid=1, name=python3, GPU has fallen off the bus.",
+             "[Nov25 09:01] NVRM: Xid (PCI:0000:1b:00): 48, pid=1, name=python3, DBE",
+             "[ +12.500000] nfs: server nfs01 not responding, still trying"]
+    sel = pl.Series(lines).str.contains(kernel.PATTERN)
+    assert sel.all()
+    parsed = parse(lines, year=2026, tz="Europe/Berlin")
+    assert parsed.unparsed == 0
+    got = parsed.tables["events"].to_dicts()
+    assert [r["ts"] for r in got] == [dt.datetime(2026, 11, 24, 7, 0), dt.datetime(2026, 11, 25, 8, 1),
+                                      dt.datetime(2026, 11, 25, 8, 1)]
+
+
+@pytest.mark.parametrize(("line", "ts"), [
+    ("[ 3600.123456 <    0.000049>] NVRM: Xid (PCI:0000:07:00): 48, pid=1, name=x, DBE",
+     dt.datetime(2026, 11, 25, 7, 0, 0, 123456)),
+    ("[Wed Nov 25 07:00:01 2026 <    0.000031>] NVRM: Xid (PCI:0000:07:00): 48, pid=1, name=x, DBE",
+     dt.datetime(2026, 11, 25, 7, 0, 1)),
+    ("[<    0.000044>] NVRM: Xid (PCI:0000:07:00): 48, pid=1, name=x, DBE", None),
+])
+def test_dmesg_d_spellings(line: str, ts: dt.datetime | None) -> None:
+    r = one(line, boot_time=BOOT)
+    assert (r["xid"], r["ts"]) == (48, ts)
+
+
+@pytest.mark.parametrize("head", [
+    "[Nov24 08:00] Linux version 6.8.0\n[  +0.000000] Command line: ro\n[  +0.004000] x86/fpu: ok\n",
+    "[    0.000000 <    0.000000>] Linux version 6.8.0\n[    0.000012 <    0.000012>] Command line: ro\n",
+])
+def test_sniff_recognises_dmesg_H_and_d(head: str) -> None:
+    assert kernel.sniff(head.encode(), "x.txt")
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    ("NVRM: _kgspLogXid119: ********************************* GSP Timeout **********************************",
+     "gsp_timeout"),
+    ("NVRM: GPU6 _kgspLogRpcTimeout: ********************************* GSP Timeout *******************", "gsp_timeout"),
+    ("NVRM: GPU0 _kgspRpcRecvPoll: GSP RM heartbeat timed out", "gsp_timeout"),
+    ("NVRM: GPU3 _kgspIsHeartbeatTimedOut: Heartbeat timed out, currentTimeMs 1 heartbeat 2 diff 6070 timeout 5200",
+     "gsp_timeout"),
+    ("NVRM: kgspHealthCheck_TU102: ****************************** GSP-CrashCat Report ***************", "gsp_crash"),
+    ("NVRM: Rate limiting GSP RPC error prints for GPU at PCI:0000:9b:00 (printing 1 of every 30).  The GPU likely "
+     "needs to be reset.", "gsp_rpc_errors"),
+    ("NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72:1568)", "gpu_init_failed"),
+    ("NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required [NV_ERR_RESET_REQUIRED] (0x00000062) returned "
+     "from status @ kernel_channel.c:2874", "gpu_reset_required"),
+])
+def test_gsp_and_driver_state_lines_are_gpu_hw_other(line: str, kind: str) -> None:
+    r = one(line)
+    assert (r["kind"], r["failure_mode"]) == (kind, "gpu_hw_other")
+
+
+def test_gsp_line_keeps_the_gpu_index() -> None:
+    assert detail(one("NVRM: GPU3 _kgspRpcRecvPoll: GSP RM heartbeat timed out"))["gpu_index"] == 3
+
+
+def test_nvlink5_xid_nonfatal_warns_fatal_is_nvlink_error() -> None:
+    minor, fatal = rows([
+        "NVRM: Xid (PCI:0018:01:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 13 (0x0409a0c2 0x00000008 0x00000001)",
+        "NVRM: Xid (PCI:0000:00:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x025001c6 0x00000000 0x00000000)"])
+    assert (minor["xid"], minor["failure_mode"], minor["severity"]) == (145, None, "warning")
+    assert (fatal["xid"], fatal["failure_mode"], fatal["severity"]) == (149, "nvlink_error", "error")
+
+
+HUNG = [
+    "[Tue Nov 24 18:00:03 2026] INFO: task python:12345 blocked for more than 120 seconds.",
+    "[Tue Nov 24 18:00:03 2026] task:python          state:D stack:    0 pid:12345 ppid:12001  flags:0x00004002",
+    "[Tue Nov 24 18:00:03 2026] Call Trace:",
+    "[Tue Nov 24 18:00:03 2026]  schedule+0x4e/0xb0",
+    "[Tue Nov 24 18:00:03 2026]  nfs_wb_all+0x27/0x110 [nfs]",
+    "[Tue Nov 24 18:00:03 2026]  nfs4_file_flush+0x76/0xa0 [nfsv4]",
+]
+
+
+def frame_of(lines: list[str], first: int = 1) -> pl.DataFrame:
+    """The lines PATTERN selects, numbered from `first` as in the file."""
+    f = pl.DataFrame({"line": pl.Series(range(first, first + len(lines)), dtype=pl.Int64), "text": lines})
+    return f.filter(pl.col("text").str.contains(kernel.PATTERN))
+
+
+def test_hung_task_trace_in_nfs_makes_it_a_filesystem_stall_and_frames_are_no_events() -> None:
+    parsed = kernel.parse(frame_of(HUNG), Context(path="x"))
+    (r,) = parsed.tables["events"].to_dicts()
+    assert (r["kind"], r["failure_mode"], r["severity"]) == ("hung_task", "filesystem_io", "error")
+    assert (detail(r)["blocked_in"], detail(r)["frame"]) == ("nfs", "nfs_wb_all")
+    assert parsed.unparsed == 0
+
+
+def test_hung_task_trace_in_lustre_modules_with_addresses() -> None:
+    lines = ["[ 3240.690480] INFO: task pt_data_worker:40371 blocked for more than 120 seconds.",
+             "[ 3240.711445]  [<ffffffffc1191a80>] ptlrpc_set_wait+0x480/0x790 [ptlrpc]",
+             "[ 3240.716731]  [<ffffffffc13e2ce0>] ll_xattr_list+0x240/0x670 [lustre]"]
+    (r,) = kernel.parse(frame_of(lines), Context(path="x", boot_time=BOOT)).tables["events"].to_dicts()
+    assert (r["failure_mode"], detail(r)["blocked_in"], detail(r)["frame"]) == ("filesystem_io", "lustre",
+                                                                               "ptlrpc_set_wait")
+
+
+def test_each_trace_goes_to_the_report_before_it_and_not_too_far() -> None:
+    first = ["[Tue Nov 24 20:00:03 2026] INFO: task jbd2/nvme0n1p2-:812 blocked for more than 122 seconds.",
+             "[Tue Nov 24 20:00:03 2026]  jbd2_journal_commit_transaction+0x2b1/0x1a00 [jbd2]"]
+    sel = pl.concat([frame_of(first), frame_of(HUNG, first=3)])
+    jbd2, nfs = kernel.parse(sel, Context(path="x")).tables["events"].to_dicts()
+    assert (jbd2["failure_mode"], nfs["failure_mode"]) == (None, "filesystem_io")
+    # an NFS frame far below a report (another dump's trace) is not that report's
+    far = pl.concat([frame_of(HUNG[:1]), frame_of(HUNG[4:5], first=2 + kernel.TRACE_LINES)])
+    (r,) = kernel.parse(far, Context(path="x")).tables["events"].to_dicts()
+    assert r["failure_mode"] is None
+
+
+def test_a_hung_task_report_is_held_back_whole_at_a_batch_end() -> None:
+    from clusterlab.ingest import BLOCK_LINES, _hold_open_block
+    noise = [f"[ {i}.000000] NVRM: Xid (PCI:0000:5d:00): 13, pid=1, name=x, Graphics Exception" for i in range(300)]
+    batch = frame_of(noise + HUNG[:1] + HUNG[4:])
+    head, held = _hold_open_block(batch, kernel.BLOCK_START)
+    assert held is not None and held.height == 3 and held["text"][0].endswith("blocked for more than 120 seconds.")
+    assert head.height + held.height == batch.height and held.height <= BLOCK_LINES
