@@ -12,7 +12,7 @@ from types import ModuleType
 import duckdb
 import polars as pl
 
-from clusterlab import attempts, bundle, inventory, store
+from clusterlab import attempts, bundle, inventory, store, training_health
 from clusterlab.collectors import all_collectors
 from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed
 from clusterlab.reader import InputError, ReadState, content_hash, iter_batches, read_head_checked
@@ -234,6 +234,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, task: bundle.FileTask, ctx: Cont
             _parse_into(con, task, ctx, chosen, file_id, skip, first, state, res, clock)
             if any(c.NAME == "nccl" for c in chosen):
                 _nccl_ranks_across_batches(con, file_id)
+            training_health.refresh(con, file_id, res.rows)  # derived from all the file's step rows, not appended
             if state.damage is not None and state.damage[0] < first:
                 raise InputError(task.display, f"{state.damage[1]}: nothing in it could be read")
             _record(con, file_id, task, ctx, whole, size, state, chosen, res, grown)

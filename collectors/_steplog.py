@@ -14,7 +14,8 @@ from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, local_to
 ANSI = r"\x1b\[[0-9;]*m"
 # pdsh/deepspeed `host: `, then torchrun's `[rank3]:` / `[default3]:` or srun --label's `3: `.
 _LAUNCHER = r"^(?:(?P<h>[A-Za-z][\w.-]*): +)?(?:\[(?:rank|default)(?P<r1>\d+)\]: ?|(?P<r2>\d+): +)?"
-NUM = r"(-?(?:\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf))"
+# NOTE: `{:.6E}` prints a non-finite value in capitals (`lm loss: INF`), `{:.3f}` in lower case.
+NUM = r"(-?(?:\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?|(?i:nan|inf)))"
 TS_FORMAT = "%Y-%m-%d %H:%M:%S%.f"
 
 
@@ -83,25 +84,46 @@ def interval_step_s(steps: pl.DataFrame) -> pl.DataFrame:
 
 
 def flag_nonfinite(steps: pl.DataFrame) -> pl.DataFrame:
-    """Store a NaN/inf loss or grad norm as null and count (at least) one NaN iteration in `nan`."""
-    # The `loss_nan` event keeps the line's text; NaN itself never reaches the tables.
+    """Store a NaN/inf loss or grad norm as null and count (at least) one NaN iteration in `nan`.
+
+    A non-finite grad norm beside a finite (or unprinted) loss is marked for `loss_events` in `_kind` /
+    `_why`: the step's update was already poisoned (bf16 has no loss scaler to skip it), the loss follows.
+    """
+    # The event keeps the line's text; NaN itself never reaches the tables.
     nan = pl.col("nan") if "nan" in steps.columns else pl.lit(None, pl.Int32)
     bad = pl.col("loss").is_finite().not_().fill_null(False)
+    bad_grad = pl.col("grad_norm").is_finite().not_().fill_null(False) & ~bad
+    kind = pl.col("_kind") if "_kind" in steps.columns else pl.lit(None, pl.String)
+    why = pl.col("_why") if "_why" in steps.columns else pl.lit(None, pl.String)
     return steps.with_columns(
         nan=pl.when(bad).then(pl.max_horizontal(nan.fill_null(0), pl.lit(1))).otherwise(nan).cast(pl.Int32),
         loss=pl.when(bad).then(None).otherwise(pl.col("loss")),
         grad_norm=pl.when(pl.col("grad_norm").is_finite()).then(pl.col("grad_norm")),
+        _kind=pl.when(bad_grad).then(pl.lit("grad_norm_nonfinite")).otherwise(kind),
+        _why=pl.concat_str([why, pl.when(bad_grad).then(pl.format("grad norm {}", pl.col("grad_norm")))],
+                           separator="; ", ignore_nulls=True).replace("", None),
     )
 
 
 def loss_events(steps: pl.DataFrame) -> pl.DataFrame:
-    """A `loss_nan` event for each step row that counts NaN iterations (see `flag_nonfinite`)."""
-    bad = steps.filter(pl.col("nan").fill_null(0) > 0)
-    detail = pl.struct(pl.col("step"), pl.col("nan").alias("nan_iterations")).struct.json_encode()
+    """A loss-divergence event for each step row that counts NaN iterations or that `_kind` marks.
+
+    `loss_nan` where NaN iterations are counted (see `flag_nonfinite`), else the row's `_kind`
+    (`grad_norm_nonfinite`, or a collector's own: Megatron's skipped iterations at the loss-scale floor).
+    """
+    kind = pl.col("_kind") if "_kind" in steps.columns else pl.lit(None, pl.String)
+    why = pl.col("_why") if "_why" in steps.columns else pl.lit(None, pl.String)
+    nan = pl.col("nan").fill_null(0) > 0
+    bad = steps.with_columns(_k=kind, _w=why).filter(nan | pl.col("_k").is_not_null())
+    plain = pl.struct(pl.col("step"), pl.col("nan").alias("nan_iterations")).struct.json_encode()
+    # NOTE: the reason is added only where there is one: a plain NaN loss keeps its detail as before.
+    why_detail = pl.struct(pl.col("step"), pl.col("nan").alias("nan_iterations"), pl.col("_w").alias("why"))
     return bad.select(
-        "line", "ts", "host", "rank", pl.lit("loss_nan").alias("kind"),
+        "line", "ts", "host", "rank",
+        pl.when(nan).then(pl.lit("loss_nan")).otherwise(pl.col("_k")).alias("kind"),
         pl.lit("loss_divergence").alias("failure_mode"), pl.lit("error").alias("severity"),
-        pl.col("msg").str.strip_chars().alias("text"), detail.alias("detail"),
+        pl.col("msg").str.strip_chars().alias("text"),
+        pl.when(pl.col("_w").is_null()).then(plain).otherwise(why_detail.struct.json_encode()).alias("detail"),
     )
 
 
@@ -175,3 +197,46 @@ def step_result(lines: pl.DataFrame, used: list[pl.DataFrame], **tables: pl.Data
         out.add(table, conform(frame, table))
     out.unparsed = lines.height - used_lines(*used)
     return out
+
+
+# ---------------------------------------------------------------- NaN guards of other training loops
+# What trainers without a step format of their own here print when the loss or the gradients stop being
+# finite: (kind, regex, severity). Each is a loss-divergence event; one collector (hf_trainer) reads them.
+GUARDS: list[tuple[str, str, str]] = [
+    # MMEngine / MMCV CheckInvalidLossHook: `runner.logger.info('loss become infinite or NaN!')` in its assert
+    ("loss_nan", r"loss become infinite or NaN!", "error"),
+    # Lightning: terminate_on_nan / detect_nan_parameters
+    ("loss_nan", r"The loss returned in `training_step` is nan or inf", "error"),
+    ("param_nonfinite", r"Detected nan and/or inf values in `[^`]+`", "error"),
+    # Lightning EarlyStopping(check_finite=True): `Monitored metric train_loss = tensor(nan) is not finite.`
+    ("loss_nan", r"Monitored metric \S+ = .*\b(?i:nan|inf)\b.* is not finite\. Previous best value was", "error"),
+    # NeMo (ASR / audio models): non-finite gradients zeroed, the step goes on
+    ("grad_norm_nonfinite", r"detected inf or nan values in gradients! Setting gradients to zero", "warning"),
+    # torch.autograd anomaly detection (Lightning's `detect_anomaly=True`, torchtitan's debug option)
+    ("grad_norm_nonfinite", r"Function '\w+' returned nan values in its \d+(?:st|nd|rd|th) output", "error"),
+    # torchtitan's RL loop
+    ("loss_nan", r"Loss is NaN/Inf; training diverged", "error"),
+    # an MMEngine / MMCV train line whose total loss is not finite (`Epoch(train) [1][ 500/2931] ... loss: nan`)
+    ("loss_nan", r"\b(?:Epoch|Iter)(?:\(train\))? *\[.*(?:^|[\s,])loss: (?i:nan|inf)(?:[\s,]|$)", "error"),
+]
+GUARD_PATTERN = "|".join(rx for _, rx, _ in GUARDS)
+# the head of such a log: its guards, or an MMEngine / MMCV train line (a NaN comes later in a long log)
+GUARD_HEAD = GUARD_PATTERN + r"| - mm\w+ - INFO - (?:Epoch|Iter)(?:\(train\))? *\["
+_GUARD_STEP = r"\bIter(?:\(train\))? *\[ *(\d+)/"  # MMEngine / MMCV by iteration: the global step
+
+
+def guard_events(df: pl.DataFrame) -> pl.DataFrame:
+    """Loss-divergence events for the lines of `df` (`prepare`d) that match one of `GUARDS`."""
+    hit = df.filter(pl.col("msg").str.contains(GUARD_PATTERN))
+    kind = pl.lit(None, pl.String)
+    severity = pl.lit(None, pl.String)
+    for k, rx, sev in reversed(GUARDS):
+        match = pl.col("msg").str.contains(rx)
+        kind = pl.when(match).then(pl.lit(k)).otherwise(kind)
+        severity = pl.when(match).then(pl.lit(sev)).otherwise(severity)
+    step = pl.col("msg").str.extract(_GUARD_STEP, 1).cast(pl.Int64, strict=False)
+    return hit.select(
+        "line", "ts", "host", "rank", kind.alias("kind"), pl.lit("loss_divergence").alias("failure_mode"),
+        severity.alias("severity"), pl.col("msg").str.strip_chars().alias("text"),
+        pl.when(step.is_not_null()).then(pl.struct(step.alias("step")).struct.json_encode()).alias("detail"),
+    )

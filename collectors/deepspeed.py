@@ -60,7 +60,9 @@ PATTERN = "|".join([
 ])
 
 _HEAD = (r"\[logging\.py:\d+:log_dist\]|DeepSpeed info: version=|\[Rank \d+\] step=\d+, skipped=|"
-         r"\bsteps: \d+ loss: \S+ iter time \(s\)|\[(?:INFO|WARNING)\] \[(?:engine|config)\.py:\d+:")
+         r"\bsteps: \d+ loss: \S+ iter time \(s\)|\[(?:INFO|WARNING)\] \[(?:engine|config)\.py:\d+:|"
+         # a HF Trainer / Accelerate run on DeepSpeed prints little else of DeepSpeed's own
+         r"\[deeps(?:peed|cale)\] OVERFLOW! Rank \d+ Skipping step|" + _MIN_SCALE)
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -137,10 +139,19 @@ def _config_facts(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _scale_events(df: pl.DataFrame) -> pl.DataFrame:
-    """fp16 overflows (a skipped step: routine, informational) and a loss scale that hit its floor."""
+    """fp16 overflows (a skipped step: routine, informational) and a loss scale that hit its floor.
+
+    The scaler's search skips steps from 2**16 (or 2**32) down at the start of a run, and now and then later:
+    routine. At its floor (`min_loss_scale`, 1 by default) it either raises `Current loss scale already at
+    minimum` or, in ZeRO stage 1/2, goes on skipping every step (`Attempted loss scale: 1, reducing to 1`):
+    the run is diverging.
+    """
     hit = df.filter(pl.col("msg").str.contains(_OVERFLOW) | pl.col("msg").str.contains(_MIN_SCALE))
-    floor = pl.col("msg").str.contains(_MIN_SCALE)
     scale = pl.col("msg").str.extract_groups(r"Attempted loss scale: ([\d.]+), (?:reducing to|but) ([\d.]+)?")
+    tried = scale.struct.field("1").cast(pl.Float64, strict=False)
+    next_scale = scale.struct.field("2").cast(pl.Float64, strict=False)
+    stuck = (next_scale >= tried).fill_null(False)  # it could not reduce: at the floor
+    floor = pl.col("msg").str.contains(_MIN_SCALE) | stuck
     return hit.select(
         "line", "ts", "host",
         pl.coalesce("rank", integer(r"OVERFLOW! Rank (\d+)").cast(pl.Int32, strict=False)).alias("rank"),
@@ -148,8 +159,6 @@ def _scale_events(df: pl.DataFrame) -> pl.DataFrame:
         pl.when(floor).then(pl.lit("loss_divergence")).alias("failure_mode"),
         pl.when(floor).then(pl.lit("error")).otherwise(pl.lit("info")).alias("severity"),
         pl.col("msg").str.strip_chars().alias("text"),
-        pl.when(~floor).then(
-            pl.struct(scale.struct.field("1").cast(pl.Float64, strict=False).alias("loss_scale"),
-                      scale.struct.field("2").cast(pl.Float64, strict=False).alias("next_scale"))
-            .struct.json_encode()).alias("detail"),
+        pl.when(pl.col("msg").str.contains(_OVERFLOW)).then(
+            pl.struct(tried.alias("loss_scale"), next_scale.alias("next_scale")).struct.json_encode()).alias("detail"),
     )

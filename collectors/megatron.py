@@ -65,6 +65,18 @@ _WORLD = (r"using world size: (\d+), data-parallel size: (\d+), .*tensor-model-p
           r"pipeline-model-parallel size: (\d+)")
 _GBS = r"setting global batch size to (\d+)"
 _RERUN = r"Unexpected result (?:tensor\()?([-+\w.]+)"
+# Megatron-core's NaN checks before the re-run machine (2024): `AssertionError: Rank 13: found NaN in local grad
+# norm in backward pass before ... collective. Device: 5, node: gpu-017` (and `... forward loss calculation.`)
+_NAN_ASSERT = r"Rank (\d+): found (NaN|Inf) in local (grad norm|forward loss)[^.]*\.(?: Device: (\d+), node: (\S+))?"
+# The re-run state machine's verdict after re-running the iteration: not reproducible on the same GPU
+# (transient) or reproducible there but not on another GPU (persistent) flags the first GPU as potentially
+# faulty (its docstring: "subjected to standard diagnostic test suites"); reproducible on another GPU is a
+# correct result, so a real NaN of the run.
+_VERDICT = (r"Rank (\d+), node (\S+?), device (\d+), iteration #?(-?\d+): "
+            r"(Possible transient error|Possible persistent error|Correct result \(but possible Application error\))")
+# NeMo 2's progress printer: `Training epoch 0, iteration 9/99 | lr: 1.5e-05 | ... | global_step: 9 |
+# reduced_train_loss: 10.37 | train_step_timing in s: 0.8`
+_NEMO = r"\bTraining epoch \d+, iteration (\d+)/\d+ \|"
 # print_datetime(): `[before the start of training step] datetime: 2026-11-24 08:01:40.123456 `
 _MILESTONE = r"\[([a-z][\w ,-]+)\] datetime: (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)"
 
@@ -73,11 +85,15 @@ PATTERN = "|".join([
     r"successfully (?:saved|loaded) (?:local )?checkpoint", r"loading (?:release )?(?:distributed )?checkpoint from",
     r"(?:save|load)-checkpoint(?:-non-persistent)?(?: \.{4}|: \d)", r"number of parameters on \(tensor",
     r"using world size: \d", r"setting global batch size to \d", _ARGS.removesuffix(r"(\S.*?)\s*$"),
-    r"Unexpected result ", r"\] datetime: \d{4}-",
+    r"Unexpected result ", r"\] datetime: \d{4}-", r"found (?:NaN|Inf) in local (?:grad norm|forward loss)",
+    r"iteration #?-?\d+: (?:Possible (?:transient|persistent) error|Correct result \(but possible)",
+    r"Training epoch \d+, iteration \d+/\d+ \|",
 ])
 
 _HEAD = (r"iteration\s+\d+\s*/\s*\d+\s*\| consumed samples|-{8,} arguments -{8,}|"
-         r"number of parameters on \(tensor|saving checkpoint at iteration|using world size: \d")
+         r"number of parameters on \(tensor|saving checkpoint at iteration|using world size: \d|"
+         r"Training epoch \d+, iteration \d+/\d+ \| .*reduced_train_loss: |"
+         r"Unexpected result \S+ \(message='found NaN|found NaN in local (?:grad norm|forward loss)")
 
 _TS = r"\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)\]"
 
@@ -95,7 +111,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     steps = merge_repeats(segment(rows, ops.filter(pl.col("action") == "load")["line"]))
     ckpt = checkpoint_rows(ops, missing_ok=False) if ops.height else ops
     facts = _facts(df, ctx)
-    events = pl.concat([loss_events(steps), _rerun_events(df)], how="diagonal_relaxed")
+    events = pl.concat([loss_events(steps), _rerun_events(df), _assert_events(df), _verdict_events(df)],
+                       how="diagonal_relaxed")
     out = step_result(lines, [rows, ops, facts, events], steps=steps, checkpoints=ckpt,
                       facts=facts.filter(pl.col("value") != "None"), events=events)
     out.warnings += [f"line {n}: iteration line without a readable step time" for n in bad_steps["line"][:5]]
@@ -103,7 +120,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
 
 
 def _steps(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Iteration lines as step rows (not yet merged), and the iteration lines that could not be read."""
+    """Iteration lines (and NeMo 2's progress lines) as step rows (not yet merged), and the lines that could not
+    be read."""
     it = df.filter(pl.col("msg").str.contains(_ITER))
     elapsed = pl.col("msg").str.extract_groups(r"elapsed time per iteration ?\((ms|s)\):\s*([\d.]+)\s*\|")
     scale = pl.when(elapsed.struct.field("1") == "ms").then(1e-3).otherwise(1.0)
@@ -118,9 +136,54 @@ def _steps(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         grad_norm=num(r"\|\s*(?:total )?grad norm:\s*" + NUM + r"\s*\|"),
         skipped=integer(r"number of skipped\s+iterations:\s*(\d+)\s*\|").cast(pl.Int32, strict=False),
         nan=integer(r"number of nan iterations:\s*(\d+)\s*\|").cast(pl.Int32, strict=False),
+        _scale=num(r"\|\s*loss scale:\s*" + NUM + r"\s*\|"),
     )
     ok = pl.col("step").is_not_null() & pl.col("step_s").is_not_null()
-    return flag_nonfinite(rows.filter(ok)), rows.filter(~ok).select("line")
+    rows = _hidden_nan(rows)
+    nemo = _nemo_rows(df)
+    good = pl.concat([rows.filter(ok), nemo.filter(pl.col("step").is_not_null())], how="diagonal_relaxed")
+    bad = pl.concat([rows.filter(~ok).select("line"), nemo.filter(pl.col("step").is_null()).select("line")])
+    return flag_nonfinite(good.sort("line")), bad.sort("line")
+
+
+def _hidden_nan(rows: pl.DataFrame) -> pl.DataFrame:
+    """Mark what an iteration line says of a NaN without printing one (`nan` / `_kind` / `_why`, see `loss_events`).
+
+    - no loss at all where earlier lines printed one, and no iteration skipped: Megatron prints a loss only when
+      its average is > 0 (>= 0 since 2024), so a NaN average leaves the field out and counts no NaN iteration
+      (the rows of bigscience-workshop/Megatron-DeepSpeed#396, deepspeedai/Megatron-DeepSpeed#434);
+    - iterations skipped at a loss scale of 1 or less: bf16 has no scaler (its scale prints 1.0) and skips only
+      a non-finite update; fp16 at its floor (`--min-loss-scale`, 1 by default) skips every overflow from then
+      on. Skips at a higher fp16 scale are the scaler's search (many at the start of a run): no event.
+    """
+    printed = pl.col("loss").is_not_null()
+    seen = printed.cast(pl.Int32).cum_sum().shift(1, fill_value=0) > 0
+    skipped = pl.col("skipped").fill_null(0)
+    # NOTE: only a whole line: the counters come after the loss, a line cut short has neither
+    hidden = ~printed & seen & (skipped == 0) & pl.col("nan").is_not_null()
+    # NOTE: where NaN iterations are counted, that is the event (a `loss_nan`): its detail stays as it was
+    floor = (skipped > 0) & (pl.col("_scale") <= 1.0).fill_null(False) & (pl.col("nan").fill_null(0) == 0)
+    return rows.with_columns(
+        nan=pl.when(hidden).then(pl.max_horizontal(pl.col("nan").fill_null(0), pl.lit(1)))
+        .otherwise(pl.col("nan")).cast(pl.Int32),
+        _kind=pl.when(floor & ~hidden).then(pl.lit("skipped_iterations")),
+        _why=pl.when(hidden).then(pl.lit("no loss printed: Megatron leaves out a NaN average"))
+        .when(floor).then(pl.format("{} iterations skipped at loss scale {}", "skipped", "_scale")),
+    )
+
+
+def _nemo_rows(df: pl.DataFrame) -> pl.DataFrame:
+    """NeMo 2's progress-printer lines (`Training epoch E, iteration I/T | key: value ...`) as step rows."""
+    hit = df.filter(pl.col("msg").str.contains(_NEMO))
+
+    def field(key: str) -> pl.Expr:
+        return num(r"\| " + key + r": " + NUM + r"(?:\s*\||\s*$)")
+
+    return hit.with_columns(
+        step=pl.coalesce(field("global_step"), integer(_NEMO).cast(pl.Float64)).cast(pl.Int64, strict=False),
+        loss=field("reduced_train_loss"), lr=field("lr"), step_s=field(r"train_step_timing in s"),
+        grad_norm=field("grad_norm"),
+    )
 
 
 def _op(df: pl.DataFrame, pattern: str, action: str, phase: str, step: int | None, path: int | None,
@@ -179,8 +242,10 @@ def _rerun_events(df: pl.DataFrame) -> pl.DataFrame:
     hit = df.filter(pl.col("msg").str.contains(_RERUN))
     result = pl.col("msg").str.extract(_RERUN, 1).str.to_lowercase()
     nonfinite = result.str.contains(r"^[-+]?(?:nan|inf)")
-    where = pl.col("msg").str.extract_groups(r"Rank (\d+), node (\S+?), device \d+, iteration #?(\d+)")
+    # NOTE: a check before the first step prints `iteration -1` (NeMo 2): no step, rather than a wrong one
+    where = pl.col("msg").str.extract_groups(r"Rank (\d+), node (\S+?), device \d+, iteration #?(-?\d+)")
     step = pl.coalesce(where.struct.field("3"), pl.col("msg").str.extract(r"at iteration #(\d+)", 1))
+    step = pl.when(step.cast(pl.Int64, strict=False) >= 0).then(step)
     return hit.select(
         "line", "ts",
         pl.coalesce(where.struct.field("2"), pl.col("host")).alias("host"),
@@ -191,4 +256,39 @@ def _rerun_events(df: pl.DataFrame) -> pl.DataFrame:
         pl.col("msg").str.strip_chars().alias("text"),
         pl.struct(step.cast(pl.Int64, strict=False).alias("step"), result.alias("result"))
         .struct.json_encode().alias("detail"),
+    )
+
+
+def _assert_events(df: pl.DataFrame) -> pl.DataFrame:
+    """Megatron-core's NaN assertions before the re-run machine, with the rank and node they name."""
+    hit = df.filter(pl.col("msg").str.contains(_NAN_ASSERT))
+    g = pl.col("msg").str.extract_groups(_NAN_ASSERT)
+    return hit.select(
+        "line", "ts", pl.coalesce(g.struct.field("5"), pl.col("host")).alias("host"),
+        pl.coalesce(g.struct.field("1").cast(pl.Int32, strict=False), pl.col("rank")).alias("rank"),
+        pl.when(g.struct.field("3") == "grad norm").then(pl.lit("grad_norm_nonfinite")).otherwise(pl.lit("loss_nan"))
+        .alias("kind"),
+        pl.lit("loss_divergence").alias("failure_mode"), pl.lit("error").alias("severity"),
+        pl.col("msg").str.strip_chars().alias("text"),
+        pl.struct(g.struct.field("2").str.to_lowercase().alias("result"), g.struct.field("3").alias("check"),
+                  g.struct.field("4").cast(pl.Int32, strict=False).alias("device"))
+        .struct.json_encode().alias("detail"),
+    )
+
+
+def _verdict_events(df: pl.DataFrame) -> pl.DataFrame:
+    """The re-run state machine's verdicts: a suspect GPU (transient / persistent error) or a real NaN."""
+    hit = df.filter(pl.col("msg").str.contains(_VERDICT))
+    g = pl.col("msg").str.extract_groups(_VERDICT)
+    gpu = g.struct.field("5").str.starts_with("Possible")
+    step = g.struct.field("4").cast(pl.Int64, strict=False)
+    return hit.select(
+        "line", "ts", pl.coalesce(g.struct.field("2"), pl.col("host")).alias("host"),
+        g.struct.field("1").cast(pl.Int32, strict=False).alias("rank"),
+        pl.when(gpu).then(pl.lit("rerun_suspect_gpu")).otherwise(pl.lit("rerun_confirmed")).alias("kind"),
+        pl.when(gpu).then(pl.lit("gpu_hw_other")).otherwise(pl.lit("loss_divergence")).alias("failure_mode"),
+        pl.lit("error").alias("severity"), pl.col("msg").str.strip_chars().alias("text"),
+        pl.struct(pl.when(step >= 0).then(step).alias("step"),
+                  g.struct.field("3").cast(pl.Int32, strict=False).alias("device"),
+                  g.struct.field("5").alias("verdict")).struct.json_encode().alias("detail"),
     )

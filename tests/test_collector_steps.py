@@ -413,3 +413,69 @@ def test_megatron_restart_in_one_log_becomes_two_attempts():
     got = con.execute("SELECT attempt, first_step, last_step FROM attempts ORDER BY attempt").fetchall()
     assert got == [(1, 100, 400), (2, 300, 400)]
 
+
+
+# ---------------------------------------------------------------- what a log says of a NaN without printing one
+
+def test_megatron_leaves_out_a_nan_loss_only_a_whole_line_without_one_counts():
+    no_loss = meg_iter(300).replace(" lm loss: 7.123456E+00 |", "")
+    parsed = run(megatron, meg_iter(200), no_loss, no_loss[:150])  # the last: cut short as a process dies
+    (ev,) = rows(parsed, "events")
+    assert ev["line"] == 2 and ev["kind"] == "loss_nan" and json.loads(ev["detail"])["step"] == 300
+    assert [r["nan"] for r in rows(parsed, "steps")] == [0, 1]
+    assert rows(run(megatron, no_loss), "events") == []  # a log that never printed a loss: nothing left out
+
+
+def test_megatron_skips_are_divergence_only_at_the_loss_scale_floor():
+    def skipped(scale: str) -> str:
+        return meg_iter(20).replace("loss scale: 1.0", f"loss scale: {scale}").replace(
+            "skipped iterations:   0", "skipped iterations:   4")
+    assert rows(run(megatron, skipped("65536.0")), "events") == []  # fp16's scaler search
+    (ev,) = rows(run(megatron, skipped("1.0")), "events")
+    assert ev["kind"] == "skipped_iterations" and ev["failure_mode"] == "loss_divergence"
+
+
+def test_megatron_capital_inf_and_lower_case_nan_grad_norm():
+    inf = meg_iter(10).replace("7.123456E+00", "INF")
+    nan = meg_iter(20).replace("grad norm: 1.234", "grad norm: nan")
+    ev = rows(run(megatron, inf, nan), "events")
+    assert [(e["kind"], json.loads(e["detail"]).get("why")) for e in ev] == [
+        ("loss_nan", None), ("grad_norm_nonfinite", "grad norm NaN")]
+
+
+def test_nemo2_progress_lines_are_steps():
+    line = ("Training epoch 0, iteration {}/99 | lr: 1.5e-05 | global_batch_size: 8 | global_step: {} | "
+            "reduced_train_loss: {} | train_step_timing in s: 0.8123 | consumed_samples: 80")
+    parsed = run(megatron, line.format(9, 9, "10.37"), "[default0]:" + line.format(10, 10, "nan"))
+    assert megatron.sniff(line.format(9, 9, "10.37").encode(), "t")
+    got = [(r["step"], r["loss"], r["step_s"], r["lr"], r["nan"]) for r in rows(parsed, "steps")]
+    assert got == [(9, 10.37, 0.8123, 1.5e-05, None), (10, None, 0.8123, 1.5e-05, 1)]
+
+
+def test_megatron_rerun_verdicts_blame_the_gpu_or_confirm_the_nan():
+    pre = "Rank 12, node gpu-031, device 4, iteration #30112: "
+    parsed = run(megatron, pre + "Possible persistent error!",
+                 pre + "Correct result (but possible Application error) (found NaN in local forward loss calculation)!")
+    got = [(e["kind"], e["failure_mode"], e["host"], e["rank"]) for e in rows(parsed, "events")]
+    assert got == [("rerun_suspect_gpu", "gpu_hw_other", "gpu-031", 12),
+                   ("rerun_confirmed", "loss_divergence", "gpu-031", 12)]
+
+
+def test_deepspeed_scale_stuck_at_its_floor_and_sniffed_from_overflow_lines_alone():
+    line = ds("2026-11-24 00:36:54,800", "[deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {}, "
+                                         "reducing to {}", src="stage2.py:1628:step")
+    assert deepspeed.sniff(line.format(65536, 32768).encode(), "t")
+    got = [(e["kind"], e["failure_mode"]) for e in rows(run(deepspeed, line.format(2, 1), line.format(1, 1)), "events")]
+    assert got == [("grad_overflow", None), ("loss_scale_min", "loss_divergence")]
+
+
+def test_hf_trainer_reads_other_loops_nan_guards_with_their_time_and_step():
+    mmengine = "11/24 12:09:27 - mmengine - INFO - loss become infinite or NaN!"
+    mmcv = ("2026-11-24 21:58:31,047 - mmdet - INFO - Iter [10100/316440]\tlr: 3.990e-04, time: 2.125, "
+            "loss: nan, grad_norm: nan")
+    healthy = "2026-11-24 21:58:31,047 - mmdet - INFO - Iter [10100/316440]\tlr: 3.990e-04, loss_cls: nan, loss: 0.51"
+    assert hf_trainer.sniff(healthy.encode(), "t")  # an MMCV log: its NaN may come after the head
+    parsed = run(hf_trainer, mmengine, mmcv, healthy, ctx=Context(path="t", year=2026))
+    got = [(e["line"], e["ts"], json.loads(e["detail"] or "{}").get("step")) for e in rows(parsed, "events")]
+    assert got == [(1, dt.datetime(2026, 11, 24, 12, 9, 27), None), (2, dt.datetime(2026, 11, 24, 21, 58, 31, 47000),
+                                                                     10100)]

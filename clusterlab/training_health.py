@@ -1,0 +1,114 @@
+"""Loss spikes: derived from a file's `steps` rows after ingest, stored as `loss_divergence` events.
+
+A spike is a step whose loss is `SPIKE_RATIO` times the median loss of the `WINDOW` step rows before it
+(at least `MIN_WINDOW` of them, so that the first rows of a log, a warmup's falling loss included, are
+never judged) and at least `MIN_JUMP` above it (a fine-tune's loss near zero doubles on noise). One event
+marks each episode (a spiking row with no other in the `MIN_WINDOW` rows before it), with what came after it:
+`recovered` when a row within `HORIZON` rows came back to `RECOVERED_RATIO` times the median before the
+spike, else `diverged` (the loss stayed high, turned NaN, or the log ended). A diverged episode that no
+later row came back from is restated (`loss_not_recovered`) at the file's last step row.
+
+The events are derived rows of the file (`file_id`, source `training_health`): `refresh` deletes them and
+computes them again from all the file's step rows, so a re-read or a grown file gives what a clean ingest
+gives. Everything runs as SQL window functions in DuckDB, over one file's rows.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+SOURCE = "training_health"
+SPIKE_RATIO = 3.0  # a loss this many times the trailing median ...
+MIN_JUMP = 0.5  # ... and at least this far above it (nats) is a spike
+WINDOW = 20  # step rows in the trailing median
+MIN_WINDOW = 8  # rows the median needs before a row is judged
+HORIZON = 50  # rows after a spike searched for the recovery
+RECOVERED_RATIO = 1.5  # back within this factor of the median before the spike: recovered
+
+_SQL = f"""
+WITH best AS (  -- one step source per file: Megatron-DeepSpeed logs give rows from two collectors
+    SELECT source FROM steps WHERE file_id = $file AND loss IS NOT NULL
+    GROUP BY source ORDER BY count(*) DESC, source LIMIT 1
+),
+s AS MATERIALIZED (
+    SELECT run, attempt, line, ts, host, rank, step, loss, row_number() OVER (ORDER BY line) AS rn
+    FROM steps WHERE file_id = $file AND source = (SELECT source FROM best) AND isfinite(loss)
+),
+lo AS (  -- a necessary condition first (the median is at least the minimum), cheap over every row
+    SELECT *, min(loss) OVER prior AS lo, count(*) OVER prior AS n FROM s
+    WINDOW prior AS (ORDER BY rn ROWS BETWEEN {WINDOW} PRECEDING AND 1 PRECEDING)
+),
+cand AS (
+    SELECT * FROM lo WHERE n >= {MIN_WINDOW} AND loss >= {SPIKE_RATIO} * lo AND loss - lo >= {MIN_JUMP}
+),
+f AS (  -- the exact trailing median, for the few candidates only
+    SELECT c.rn, any_value(c.run) AS run, any_value(c.attempt) AS attempt, any_value(c.line) AS line,
+           any_value(c.ts) AS ts, any_value(c.host) AS host, any_value(c.rank) AS rank, any_value(c.step) AS step,
+           any_value(c.loss) AS loss, any_value(c.n) AS n, median(p.loss) AS med
+    FROM cand c JOIN s p ON p.rn >= c.rn - {WINDOW} AND p.rn < c.rn
+    GROUP BY c.rn
+),
+starts AS (  -- one event per episode: no other spike in the MIN_WINDOW rows before (a diverging loss jumps again)
+    SELECT * FROM f WHERE med > 0 AND loss >= {SPIKE_RATIO} * med AND loss - med >= {MIN_JUMP}
+    QUALIFY coalesce(rn - lag(rn) OVER (ORDER BY rn) > {MIN_WINDOW}, true)
+),
+judged AS (
+    SELECT st.rn, st.run, st.attempt, st.line, st.ts, st.host, st.rank, st.step, st.loss, st.med, st.n,
+           min(l.rn) FILTER (WHERE l.loss <= {RECOVERED_RATIO} * st.med) AS back_rn,
+           arg_min(l.step, l.rn) FILTER (WHERE l.loss <= {RECOVERED_RATIO} * st.med) AS back_step,
+           count(l.rn) AS after_n
+    -- NOTE: the HORIZON rows after each spike by equality (a hash join), not a range join over the whole file
+    FROM starts st CROSS JOIN range(1, {HORIZON} + 1) o(k) LEFT JOIN s l ON l.rn = st.rn + o.k
+    GROUP BY ALL
+),
+tail AS (  -- the file's last step row, NaN or not: where a loss that never came back stands when the log ends
+    SELECT run, attempt, line, ts, host, rank, step FROM steps
+    WHERE file_id = $file AND source = (SELECT source FROM best) ORDER BY line DESC LIMIT 1
+),
+last_diverged AS (
+    SELECT * FROM judged WHERE back_rn IS NULL ORDER BY rn DESC LIMIT 1
+),
+stuck AS (  -- the last diverged episode, if no row after it ever came back
+    SELECT j.* FROM last_diverged j
+    WHERE j.line < (SELECT line FROM tail)
+      AND coalesce((SELECT min(loss) FROM s WHERE rn > (SELECT rn FROM last_diverged)) > {RECOVERED_RATIO} * j.med,
+                   true)
+)
+SELECT $file AS file_id, '{SOURCE}' AS source, run, attempt, line, ts, host, rank,
+       'loss_spike' AS kind, 'loss_divergence' AS failure_mode,
+       CASE WHEN back_rn IS NULL THEN 'error' ELSE 'warning' END AS severity,
+       format('loss {{:.4f}} at {{}} is {{:.1f}}x the median {{:.4f}} of the {{}} steps before it; {{}}',
+              loss, coalesce('step ' || step, 'line ' || line), loss / med, med, n,
+              CASE WHEN back_rn IS NOT NULL THEN 'recovered ' || (back_rn - rn) || ' row(s) later'
+                                                 || coalesce(' (step ' || back_step || ')', '')
+                   WHEN after_n = 0 THEN 'the log ends there'
+                   ELSE 'not back near it in the ' || after_n || ' row(s) after' END) AS text,
+       json_object('step', step, 'loss', round(loss, 6), 'trailing_median', round(med, 6),
+                   'ratio', round(loss / med, 2), 'window', n,
+                   'outcome', CASE WHEN back_rn IS NULL THEN 'diverged' ELSE 'recovered' END,
+                   'recovered_at_step', back_step)::VARCHAR AS detail
+FROM judged
+UNION ALL BY NAME
+-- NOTE: root cause rejects evidence the job stepped past; a loss that stayed diverged is evidence up to the
+-- end, so it is restated at the last row, where nothing stepped past it.
+SELECT $file AS file_id, '{SOURCE}' AS source, t.run, t.attempt, t.line, t.ts, t.host, t.rank,
+       'loss_not_recovered' AS kind, 'loss_divergence' AS failure_mode, 'error' AS severity,
+       format('the loss never came back to {{:.4f}} ({RECOVERED_RATIO}x the median before the spike at {{}}) '
+              || 'before the log ends at {{}}', {RECOVERED_RATIO} * j.med,
+              coalesce('step ' || j.step, 'line ' || j.line), coalesce('step ' || t.step, 'line ' || t.line)) AS text,
+       json_object('step', t.step, 'spike_step', j.step, 'trailing_median', round(j.med, 6),
+                   'outcome', 'diverged')::VARCHAR AS detail
+FROM stuck j, tail t
+"""
+
+
+def refresh(con: duckdb.DuckDBPyConnection, file_id: int, rows: dict[str, int] | None = None) -> int:
+    """Recompute the loss-spike events of one ingested file; returns how many it has now.
+
+    `rows`: a file result's row counts, given the net change in `events` (so a grown file's counts stay right).
+    """
+    gone = con.execute(f"DELETE FROM events WHERE file_id = ? AND source = '{SOURCE}'", [file_id]).fetchall()[0][0]
+    made = con.execute(f"INSERT INTO events BY NAME {_SQL}", {"file": file_id}).fetchall()[0][0]
+    if rows is not None and made != gone:
+        rows["events"] = rows.get("events", 0) + made - gone
+    return made
