@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 import duckdb
@@ -11,6 +12,10 @@ from clusterlab.collectors._base import TABLE_COLUMNS
 
 MAX_JOB_NODES = 100_000
 _TS_TABLES = [t for t, cols in TABLE_COLUMNS.items() if "ts" in cols and t != "jobs"]
+# An in-job restart (ft_launcher restarting its worker group) is printed by every node's launcher within
+# seconds; restart lines of one launch group closer than this are one restart.
+RESTART_CLUSTER_S = 120.0
+Restart = tuple[str, int | None, dt.datetime, list[tuple[int, int]]]  # run, path attempt, time, (file, line)s
 
 
 def _split_unsplit_logs(con: duckdb.DuckDBPyConnection) -> None:
@@ -42,6 +47,66 @@ def _split_unsplit_logs(con: duckdb.DuckDBPyConnection) -> None:
         """)
 
 
+def _in_job_restarts(con: duckdb.DuckDBPyConnection) -> list[Restart]:
+    """The in-job restarts of each launch group (run, attempt of the path): `(run, path_attempt, t, marks)`,
+    `t` the first restart line's time, `marks` the first restart line of each file that printed one."""
+    rows = con.execute("""
+        SELECT e.run, f.attempt, e.ts, e.file_id, e.line FROM events e JOIN ingested_files f USING (file_id)
+        WHERE e.source = 'ft_launcher' AND e.kind = 'restart' AND e.run IS NOT NULL AND e.ts IS NOT NULL
+        ORDER BY e.run, f.attempt NULLS FIRST, e.ts, e.file_id, e.line
+    """).fetchall()
+    out: list[Restart] = []
+    last: tuple | None = None
+    for run, path_attempt, t, file_id, line in rows:  # NOTE: one row per restart line: a handful per run
+        if last is None or (run, path_attempt) != last[:2] or (t - last[2]).total_seconds() > RESTART_CLUSTER_S:
+            out.append((run, path_attempt, t, []))
+        marks = out[-1][3]
+        if all(f != file_id for f, _ in marks):
+            marks.append((file_id, line))
+        last = (run, path_attempt, t)
+    return out
+
+
+def _split_in_job_restarts(con: duckdb.DuckDBPyConnection) -> None:
+    """Split an attempt where ft_launcher restarted its workers inside one allocation.
+
+    The rows from the restart on (in the file that printed it, from its line; in the launch group's other
+    files, from its time) become the next attempt, so that the failed part ends at the failure and the
+    time to the restarted training's first step is that attempt's restart and startup. Where the restarted
+    training's steps already are the next attempt (an unsplit log split at its checkpoint load), the rows
+    between the restart and that load join it. A restart before the attempt's first step splits nothing."""
+    for t in _TS_TABLES:  # rows of attempt directories start from their directory's number (split anew)
+        con.execute(f"UPDATE {t} SET attempt = f.attempt FROM ingested_files f WHERE {t}.file_id = f.file_id "
+                    f"AND f.attempt IS NOT NULL AND {t}.run IS NOT NULL AND {t}.attempt IS DISTINCT FROM f.attempt")
+    for run, path_attempt, t0, marks in _in_job_restarts(con):
+        first_file, first_line = marks[0]
+        got = con.execute("SELECT attempt FROM events WHERE file_id = ? AND line = ? AND source = 'ft_launcher' "
+                          "AND kind = 'restart'", [first_file, first_line]).fetchall()
+        if not got or got[0][0] is None:
+            continue
+        k = got[0][0]
+        params = {"run": run, "k": k, "pa": path_attempt, "t0": t0,
+                  "files": [f for f, _ in marks], "lines": [ln for _, ln in marks]}
+        group = "file_id IN (SELECT file_id FROM ingested_files WHERE attempt IS NOT DISTINCT FROM $pa)"
+        after = ("(CASE WHEN list_contains($files, file_id) THEN line >= $lines[list_position($files, file_id)] "
+                 "ELSE ts >= $t0 END)")
+        mine = f"run = $run AND attempt = $k AND {group}"
+        steps = " UNION ALL ".join(f"SELECT coalesce({after}, false) AS a FROM {t} WHERE {mine} AND step IS NOT NULL"
+                                   for t in ("steps", "rank_steps"))
+        before_n, after_n = con.execute(f"SELECT count(*) FILTER (WHERE NOT a), count(*) FILTER (WHERE a) "
+                                        f"FROM ({steps})", params).fetchall()[0]
+        if not before_n:
+            continue  # the restart came before this attempt's training began: nothing to split
+        nxt = con.execute(f"SELECT count(*) FROM steps WHERE run = $run AND attempt = $k + 1 AND {group}",
+                          {k: params[k] for k in ("run", "k", "pa")}).fetchall()[0][0]
+        if after_n or not nxt:  # a new attempt: the later ones move up by one
+            for t in _TS_TABLES:
+                con.execute(f"UPDATE {t} SET attempt = attempt + 1 WHERE run = $run AND attempt > $k",
+                            {"run": run, "k": k})
+        for t in _TS_TABLES:
+            con.execute(f"UPDATE {t} SET attempt = $k + 1 WHERE {mine} AND coalesce({after}, false)", params)
+
+
 def _hosts_of_ranks(con: duckdb.DuckDBPyConnection) -> None:
     """Give a rank's event the host that rank ran on, where the line names only the rank (a PyTorch
     `[rank5]:` traceback): from NCCL's init lines (the largest communicator: global ranks) and the
@@ -67,6 +132,7 @@ def refresh(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("BEGIN")
     try:
         _split_unsplit_logs(con)
+        _split_in_job_restarts(con)
         _hosts_of_ranks(con)
         union = " UNION ALL ".join(
             f"SELECT run, attempt, ts, host, {'step' if 'step' in TABLE_COLUMNS[t] else 'NULL::BIGINT'} AS step, "

@@ -44,11 +44,19 @@ def attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     are the evidence's."""
     spans = store.frame(con, """
         WITH a AS (SELECT attempt, start_ts, end_ts FROM attempts WHERE run = $run),
-        named AS (
+        named0 AS (
             SELECT DISTINCT attempt, json_extract_string(detail, '$.job_id') AS job_id FROM events
             WHERE run = $run AND detail IS NOT NULL AND json_extract_string(detail, '$.job_id') IS NOT NULL
             UNION
             SELECT DISTINCT attempt, value FROM facts WHERE run = $run AND key = 'slurm_job_id'
+        ),
+        -- attempts that share a file (an in-job restart split one launch's logs) share the job it names
+        fa AS (SELECT DISTINCT file_id, attempt FROM events WHERE run = $run
+               UNION SELECT DISTINCT file_id, attempt FROM steps WHERE run = $run),
+        named AS (
+            SELECT * FROM named0
+            UNION SELECT x.attempt, n.job_id FROM named0 n JOIN fa y ON y.attempt = n.attempt
+                  JOIN fa x ON x.file_id = y.file_id AND x.attempt <> y.attempt
         ),
         -- the allocation's own record: `1234`, `1234_7`, `1234+0`; never a step (`1234.0`, `1234.batch`)
         j AS (
