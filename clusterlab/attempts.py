@@ -109,18 +109,25 @@ def _split_in_job_restarts(con: duckdb.DuckDBPyConnection) -> None:
 
 def _hosts_of_ranks(con: duckdb.DuckDBPyConnection) -> None:
     """Give a rank's event the host that rank ran on, where the line names only the rank (a PyTorch
-    `[rank5]:` traceback): from NCCL's init lines (the largest communicator: global ranks) and the
-    per-rank step records. Idempotent, and the same whichever file arrived first."""
+    `[rank5]:` traceback): from NCCL's init lines (the largest communicator: global ranks), the per-rank
+    step records, and torchrun's failure summaries (the agent's host ran every rank it lists). Idempotent,
+    and the same whichever file arrived first and however a file was cut into batches."""
     con.execute("""
         UPDATE events SET host = m.host
         FROM (
             SELECT DISTINCT ON (run, attempt, rank) run, attempt, rank, host FROM (
-                SELECT run, attempt, rank, host, nranks FROM nccl_ranks
+                SELECT run, attempt, rank, host, nranks, 0 AS pref FROM nccl_ranks
                 WHERE run IS NOT NULL AND rank IS NOT NULL AND host IS NOT NULL
                 UNION ALL
-                SELECT DISTINCT run, attempt, rank, host, NULL FROM rank_steps
-                WHERE run IS NOT NULL AND rank IS NOT NULL AND host IS NOT NULL)
-            ORDER BY run, attempt, rank, nranks DESC NULLS LAST, host
+                SELECT DISTINCT run, attempt, rank, host, NULL, 1 FROM rank_steps
+                WHERE run IS NOT NULL AND rank IS NOT NULL AND host IS NOT NULL
+                UNION ALL
+                -- a rank two summaries put on two hosts (two launches in one attempt) is left alone
+                SELECT run, attempt, rank, any_value(host), NULL, 2 FROM events
+                WHERE source = 'torch' AND kind = 'child_failed' AND run IS NOT NULL AND rank IS NOT NULL
+                  AND host IS NOT NULL
+                GROUP BY run, attempt, rank HAVING count(DISTINCT host) = 1)
+            ORDER BY run, attempt, rank, pref, nranks DESC NULLS LAST, host
         ) m
         WHERE events.host IS NULL AND events.rank IS NOT NULL AND events.run = m.run
           AND events.attempt IS NOT DISTINCT FROM m.attempt AND events.rank = m.rank

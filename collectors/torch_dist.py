@@ -149,7 +149,9 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     events = pl.concat([_with_exceptions(content, finals), _exception_events(f, finals)], how="diagonal_relaxed")
     events = _fold_nccl_detail(events)
     if events.height:
-        out.add("events", _rank_hosts(events, children).sort("line").select(
+        # NOTE: an event that names only its rank gets its host after ingest (attempts._hosts_of_ranks), from
+        # NCCL's rank map or a torchrun summary anywhere in the run: here it would depend on the batch it fell in
+        out.add("events", events.with_columns(host=pl.lit(None, pl.String)).sort("line").select(
             "line", "ts", "host", "kind", "failure_mode", "severity", "rank", "text",
             json_detail(_DETAIL).alias("detail"),
         ))
@@ -386,17 +388,6 @@ def _child_row(e: dict, exc: dict | None, ctx: Context) -> dict:
         "exception": exc["exc_type"] if exc else None, "message": message,
         "cause": " ".join(x for x in (exc["exc_type"] if exc else None, message) if x) or None,
     }
-
-
-def _rank_hosts(events: pl.DataFrame, children: pl.DataFrame) -> pl.DataFrame:
-    """Events with the host a torchrun summary in the same output names for their rank (null where none does)."""
-    # The summary's host is the agent's own (socket.getfqdn()): every rank it lists ran there.
-    if not children.height or "rank" not in children.columns:
-        return events.with_columns(host=pl.lit(None, pl.String))
-    hosts = (children.filter(pl.col("rank").is_not_null() & pl.col("host").is_not_null())
-             .group_by("rank").agg(pl.col("host").first(), n=pl.col("host").n_unique())
-             .filter(pl.col("n") == 1).drop("n"))  # a rank seen on two hosts (two launches): neither
-    return events.join(hosts.with_columns(pl.col("rank").cast(pl.Int32)), on="rank", how="left")
 
 
 def _with_exceptions(content: pl.DataFrame, finals: pl.DataFrame) -> pl.DataFrame:
