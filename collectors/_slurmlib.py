@@ -68,6 +68,26 @@ def exit_parts(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return parts.struct.field("e").cast(pl.Int32, strict=False), parts.struct.field("s").cast(pl.Int32, strict=False)
 
 
+# Job states as sacct, jobcomp and slurmctld spell them (`job_state_string()`), to read truncated ones back.
+STATES: tuple[str, ...] = (
+    "BOOT_FAIL", "CANCELLED", "COMPLETED", "COMPLETING", "CONFIGURING", "DEADLINE", "FAILED", "NODE_FAIL",
+    "OUT_OF_MEMORY", "PENDING", "POWER_UP_NODE", "PREEMPTED", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD",
+    "RESIZING", "RESV_DEL_HOLD", "REVOKED", "RUNNING", "SIGNALING", "SPECIAL_EXIT", "STAGE_OUT", "STOPPED",
+    "SUSPENDED", "TIMEOUT",
+)
+
+
+def state(raw: pl.Expr) -> pl.Expr:
+    """The state word of a sacct / jobcomp State: `CANCELLED by 1000` -> CANCELLED, and the fixed-width
+    columns' truncation read back where one state has that prefix (`OUT_OF_ME+` -> OUT_OF_MEMORY)."""
+    word = raw.str.extract(r"^([A-Z_]+)")
+    cut = raw.str.ends_with("+") & ~word.is_in(list(STATES))
+    hits = [pl.lit(s).str.starts_with(word) for s in STATES]
+    full = pl.coalesce([pl.when(h).then(pl.lit(s)) for s, h in zip(STATES, hits, strict=True)])
+    # NOTE: a prefix two states share (`C+`) stays as printed: a guess would be a verdict nobody gave.
+    return pl.when(cut & (pl.sum_horizontal(hits) == 1)).then(full).otherwise(word)
+
+
 def gpus(tres: pl.Expr) -> pl.Expr:
     """GPU count from a TRES string (`billing=16,cpu=16,gres/gpu=32,node=4`); null where it names none."""
     return tres.str.extract(r"(?:^|,)gres/gpu=(\d+)").cast(pl.Int32, strict=False)
@@ -86,7 +106,7 @@ def jobs_frame(frame: pl.DataFrame, col: dict[str, pl.Expr], ctx: Context) -> pl
         known(col["job_id"]).alias("job_id"),
         pl.when(col["job_name"] != "").then(col["job_name"]).alias("job_name"),
         # `CANCELLED by 1000`: the state is the first word (the uid says who, not what).
-        known(col["state"]).str.extract(r"^([A-Z_]+)").alias("state"),
+        state(known(col["state"])).alias("state"),
         code.alias("exit_code"), sig.alias("signal"),
         start.cast(schema["start_ts"]).alias("start_ts"), end.cast(schema["end_ts"]).alias("end_ts"),
         known(col["nodelist"]).alias("nodelist"),

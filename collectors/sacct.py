@@ -1,21 +1,37 @@
-"""sacct dump collector: `sacct --parsable2` (or `--parsable`, with a trailing `|`) → the jobs table.
+"""sacct dump collector: every output format of `sacct` → the jobs table.
 
-The first line names the columns (`JobID|JobName|State|ExitCode|Start|End|...`); which columns and
-in which order is whatever `--format` asked for, so every read goes by the header. One row per
-job, and one per step (`1234.batch`, `1234.0`, `1234.extern`) where the dump has them; array
-tasks read `1234_7`, heterogeneous components `1234+1`. States may carry a suffix
-(`CANCELLED by 1000`); times are the local time of the machine sacct ran on (`ctx.tz`), with
-`Unknown` / `None` for times that are not known; ExitCode is `exit:signal`.
+- `--parsable2` / `-P` (`|` between fields) and `--parsable` / `-p` (a trailing `|` as well): the first
+  line names the columns (`JobID|JobName|State|ExitCode|Start|End|...`).
+- plain `sacct` (fixed-width columns): a header, then a rule of dashes, one run per column, whose runs
+  give the columns' spans (`-o JobID%-20,State%20` changes the widths). A value wider than its column is
+  cut and ends in `+` (`CANCELLED+` for `CANCELLED by 1000`, `OUT_OF_ME+`).
+- `--json`: one JSON document `{"jobs": [...], "meta": ..., "errors": ...}`, pretty-printed or on one
+  line; each job with its `steps`. Field names as the data_parser plugins (v0.0.37 in 21.08 to v0.0.4x)
+  write them: `job_id`, `name`, `state.current` (a string, a list from 23.02), `exit_code.return_code` /
+  `.signal.id` (plain numbers, or `{set, infinite, number}` from 23.02), `time.start|end|submission`
+  (UNIX seconds), `nodes`, `array`, `het`, `tres.allocated`.
+
+Which columns and in which order is whatever `--format` asked for, so every read goes by the header.
+One row per job, and one per step (`1234.batch`, `1234.0`, `1234.extern`) where the dump has them;
+array tasks read `1234_7`, heterogeneous components `1234+1`. States may carry a suffix
+(`CANCELLED by 1000`); times of the text formats are the local time of the machine sacct ran on
+(`ctx.tz`), with `Unknown` / `None` for times that are not known; ExitCode is `exit:signal`. JSON
+times are UTC.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
 import re
 import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, search
 from clusterlab.collectors._slurmlib import jobs_frame
 
 NAME = "sacct"
@@ -27,6 +43,10 @@ _HEADER = r"^[A-Za-z][A-Za-z0-9]*(?:\|[A-Za-z][A-Za-z0-9]*)+\|?$"
 _HEADER_RE = re.compile(_HEADER)
 # NOTE: a row of plain words (`train|COMPLETED`) also looks like a header; a header names a job id.
 _NAMES_ID = r"(?i)(?:^|\|)jobid(?:raw)?(?:\||$)"
+# The fixed-width layout: a header of names (one a job id) over a rule of dash runs.
+_RULE = r"^-+(?: +-+)*\s*$"
+_WORDS_ID = r"(?i)^\s*(?:[A-Za-z][A-Za-z0-9]*\s+)*jobid(?:raw)?(?:\s|$)"
+_FIXED_HEAD = r"^\s*[A-Za-z][A-Za-z0-9]*(?:\s+[A-Za-z][A-Za-z0-9]*)*\s*$"
 
 # sacct field name (lower case) → what we read it as; the first present of each list wins.
 FIELDS: dict[str, tuple[str, ...]] = {
@@ -42,63 +62,297 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "tres": ("alloctres",),
 }
 
-# NOTE: a dump longer than one batch loses its header after the first batch; the engine gives
-# parse() no per-file state, so the last header seen is kept per file context.
-_HEADERS: weakref.WeakKeyDictionary[Context, list[str]] = weakref.WeakKeyDictionary()
+
+@dataclass(frozen=True)
+class _Layout:
+    names: tuple[str, ...]  # as printed (a trailing "" for --parsable)
+    spans: tuple[tuple[int, int], ...] | None = None  # fixed width: [start, end) of each column
+
+
+@dataclass
+class _JsonState:
+    buf: str = ""  # text read but not consumed yet (the start of a job object cut by the batch's end)
+    line: int = 1  # the line `buf` starts on
+    stage: int = 0  # 0: before the "jobs" array, 1: inside it, 2: after it (or given up)
+    indent: str | None = None  # what precedes a job's `{` on its line (pretty-printed output)
+    skipping: bool = False  # inside a damaged job: read on from the next job's start
+
+
+# NOTE: a dump longer than one batch loses its header after the first batch, and a JSON job may be cut
+# by a batch's end; the engine gives parse() no per-file state, so both are kept per file context.
+_LAYOUTS: weakref.WeakKeyDictionary[Context, _Layout] = weakref.WeakKeyDictionary()
+_JSON: weakref.WeakKeyDictionary[Context, _JsonState] = weakref.WeakKeyDictionary()
+_JSON_JOBS = re.compile(r'"jobs"\s*:\s*\[')
+_MAX_JOB_CHARS = 32 << 20  # a job object still open after this much text is no object
 
 
 def sniff(head: bytes, path: str) -> bool:
-    """A sacct parsable dump: its first non-blank line is a `|` header naming JobID or JobIDRaw."""
-    for ln in head.decode("utf-8", "replace").splitlines()[:5]:
-        if ln.strip():
-            return bool(_HEADER_RE.match(ln.strip()) and re.search(_NAMES_ID, ln))
-    return False
+    """A sacct dump: a `|` header naming JobID (or JobIDRaw), a fixed-width header over its dash rule, or
+    `sacct --json` output."""
+    text = head.decode("utf-8", "replace")
+    if text.lstrip().startswith("{"):
+        # NOTE: squeue --json has "jobs" too, with "job_state" where sacct has "state": {"current": ...}.
+        return bool(_JSON_JOBS.search(text) and '"job_id"' in text and '"job_state"' not in text)
+    lines = [ln for ln in text.splitlines()[:6] if ln.strip()]
+    if not lines:
+        return False
+    first = lines[0].strip()
+    # NOTE: `search` (Rust regex, linear time): a sniff runs on every file's head, one 64 KiB line included.
+    if search(first, _HEADER) and search(first, _NAMES_ID):
+        return True
+    return len(lines) > 1 and search(lines[1], _RULE) and search(lines[0], _FIXED_HEAD) and search(lines[0], _WORDS_ID)
 
 
-def _file_header(ctx: Context) -> list[str] | None:
-    """The header on the file's first line, for batches (or appended reads) that start after it."""
+def _file_layout(ctx: Context) -> _Layout | None:
+    """The `|` header on the file's first line, for batches (or appended reads) that start after it."""
     h = (ctx.header or "").strip()
-    return h.split("|") if _HEADER_RE.match(h) and re.search(_NAMES_ID, h) else None
+    return _Layout(tuple(h.split("|"))) if _HEADER_RE.match(h) and re.search(_NAMES_ID, h) else None
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Jobs (and steps) from the header and rows of one batch."""
+    if ctx in _JSON or (ctx.header or "").lstrip().startswith("{"):
+        return _parse_json(lines, ctx)
     out = Parsed()
-    frame = lines.filter(pl.col("text").str.strip_chars() != "").with_columns(
-        (pl.col("text").str.strip_chars().str.contains(_HEADER) & pl.col("text").str.contains(_NAMES_ID)).alias("_hdr"))
-    frame = frame.with_columns(pl.col("_hdr").cum_sum().alias("_grp"))
-    headers = {0: _HEADERS.get(ctx) or _file_header(ctx)} if frame.height and frame["line"][0] > 1 else {0: None}
-    for g, text in frame.filter(pl.col("_hdr")).select("_grp", "text").iter_rows():
-        headers[g] = text.strip().split("|")
-    for g, names in sorted(headers.items()):
-        rows = frame.filter((pl.col("_grp") == g) & ~pl.col("_hdr"))
+    text = pl.col("text").str.strip_chars_end("\r\n")
+    frame = lines.with_columns(text.alias("text")).filter(pl.col("text").str.strip_chars() != "")
+    rule = pl.col("text").str.contains(_RULE)
+    pipe_hdr = pl.col("text").str.strip_chars().str.contains(_HEADER) & pl.col("text").str.contains(_NAMES_ID)
+    fixed_hdr = (rule.shift(-1).fill_null(False) & pl.col("text").str.contains(_FIXED_HEAD)
+                 & pl.col("text").str.contains(_WORDS_ID))
+    frame = frame.with_columns(pipe_hdr.alias("_pipe"), fixed_hdr.alias("_fixed"), rule.alias("_rule"))
+    frame = frame.with_columns((pl.col("_pipe") | pl.col("_fixed")).cum_sum().alias("_grp"))
+    first = frame.height and frame["line"][0] > 1
+    layouts: dict[int, _Layout | None] = {0: (_LAYOUTS.get(ctx) or _file_layout(ctx)) if first else None}
+    heads = frame.filter(pl.col("_pipe") | pl.col("_fixed"))
+    rules = frame.filter(pl.col("_rule")).select(pl.col("line") - 1, pl.col("text").alias("_rule_text"))
+    heads = heads.join(rules, on="line", how="left")
+    for g, head, is_fixed, rule_text in heads.select("_grp", "text", "_fixed", "_rule_text").iter_rows():
+        layouts[g] = _fixed_layout(head, rule_text) if is_fixed else _Layout(tuple(head.strip().split("|")))
+    for g, layout in sorted(layouts.items()):
+        rows = frame.filter((pl.col("_grp") == g) & ~pl.col("_pipe") & ~pl.col("_fixed"))
+        if layout is not None and layout.spans is not None:  # the dash rule under a fixed-width header
+            rows = rows.filter(~pl.col("_rule"))
         if not rows.height:
             continue
-        if names is None:
+        if layout is None:
             out.unparsed += rows.height
             out.warnings.append(f"line {rows['line'][0]}: sacct rows before any header line")
             continue
-        jobs, bad = read_rows(rows, names, ctx)
+        jobs, bad = (read_fixed(rows, layout, ctx) if layout.spans is not None
+                     else read_rows(rows, list(layout.names), ctx))
         out.add("jobs", jobs)
         if bad.height:
             out.unparsed += bad.height
-            out.warnings.append(f"line {bad['line'][0]}: {bad.height} sacct rows without {len(names)} fields")
-    if len(headers) > 1:
-        _HEADERS[ctx] = headers[max(headers)]
+            out.warnings.append(f"line {bad['line'][0]}: {bad.height} sacct rows that do not fit the header")
+    if len(layouts) > 1 and layouts[max(layouts)] is not None:
+        _LAYOUTS[ctx] = layouts[max(layouts)]
     return out
 
 
+def _fixed_layout(head: str, rule: str) -> _Layout:
+    """Column spans from the dash rule, names from the header text above each run."""
+    spans = tuple((m.start(), m.end()) for m in re.finditer(r"-+", rule))
+    return _Layout(tuple(head[a:b].strip() for a, b in spans), spans)
+
+
+def _columns(names: list[str], value: Callable[[int], pl.Expr]) -> dict[str, pl.Expr]:
+    """What each of FIELDS reads as, from the column names (any case) and how to take column i."""
+    lower = [n.lower() for n in names]
+    return {key: next((value(lower.index(n)) for n in cands if n in lower), pl.lit(None, pl.String))
+            for key, cands in FIELDS.items()}
+
+
 def read_rows(rows: pl.DataFrame, names: list[str], ctx: Context) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The jobs rows of `rows` under header `names`, and the rows whose field count does not fit."""
+    """The jobs rows of `rows` under `|` header `names`, and the rows whose field count does not fit."""
     trailing = names[-1] == ""  # --parsable ends every line with `|`
-    names = [n.lower() for n in (names[:-1] if trailing else names)]
-    parts = pl.col("text").str.strip_chars_end("\r")
+    names = names[:-1] if trailing else names
+    parts = pl.col("text")
     if trailing:
         parts = parts.str.strip_suffix("|")
     frame = rows.with_columns(parts.str.split("|").alias("_f"))
     fits = pl.col("_f").list.len() == len(names)
     bad = frame.filter(~fits)
     frame = frame.filter(fits)
-    col = {key: next((pl.col("_f").list.get(names.index(n)) for n in cands if n in names), pl.lit(None, pl.String))
-           for key, cands in FIELDS.items()}
-    return jobs_frame(frame, col, ctx), bad
+    return jobs_frame(frame, _columns(names, lambda i: pl.col("_f").list.get(i)), ctx), bad
+
+
+def read_fixed(rows: pl.DataFrame, layout: _Layout, ctx: Context) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The jobs rows of fixed-width `rows`, and the rows that do not line up with the columns."""
+    spans = layout.spans or ()
+    # A row of the table has a blank (or its end) between every two columns; anything else is no row.
+    gaps = [pl.col("text").str.slice(b, 1).is_in(["", " "]) for _, b in spans[:-1]]
+    fits = pl.all_horizontal(gaps) if gaps else pl.lit(True)
+    bad = rows.filter(~fits)
+    cols = {f"_c{i}": (pl.col("text").str.slice(a, b - a) if i < len(spans) - 1 else pl.col("text").str.slice(a))
+            .str.strip_chars() for i, (a, b) in enumerate(spans)}
+    frame = rows.filter(fits).with_columns(**cols)
+    return jobs_frame(frame, _columns(list(layout.names), lambda i: pl.col(f"_c{i}")), ctx), bad
+
+
+# ---------------------------------------------------------------- sacct --json
+
+
+def _parse_json(lines: pl.DataFrame, ctx: Context) -> Parsed:
+    """The jobs of the `sacct --json` text in this batch; a job cut by the batch's end waits for the next."""
+    out = Parsed()
+    st = _JSON.setdefault(ctx, _JsonState(line=int(lines["line"][0]) if lines.height else 1))
+    if st.stage == 2 or not lines.height:
+        return out
+    text = "\n".join(lines["text"].to_list())
+    text = f"{st.buf}\n{text}" if st.buf else text
+    pos = 0
+    if st.stage == 0:
+        m = _JSON_JOBS.search(text)
+        if m is None:  # not there yet: keep the last line only, the key may be on it
+            cut = text.rfind("\n") + 1
+            st.line += text.count("\n", 0, cut)
+            st.buf = text[cut:]
+            return out
+        pos, st.stage = m.end(), 1
+    decoder = json.JSONDecoder()
+    rows: list[dict] = []
+    line, seen = st.line, 0  # `line` is the line of text[seen]
+
+    def at(i: int) -> int:
+        nonlocal line, seen
+        line += text.count("\n", seen, i)
+        seen = i
+        return line
+
+    def nxt() -> re.Pattern[str]:
+        # NOTE: pretty-printed, every job starts on a line of its own at the first job's indentation, and the
+        # array's `]` on one less indented: a damaged job is skipped to what follows it.
+        ind = st.indent or ""
+        return re.compile(rf"\n(?:{re.escape(ind)}\{{|[ \t]{{0,{max(len(ind) - 1, 0)}}}\])")
+
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text):
+            break
+        if text[pos] == "]":
+            st.stage = 2
+            break
+        if st.indent is None and text[pos] == "{":
+            st.indent = text[text.rfind("\n", 0, pos) + 1:pos]
+        job, end = None, pos
+        if not st.skipping:
+            try:
+                job, end = decoder.raw_decode(text, pos)
+            except json.JSONDecodeError as e:
+                # cut by the batch's end (the rest comes with the next batch), or damaged
+                cut = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
+                if cut and len(text) - pos <= _MAX_JOB_CHARS and not nxt().search(text, pos + 1):
+                    break
+                out.warnings.append(f"line {at(pos)}: sacct --json text that is no job object, skipped")
+                out.unparsed += 1
+                st.skipping = True
+        if st.skipping:
+            m = nxt().search(text, pos + 1)
+            if m is None:
+                if len(text) - pos > _MAX_JOB_CHARS:
+                    st.stage = 2
+                break
+            st.skipping, pos = False, m.start() + 1
+            continue
+        if isinstance(job, dict):
+            rows.extend(_json_rows(job, at(pos)))
+        else:
+            out.warnings.append(f"line {at(pos)}: sacct --json text that is no job object, skipped")
+            out.unparsed += 1
+        pos = end
+    st.line, st.buf = at(pos), (text[pos:] if st.stage == 1 else "")
+    if rows:
+        schema = {"line": pl.Int64, **dict.fromkeys(FIELDS, pl.String), **dict.fromkeys(_TIMES, pl.Int64)}
+        frame = pl.DataFrame(rows, schema=schema)
+        # NOTE: JSON times are UNIX seconds, so UTC whatever the cluster's zone; 0 is "not set".
+        when = {k: pl.when(pl.col(k).is_between(1, _LAST_SECOND)).then(pl.col(k)) for k in _TIMES}
+        frame = frame.with_columns(**{k: pl.from_epoch(e, "s").dt.strftime("%Y-%m-%dT%H:%M:%S")
+                                      for k, e in when.items()})
+        jobs = jobs_frame(frame, {k: pl.col(k) for k in FIELDS}, dataclasses.replace(ctx, tz="UTC"))
+        out.add("jobs", jobs.cast(TABLE_COLUMNS["jobs"]))
+    return out
+
+
+_TIMES = ("start", "end", "submit")
+_LAST_SECOND = 253402300799  # 9999-12-31T23:59:59: a larger "time" is a damaged number
+
+
+def _num(v: object) -> int | None:
+    """A number as the data_parser prints it: plain, or `{"set": true, "infinite": false, "number": n}`."""
+    if isinstance(v, dict):
+        if not v.get("set", True) or v.get("infinite"):
+            return None
+        v = v.get("number")
+    if isinstance(v, bool) or not isinstance(v, int | float) or (isinstance(v, float) and not math.isfinite(v)):
+        return None
+    return int(v) if -(1 << 63) <= v < (1 << 63) else None
+
+
+def _word(v: object) -> str | None:
+    """A state: a string, or (23.02+) a list of flags whose first is the state."""
+    if isinstance(v, list):
+        v = v[0] if v else None
+    return v if isinstance(v, str) else None
+
+
+def _exit(ec: object) -> str | None:
+    """`exit:signal` from an exit_code object (`return_code`, `signal.id` or 21.08's `signal.signal_id`)."""
+    if not isinstance(ec, dict):
+        return None
+    sig = ec.get("signal") if isinstance(ec.get("signal"), dict) else {}
+    rc, sg = _num(ec.get("return_code")), _num(sig.get("id", sig.get("signal_id")))
+    return None if rc is None and sg is None else f"{rc or 0}:{sg or 0}"
+
+
+def _tres(t: object) -> str | None:
+    """`tres.allocated` as AllocTRES prints it (`cpu=16,gres/gpu=8`)."""
+    alloc = t.get("allocated") if isinstance(t, dict) else t
+    if not isinstance(alloc, list):
+        return alloc if isinstance(alloc, str) else None
+    parts = [f"{x.get('type')}{'/' + x['name'] if x.get('name') else ''}={_num(x.get('count'))}"
+             for x in alloc if isinstance(x, dict) and x.get("type")]
+    return ",".join(parts) or None
+
+
+def _json_rows(job: dict, line: int) -> list[dict]:
+    """The job's row and one per step, as strings jobs_frame reads (times as UNIX seconds)."""
+    jid = _num(job.get("job_id"))
+    arr = job.get("array") if isinstance(job.get("array"), dict) else {}
+    het = job.get("het") if isinstance(job.get("het"), dict) else {}
+    a_job, a_task = _num(arr.get("job_id")), _num(arr.get("task_id"))
+    h_job, h_off = _num(het.get("job_id")), _num(het.get("job_offset"))
+    name = (f"{a_job}_{a_task}" if a_job and a_task is not None
+            else f"{h_job}+{h_off}" if h_job and h_off is not None else None if jid is None else str(jid))
+    state = job.get("state")
+    times = job.get("time") if isinstance(job.get("time"), dict) else {}
+    rows = [{
+        "line": line, "job_id": name, "job_name": job.get("name") if isinstance(job.get("name"), str) else None,
+        "state": _word(state.get("current") if isinstance(state, dict) else state), "exit": _exit(job.get("exit_code")),
+        "start": _num(times.get("start")), "end": _num(times.get("end")), "submit": _num(times.get("submission")),
+        "nodelist": job.get("nodes") if isinstance(job.get("nodes"), str) else None,
+        "nnodes": str(_num(job.get("allocation_nodes"))) if _num(job.get("allocation_nodes")) else None,
+        "tres": _tres(job.get("tres")),
+    }]
+    for s in job.get("steps") or []:
+        if not isinstance(s, dict):
+            continue
+        step = s.get("step") if isinstance(s.get("step"), dict) else {}
+        sid = step.get("id")
+        # NOTE: the step id names the raw job id (`81314.batch`); sacct's text spells an array task's step
+        # `81310_4.batch`, and so do we, so that steps join their job under one spelling.
+        if isinstance(sid, str) and "." in sid:
+            sid = f"{name}.{sid.split('.', 1)[1]}" if name and sid.split(".", 1)[0] == str(jid) else sid
+        elif sid is not None:
+            sid = f"{name}.{sid}"
+        nodes = s.get("nodes") if isinstance(s.get("nodes"), dict) else {}
+        st = s.get("time") if isinstance(s.get("time"), dict) else {}
+        rows.append({
+            "line": line, "job_id": sid, "job_name": step.get("name") if isinstance(step.get("name"), str) else None,
+            "state": _word(s.get("state")), "exit": _exit(s.get("exit_code")), "start": _num(st.get("start")),
+            "end": _num(st.get("end")), "submit": None,
+            "nodelist": nodes.get("range") if isinstance(nodes.get("range"), str) else None,
+            "nnodes": str(_num(nodes.get("count"))) if _num(nodes.get("count")) else None, "tres": None,
+        })
+    return rows

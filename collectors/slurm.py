@@ -1,11 +1,13 @@
 """Slurm job-output collector: `slurmstepd` banners and `srun` errors → scheduler events.
 
 What Slurm writes into a job's output (and, for slurmstepd, into slurmd logs), with the wording of
-Slurm 22.05–24.11 (`src/slurmd/slurmstepd/req.c`, `src/srun/launch.c`, `src/api/step_launch.c`,
-`src/plugins/task/cgroup/task_cgroup_memory.c`, `src/interfaces/jobacct_gather.c`):
+Slurm 22.05–25.05 (`src/slurmd/slurmstepd/req.c`, `src/srun/launch.c`, `src/api/step_launch.c`,
+`src/salloc/salloc.c`, `src/plugins/task/cgroup/task_cgroup_memory.c`, `src/interfaces/jobacct_gather.c`):
 
     slurmstepd[-node3]: error: *** JOB 25 ON node1 CANCELLED AT 2026-12-03T08:45:21 DUE TO NODE FAILURE, ...
     slurmstepd: error: *** STEP 18.0 ON node3 CANCELLED AT 2026-12-03T08:43:54 ***
+    slurmstepd: error: *** JOB 18 ON node3 CANCELLED AT 2026-12-03T08:43:54 DUE to SIGNAL Terminated ***  (25.05)
+    salloc: error: Node failure on node[2-3]
     srun: error: node2: task 3: Exited with exit code 1
     srun: error: node1: tasks 0-1: Terminated
     srun: error: Node failure on node2
@@ -32,6 +34,7 @@ PATTERN = "|".join([
     r"\*\*\* (?:JOB|STEP) \d",
     r"\*\*\* REASON: ",
     r"srun: (?:error: |Job step aborted|forcing job termination|Force Terminated )",
+    r"salloc: error: Node failure on ",
     r"srun: (?:launch/slurm: _step_signal: )?Terminating (?:Step|Job)Id=",
     r"srun: job \d+ (?:queued and waiting|has been allocated)",
     r"oom[_-]kill event",
@@ -69,7 +72,12 @@ RULES: tuple[Rule, ...] = (
     Rule("slurm_requeued", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ DUE TO JOB REQUEUE", None, "warning"),
     # NOTE: a whole job cancelled with no reason is scancel (SIGTERM/SIGKILL from a person or their
     # script); a step alone is also cancelled by srun --kill-on-bad-exit after a task failed.
-    Rule("slurm_cancelled", r"\*\*\* JOB \S+ ON \S+ CANCELLED AT \S+ \*\*\*", "manual_stop", "warning"),
+    # NOTE: 25.05+ names the signal (`DUE to SIGNAL Terminated`, lower-case `to`) where older releases print
+    # none; `DUE TO TASK FAILURE` (25.05+) is srun --kill-on-bad-exit: a consequence of a failed task.
+    Rule("slurm_task_failure_cancel", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ DUE TO TASK FAILURE", None,
+         "warning"),
+    Rule("slurm_cancelled", r"\*\*\* JOB \S+ ON \S+ CANCELLED AT \S+ (?:\*\*\*|DUE to SIGNAL )", "manual_stop",
+         "warning"),
     Rule("slurm_step_cancelled", r"\*\*\* STEP \S+ ON \S+ CANCELLED AT ", None, "warning"),
     Rule("slurm_step_failed", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ FAILED \(", None, "error"),
     Rule("slurm_memory_error", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ UNCORRECTABLE MEMORY ERROR", "host_hw", "critical"),
@@ -82,9 +90,9 @@ RULES: tuple[Rule, ...] = (
          "warning"),
     Rule("slurm_task_signal", rf"srun: error: \S+: tasks? [\d,-]+: (?:{_SIGNAL_NAMES})(?: \(core dumped\))?$", None,
          "error"),
-    # A task line whose ending is no status srun prints (a truncated line) is not read as one.
-    Rule("", r"srun: error: \S+: tasks? [\d,-]+: ", None, "error"),
-    Rule("slurm_node_fail", r"srun: error: Node failure on \S+", "node_failure", "critical"),
+    # A task line whose ending is no status srun prints (a truncated line) is kept, as unrecognised.
+    Rule("unrecognised", r"srun: error: \S+: tasks? [\d,-]+: ", "unknown", "warning"),
+    Rule("slurm_node_fail", r"(?:srun|salloc): error: Node failure on \S+", "node_failure", "critical"),
     Rule("slurm_alloc_failed", r"srun: error: Unable to allocate resources", None, "error"),
     Rule("slurm_srun_error", r"srun: error: \S", None, "warning"),
     Rule("slurm_step_aborted", r"srun: Job step aborted", None, "warning"),
@@ -100,11 +108,11 @@ RULES: tuple[Rule, ...] = (
 EXTRACTORS: tuple[str, ...] = (
     rf"\*\*\* (?P<bent>JOB|STEP) (?P<bid>{_ID}) (?:STEPD TERMINATED )?ON (?P<bnode>\S+) "
     rf"(?:CANCELLED AT |FAILED|UNCORRECTABLE MEMORY ERROR AT |AT )?(?P<bts>{_ISO})?"
-    r"(?: DUE TO (?P<bwhy>[A-Z][A-Z ]*[A-Z]))?",
+    r"(?: DUE (?i:TO) (?P<bwhy>[A-Za-z][\w ]*?)(?:, SEE | \*\*\*|$))?",
     r"\*\*\* REASON: (?P<reason>.*?)(?: \*\*\*)?$",
     r"srun: error: (?P<thost>[^\s:]+): tasks? (?P<tasks>[\d,-]+): (?:Exited with exit code (?P<texit>\d+)"
     r"|(?P<tsig>[^(]*[^\s(])(?P<core> \(core dumped\))?)",
-    r"srun: error: Node failure on (?P<nfnodes>\S+)",
+    r"(?:srun|salloc): error: Node failure on (?P<nfnodes>\S+)",
     r"srun: error: (?P<emsg>.+)$",
     r"Job step aborted(?:: Waiting up to (?P<wait>\d+) seconds)?",
     rf"(?:Terminat(?:ed|ing)) (?:Step|Job)Id=(?P<tid>{_ID})",
@@ -124,9 +132,12 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Events (and the job id as a fact) from the srun / slurmstepd lines of one batch."""
     out = Parsed()
     frame = classify_lines(lines, RULES)
-    unread = pl.col("kind").is_null() | (pl.col("kind") == "")
-    out.unparsed += frame.select(unread.sum()).item()
-    frame = extract_all(frame.filter(~unread), (_PREFIX, *EXTRACTORS))
+    # A line of ours that no rule reads (a banner cut short) is kept as unrecognised, never dropped.
+    odd = pl.col("kind").is_null()
+    frame = frame.with_columns(kind=pl.when(odd).then(pl.lit("unrecognised")).otherwise("kind"),
+                               failure_mode=pl.when(odd).then(pl.lit("unknown")).otherwise("failure_mode"),
+                               severity=pl.when(odd).then(pl.lit("warning")).otherwise("severity"))
+    frame = extract_all(frame, (_PREFIX, *EXTRACTORS))
     frame = frame.with_columns(ts=_timestamp(ctx), host=_host_expr())
     facts = frame.filter(pl.col("kind") == "slurm_job_queued")
     out.add("facts", facts.select(
@@ -161,7 +172,8 @@ def _finish(frame: pl.DataFrame) -> pl.DataFrame:
     sig = pl.col("tsig").str.strip_chars()
     rank = pl.col("tasks").cast(pl.Int32, strict=False)
     detail = json_detail({
-        "job_id": job, "step": step, "reason": pl.coalesce(pl.col("bwhy").str.to_lowercase(), "reason"),
+        # NOTE: `job_step`, not `step`: an event's `step` is the training step it happened at.
+        "job_id": job, "job_step": step, "reason": pl.coalesce(pl.col("bwhy").str.to_lowercase(), "reason"),
         "tasks": pl.col("tasks"),
         "exit_code": pl.col("texit").cast(pl.Int32, strict=False),
         "signal": sig.replace_strict(SIGNALS, default=None, return_dtype=pl.Int32),

@@ -4,13 +4,15 @@ The controller's log file (`SlurmctldLogFile`) prints `[2026-12-03T08:45:21.388]
 time (`LogTimeFormat=iso8601_ms`, the default; `rfc5424` adds the offset, `short` drops the
 year); under systemd without a log file the journal has `... host slurmctld[pid]: message`. The
 messages, as slurmctld 22.05–24.11 words them (`src/slurmctld/{node_mgr,ping_nodes,job_mgr,
-job_scheduler}.c`, `src/interfaces/preempt.c`):
+job_scheduler,power_save,gang}.c`, `src/interfaces/preempt.c`):
 
     error: Nodes node[2,4] not responding, setting DOWN
     update_node: node node3 reason set to: xid79 GPU fell off the bus
     update_node: node node3 state set to DRAINED
     Killing JobId=25 on failed node node2          requeue job JobId=26 due to failure of node node4
     _job_complete: JobId=10 WEXITSTATUS 3          Time limit exhausted for JobId=19
+    node node5 not resumed by ResumeTimeout(600) - marking down and power_save      (24.05+: `, setting DOWN
+                                                                                  and POWERED_DOWN`)
     sched: Allocate JobId=1 NodeList=node[1-2] #CPUs=4 Partition=main
     preempted JobId=27 has been requeued to reclaim resources for JobId=28
 """
@@ -44,6 +46,7 @@ PATTERN = "|".join([
     r"Nodes \S+ not responding",
     r"(?:update_node|drain_nodes): node \S+ (?:state|reason) set to",
     r"Node \S+ (?:now responding|unexpectedly rebooted)",
+    r"node \S+ not resumed by ResumeTimeout\(",
     r"node \S+ returned to service",
     rf"Killing {_J}\S* (?:StepId=\S+ )?on failed node ",
     rf"requeue (?:job )?{_J}\S* due to failure of node ",
@@ -65,7 +68,10 @@ _JOB = r"JobId=(?P<job>\d+(?:_\d+|_\*|\+\d+)?)(?:\((?P<rawjob>\d+)\))?"
 
 RULES: tuple[Rule, ...] = (
     Rule("slurm_node_down", r"Nodes \S+ not responding, setting DOWN", "node_failure", "error"),
+    # NOTE: a missed ping; `_not_back` makes it a node failure where the node is not heard from again.
     Rule("slurm_node_not_responding", r"Nodes \S+ not responding", None, "warning"),
+    # power_save.c: a cloud / powered-down node that never came up (18.08-23.11, then 24.05+ wording)
+    Rule("slurm_node_resume_timeout", r"node \S+ not resumed by ResumeTimeout\(\d+\)", "node_failure", "error"),
     Rule("slurm_node_reason", r"update_node: node \S+ reason set to: ", None, "info"),
     Rule("slurm_node_drain", r"(?:update_node|drain_nodes): node \S+ state set to DRAIN", None, "warning"),
     # NOTE: DOWN set by hand says nothing about the hardware; the reason line beside it may.
@@ -92,6 +98,8 @@ RULES: tuple[Rule, ...] = (
          None, "info"),
     Rule("slurm_preempted", r"preempted JobId=\S+ (?:has been|had to be) (?:killed|requeued)", "preemption",
          "warning"),
+    # gang.c / preempt.c: preempted all the same, the requeue or the kill itself failed
+    Rule("slurm_preempted", r"preempted JobId=\S+ (?:could not be requeued|kill failure)", "preemption", "warning"),
     Rule("slurm_cancel_request", r"REQUEST_KILL_JOB JobId=\S+ uid \d+", "manual_stop", "warning"),
     Rule("slurm_version", r"slurmctld version \S+ started", None, "info"),
 )
@@ -99,17 +107,18 @@ RULES: tuple[Rule, ...] = (
 EXTRACTORS: tuple[str, ...] = (
     r"Nodes (?P<n1>\S+) not responding|(?:update_node|drain_nodes): node (?P<n2>\S+) (?:state|reason) set"
     r"|Node (?P<n3>\S+) (?:now responding|unexpectedly)|node (?P<n4>\S+) returned to service"
-    r"|on failed node (?P<n5>\S+)$|failure of node (?P<n6>\S+)$",
+    r"|on failed node (?P<n5>\S+)$|failure of node (?P<n6>\S+)$|node (?P<n7>\S+) not resumed by",
     r"state set to (?P<state>\S+)",
     r"reason set to: (?P<reason>.*)$",
     r"boot_time=(?P<boot>\d+)",
     _JOB,
-    r"StepId=(?P<stepid>\S+)",
+    r"StepId=(?P<stepid>[^\s)]+)",
     r"(?:WEXITSTATUS (?P<exit>\d+)|WTERMSIG (?P<sig>\d+))",
     r"(?:NodeList=|backfill: Started \S+ in (?P<bfpart>\S+) on )(?P<alloc>\S+)",
     r"#CPUs=(?P<cpus>\d+) Partition=(?P<part>\S+)",
     r"has been (?P<pact>killed|requeued)(?: to reclaim resources for JobId=(?P<pby>\S+))?|had to be (?P<pact2>killed)",
     r"REQUEST_KILL_JOB JobId=(?P<kjob>\S+) uid (?P<uid>\d+)",
+    r"ResumeTimeout\((?P<resume_s>\d+)\)",
     r"slurmctld version (?P<version>\S+) started(?: on cluster (?P<cluster>\S+))?",
 )
 
@@ -126,14 +135,18 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Events (and version / cluster facts) from the slurmctld lines of one batch."""
     out = Parsed()
     frame = classify_lines(lines, RULES)
-    out.unparsed += frame.select(pl.col("kind").is_null().sum()).item()
-    frame = extract_all(frame.filter(pl.col("kind").is_not_null()), (_PREFIX, *EXTRACTORS))
+    # A line of ours that no rule reads (cut short) is kept as unrecognised, never dropped.
+    odd = pl.col("kind").is_null()
+    frame = frame.with_columns(kind=pl.when(odd).then(pl.lit("unrecognised")).otherwise("kind"),
+                               failure_mode=pl.when(odd).then(pl.lit("unknown")).otherwise("failure_mode"),
+                               severity=pl.when(odd).then(pl.lit("warning")).otherwise("severity"))
+    frame = extract_all(frame, (_PREFIX, *EXTRACTORS))
     frame = frame.with_columns(ts=_timestamp(ctx))
     facts = frame.filter(pl.col("kind") == "slurm_version")
     out.add("facts", _facts(facts))
-    node = pl.coalesce("n1", "n2", "n3", "n4", "n5", "n6").alias("host")
+    node = pl.coalesce("n1", "n2", "n3", "n4", "n5", "n6", "n7").alias("host")
     events = explode_hosts(frame.filter(pl.col("kind") != "slurm_version").with_columns(node), "host")
-    out.add("events", _finish(_with_reasons(events)))
+    out.add("events", _finish(_not_back(_with_reasons(events))))
     return out
 
 
@@ -167,6 +180,19 @@ def _with_reasons(frame: pl.DataFrame) -> pl.DataFrame:
     return _reason_xid(frame)
 
 
+def _not_back(frame: pl.DataFrame) -> pl.DataFrame:
+    """A node that stopped answering pings and is not heard from again (`Node X now responding`) later in the
+    batch was lost: node failure. One that answered again had a hiccup: no mode, `recovered` in the detail."""
+    # NOTE: a recovery in a later batch (200,000 lines on) is not seen; the node then counts as lost.
+    back = pl.when(pl.col("kind") == "slurm_node_responding").then(pl.col("line")).backward_fill().over("host")
+    missed = pl.col("kind") == "slurm_node_not_responding"
+    recovered = missed & back.is_not_null()
+    return frame.sort("line").with_columns(
+        failure_mode=pl.when(missed & ~recovered).then(pl.lit("node_failure")).otherwise("failure_mode"),
+        recovered=pl.when(recovered).then(pl.lit(True)),
+    )
+
+
 def _reason_xid(frame: pl.DataFrame) -> pl.DataFrame:
     """An Xid named in a node's reason (`xid79`, `Xid 48`) sets `xid` and the failure mode it means."""
     code = pl.col("reason").str.extract(r"(?i)\bxid[\s:=_-]*(\d+)").cast(pl.Int32, strict=False)
@@ -176,7 +202,10 @@ def _reason_xid(frame: pl.DataFrame) -> pl.DataFrame:
                           "_xmode": pl.Series([taxonomy.xid(c).failure_mode for c in codes], dtype=pl.String)})
     frame = frame.with_columns(xid=xid).join(table, on="xid", how="left")
     # NOTE: slurmctld's own reason for a node it lost; a person's drain reason is free text.
-    lost = pl.col("reason").str.contains(r"^(?:Not responding|Node unexpectedly rebooted)")
+    # `Kill task failed`: slurmstepd could not kill the step's processes (stuck in the kernel: a hung GPU or
+    # filesystem) and drained the node itself; 25.05+ appends `(JobId=.. StepId=..)`.
+    lost = pl.col("reason").str.contains(
+        r"^(?:Not responding|Node unexpectedly rebooted|Kill task failed|ResumeTimeout reached|reboot timed out)")
     mode = pl.coalesce("failure_mode", "_xmode", pl.when(lost).then(pl.lit("node_failure")))
     return frame.with_columns(failure_mode=mode).drop("_xmode")
 
@@ -186,14 +215,16 @@ def _finish(frame: pl.DataFrame) -> pl.DataFrame:
     # NOTE: a kill request names what scancel was given, array ranges included (`81240_[4-9]`).
     job = pl.coalesce("kjob", "job")
     step = pl.col("stepid").str.extract(r"^\d+\.(.+)$")
+    # NOTE: `job_step`, not `step`: an event's `step` is the training step it happened at.
     detail = json_detail({
-        "job_id": job, "raw_job_id": pl.col("rawjob"), "step": pl.coalesce(step, "stepid"),
+        "job_id": job, "raw_job_id": pl.col("rawjob"), "job_step": pl.coalesce(step, "stepid"),
         "state": pl.col("state"), "reason": pl.col("reason"),
         "nodelist": pl.coalesce(pl.when(pl.col("alloc") != "(null)").then(pl.col("alloc")), "nodelist"),
         "cpus": pl.col("cpus").cast(pl.Int32, strict=False), "partition": pl.coalesce("part", "bfpart"),
         "exit_code": pl.col("exit").cast(pl.Int32, strict=False), "signal": pl.col("sig").cast(pl.Int32, strict=False),
         "preempt_action": pl.coalesce("pact", "pact2"), "preempted_by": pl.col("pby"),
         "uid": pl.col("uid").cast(pl.Int64, strict=False), "boot_time": pl.col("boot").cast(pl.Int64, strict=False),
+        "resume_timeout_s": pl.col("resume_s").cast(pl.Int32, strict=False), "recovered": pl.col("recovered"),
     })
     schema = TABLE_COLUMNS["events"]
     return frame.select(

@@ -50,7 +50,7 @@ NODE_FAIL = ("slurmstepd-node1: error: *** JOB 25 ON node1 CANCELLED AT 2026-12-
 def test_node_failure_cancel_line_names_host() -> None:
     (ev,) = events(slurm, NODE_FAIL)
     assert (ev["kind"], ev["failure_mode"], ev["host"]) == ("slurm_node_fail", "node_failure", "node1")
-    assert ev["detail"] == {"job_id": "25", "step": "batch", "reason": "node failure"}
+    assert ev["detail"] == {"job_id": "25", "job_step": "batch", "reason": "node failure"}
 
 
 def test_cancel_time_is_cluster_local_time() -> None:
@@ -66,7 +66,7 @@ def test_cancel_time_is_cluster_local_time() -> None:
 def test_cancel_reason_decides_kind(why: str, kind: str, mode: str | None) -> None:
     line = f"slurmstepd: error: *** STEP 19.0 ON node3 CANCELLED AT 2026-12-03T08:44:56 DUE TO {why} ***"
     (ev,) = events(slurm, line)
-    assert (ev["kind"], ev["failure_mode"], ev["detail"]["step"]) == (kind, mode, "0")
+    assert (ev["kind"], ev["failure_mode"], ev["detail"]["job_step"]) == (kind, mode, "0")
 
 
 def test_job_cancel_is_manual_stop_but_bare_step_cancel_blames_nobody() -> None:
@@ -100,9 +100,31 @@ def test_task_hostlist_gives_one_event_per_node() -> None:
     assert rows[3]["detail"]["nodelist"] == "node[2,4]"
 
 
-def test_truncated_task_line_is_unparsed() -> None:
-    parsed = slurm.parse(frame("srun: error: node3: task 0: Termin"), UTC)
-    assert parsed.unparsed == 1 and "events" not in parsed.tables
+def test_truncated_task_line_is_kept_as_unrecognised() -> None:
+    (ev,) = events(slurm, "srun: error: node3: task 0: Termin")
+    assert (ev["kind"], ev["failure_mode"], ev["severity"], ev["host"]) == (
+        "unrecognised", "unknown", "warning", "node3")
+
+
+def test_salloc_node_failure_names_every_node() -> None:
+    rows = events(slurm, "salloc: Granted job allocation 4261", "salloc: error: Node failure on gpu-[017-018]")
+    assert [(r["kind"], r["failure_mode"], r["host"]) for r in rows] == [
+        ("slurm_node_fail", "node_failure", "gpu-017"), ("slurm_node_fail", "node_failure", "gpu-018")]
+
+
+@pytest.mark.parametrize(("banner", "kind", "mode", "reason"), [
+    # 25.05+ names the signal of a scancel, with a lower-case "to"
+    ("*** JOB 18 ON node3 CANCELLED AT 2026-12-03T08:43:53 DUE to SIGNAL Terminated ***", "slurm_cancelled",
+     "manual_stop", "signal terminated"),
+    ("*** STEP 18.0 ON node3 CANCELLED AT 2026-12-03T08:43:53 DUE to SIGNAL Killed ***", "slurm_step_cancelled",
+     None, "signal killed"),
+    # 25.05+ srun --kill-on-bad-exit: a consequence of a task that failed, no cause of its own
+    ("*** STEP 18.0 ON node3 CANCELLED AT 2026-12-03T08:43:53 DUE TO TASK FAILURE ***", "slurm_task_failure_cancel",
+     None, "task failure"),
+])
+def test_slurm_25_05_cancel_banners(banner: str, kind: str, mode: str | None, reason: str) -> None:
+    (ev,) = events(slurm, f"slurmstepd: error: {banner}")
+    assert (ev["kind"], ev["failure_mode"], ev["detail"]["reason"]) == (kind, mode, reason)
 
 
 @pytest.mark.parametrize("text", [
@@ -120,7 +142,7 @@ def test_oom_in_every_wording_is_host_oom(text: str) -> None:
 def test_stepd_program_name_gives_host_when_the_line_names_none() -> None:
     (ev,) = events(slurm, "slurmstepd-node-3: error: StepId=1234.0 exceeded memory limit (5 > 4), being killed")
     assert ev["host"] == "node-3"
-    assert ev["detail"] == {"job_id": "1234", "step": "0", "memory_used": 5, "memory_limit": 4}
+    assert ev["detail"] == {"job_id": "1234", "job_step": "0", "memory_used": 5, "memory_limit": 4}
 
 
 def test_slurmd_log_prefix_time_wins_over_banner_seconds() -> None:
@@ -250,8 +272,44 @@ def test_start_line_gives_version_and_cluster_facts() -> None:
         ("slurm_cluster", "local"), ("slurm_version", "22.05.8")]
 
 
-def test_slurmctld_line_without_a_known_message_is_unparsed() -> None:
-    assert slurmctld.parse(frame("[t] _job_complete: JobId=2 WEXITST"), UTC).unparsed == 1
+def test_slurmctld_line_without_a_known_message_is_kept_as_unrecognised() -> None:
+    (ev,) = events(slurmctld, "[t] _job_complete: JobId=2 WEXITST")
+    assert (ev["kind"], ev["failure_mode"], ev["severity"]) == ("unrecognised", "unknown", "warning")
+
+
+def test_not_responding_is_a_node_failure_only_if_the_node_does_not_answer_again() -> None:
+    rows = events(slurmctld, "[2026-11-24T08:10:00.675] error: Nodes gpu-[017-018] not responding",
+                  "[2026-11-24T08:10:31.002] Node gpu-017 now responding")
+    got = [(r["host"], r["kind"], r["failure_mode"], r["detail"].get("recovered")) for r in rows]
+    assert got == [("gpu-017", "slurm_node_not_responding", None, True),
+                   ("gpu-018", "slurm_node_not_responding", "node_failure", None),
+                   ("gpu-017", "slurm_node_responding", None, None)]
+
+
+@pytest.mark.parametrize("line", [
+    "[2026-11-24T08:10:01.456] node gpu-017 not resumed by ResumeTimeout(600) - marking down and power_save",
+    "[2026-11-24T08:10:01.456] node gpu-017 not resumed by ResumeTimeout(600), setting DOWN and POWERED_DOWN",
+])
+def test_resume_timeout_in_both_wordings_is_a_node_failure(line: str) -> None:
+    (ev,) = events(slurmctld, line)
+    assert (ev["kind"], ev["failure_mode"], ev["host"], ev["detail"]) == (
+        "slurm_node_resume_timeout", "node_failure", "gpu-017", {"resume_timeout_s": 600})
+
+
+def test_kill_task_failed_drain_is_a_node_failure_with_its_job() -> None:
+    reason, drain = events(slurmctld,
+                           "[t] update_node: node gpu-018 reason set to: Kill task failed (JobId=42 StepId=0)",
+                           "[t] update_node: node gpu-018 state set to DRAINING")
+    assert (reason["failure_mode"], reason["detail"]["job_id"], reason["detail"]["job_step"]) == (
+        "node_failure", "42", "0")
+    assert (drain["failure_mode"], drain["detail"]["reason"]) == (
+        "node_failure", "Kill task failed (JobId=42 StepId=0)")
+
+
+def test_preempted_job_whose_requeue_failed_is_still_preempted() -> None:
+    (ev,) = events(slurmctld, "[t] error: preempted JobId=7 could not be requeued: Requested operation is presently "
+                              "disabled")
+    assert (ev["kind"], ev["failure_mode"], ev["detail"]["job_id"]) == ("slurm_preempted", "preemption", "7")
 
 
 def test_slurmctld_sniffed_by_its_start_line() -> None:
@@ -321,6 +379,117 @@ def test_sacct_sniff_wants_a_header_naming_the_job_id() -> None:
     assert sacct.sniff(b"JobID|JobName|Partition|Account|AllocCPUS|State|ExitCode|\n", "dump.txt")
     assert not sacct.sniff(b"train|COMPLETED\n", "dump.txt")
     assert not sacct.sniff(b"srun: error: node2: task 3: Exited with exit code 1\n", "job.out")
+
+
+FIXED = ["JobID           JobName  Partition    Account  AllocCPUS      State ExitCode ",
+         "------------ ---------- ---------- ---------- ---------- ---------- -------- "]
+
+
+def test_sacct_fixed_width_columns_from_the_dash_rule() -> None:
+    rows, bad = jobs(sacct, *FIXED, "4287           pretrain        gpu         ml        224    TIMEOUT      0:0 ",
+                     "4287.batch        batch                    ml        112  CANCELLED     0:15 ")
+    assert [(r["line"], r["job_id"], r["job_name"], r["state"], r["signal"]) for r in rows] == [
+        (3, "4287", "pretrain", "TIMEOUT", 0), (4, "4287.batch", "batch", "CANCELLED", 15)] and bad == 0
+
+
+def test_sacct_fixed_width_reads_truncated_states_back() -> None:
+    rows, _ = jobs(sacct, "JobID                State                ExitCode ",
+                   "-------------------- -------------------- -------- ",
+                   "1                    CANCELLED+                0:0 ",
+                   "2                    OUT_OF_ME+              0:125 ",
+                   "3                    C+                        0:0 ")
+    # NOTE: `C+` could be CANCELLED or COMPLETED: it stays as printed.
+    assert [r["state"] for r in rows] == ["CANCELLED", "OUT_OF_MEMORY", "C"]
+
+
+def test_sacct_fixed_width_row_off_the_columns_is_unparsed() -> None:
+    rows, bad = jobs(sacct, *FIXED, "sacct: error: slurmdbd: Getting response to message type: DBD_GET_JOBS_COND",
+                     "4287           pretrain        gpu         ml        224    TIMEOUT      0:0 ")
+    assert [r["job_id"] for r in rows] == ["4287"] and bad == 1
+
+
+def _fixed_row(*values: str) -> str:
+    """A row under FIXED as sacct pads it: the job id left-justified, the rest right-justified."""
+    widths = [12, 10, 10, 10, 10, 10, 8]
+    cells = [v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths, strict=True))]
+    return " ".join(cells) + " "
+
+
+def test_sacct_fixed_width_layout_carries_over_to_the_next_batch() -> None:
+    ctx = Context(path="big.txt", header=FIXED[0])
+    sacct.parse(frame(*FIXED, _fixed_row("1", "a", "gpu", "ml", "1", "COMPLETED", "0:0")), ctx)
+    rows, bad = jobs(sacct, _fixed_row("2", "b", "gpu", "ml", "1", "NODE_FAIL", "0:0"), ctx=ctx, start=4)
+    assert [(r["job_id"], r["state"]) for r in rows] == [("2", "NODE_FAIL")] and bad == 0
+
+
+def test_sacct_sniffs_fixed_width_and_json_but_not_squeue_json() -> None:
+    assert sacct.sniff("\n".join([*FIXED, "1 a gpu ml 1 COMPLETED 0:0"]).encode(), "sacct.txt")
+    assert not sacct.sniff(b"JobID JobName\nnot a rule\n", "x.txt")
+    assert sacct.sniff(b'{\n  "jobs": [\n    {\n      "job_id": 1,\n', "sacct.json")
+    assert not sacct.sniff(b'{"jobs": [{"job_id": 1, "job_state": ["RUNNING"]}]}', "squeue.json")
+
+
+def _json_job(jid: int, state: str, end: int) -> list[str]:
+    return ["    {", f'      "job_id": {jid},', '      "name": "train",',
+            f'      "state": {{"current": ["{state}"], "reason": "None"}},',
+            '      "exit_code": {"status": ["SIGNALED"], "return_code": {"set": true, "infinite": false, "number": 0},',
+            '                    "signal": {"id": {"set": true, "infinite": false, "number": 9}, "name": "KILL"}},',
+            f'      "time": {{"start": 1795500000, "end": {end}}},',
+            '      "array": {"job_id": 40, "task_id": {"set": true, "infinite": false, "number": 3}},',
+            '      "steps": [{"step": {"id": "40_3.batch", "name": "batch"}, "state": ["CANCELLED"]}]',
+            "    }"]
+
+
+def test_sacct_json_job_cut_by_a_batch_end_is_read_whole_from_the_next() -> None:
+    ctx = Context(path="sacct.json", header="{")
+    text = ["{", '  "meta": {"plugin": {"type": "openapi/slurmdbd"}},', '  "jobs": [',
+            *_json_job(41, "TIMEOUT", 1795507201), "    ,", *_json_job(42, "NODE_FAIL", 1795507202), "  ],",
+            '  "errors": []', "}"]
+    cut = 8  # inside the first job
+    first, _ = jobs(sacct, *text[:cut], ctx=ctx)
+    rest, bad = jobs(sacct, *text[cut:], ctx=ctx, start=cut + 1)
+    assert first == [] and bad == 0
+    got = [(r["line"], r["job_id"], r["state"], r["exit_code"], r["signal"], r["end_ts"]) for r in rest]
+    assert got == [(4, "40_3", "TIMEOUT", 0, 9, dt.datetime(2026, 11, 24, 8, 0, 1)),
+                   (4, "40_3.batch", "CANCELLED", None, None, None),
+                   (15, "40_3", "NODE_FAIL", 0, 9, dt.datetime(2026, 11, 24, 8, 0, 2)),
+                   (15, "40_3.batch", "CANCELLED", None, None, None)]
+
+
+def test_sacct_json_of_slurm_21_08_plain_numbers_and_strings() -> None:
+    doc = ('{"jobs": [{"job_id": 7, "state": {"current": "PREEMPTED", "reason": "None"}, "allocation_nodes": 2, '
+           '"exit_code": {"status": "SIGNALED", "signal": {"signal_id": 15, "name": "Terminated"}}, '
+           '"time": {"start": 1795500000, "end": 1795502400}, "nodes": "gpu-[017-018]", '
+           '"tres": {"allocated": [{"type": "cpu", "name": null, "id": 1, "count": 224}, '
+           '{"type": "gres", "name": "gpu", "id": 1001, "count": 16}]}, '
+           '"steps": [{"step": {"job_id": 7, "id": "batch", "name": "batch"}, "state": "CANCELLED"}]}]}')
+    rows, bad = jobs(sacct, doc, ctx=Context(path="old.json", header=doc))
+    assert [(r["job_id"], r["state"], r["signal"], r["nnodes"], r["ngpus"], r["nodelist"]) for r in rows] == [
+        ("7", "PREEMPTED", 15, 2, 16, "gpu-[017-018]"), ("7.batch", "CANCELLED", None, None, None, None)]
+    assert bad == 0
+
+
+def test_sacct_json_garbage_in_the_jobs_array_is_reported() -> None:
+    parsed = sacct.parse(frame('{"jobs": [ 12, oops ]}'), Context(path="bad.json", header="{"))
+    assert parsed.unparsed == 2 and parsed.warnings[0].startswith("line 1: ") and "jobs" not in parsed.tables
+
+
+def test_sacct_json_out_of_range_numbers_cost_only_their_field() -> None:
+    doc = ('{"jobs": [{"job_id": 99999999999999999999, "state": {"current": "TIMEOUT"}, "allocation_nodes": 3000000000,'
+           ' "time": {"start": 1e400, "end": 99999999999999, "submission": 1795500000}}]}')
+    (row,), bad = jobs(sacct, doc, ctx=Context(path="huge.json", header=doc))
+    assert (row["job_id"], row["state"], row["start_ts"], row["end_ts"], row["nnodes"], bad) == (
+        None, "TIMEOUT", None, None, None, 0)
+    assert row["ts"] == dt.datetime(2026, 11, 24, 6, 0)
+
+
+def test_sacct_json_damaged_job_is_skipped_to_the_next() -> None:
+    good = _json_job(41, "TIMEOUT", 1795507201)
+    bad = [*good[:3], '      "state": {"current": ["TIMEOUT"] "reason": "None"},', *good[4:]]
+    text = ["{", '  "jobs": [', *bad, "    ,", *_json_job(42, "NODE_FAIL", 1795507202), "  ]", "}"]
+    parsed = sacct.parse(frame(*text), Context(path="damaged.json", header="{"))
+    assert parsed.tables["jobs"]["state"].to_list() == ["NODE_FAIL", "CANCELLED"]
+    assert parsed.unparsed == 1 and parsed.warnings == ["line 3: sacct --json text that is no job object, skipped"]
 
 
 # --- jobcomp/filetxt --------------------------------------------------------------------------
