@@ -100,8 +100,12 @@ _V5 = [
 _V6 = ["""CREATE TABLE unmatched_lines (file_id BIGINT, run VARCHAR, attempt INTEGER, host VARCHAR, line BIGINT,
         text VARCHAR)"""]
 
+# Who holds a relaunch claim: a process killed between its claim and its record leaves the claim behind,
+# and only the process id and host tell a dead holder from a launch still under way.
+_V7 = ["ALTER TABLE relaunch_claims ADD COLUMN pid INTEGER", "ALTER TABLE relaunch_claims ADD COLUMN host VARCHAR"]
+
 # Index i holds the statements that take a database from version i to version i + 1.
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
 # tables whose rows belong to one ingested file (deleted with it, cut when it is re-read from a line)
 FILE_TABLES = [*TABLE_COLUMNS, "unmatched_lines"]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -368,3 +368,42 @@ def test_a_database_another_process_writes_is_named_with_its_pid(tmp_path: Path)
         assert res.output.strip() == f"error: {db}: another clusterlab is writing to this database (pid {pid})"
     with held(db, "ro") as pid, pytest.raises(store.DatabaseLocked, match=rf"is reading this database \(pid {pid}\)"):
         store.connect(db)
+
+
+KILLED_MID_LAUNCH = """
+import os, signal, sys
+from clusterlab import store
+from clusterlab.relaunch import execute, relaunch_plan
+from clusterlab.relaunch.backends.base import run_argv
+
+def runner(argv):
+    if argv[0] == "sbatch":  # claimed, about to submit: killed here, as by an OOM killer or a lost terminal
+        os.kill(os.getpid(), signal.SIGKILL)
+    return run_argv(argv)
+
+con = store.connect(sys.argv[1])
+execute(con, relaunch_plan(con, "tiny"), runner=runner, watch_s=0)
+"""
+
+
+def test_a_process_killed_mid_launch_leaves_a_claim_that_is_named_and_can_be_given_back(
+        tmp_path: Path, fake_slurm: FakeSlurmOnPath) -> None:
+    db = tmp_path / "db.duckdb"
+    lab_of(write_bundle(tmp_path / "b"), db).close()
+    child = subprocess.run([sys.executable, "-c", KILLED_MID_LAUNCH, str(db)], capture_output=True, text=True,
+                           timeout=300)
+    assert child.returncode == -9, child.stderr
+    # the dead process's claim is neither taken over silently (the job may exist) nor reported as in progress
+    res = execute_cli(db)
+    assert res.exit_code == 2 and "died before it recorded its launch" in res.output
+    assert "--release 1" in res.output and fake_slurm.launches() == 0
+    res = CliRunner().invoke(main, ["--db", str(db), "relaunch", "--run", "tiny", "--release", "1"])
+    assert res.exit_code == 0 and "given back" in res.output
+    res = execute_cli(db)
+    assert res.exit_code == 0 and "job 42: running" in res.output and fake_slurm.launches() == 1
+    with Lab(db, read_only=True) as lab:
+        rows = lab.sql("SELECT relaunch_id, result FROM relaunches ORDER BY relaunch_id").rows()
+    assert rows == [(1, "released"), (2, "refused"), (3, "running")]
+    # a claim whose launch is recorded cannot be released
+    res = CliRunner().invoke(main, ["--db", str(db), "relaunch", "--run", "tiny", "--release", "3"])
+    assert res.exit_code == 2 and "claim stands" in res.output

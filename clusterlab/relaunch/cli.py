@@ -10,7 +10,7 @@ import click
 
 from clusterlab import store
 from clusterlab.relaunch.backends import BACKENDS
-from clusterlab.relaunch.execute import RelaunchRefused, execute
+from clusterlab.relaunch.execute import RelaunchRefused, execute, release
 from clusterlab.relaunch.plan import RelaunchPlan, relaunch_plan
 from clusterlab.relaunch.safety import UnsafeValueError
 
@@ -63,12 +63,17 @@ def _quote(arg: str) -> str:
               help="Seconds to watch the relaunched job for its first steps.")
 @click.option("--watch-dir", type=click.Path(path_type=Path, file_okay=False),
               help="Where the new attempt writes its logs (runs/<run>/): its first steps are read from there.")
+@click.option("--release", "release_id", type=int, metavar="AUDIT_ROW",
+              help="Give back the claim of a launch whose process died mid-launch (after checking the scheduler).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else.")
 @click.pass_context
 def relaunch(ctx: click.Context, run: str, backend: str | None, do_execute: bool, watch_s: float,
-             watch_dir: Path | None, as_json: bool) -> None:
+             watch_dir: Path | None, release_id: int | None, as_json: bool) -> None:
     """The relaunch plan of a run: hosts to exclude and drain, the intact checkpoint, the command."""
     path = store.db_path((ctx.obj or {}).get("db"))
+    if release_id is not None:
+        _release(path, release_id)
+        return
     if not do_execute and path != ":memory:" and not Path(path).exists():
         _fail(f"{path}: no database (run `clusterlab ingest` first)")
     try:
@@ -99,6 +104,22 @@ def relaunch(ctx: click.Context, run: str, backend: str | None, do_execute: bool
         if plan.executed:
             _print_execution(plan.executed)
     ctx.exit(status)
+
+
+def _release(path: str, relaunch_id: int) -> None:
+    if path != ":memory:" and not Path(path).exists():
+        _fail(f"{path}: no database")
+    try:
+        con = store.connect(path)
+    except store.DatabaseLocked as e:
+        _fail(str(e))
+    try:
+        incident = release(con, relaunch_id)
+    except RelaunchRefused as e:
+        _fail(f"cannot release: {e}")
+    finally:
+        con.close()
+    click.echo(f"claim of audit row {relaunch_id} given back: incident {incident} may be relaunched")
 
 
 def _print_execution(ex: dict) -> None:

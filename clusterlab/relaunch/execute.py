@@ -5,6 +5,10 @@ claim (a row keyed by the incident, inserted in the transaction that records its
 it and launch nothing (the repeat is recorded, with the job id of the launch that stands). Only a launch
 that failed before the scheduler accepted anything gives its claim back, so it may be retried.
 
+A claim records the process that took it. When that process died before recording its launch (killed
+mid-launch), the claim is not taken over silently, since the scheduler may have accepted the job: the
+refusal says how to check, and `release()` gives the claim back.
+
 Only nodes the scheduler itself lists (in the job's partition) reach its commands; a scheduler that cannot
 be asked stops the relaunch.
 """
@@ -15,7 +19,9 @@ import contextlib
 import dataclasses
 import datetime as dt
 import json
+import os
 import shutil
+import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -39,7 +45,7 @@ from clusterlab.relaunch.plan import RelaunchPlan
 from clusterlab.relaunch.safety import UnsafeValueError, check_host, check_path
 
 # Results after which the incident does not count as relaunched: the claim is given back (store.py's _V5).
-_NOT_LAUNCHED = ("failed", "refused", "repeat")
+_NOT_LAUNCHED = ("failed", "refused", "repeat", "released")
 _IN_PROGRESS = ("launching", "submitted")
 _CLAIM_TRIES = 50
 _SKIP_SUFFIXES = (".duckdb", ".wal", ".pt", ".distcp", ".metadata", ".safetensors")
@@ -137,6 +143,8 @@ def execute(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan, *, backend: Back
     try:
         check_plan(plan, require_nodes)
         prior = _holder(con, plan.incident)  # a repeat needs no scheduler: say so even when it is down
+        if prior is not None and _orphaned(prior):
+            raise RelaunchRefused(_orphan_message(plan, prior))
         claimed = False
         if prior is None:
             plan, refused = scheduler_plan(plan, be, runner, require_nodes)
@@ -197,7 +205,8 @@ def _claim(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan) -> tuple[bool, di
                 con.execute("COMMIT")
                 return False, prior
             rid = _insert(con, plan, "launching")
-            con.execute("INSERT INTO relaunch_claims (incident_id, relaunch_id) VALUES (?, ?)", [plan.incident, rid])
+            con.execute("INSERT INTO relaunch_claims (incident_id, relaunch_id, pid, host) VALUES (?, ?, ?, ?)",
+                        [plan.incident, rid, os.getpid(), socket.gethostname()])
             con.execute("COMMIT")
             return True, {"relaunch_id": rid}
         except (duckdb.ConstraintException, duckdb.TransactionException):
@@ -213,9 +222,51 @@ def _claim(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan) -> tuple[bool, di
 
 def _holder(con: duckdb.DuckDBPyConnection, incident: str) -> dict | None:
     """The launch that holds the incident's claim (relaunch_id, job_id, result), if one does."""
-    rows = store.frame(con, """SELECT c.relaunch_id, r.job_id, r.result FROM relaunch_claims c
-                               LEFT JOIN relaunches r USING (relaunch_id) WHERE c.incident_id = ?""", [incident])
+    rows = store.frame(con, """SELECT c.relaunch_id, r.job_id, r.result, c.pid, c.host, c.claimed_at
+                               FROM relaunch_claims c LEFT JOIN relaunches r USING (relaunch_id)
+                               WHERE c.incident_id = ?""", [incident])
     return rows.row(0, named=True) if rows.height else None
+
+
+def _orphaned(prior: dict) -> bool:
+    """The claim's process died before it recorded what the scheduler said (only knowable on its own host)."""
+    if prior.get("result") != "launching" or prior.get("pid") is None or prior.get("host") != socket.gethostname():
+        return False
+    try:
+        os.kill(prior["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
+
+
+def _orphan_message(plan: RelaunchPlan, prior: dict) -> str:
+    return (f"audit row {prior['relaunch_id']}: the clusterlab process (pid {prior['pid']}) that claimed incident "
+            f"{plan.incident} at {prior['claimed_at']:%Y-%m-%d %H:%M:%S} died before it recorded its launch, so "
+            f"the scheduler may or may not have a job for it. Check (e.g. `squeue --name {plan.run}` or sacct "
+            f"since that time); if there is none, give the claim back with `clusterlab relaunch --run {plan.run} "
+            f"--release {prior['relaunch_id']}` and execute again")
+
+
+def release(con: duckdb.DuckDBPyConnection, relaunch_id: int) -> str:
+    """Give back the claim of a launch whose process died mid-launch (see `execute`); returns its incident.
+
+    Refused for a launch that recorded its job or is still under way in a living process."""
+    rows = store.frame(con, """SELECT c.incident_id, c.relaunch_id, r.job_id, r.result, c.pid, c.host, c.claimed_at
+                               FROM relaunch_claims c LEFT JOIN relaunches r USING (relaunch_id)
+                               WHERE c.relaunch_id = ?""", [relaunch_id])
+    if not rows.height:
+        raise RelaunchRefused(f"audit row {relaunch_id} holds no claim")
+    prior = rows.row(0, named=True)
+    if prior["result"] != "launching":
+        raise RelaunchRefused(f"audit row {relaunch_id} recorded its launch ({prior['result']}, job "
+                              f"{prior['job_id']}): its claim stands")
+    if not _orphaned(prior):
+        raise RelaunchRefused(f"audit row {relaunch_id} is held by pid {prior['pid']} on {prior['host']}, which "
+                              "is still running or cannot be checked from here")
+    _finish(con, relaunch_id, "released", None, [], {"note": "claim given back by hand after its process died"})
+    return prior["incident_id"]
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
