@@ -155,3 +155,24 @@ def test_restart_numbers_and_lines_of_other_programs() -> None:
     assert ev["kind"].to_list() == ["restart", "restart"]
     assert [json.loads(d)["restart"] for d in ev["detail"]] == [3, 2]
     assert ev["failure_mode"].null_count() == 2
+
+
+def test_the_jobs_final_state_goes_to_the_last_part_of_a_restarted_launch(tmp_path: Path) -> None:
+    # the job is not named after the run, and only the first part's lines name its id: the part after the
+    # in-job restart shares the log, so it shares the job and gets the scheduler's verdict
+    d = tmp_path / "runs" / "ftjob"
+    d.mkdir(parents=True)
+    train, launcher = _training_lines(), _launcher_lines()
+    lines = ["srun: job 777 has been allocated resources", launcher[0], *train[:10], *launcher[1:], *train[10:]]
+    (d / "train.log").write_text("\n".join(lines) + "\n")
+    (tmp_path / "scheduler").mkdir()
+    end = RESUMED + dt.timedelta(seconds=130)
+    (tmp_path / "scheduler" / "sacct.txt").write_text(
+        "JobID|JobName|State|ExitCode|Start|End|NNodes|NodeList\n"
+        f"777|pretrain-x|TIMEOUT|0:0|{T0 - dt.timedelta(seconds=20):%Y-%m-%dT%H:%M:%S}|{end:%Y-%m-%dT%H:%M:%S}|1|"
+        "gpu-018\n")
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path)
+        inc = lab.incidents("ftjob").filter(pl.col("kind") == "attempt_end").sort("attempt")
+    assert inc["attempt"].to_list() == [1, 2]
+    assert inc["failure_mode"].to_list() == ["nccl_timeout", "time_limit"]
