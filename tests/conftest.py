@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,23 @@ def lab() -> Lab:
     """An in-memory store."""
     with Lab(":memory:") as lab:
         yield lab
+
+
+@pytest.fixture(scope="session")
+def _ingested_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample bundle ingested once for the whole session (each module takes a copy)."""
+    db = tmp_path_factory.mktemp("bundle-once") / "bundle.duckdb"
+    with Lab(db) as lab:
+        lab.ingest(SAMPLES / "bundle")
+    return db
+
+
+@pytest.fixture(scope="module")
+def bundle_db_copy(_ingested_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database file of the ingested sample bundle of this module's own, free to change."""
+    db = tmp_path_factory.mktemp("bundle") / "bundle.duckdb"
+    shutil.copy(_ingested_bundle, db)
+    return db
 
 
 # class -> [classified as labelled?] of each format-variant sample that ran

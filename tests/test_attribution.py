@@ -37,7 +37,7 @@ attempt_st = st.builds(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plan=st.lists(attempt_st, min_size=1, max_size=4), gaps=st.lists(st.floats(0, 3600), min_size=4, max_size=4),
        gpus=st.integers(1, 4096))
 def test_ledger_adds_up_to_gpus_times_wall_time(plan: list[Attempt], gaps: list[float], gpus: int) -> None:
@@ -127,9 +127,8 @@ def test_young_daly_interval() -> None:
 
 
 @pytest.fixture(scope="module")
-def bundle_lab():
-    with Lab(":memory:") as lab:
-        lab.ingest(SAMPLES / "bundle")
+def bundle_lab(bundle_db_copy):
+    with Lab(bundle_db_copy) as lab:
         yield lab
 
 

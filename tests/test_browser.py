@@ -242,14 +242,13 @@ def _check_views_fit(page) -> None:
     _shoot(page, "explorer-relaunch-1400.png")
 
 
-def test_the_scorecard_fits_a_1400_px_window(chromium: Path, tmp_path: Path) -> None:
+def test_the_scorecard_fits_a_1400_px_window(chromium: Path, tmp_path: Path, bundle_db_copy: Path) -> None:
     """No table of the week's scorecard hides a column behind a horizontal scroller at 1,400 px."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright package (a test dependency)")
     from clusterlab import Lab
     from clusterlab.reports.render import write_week
 
-    with Lab(":memory:") as lab:
-        lab.ingest(ROOT / "data_samples" / "bundle")
+    with Lab(bundle_db_copy, read_only=True) as lab:
         write_week(lab.con, "2026-W48", tmp_path, fmts=("html",))
     page_path = next(tmp_path.glob("scorecard-*.html"))
     with sync_api.sync_playwright() as pw:

@@ -202,11 +202,9 @@ def test_a_storage_server_that_every_host_reports_is_blamed_as_the_server(tmp_pa
 
 
 @pytest.fixture(scope="module")
-def bundle_lab():
-    lab = Lab(":memory:")
-    lab.ingest(Path(__file__).parents[1] / "data_samples" / "bundle")
-    yield lab
-    lab.close()
+def bundle_lab(bundle_db_copy):
+    with Lab(bundle_db_copy) as lab:
+        yield lab
 
 
 def test_torch_events_carry_the_host_of_their_rank(bundle_lab: Lab) -> None:

@@ -13,15 +13,13 @@ from matplotlib.figure import Figure
 from clusterlab import Lab, plots
 from clusterlab.reports import figures
 from clusterlab.widgets import frames
-from conftest import SAMPLES
 
 T0 = dt.datetime(2026, 11, 24, 8)
 
 
 @pytest.fixture(scope="module")
-def demo() -> Lab:
-    with Lab(":memory:") as lab:
-        lab.ingest(SAMPLES / "bundle")
+def demo(bundle_db_copy) -> Lab:
+    with Lab(bundle_db_copy, read_only=True) as lab:
         yield lab
 
 

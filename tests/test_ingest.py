@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -10,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from clusterlab import Lab
@@ -85,11 +85,11 @@ def test_same_content_under_two_hosts_is_kept_twice(lab: Lab, tmp_path: Path) ->
 
 
 def _step_records(path: Path, n: int) -> None:
-    with path.open("w") as f:
-        for i in range(n):
-            f.write(json.dumps({"ts": 1764000000 + i, "rank": i % 64, "host": f"east-{i % 8:03d}",
-                                "step": i // 64, "step_s": 1.5, "compute_s": 1.2, "comm_s": 0.2,
-                                "data_s": 0.1, "tokens": 65536, "loss": 2.5}) + "\n")
+    i = pl.int_range(n, eager=True)
+    pl.DataFrame({"ts": 1764000000 + i, "rank": i % 64, "host": "east-" + (i % 8).cast(pl.String).str.zfill(3),
+                  "step": i // 64}).with_columns(
+        step_s=pl.lit(1.5), compute_s=pl.lit(1.2), comm_s=pl.lit(0.2), data_s=pl.lit(0.1), tokens=pl.lit(65536),
+        loss=pl.lit(2.5)).write_ndjson(path)
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ from clusterlab.relaunch.backends.slurm import SlurmBackend
 from clusterlab.relaunch.backends.torchrun import TorchrunBackend
 from clusterlab.relaunch.cli import relaunch
 from clusterlab.relaunch.execute import RelaunchRefused
-from conftest import ROOT, SAMPLES
+from conftest import ROOT
 
 main.add_command(relaunch)
 PLAN_KEYS = {"run", "nothing_to_relaunch", "exclude", "drain", "checkpoint", "nodes_needed", "nodes_available",
@@ -103,11 +103,8 @@ def lab_of(bundle: Path, db: Path) -> Lab:
 # ---------------------------------------------------------------- plans from the sample bundle
 
 @pytest.fixture(scope="module")
-def bundle_db(tmp_path_factory) -> str:
-    db = tmp_path_factory.mktemp("bundle") / "db.duckdb"
-    with Lab(db) as lab:
-        lab.ingest(SAMPLES / "bundle")
-    return str(db)
+def bundle_db(bundle_db_copy) -> str:
+    return str(bundle_db_copy)
 
 
 @pytest.fixture

@@ -27,17 +27,13 @@ from clusterlab.relaunch import Execution, UnsafeValueError, check_host, execute
 from clusterlab.relaunch.backends.base import run_argv
 from clusterlab.relaunch.cli import relaunch
 from clusterlab.relaunch.execute import RelaunchRefused
-from conftest import SAMPLES
 
 main.add_command(relaunch)
 
 
 @pytest.fixture(scope="module")
-def bundle_db_path(tmp_path_factory) -> str:
-    db = tmp_path_factory.mktemp("bundle") / "db.duckdb"
-    with Lab(db) as lab:
-        lab.ingest(SAMPLES / "bundle")
-    return str(db)
+def bundle_db_path(bundle_db_copy) -> str:
+    return str(bundle_db_copy)
 
 
 # ---------------------------------------------------------------- a completed run has nothing to relaunch

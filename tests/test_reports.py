@@ -39,11 +39,8 @@ PAYLOAD = ('<script>alert(1)</script> "><img src=x onerror=alert(1)> **bold** [x
 # --- fixtures: the bundle ingested once, attributed once -------------------------------------------------
 
 @pytest.fixture(scope="module")
-def bundle_db(tmp_path_factory) -> Path:
-    db = tmp_path_factory.mktemp("reports") / "bundle.duckdb"
-    with Lab(db) as lab:
-        lab.ingest(SAMPLES / "bundle")
-    return db
+def bundle_db(bundle_db_copy) -> Path:
+    return bundle_db_copy
 
 
 @pytest.fixture(scope="module")

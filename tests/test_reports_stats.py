@@ -10,17 +10,14 @@ import pytest
 
 from clusterlab import Lab, rates
 from clusterlab.reports import figures, render, scorecard
-from conftest import SAMPLES
 
 WEEK = "2026-W48"
 SCORECARD = importlib.import_module("clusterlab.reports.scorecard")  # the package exports its function by that name
 
 
 @pytest.fixture(scope="module")
-def sc(tmp_path_factory):
-    db = tmp_path_factory.mktemp("stats") / "bundle.duckdb"
-    with Lab(db) as lab:
-        lab.ingest(SAMPLES / "bundle")
+def sc(bundle_db_copy):
+    with Lab(bundle_db_copy) as lab:
         yield scorecard(lab.con, WEEK)
 
 

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from test_unmatched import assert_only_noise
 
 from clusterlab import Lab
 from clusterlab.simulator import simulate
@@ -28,6 +29,7 @@ def round_trip(out: Path) -> tuple[list[dict], list[str]]:
     with Lab(":memory:") as lab:
         assert lab.ingest(out).problems == []
         result = score(lab, out, rel=LEDGER_REL)
+        assert_only_noise(lab.unmatched(limit=None))  # what no rule read is the writers' benign noise
     assert result.incidents
     return result.missed, result.off
 

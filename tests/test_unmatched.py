@@ -18,6 +18,32 @@ KERNEL = """\
 """
 
 
+# What a rule exists for: a line like this in `unmatched` is a collector that failed to read its own format.
+MUST_CLASSIFY = [r"NVRM: Xid", r"SXid", r"fallen off the bus", r"NCCL WARN", r"CUDA out of memory",
+                 r"Watchdog caught collective", r"DUE TO (?:TIME LIMIT|PREEMPTION|NODE FAILURE)", r"ChildFailedError",
+                 r"uncorrectable ECC", r"illegal memory access", r"Node failure on", r"not responding",
+                 r"blocked for more than \d+ seconds", r"Out of memory: Killed process", r"(?i)grad norm: nan"]
+
+
+def assert_only_noise(unmatched) -> None:
+    """No template of `unmatched` is a line one of the rules above is there to read."""
+    import re
+
+    bad = [(t, ex) for t, ex in zip(unmatched["template"], unmatched["example"], strict=True)
+           if any(re.search(p, ex) for p in MUST_CLASSIFY)]
+    assert not bad, f"lines a rule should have read: {bad[:5]}"
+
+
+def test_on_the_sample_bundle_the_unmatched_lines_are_noise(bundle_db_copy: Path) -> None:
+    with Lab(bundle_db_copy, read_only=True) as lab:
+        u = lab.unmatched(limit=None)
+    assert u.height  # the samples do hold trouble-looking lines that no rule is for
+    assert_only_noise(u)
+    # the commonest are the frames and "raised from" lines of tracebacks whose error line was read
+    top = " ".join(u.head(5)["example"].to_list())
+    assert "Exception raised from" in top or "frame #" in top
+
+
 def _bundle(tmp_path: Path) -> Path:
     node = tmp_path / "nodes" / "east-003"
     node.mkdir(parents=True)

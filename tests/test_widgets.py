@@ -14,7 +14,6 @@ from timelines import Attempt, write_run
 from clusterlab import Lab, attempts
 from clusterlab.simulator.big_run import write_big_run
 from clusterlab.widgets import Explorer, RelaunchPanel, frames, html
-from conftest import SAMPLES
 
 RUN = "llama8b-pretrain"
 XID_INCIDENT = f"{RUN}:1:end"  # Xid 79 on east-003, then watchdog timeouts on every rank
@@ -22,10 +21,9 @@ NET_INCIDENT = f"{RUN}:2:end"  # IB link down on east-002
 
 
 @pytest.fixture(scope="module")
-def demo() -> Lab:
-    """The sample bundle, ingested once for the module; tests undo their annotations."""
-    with Lab(":memory:") as lab:
-        lab.ingest(SAMPLES / "bundle")
+def demo(bundle_db_copy) -> Lab:
+    """The sample bundle, ingested once for the session; tests undo their annotations."""
+    with Lab(bundle_db_copy) as lab:
         yield lab
 
 
