@@ -70,3 +70,29 @@ def test_the_demo_timelines_and_the_slow_stretch_plot_are_legible(demo: Lab) -> 
     fig = _figure((7.5, 2.6))
     plots.step_time_over_time(series, ["east-005"], None, ax=fig.subplots())
     assert layout_problems(fig) == []
+
+
+def test_the_explorers_fixed_layouts_fit_their_labels(demo: Lab) -> None:
+    # the two figures every run switch redraws skip the measured layout (for speed): their margins must hold
+    from clusterlab.widgets import explorer as ex
+
+    for run in ("llama8b-pretrain", "mm7b-sft", "ds1b-ablation"):
+        a = demo.attribute(run)
+        fig = ex.figure(lambda ax, a=a: plots.ledger_waterfall(a.ledger, a.steady_mfu, a.gpu_hours, a.run, ax=ax),
+                        ex.LEDGER_SIZE, ex.LEDGER_MARGINS)
+        assert layout_problems(fig, pad_px=-0.5) == [], run
+        fig = ex.figure(lambda ax, a=a: plots.ledger_waterfall(a.ledger, None, a.gpu_hours, a.run, ax=ax),
+                        ex.LEDGER_SIZE, ex.LEDGER_MARGINS)  # no MFU known: GPU-hours
+        assert layout_problems(fig, pad_px=-0.5) == [], run
+    attempts = pl.DataFrame({"attempt": list(range(1, 13)),
+                             "start_ts": [T0 + dt.timedelta(hours=k) for k in range(12)],
+                             "end_ts": [T0 + dt.timedelta(hours=k, minutes=50) for k in range(12)]})
+    checkpoints = pl.DataFrame({"attempt": [1, 2, 3], "ts": [T0 + dt.timedelta(minutes=m) for m in (20, 80, 140)],
+                                "action": ["save", "load", "save"], "ok": [True, True, False]})
+    incidents = pl.DataFrame({"incident_id": ["r:1:end"], "root_ts": [T0 + dt.timedelta(minutes=45)],
+                              "exit_ts": [T0 + dt.timedelta(minutes=50)], "failure_mode": ["gpu_fell_off_bus"],
+                              "host": ["gpu-node-0001"]})
+    for n in (1, 3, 12):
+        fig = ex.figure(lambda ax, n=n: plots.run_timeline(attempts.head(n), incidents, checkpoints, ax=ax),
+                        ex.timeline_size(n), ex.TIMELINE_MARGINS)
+        assert layout_problems(fig) == [], n

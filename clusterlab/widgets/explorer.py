@@ -7,7 +7,7 @@ import io
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import ipywidgets as w
 import polars as pl
@@ -19,6 +19,7 @@ from clusterlab.widgets import frames, html
 
 ALL = "(all)"
 DPI = 80  # small PNGs: a re-render stays well under a second for a 1,024-node run
+FIGURES_KEPT = 32  # drawn figures kept per run (two per time range viewed)
 TABS = ("Evidence", "Host history", "Review", "Step times", "Lost by host × day", "Providers", "Relaunch")
 
 
@@ -32,17 +33,52 @@ class RunData:
     checkpoints: pl.DataFrame
     incidents: pl.DataFrame
     evidence: pl.DataFrame | None
+    # PNGs already drawn for a time range of this run: going back to a run or a range costs nothing. They go
+    # with this object, which a review of one of the run's incidents replaces.
+    figures: dict[tuple, bytes] = field(default_factory=dict)
+
+    def figure(self, key: tuple, draw: Callable[[], bytes]) -> bytes:
+        if key not in self.figures:
+            if len(self.figures) >= FIGURES_KEPT:
+                self.figures.pop(next(iter(self.figures)))
+            self.figures[key] = draw()
+        return self.figures[key]
 
 
-def png(draw: Callable, size: tuple[float, float]) -> bytes:
-    """A figure drawn by `draw(ax)` as PNG bytes, without pyplot (nothing leaks into the notebook)."""
+def figure(draw: Callable, size: tuple[float, float], margins: tuple[float, float, float, float] | None = None):
+    """A figure drawn by `draw(ax)`, without pyplot (nothing leaks into the notebook).
+
+    `margins` (left, right, bottom, top, in inches) fixes the axes' place; without them matplotlib's
+    constrained layout finds it, which measures every text first and costs about as much as drawing."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=size, dpi=DPI, layout="constrained")
+    if margins is None:
+        fig = Figure(figsize=size, dpi=DPI, layout="constrained")
+    else:
+        (w, h), (left, right, bottom, top) = size, margins
+        fig = Figure(figsize=size, dpi=DPI)
+        fig.subplots_adjust(left=left / w, right=1 - right / w, bottom=bottom / h, top=1 - top / h)
     draw(fig.subplots())
+    return fig
+
+
+def png(draw: Callable, size: tuple[float, float], margins: tuple[float, float, float, float] | None = None) -> bytes:
+    """`figure(draw, size, margins)` as PNG bytes."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    # NOTE: zlib's fastest level: a third of the encoding time for PNGs a few kB larger
+    figure(draw, size, margins).savefig(buf, format="png", pil_kwargs={"compress_level": 1})
     return buf.getvalue()
+
+
+# Fixed margins (inches) of the two figures every run switch and time range redraws: their labels are
+# known (ledger categories, "attempt N", a three-entry legend), so the layout need not be measured.
+# tests/test_figure_layout.py checks that nothing overlaps or is cut at these sizes.
+LEDGER_SIZE, LEDGER_MARGINS = (6.0, 3.6), (1.75, 0.15, 0.5, 0.3)
+TIMELINE_MARGINS = (0.85, 0.95, 0.62, 0.3)
+
+
+def timeline_size(attempts: int) -> tuple[float, float]:
+    return 7.5, min(1.8 + 0.45 * attempts, 9)
 
 
 def _pct(v: float | None) -> str:
@@ -286,11 +322,12 @@ class Explorer(w.VBox):
         def waterfall(ax):
             return plots.ledger_waterfall(a.ledger, a.steady_mfu, a.gpu_hours, a.run, ax=ax)
 
-        self.ledger_image.value = png(waterfall, (6, 3.6)) if a else b""
+        self.ledger_image.value = (d.figure(("ledger", since, until),
+                                            lambda: png(waterfall, LEDGER_SIZE, LEDGER_MARGINS)) if a else b"")
         win = (since, until) if since is not None else None
-        self.timeline_image.value = png(
+        self.timeline_image.value = d.figure(("timeline", since, until), lambda: png(
             lambda ax: plots.run_timeline(d.attempts, inc, d.checkpoints, ax=ax, window=win),
-            (7.5, min(1.8 + 0.45 * d.attempts.height, 9)))
+            timeline_size(d.attempts.height), TIMELINE_MARGINS))
         self._set_incidents()
         with self._hold():
             hosts = frames.run_hosts(d.attempts, inc)
