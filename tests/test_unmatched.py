@@ -113,3 +113,22 @@ def test_a_half_recognised_line_is_listed_under_the_collector_that_kept_it(tmp_p
     half = u.filter(u["seen_by"] == "half-recognised by kernel")
     assert half.height == 1 and half["line"][0] == 9 and "Xid" in half["template"][0]
     assert set(u["seen_by"]) == {"no rule", "half-recognised by kernel"}
+
+
+def test_lines_the_collectors_half_read_are_evidence_and_listed(tmp_path: Path) -> None:
+    # a known prefix with fields that cannot be read: an Xid cut mid-line, a slurmstepd banner cut short
+    node = tmp_path / "nodes" / "east-004"
+    node.mkdir(parents=True)
+    stamp = "2026-11-24T08:00:0{},000000+00:00"
+    (node / "dmesg").write_text(f"{stamp.format(1)} NVRM: Xid (PCI:0000:5d:00): 79, pid=1, name=python, GPU has "
+                                f"fallen off the bus.\n{stamp.format(2)} NVRM: Xid (PCI:0000:5d:0\n")
+    job = tmp_path / "runs" / "r" / "attempt-1"
+    job.mkdir(parents=True)
+    banner = "slurmstepd: error: *** JOB 77 ON east-004 CANC"
+    (job / "slurm-77.out").write_text(f"{banner}ELLED AT 2026-11-24T08:01:00 DUE TO TIME LIMIT ***\n{banner}\n")
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path)
+        kept = lab.sql("SELECT source, failure_mode FROM events WHERE kind = 'unrecognised' ORDER BY source").rows()
+        u = lab.unmatched()
+    assert kept == [("kernel", "unknown"), ("slurm", "unknown")]
+    assert {"half-recognised by kernel", "half-recognised by slurm"} <= set(u["seen_by"])
