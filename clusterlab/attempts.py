@@ -75,9 +75,15 @@ def _split_in_job_restarts(con: duckdb.DuckDBPyConnection) -> None:
     time to the restarted training's first step is that attempt's restart and startup. Where the restarted
     training's steps already are the next attempt (an unsplit log split at its checkpoint load), the rows
     between the restart and that load join it. A restart before the attempt's first step splits nothing."""
-    for t in _TS_TABLES:  # rows of attempt directories start from their directory's number (split anew)
+    # rows of attempt directories start from their directory's number (split anew); only in runs with restart
+    # lines, the only ones split here: elsewhere this would rescan every table on every ingest
+    restarted = "SELECT DISTINCT run FROM events WHERE source = 'ft_launcher' AND kind = 'restart' AND run IS NOT NULL"
+    if not con.execute(restarted + " LIMIT 1").fetchall():
+        return
+    for t in _TS_TABLES:
         con.execute(f"UPDATE {t} SET attempt = f.attempt FROM ingested_files f WHERE {t}.file_id = f.file_id "
-                    f"AND f.attempt IS NOT NULL AND {t}.run IS NOT NULL AND {t}.attempt IS DISTINCT FROM f.attempt")
+                    f"AND f.attempt IS NOT NULL AND {t}.run IN ({restarted}) "
+                    f"AND {t}.attempt IS DISTINCT FROM f.attempt")
     for run, path_attempt, t0, marks in _in_job_restarts(con):
         first_file, first_line = marks[0]
         got = con.execute("SELECT attempt FROM events WHERE file_id = ? AND line = ? AND source = 'ft_launcher' "

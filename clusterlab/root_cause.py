@@ -149,8 +149,11 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
                                                      "last_step": pl.Int64, "gap_s": pl.Float64}))
     att = att.join(last, on=["run", "attempt"], how="left")
     rows, evs = [], []
+    # the candidates of each attempt, split once (filtering all of them per attempt is quadratic)
+    by_attempt = cand.partition_by("run", "attempt", as_dict=True) if cand.height else {}
+    empty = cand.clear()
     for a in att.iter_rows(named=True):  # NOTE: one pass per attempt, the rows of each are frames
-        c = cand.filter(pl.col("run") == a["run"], pl.col("attempt") == a["attempt"])
+        c = by_attempt.get((a["run"], a["attempt"]), empty)
         inc, ev = _decide(a, c, s, con)
         if inc is not None:
             rows.append(inc)
