@@ -10,9 +10,6 @@ scripts' `11/24/2026 08:10:00 - INFO - ...`) are the node's local time (`ctx.tz`
 num_examples, num_epochs, micro_batch_size, global_batch_size, gradient_accumulation_steps,
 train_iters, params_trainable, start_step, train_runtime_s, train_samples_per_second,
 train_steps_per_second, train_loss.
-
-This collector also reads the NaN guards of training loops that have no step format of their own here
-(Lightning, MMEngine / MMCV, NeMo's, autograd anomaly mode: `_steplog.GUARDS`), as loss-divergence events.
 """
 
 from __future__ import annotations
@@ -21,15 +18,12 @@ import polars as pl
 
 from clusterlab.collectors._base import Context, Parsed, search
 from clusterlab.collectors._steplog import (
-    GUARD_HEAD,
-    GUARD_PATTERN,
     NUM,
     TS_FORMAT,
     checkpoint_ops,
     checkpoint_rows,
     facts_from,
     flag_nonfinite,
-    guard_events,
     local_time,
     loss_events,
     num,
@@ -57,20 +51,16 @@ _END = {"train_runtime_s": "train_runtime", "train_samples_per_second": "train_s
         "train_steps_per_second": "train_steps_per_second", "train_loss": "train_loss"}
 _TS_EXPLICIT = r"\[[A-Z]+\|[\w.]+:\d+\] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) >> "
 _TS_EXAMPLES = r"^(\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}) - [A-Z]+ - "
-# the guards' loggers: MMCV / Python logging `2026-11-24 08:10:00,123 - mmdet - INFO - `, MMEngine without a year
-_TS_LOGGING = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) - [\w.]+ - [A-Z]+ - "
-_TS_MMENGINE = r"^(\d{2}/\d{2} \d{2}:\d{2}:\d{2}) - [\w.]+ - [A-Z]+ - "
 
 PATTERN = "|".join([
     _LOSS_DICT, _END_DICT, r"Saving model checkpoint to ", r"Loading model from \S*checkpoint-\d",
     r"Continuing training from global step \d",
     r"  (?:Num examples|Num Epochs|Instantaneous batch size per device|Total train batch size \(w\. parallel[^)]*\)"
     r"|Gradient Accumulation steps|Total optimization steps|Number of trainable parameters) = \d",
-    GUARD_PATTERN,
 ])
 
 _HEAD = (r"\{'loss': '?[-\d.naif]|\*\*\*\*\* Running training \*\*\*\*\*|"
-         r"Saving model checkpoint to \S*checkpoint-\d|" + GUARD_HEAD)
+         r"Saving model checkpoint to \S*checkpoint-\d")
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -85,12 +75,9 @@ def _value(key: str) -> str:
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Steps, checkpoints, facts and NaN events from matched Trainer lines."""
-    mmengine = pl.concat_str([pl.lit(f"{ctx.year}/"), pl.col("msg").str.extract(_TS_MMENGINE, 1)])
     df = prepare(lines, ctx).with_columns(
         ts=pl.coalesce(local_time(pl.col("msg").str.extract(_TS_EXPLICIT, 1), TS_FORMAT, ctx),
-                       local_time(pl.col("msg").str.extract(_TS_EXAMPLES, 1), "%m/%d/%Y %H:%M:%S", ctx),
-                       local_time(pl.col("msg").str.extract(_TS_LOGGING, 1), TS_FORMAT, ctx),
-                       local_time(mmengine, "%Y/%m/%d %H:%M:%S", ctx)))
+                       local_time(pl.col("msg").str.extract(_TS_EXAMPLES, 1), "%m/%d/%Y %H:%M:%S", ctx)))
     rows = df.filter(pl.col("msg").str.contains(_LOSS_DICT)).with_columns(
         step=pl.lit(None, pl.Int64), loss=num(_value("loss")), grad_norm=num(_value("grad_norm")),
         lr=num(_value("learning_rate")))
@@ -98,9 +85,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     steps = flag_nonfinite(rows.filter(pl.col("loss").is_not_null() & pl.col("msg").str.contains(r"\}\s*$")))
     ops = _checkpoint_ops(df)
     facts = _facts(df)
-    events = pl.concat([loss_events(steps), guard_events(df)], how="diagonal_relaxed")
-    return step_result(lines, [steps, ops, facts, events], steps=steps,
-                       checkpoints=checkpoint_rows(ops, missing_ok=None), facts=facts, events=events)
+    return step_result(lines, [steps, ops, facts], steps=steps, checkpoints=checkpoint_rows(ops, missing_ok=None),
+                       facts=facts, events=loss_events(steps))
 
 
 def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:

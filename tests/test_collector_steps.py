@@ -11,7 +11,7 @@ import pytest
 
 from clusterlab import attempts, store
 from clusterlab.bundle import FileTask
-from clusterlab.collectors import all_collectors, deepspeed, hf_trainer, megatron, step_jsonl, torchtitan
+from clusterlab.collectors import all_collectors, deepspeed, hf_trainer, megatron, nan_guards, step_jsonl, torchtitan
 from clusterlab.collectors._base import Context, Parsed
 from clusterlab.ingest import ingest_file
 from conftest import SAMPLES
@@ -469,13 +469,13 @@ def test_deepspeed_scale_stuck_at_its_floor_and_sniffed_from_overflow_lines_alon
     assert got == [("grad_overflow", None), ("loss_scale_min", "loss_divergence")]
 
 
-def test_hf_trainer_reads_other_loops_nan_guards_with_their_time_and_step():
+def test_other_loops_nan_guards_are_read_with_their_time_and_step():
     mmengine = "11/24 12:09:27 - mmengine - INFO - loss become infinite or NaN!"
     mmcv = ("2026-11-24 21:58:31,047 - mmdet - INFO - Iter [10100/316440]\tlr: 3.990e-04, time: 2.125, "
             "loss: nan, grad_norm: nan")
     healthy = "2026-11-24 21:58:31,047 - mmdet - INFO - Iter [10100/316440]\tlr: 3.990e-04, loss_cls: nan, loss: 0.51"
-    assert hf_trainer.sniff(healthy.encode(), "t")  # an MMCV log: its NaN may come after the head
-    parsed = run(hf_trainer, mmengine, mmcv, healthy, ctx=Context(path="t", year=2026))
+    assert nan_guards.sniff(healthy.encode(), "t")  # an MMCV log: its NaN may come after the head
+    parsed = run(nan_guards, mmengine, mmcv, healthy, ctx=Context(path="t", year=2026))
     got = [(e["line"], e["ts"], json.loads(e["detail"] or "{}").get("step")) for e in rows(parsed, "events")]
     assert got == [(1, dt.datetime(2026, 11, 24, 12, 9, 27), None), (2, dt.datetime(2026, 11, 24, 21, 58, 31, 47000),
                                                                      10100)]

@@ -1,0 +1,83 @@
+"""NaN and overflow guards of training loops that print no step line clusterlab reads.
+
+Lightning (`terminate_on_nan`, `detect_nan_parameters`, EarlyStopping's `check_finite`), MMEngine /
+MMCV (`CheckInvalidLossHook`, and train lines whose total loss is nan), NeMo's zeroed non-finite
+gradients, autograd anomaly mode, torchtitan's RL loop: each such line is a `loss_divergence` event,
+with the iteration where the line names one. Times are the loggers' own, in the node's local time
+(`ctx.tz`): Python logging's `2026-11-24 08:10:00,123 - mmdet - INFO - `, MMEngine's year-less
+`11/24 08:10:00 - mmengine - INFO - `, NeMo's `[NeMo W 2026-11-24 08:10:00 file:line]`, and the HF-style prefixes.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from clusterlab.collectors._base import Context, Parsed, search
+from clusterlab.collectors._steplog import TS_FORMAT, local_time, prepare, step_result
+
+NAME = "nan_guard"
+
+# (kind, regex, severity); sources as noted
+GUARDS: list[tuple[str, str, str]] = [
+    # MMEngine / MMCV CheckInvalidLossHook: `runner.logger.info('loss become infinite or NaN!')` in its assert
+    ("loss_nan", r"loss become infinite or NaN!", "error"),
+    # Lightning: terminate_on_nan / detect_nan_parameters
+    ("loss_nan", r"The loss returned in `training_step` is nan or inf", "error"),
+    ("param_nonfinite", r"Detected nan and/or inf values in `[^`]+`", "error"),
+    # Lightning EarlyStopping(check_finite=True): `Monitored metric train_loss = tensor(nan) is not finite.`
+    ("loss_nan", r"Monitored metric \S+ = .*\b(?i:nan|inf)\b.* is not finite\. Previous best value was", "error"),
+    # NeMo (ASR / audio models): non-finite gradients zeroed, the step goes on
+    ("grad_norm_nonfinite", r"detected inf or nan values in gradients! Setting gradients to zero", "warning"),
+    # torch.autograd anomaly detection (Lightning's `detect_anomaly=True`, torchtitan's debug option)
+    ("grad_norm_nonfinite", r"Function '\w+' returned nan values in its \d+(?:st|nd|rd|th) output", "error"),
+    # torchtitan's RL loop
+    ("loss_nan", r"Loss is NaN/Inf; training diverged", "error"),
+    # an MMEngine / MMCV train line whose total loss is not finite (`Epoch(train) [1][ 500/2931] ... loss: nan`)
+    ("loss_nan", r"\b(?:Epoch|Iter)(?:\(train\))? *\[.*(?:^|[\s,])loss: (?i:nan|inf)(?:[\s,]|$)", "error"),
+]
+PATTERN = "|".join(rx for _, rx, _ in GUARDS)
+# the head of such a log: its guards, or an MMEngine / MMCV train line (a NaN comes later in a long log)
+_HEAD = PATTERN + r"| - mm\w+ - INFO - (?:Epoch|Iter)(?:\(train\))? *\["
+_GUARD_STEP = r"\bIter(?:\(train\))? *\[ *(\d+)/"  # MMEngine / MMCV by iteration: the global step
+
+
+def _events(df: pl.DataFrame) -> pl.DataFrame:
+    """Loss-divergence events for the lines of `df` (`prepare`d) that match one of `GUARDS`."""
+    hit = df.filter(pl.col("msg").str.contains(PATTERN))
+    kind = pl.lit(None, pl.String)
+    severity = pl.lit(None, pl.String)
+    for k, rx, sev in reversed(GUARDS):
+        match = pl.col("msg").str.contains(rx)
+        kind = pl.when(match).then(pl.lit(k)).otherwise(kind)
+        severity = pl.when(match).then(pl.lit(sev)).otherwise(severity)
+    step = pl.col("msg").str.extract(_GUARD_STEP, 1).cast(pl.Int64, strict=False)
+    return hit.select(
+        "line", "ts", "host", "rank", kind.alias("kind"), pl.lit("loss_divergence").alias("failure_mode"),
+        severity.alias("severity"), pl.col("msg").str.strip_chars().alias("text"),
+        pl.when(step.is_not_null()).then(pl.struct(step.alias("step")).struct.json_encode()).alias("detail"),
+    )
+
+
+_TS_EXPLICIT = r"\[[A-Z]+\|[\w.]+:\d+\] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) >> "
+_TS_EXAMPLES = r"^(\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}) - [A-Z]+ - "
+_TS_LOGGING = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) - [\w.]+ - [A-Z]+ - "
+_TS_MMENGINE = r"^(\d{2}/\d{2} \d{2}:\d{2}:\d{2}) - [\w.]+ - [A-Z]+ - "
+_TS_NEMO = r"^\[NeMo [DIWEC] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) "  # NeMo's logger: `[NeMo W <time> file:line]`
+
+
+def sniff(head: bytes, path: str) -> bool:
+    """A guard's line, or an MMEngine / MMCV train line (its NaN may come long after the head)."""
+    return search(head, _HEAD)
+
+
+def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
+    """Loss-divergence events from the guard lines of one batch."""
+    mmengine = pl.concat_str([pl.lit(f"{ctx.year}/"), pl.col("msg").str.extract(_TS_MMENGINE, 1)])
+    df = prepare(lines, ctx).with_columns(
+        ts=pl.coalesce(local_time(pl.col("msg").str.extract(_TS_EXPLICIT, 1), TS_FORMAT, ctx),
+                       local_time(pl.col("msg").str.extract(_TS_EXAMPLES, 1), "%m/%d/%Y %H:%M:%S", ctx),
+                       local_time(pl.col("msg").str.extract(_TS_LOGGING, 1), TS_FORMAT, ctx),
+                       local_time(mmengine, "%Y/%m/%d %H:%M:%S", ctx),
+                       local_time(pl.col("msg").str.extract(_TS_NEMO, 1), "%Y-%m-%d %H:%M:%S", ctx)))
+    events = _events(df)
+    return step_result(lines, [events], events=events)
