@@ -21,7 +21,7 @@ import json
 import duckdb
 import polars as pl
 
-from clusterlab import incidents, store
+from clusterlab import incidents, store, timeline
 
 # The scheduler's verdicts; KILLS end a job that may have been healthy until then.
 KILLS = ("time_limit", "preemption", "manual_stop")
@@ -40,17 +40,7 @@ def _sacct_verdicts(con: duckdb.DuckDBPyConnection, run: str | None) -> pl.DataF
     states = ", ".join(f"('{k}', '{v}')" for k, v in SACCT_VERDICTS.items())
     return store.frame(con, f"""
         WITH a AS (SELECT run, attempt, start_ts, end_ts FROM attempts WHERE ($run IS NULL OR run = $run)),
-        named0 AS (SELECT DISTINCT run, attempt, value AS job_id FROM facts WHERE key = 'slurm_job_id'
-                   UNION SELECT DISTINCT run, attempt, json_extract_string(detail, '$.job_id') FROM events
-                   WHERE run IS NOT NULL AND json_extract_string(detail, '$.job_id') IS NOT NULL),
-        -- attempts that share a file (an in-job restart split one launch's logs) share the job it names, so
-        -- the job's final state goes to the last of them (as in timeline.attempt_spans)
-        fa AS (SELECT DISTINCT run, file_id, attempt FROM events WHERE run IS NOT NULL
-               UNION SELECT DISTINCT run, file_id, attempt FROM steps WHERE run IS NOT NULL),
-        named AS (SELECT * FROM named0
-                  UNION SELECT x.run, x.attempt, n.job_id FROM named0 n
-                  JOIN fa y ON y.run = n.run AND y.attempt = n.attempt
-                  JOIN fa x ON x.run = y.run AND x.file_id = y.file_id AND x.attempt <> y.attempt),
+        {timeline.NAMED_JOBS},
         v(state, mode) AS (VALUES {states}),
         j AS (SELECT DISTINCT ON (job_id) j.*, f.path AS file, v.mode FROM jobs j
               JOIN ingested_files f USING (file_id) JOIN v ON split_part(j.state, ' ', 1) = v.state

@@ -32,6 +32,23 @@ SPAN_SLACK_S = 60.0
 OFFSET_SAMPLES = 256
 
 
+# CTEs `named (run, attempt, job_id)`: the scheduler jobs each attempt's lines name (a job id fact or an
+# event's detail); attempts that share a file (an in-job restart split one launch's logs) share its job.
+NAMED_JOBS = """
+    named0 AS (
+        SELECT DISTINCT run, attempt, json_extract_string(detail, '$.job_id') AS job_id FROM events
+        WHERE run IS NOT NULL AND json_extract_string(detail, '$.job_id') IS NOT NULL
+        UNION SELECT DISTINCT run, attempt, value FROM facts WHERE run IS NOT NULL AND key = 'slurm_job_id'
+    ),
+    fa AS (SELECT DISTINCT run, file_id, attempt FROM events WHERE run IS NOT NULL
+           UNION SELECT DISTINCT run, file_id, attempt FROM steps WHERE run IS NOT NULL),
+    named AS (
+        SELECT * FROM named0
+        UNION SELECT x.run, x.attempt, n.job_id FROM named0 n JOIN fa y ON y.run = n.run AND y.attempt = n.attempt
+              JOIN fa x ON x.run = y.run AND x.file_id = y.file_id AND x.attempt <> y.attempt
+    )"""
+
+
 def attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     """Per attempt: `attempt, start_ts, end_ts` (the span the ledger divides), `ev_start_ts, ev_end_ts`
     (first and last line of its evidence), `job_id` (the scheduler record used, or null) and `resume_step`
@@ -42,22 +59,9 @@ def attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     the named one wins, then the shortest. Several attempts inside one allocation (restarts within a job)
     share it: the first starts at the job's start, the last ends at its end, the boundaries between them
     are the evidence's."""
-    spans = store.frame(con, """
+    spans = store.frame(con, f"""
         WITH a AS (SELECT attempt, start_ts, end_ts FROM attempts WHERE run = $run),
-        named0 AS (
-            SELECT DISTINCT attempt, json_extract_string(detail, '$.job_id') AS job_id FROM events
-            WHERE run = $run AND detail IS NOT NULL AND json_extract_string(detail, '$.job_id') IS NOT NULL
-            UNION
-            SELECT DISTINCT attempt, value FROM facts WHERE run = $run AND key = 'slurm_job_id'
-        ),
-        -- attempts that share a file (an in-job restart split one launch's logs) share the job it names
-        fa AS (SELECT DISTINCT file_id, attempt FROM events WHERE run = $run
-               UNION SELECT DISTINCT file_id, attempt FROM steps WHERE run = $run),
-        named AS (
-            SELECT * FROM named0
-            UNION SELECT x.attempt, n.job_id FROM named0 n JOIN fa y ON y.attempt = n.attempt
-                  JOIN fa x ON x.file_id = y.file_id AND x.attempt <> y.attempt
-        ),
+{NAMED_JOBS},
         -- the allocation's own record: `1234`, `1234_7`, `1234+0`; never a step (`1234.0`, `1234.batch`)
         j AS (
             SELECT DISTINCT job_id, job_name, start_ts AS job_start, end_ts AS job_end FROM jobs
@@ -68,7 +72,7 @@ def attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
             SELECT a.attempt, j.job_id, j.job_start, j.job_end, n.job_id IS NOT NULL AS named
             FROM a JOIN j ON j.job_start <= a.start_ts + to_seconds($slack)
                          AND j.job_end >= a.end_ts - to_seconds($slack)
-            LEFT JOIN named n ON n.attempt = a.attempt AND n.job_id = j.job_id
+            LEFT JOIN named n ON n.run = $run AND n.attempt = a.attempt AND n.job_id = j.job_id
             WHERE n.job_id IS NOT NULL OR j.job_name = $run
         ),
         best AS (SELECT DISTINCT ON (attempt) * FROM c ORDER BY attempt, named DESC, job_end - job_start, job_id),

@@ -222,9 +222,14 @@ def _claim(con: duckdb.DuckDBPyConnection, plan: RelaunchPlan) -> tuple[bool, di
 
 def _holder(con: duckdb.DuckDBPyConnection, incident: str) -> dict | None:
     """The launch that holds the incident's claim (relaunch_id, job_id, result), if one does."""
-    rows = store.frame(con, """SELECT c.relaunch_id, r.job_id, r.result, c.pid, c.host, c.claimed_at
-                               FROM relaunch_claims c LEFT JOIN relaunches r USING (relaunch_id)
-                               WHERE c.incident_id = ?""", [incident])
+    return _claim_row(con, "c.incident_id = ?", incident)
+
+
+def _claim_row(con: duckdb.DuckDBPyConnection, where: str, value: object) -> dict | None:
+    """The claim `where` picks, with its launch's job id and result, if there is one."""
+    rows = store.frame(con, f"""SELECT c.incident_id, c.relaunch_id, r.job_id, r.result, c.pid, c.host, c.claimed_at
+                                FROM relaunch_claims c LEFT JOIN relaunches r USING (relaunch_id)
+                                WHERE {where}""", [value])
     return rows.row(0, named=True) if rows.height else None
 
 
@@ -253,12 +258,9 @@ def release(con: duckdb.DuckDBPyConnection, relaunch_id: int) -> str:
     """Give back the claim of a launch whose process died mid-launch (see `execute`); returns its incident.
 
     Refused for a launch that recorded its job or is still under way in a living process."""
-    rows = store.frame(con, """SELECT c.incident_id, c.relaunch_id, r.job_id, r.result, c.pid, c.host, c.claimed_at
-                               FROM relaunch_claims c LEFT JOIN relaunches r USING (relaunch_id)
-                               WHERE c.relaunch_id = ?""", [relaunch_id])
-    if not rows.height:
+    prior = _claim_row(con, "c.relaunch_id = ?", relaunch_id)
+    if prior is None:
         raise RelaunchRefused(f"audit row {relaunch_id} holds no claim")
-    prior = rows.row(0, named=True)
     if prior["result"] != "launching":
         raise RelaunchRefused(f"audit row {relaunch_id} recorded its launch ({prior['result']}, job "
                               f"{prior['job_id']}): its claim stands")
