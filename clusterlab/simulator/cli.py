@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from clusterlab.simulator.bundle import simulate as _simulate
+from clusterlab.simulator.demo import write_demo
 from clusterlab.simulator.sink import OutDirError, check_out_dir, mark_out_dir
 
 EXIT_BAD_INPUT = 2
@@ -16,6 +17,9 @@ EXIT_BAD_INPUT = 2
 @click.command("simulate")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory to write the bundle to (replaced if clusterlab made it; else refused without --force).")
+@click.option("--scenario", type=click.Choice(["fleet", "demo"]), default="fleet", show_default=True,
+              help="fleet: a random fleet sized by the options below; demo: the hand-placed story of "
+              "data_samples/bundle/ (`clusterlab demo`), which ignores them.")
 @click.option("--seed", default=0, show_default=True, type=int, help="The same seed gives the same bytes.")
 @click.option("--providers", default=2, show_default=True, type=click.IntRange(1, 8))
 @click.option("--clusters-per-provider", default=2, show_default=True, type=click.IntRange(1, 26))
@@ -31,19 +35,22 @@ EXIT_BAD_INPUT = 2
 @click.option("--gzip", is_flag=True, help="Compress the training logs and per-rank step files.")
 @click.option("--force", is_flag=True, help="Replace --out even if clusterlab did not make it.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def simulate(out: Path, seed: int, providers: int, clusters_per_provider: int, nodes_per_cluster: int, days: float,
-             gpus_per_node: int, failure_scale: float, step_s: float | None, no_scenarios: bool, adversarial: bool,
-             gzip: bool, force: bool, as_json: bool) -> None:
+def simulate(out: Path, scenario: str, seed: int, providers: int, clusters_per_provider: int, nodes_per_cluster: int,
+             days: float, gpus_per_node: int, failure_scale: float, step_s: float | None, no_scenarios: bool,
+             adversarial: bool, gzip: bool, force: bool, as_json: bool) -> None:
     """Write a synthetic fleet's evidence bundle, in real log formats, with truth.json."""
     try:
         check_out_dir(out, force)
     except OutDirError as e:
         click.echo(f"error: {e}", err=True)
         raise click.exceptions.Exit(EXIT_BAD_INPUT) from None
-    res = _simulate(out, seed=seed, providers=providers, clusters_per_provider=clusters_per_provider,
-                    nodes_per_cluster=nodes_per_cluster, days=days, gpus_per_node=gpus_per_node, gzip=gzip,
-                    failure_scale=failure_scale, step_s=step_s, scenarios=not no_scenarios,
-                    adversarial=adversarial)
+    if scenario == "demo":
+        res = write_demo(out)
+    else:
+        res = _simulate(out, seed=seed, providers=providers, clusters_per_provider=clusters_per_provider,
+                        nodes_per_cluster=nodes_per_cluster, days=days, gpus_per_node=gpus_per_node, gzip=gzip,
+                        failure_scale=failure_scale, step_s=step_s, scenarios=not no_scenarios,
+                        adversarial=adversarial)
     mark_out_dir(out)
     doc = {"out": str(res.path), "files": res.files, "bytes": res.bytes, "text_bytes": res.text_bytes,
            "runs": res.runs, "attempts": res.attempts,

@@ -76,8 +76,18 @@ def write_node(out: Out, run: Run, att: Attempt, node: int, seed: int, first: in
     epoch = run.cluster.index % 2 == 1  # both spellings of `ts` occur in the wild
     n = len(att.steps) if stop is None else stop
     for lo in range(first, n, CHUNK):
-        lines = _lines(*_block(run, att, node, lo, min(n, lo + CHUNK), rng, skew_ms), att.hosts[node], tokens, epoch)
-        buf = io.BytesIO()
-        lines.write_csv(buf, include_header=False, quote_style="never")
-        out.write(buf.getvalue())
+        write_records(out, *_block(run, att, node, lo, min(n, lo + CHUNK), rng, skew_ms), att.hosts[node], tokens,
+                      epoch)
     return max(0, n - first) * run.cluster.gpus_per_node
+
+
+def write_records(out: Out, per_step: pl.DataFrame, per_rank: pl.DataFrame, host: str, tokens: int, epoch: bool
+                  ) -> None:
+    """Records of one host's ranks from integer frames (the demo scenario builds its own).
+
+    per_step: end (epoch ms), step, step_ms, data_ms; per_rank: i (row of per_step), rank, compute_ms,
+    comm_ms, loss (x 10,000). `epoch`: `ts` as epoch seconds, else ISO 8601 with `Z`.
+    """
+    buf = io.BytesIO()
+    _lines(per_step, per_rank, host, tokens, epoch).write_csv(buf, include_header=False, quote_style="never")
+    out.write(buf.getvalue())

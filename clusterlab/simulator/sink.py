@@ -93,15 +93,17 @@ class Sink:
         root.mkdir(parents=True)
 
     def open(self, rel: str, big: bool = False) -> Out:
-        """A file under the root; `big` files get `.gz` (and are compressed) when the sink gzips."""
-        gz = big and self.gzip_big
-        path = self.root / (rel + ".gz" if gz else rel)
+        """A file under the root; `big` files get `.gz` (and are compressed) when the sink gzips.
+
+        A name that already ends in `.gz` is always compressed (the demo scenario names its own)."""
+        suffix = ".gz" if big and self.gzip_big else ""
+        path = self.root / (rel + suffix)
         self.paths.append(path)
-        out = Out(path, gz)
+        out = Out(path, gz=path.name.endswith(".gz"))
         self._open.append(out)
         return out
 
-    def text(self, rel: str, text: str) -> None:
+    def text(self, rel: str, text: str | bytes) -> None:
         """A small file written at once."""
         with self.open(rel) as f:
             f.write(text)

@@ -1,4 +1,4 @@
-"""Time stamps as each tool prints them, Slurm hostlists and durations (shared with build_bundle)."""
+"""Time stamps as each tool prints them, Slurm hostlists and durations (the fleet and the demo scenario share them)."""
 
 from __future__ import annotations
 

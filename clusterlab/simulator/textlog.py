@@ -1,6 +1,6 @@
 """Text blocks that launchers and libraries print: NCCL init, c10d watchdog aborts, torchrun summaries.
 
-Shared by the simulator and data_samples/build_bundle.py. Every function takes its random source
+Shared by the random fleet and the demo scenario (demo/). Every function takes its random source
 (or a seed) explicitly, so the same arguments always give the same bytes.
 """
 
@@ -206,6 +206,14 @@ def torchrun_failure(t: dt.datetime, host: str, agent: int, script: str, failure
         out += entry(i, f)
     out += ["-" * 60, "Root Cause (first observed failure):", *entry(0, root), "=" * 60]
     return "\n".join(out)
+
+
+def omp_banner(t: dt.datetime, agent: int) -> str:
+    """torchrun's warning block at launch (its own clock's `t`, which may be local time)."""
+    b = f"{glog(t, 'W')} {agent} torch/distributed/run.py:793] "
+    return "\n".join([b, b + "*" * 41, b + "Setting OMP_NUM_THREADS environment variable for each process to be 1 in "
+                      "default, to avoid your system being overloaded, please further tune the variable for optimal "
+                      "performance in your application as needed. ", b + "*" * 41])
 
 
 def sigabrt(pid: int) -> tuple[str, str]:

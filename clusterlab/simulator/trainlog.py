@@ -15,7 +15,7 @@ import numpy as np
 from clusterlab.simulator import textlog
 from clusterlab.simulator.fleet import H100_BUS
 from clusterlab.simulator.sink import Out
-from clusterlab.simulator.stamps import after, from_ms, glog, hostlist, megatron_dt
+from clusterlab.simulator.stamps import after, from_ms, hostlist, megatron_dt
 from clusterlab.simulator.textlog import Log, Proc
 from clusterlab.simulator.timeline import SEQ, Attempt, Run, Save
 
@@ -60,10 +60,7 @@ def startup(run: Run, att: Attempt, procs: list[Proc], agents: dict[str, int], r
                f"--log-interval {run.log_every}")
     for n, host in enumerate(att.hosts):
         tt = after(s, 0.11 * n)
-        b = f"{glog(tt, 'W')} {agents[host]} torch/distributed/run.py:793] "
-        log.add(tt, "\n".join([b, b + "*" * 41, b + "Setting OMP_NUM_THREADS environment variable for each process "
-                               "to be 1 in default, to avoid your system being overloaded, please further tune the "
-                               "variable for optimal performance in your application as needed. ", b + "*" * 41]))
+        log.add(tt, textlog.omp_banner(tt, agents[host]))
     _megatron_args(log, run, after(s, 9.2))
     ip = {h: run.cluster.ip(h) for h in att.hosts}
     textlog.nccl_init(log, procs, after(s, 14.5), r, ip_of=ip.__getitem__, version=NCCL_VERSION)
@@ -137,12 +134,8 @@ def training(out: Out, run: Run, att: Attempt, r: random.Random, junk: bool,
         step = int(s.step[i])
         avg = float(interval[max(0, i - every + 1):i + 1].mean())
         loss = 2.1 + 8.6 * np.exp(-step / 160.0) + 0.9 * np.exp(-step / 2500.0) + r.gauss(0, 0.01)
-        lines.append(f" [{megatron_dt(from_ms(int(s.end[i])))}] iteration {step:8d}/ 5000000 | consumed samples: "
-                     f"{step * gbs:12d} | elapsed time per iteration (ms): {avg:.1f} | throughput per GPU "
-                     f"(TFLOP/s/GPU): {flops / (avg / 1000):.1f} | learning rate: {3e-4 * min(1.0, step / 2000):.6E} | "
-                     f"global batch size: {gbs:5d} | lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: "
-                     f"{0.9 + abs(r.gauss(0, 0.05)):.3f} | number of skipped iterations:   0 | number of nan "
-                     "iterations:   0 |")
+        lines.append(iteration_line(from_ms(int(s.end[i])), step, 5_000_000, gbs, avg, flops / (avg / 1000),
+                                    3e-4 * min(1.0, step / 2000), loss, 0.9 + abs(r.gauss(0, 0.05))))
         lines += extra.get(int(i), [])
         if step in saves:
             lines += save_lines(run, saves[step])
@@ -158,11 +151,28 @@ def training(out: Out, run: Run, att: Attempt, r: random.Random, junk: bool,
 
 def save_lines(run: Run, sv: Save) -> list[str]:
     """The lines of one save: start, and (when it finished) the confirmation and its timer."""
-    d = ckpt_dir(run)
-    out = [f"saving checkpoint at iteration {sv.step:7d} to {d} in torch_dist format"]
+    out = [save_start_line(sv.step, ckpt_dir(run))]
     if sv.complete:
         ms = sv.end_ms - sv.start_ms
-        out += [f"  successfully saved checkpoint from iteration {sv.step:7d} to {d}",
-                "(min, max) time across ranks (ms):",
-                f"    {'save-checkpoint '.ljust(48, '.')}: ({ms - 4.7:.2f}, {ms:.2f})"]
+        out += save_done_lines(sv.step, ckpt_dir(run), ms - 4.7, ms)
     return out
+
+
+def iteration_line(t: dt.datetime, step: int, train_iters: int, gbs: int, avg_ms: float, tflops: float, lr: float,
+                   loss: float, grad_norm: float) -> str:
+    """Megatron-LM's training log line (`training_log`), printed every --log-interval steps."""
+    return (f" [{megatron_dt(t)}] iteration {step:8d}/{train_iters:8d} | consumed samples: {step * gbs:12d} | "
+            f"elapsed time per iteration (ms): {avg_ms:.1f} | throughput per GPU (TFLOP/s/GPU): {tflops:.1f} | "
+            f"learning rate: {lr:.6E} | global batch size: {gbs:5d} | lm loss: {loss:.6E} | loss scale: 1.0 | "
+            f"grad norm: {grad_norm:.3f} | number of skipped iterations:   0 | number of nan iterations:   0 |")
+
+
+def save_start_line(step: int, ckpt: str) -> str:
+    """Megatron-LM's line as a save begins."""
+    return f"saving checkpoint at iteration {step:7d} to {ckpt} in torch_dist format"
+
+
+def save_done_lines(step: int, ckpt: str, min_ms: float, max_ms: float) -> list[str]:
+    """Megatron-LM's confirmation of a finished save and its timer across ranks."""
+    return [f"  successfully saved checkpoint from iteration {step:7d} to {ckpt}", "(min, max) time across ranks (ms):",
+            f"    {'save-checkpoint '.ljust(48, '.')}: ({min_ms:.2f}, {max_ms:.2f})"]

@@ -149,8 +149,10 @@ def document(cfg: Config, fleet: list[Cluster], runs: list[Run], benign: list[di
     for inc in incidents:
         inc["evidence"] = files.get(f"{inc['run']}:{inc['attempt']}:{inc['failure_mode']}", [])
     incidents.sort(key=lambda i: (i["run"], i["attempt"], i["root_ts"] or ""))
-    # NOTE: `adversarial` only where on: the ordinary family's truth.json stays byte for byte as it was
-    config = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "model" and (k != "adversarial" or v)}
+    # NOTE: the options added later (`adversarial`, policy.py's `hang_timeout_s`) only where set: the ordinary
+    # family's truth.json stays byte for byte as it was
+    optional = ("adversarial", "hang_timeout_s")
+    config = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "model" and (k not in optional or v)}
     config["failure_rates_per_gpu_hour"] = cfg.model.rates
     doc = {"generator": "clusterlab.simulator", "notes": NOTES + (ADVERSARIAL_NOTES if cfg.adversarial else ""),
            "config": config,
