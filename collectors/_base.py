@@ -7,6 +7,12 @@ A collector is one module in this package with:
                               the lines this collector wants; None means "every line" (structured
                               formats such as JSONL and sacct dumps)
     EXCLUSIVE: bool           True: when sniff() is true this collector alone reads the file
+    SNIFF_HINT: tuple[bytes]  optional: lowercase byte strings one of which a head must contain for sniff()
+                              to be true (a cheap necessary condition: the engine skips sniff() without one)
+    GROUPABLE: bool           optional (structured formats, PATTERN None): parse() reads no `ctx` field, each
+                              row depends on its own line only, and unread lines are returned in
+                              `Parsed.unparsed_lines` (reported as UNPARSED_WARNING), not as warnings; the
+                              engine may then parse many small files of this format in one call
     BLOCK_START: str | None   optional regex for the first line of a multi-line block (a
                               traceback): the engine does not cut a batch inside one that starts
                               in a batch's last 256 lines, it hands the block to the next call whole
@@ -122,6 +128,16 @@ TABLE_COLUMNS: dict[str, dict[str, pl.DataType]] = {
         "key": pl.String,
         "value": pl.String,
     },
+    "telemetry": {  # one sample of one metric (clusterlab.telemetry's names); counters as per-second rates
+        "line": pl.Int64,
+        "ts": pl.Datetime("us"),
+        "host": pl.String,
+        "gpu": pl.Int32,  # the GPU's index on its host (null: a host metric)
+        "bus_id": pl.String,  # `0000:5d:00`, as events.pci_bus spells it
+        "device": pl.String,  # disk, IB port (`mlx5_0/1`), NFS export, network interface
+        "metric": pl.String,
+        "value": pl.Float64,
+    },
 }
 
 
@@ -151,6 +167,8 @@ class Parsed:
     unparsed: int = 0  # lines that matched PATTERN but could not be read
     warnings: list[str] = field(default_factory=list)  # "line N: what", shown to the user
     refuse: str | None = None  # "line N: why": the file must not be stored at all (the user can fix it)
+    # a GROUPABLE collector's unread lines (their numbers): the engine counts and reports them per file
+    unparsed_lines: pl.Series | None = None
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
         if frame.height:

@@ -39,6 +39,7 @@ from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, json_det
 
 NAME = "nvidia_smi"
 EXCLUSIVE = True
+SNIFF_HINT = (b"nvsmi log", b"unable to determine the device handle", b"driver version")
 
 _BUS = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"
 _GPU = rf"^GPU (?P<bus>{_BUS})\s*$"

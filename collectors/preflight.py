@@ -17,6 +17,7 @@ from clusterlab.collectors._base import Context, Parsed, json_detail, sniff_json
 NAME = "preflight"
 PATTERN = None
 EXCLUSIVE = True
+SNIFF_HINT = (b'"preflight"',)
 
 _FIELDS: dict[str, pl.DataType] = {
     "preflight": pl.String, "ts": pl.String, "host": pl.String, "rank": pl.Int64, "peer_host": pl.String,

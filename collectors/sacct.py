@@ -36,6 +36,7 @@ from clusterlab.collectors._slurmlib import jobs_frame
 
 NAME = "sacct"
 EXCLUSIVE = True
+SNIFF_HINT = (b"jobid", b'"jobs"')  # a header naming JobID (any case), or sacct --json
 PATTERN = None  # structured: every line is a header or a row
 
 # A header: `|`-separated field names, one of them a job id, optional trailing `|` (--parsable).

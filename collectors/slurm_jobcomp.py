@@ -24,6 +24,7 @@ from clusterlab.collectors._slurmlib import jobs_frame
 
 NAME = "slurm_jobcomp"
 EXCLUSIVE = True
+SNIFF_HINT = (b"jobid=",)
 PATTERN = r"^JobId=\d+ "
 
 _RECORD = re.compile(r"^JobId=\d+ .*\bJobState=\S+")

@@ -19,6 +19,9 @@ from clusterlab.collectors._base import Context, Parsed, sniff_jsonl
 NAME = "step_jsonl"
 PATTERN = None
 EXCLUSIVE = True
+SNIFF_HINT = (b'"step"',)
+GROUPABLE = True  # the bulk of a fleet's files (one per rank and attempt): many are parsed in one call
+UNPARSED_WARNING = "not a step record (a JSON object with rank and step)"
 
 _FIELDS: dict[str, pl.DataType] = {
     "ts": pl.String, "rank": pl.Int64, "host": pl.String, "step": pl.Int64, "step_s": pl.Float64,
@@ -47,8 +50,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         "line", _timestamp(pl.col("ts")).alias("ts"), "host", "rank", "step",
         "step_s", "compute_s", "comm_s", "data_s", "tokens", "loss"))
     out.unparsed = text.height - rows.height
-    first_bad = text.join(rows.select("line"), on="line", how="anti")["line"].head(3).to_list()
-    out.warnings += [f"line {n}: not a step record (a JSON object with rank and step)" for n in first_bad]
+    if out.unparsed:
+        out.unparsed_lines = text.join(rows.select("line"), on="line", how="anti")["line"]
     return out
 
 

@@ -534,9 +534,9 @@ def test_each_trace_goes_to_the_report_before_it_and_not_too_far() -> None:
 
 
 def test_a_hung_task_report_is_held_back_whole_at_a_batch_end() -> None:
-    from clusterlab.ingest import BLOCK_LINES, _hold_open_block
+    from clusterlab.ingest_parse import BLOCK_LINES, hold_open_block
     noise = [f"[ {i}.000000] NVRM: Xid (PCI:0000:5d:00): 13, pid=1, name=x, Graphics Exception" for i in range(300)]
     batch = frame_of(noise + HUNG[:1] + HUNG[4:])
-    head, held = _hold_open_block(batch, kernel.BLOCK_START)
+    head, held = hold_open_block(batch, kernel.BLOCK_START)
     assert held is not None and held.height == 3 and held["text"][0].endswith("blocked for more than 120 seconds.")
     assert head.height + held.height == batch.height and held.height <= BLOCK_LINES

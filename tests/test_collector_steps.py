@@ -343,7 +343,8 @@ def test_step_jsonl_junk_lines_counted_not_fatal():
                  '{"ts": 1, "step": 2}', record(rank=1, step_s=[2.4]), "", record(rank=2), '{"ts": 1795824002.5, "ra')
     assert [r["rank"] for r in rows(parsed, "rank_steps")] == [0, 2]
     assert parsed.unparsed == 6
-    assert parsed.warnings[0] == "line 2: not a step record (a JSON object with rank and step)"
+    assert parsed.unparsed_lines.to_list() == [2, 3, 4, 5, 6, 9]  # reported by the engine, three a batch
+    assert step_jsonl.UNPARSED_WARNING == "not a step record (a JSON object with rank and step)"
 
 
 def test_step_jsonl_reads_iso_offsets_epoch_seconds_and_numbers_as_text():

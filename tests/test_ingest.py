@@ -125,7 +125,7 @@ def _events_of(path: Path) -> list[tuple]:
 
 def test_a_batch_boundary_never_cuts_a_failure_summary_or_traceback(monkeypatch) -> None:
     """Flushes every few lines: the ChildFailedError summaries and tracebacks come out as from one batch."""
-    from clusterlab import ingest, reader
+    from clusterlab import ingest_parse, reader
     from clusterlab.collectors import torch_dist
 
     log = SAMPLES / "torch" / "legacy_1_13.log"
@@ -133,9 +133,9 @@ def test_a_batch_boundary_never_cuts_a_failure_summary_or_traceback(monkeypatch)
     assert any(k == "child_failed" for _, k, *_ in whole)
     monkeypatch.setattr(reader, "CHUNK_BYTES", 128)  # a frame every line or two, so flushes can fall anywhere
     cut = {}
-    monkeypatch.setattr(ingest, "BLOCK_LINES", 24)  # the sample's blocks are shorter than that
+    monkeypatch.setattr(ingest_parse, "BLOCK_LINES", 24)  # the sample's blocks are shorter than that
     for rows in range(25, 45, 3):  # batches at least a block longer than the window, as in real ingests
-        monkeypatch.setattr(ingest, "FLUSH_ROWS", rows)
+        monkeypatch.setattr(ingest_parse, "FLUSH_ROWS", rows)
         assert _events_of(log) == whole, f"flushing every {rows} lines changed the events"
         with monkeypatch.context() as m:  # and the check can fail: without the hold-back, blocks are cut
             m.setattr(torch_dist, "BLOCK_START", None)

@@ -1,0 +1,175 @@
+"""Many small files of one structured format parsed in one call: a fleet's per-rank step files.
+
+A 1,024-node job writes one step file per rank and attempt: tens of thousands of files of a few hundred lines.
+Parsed one by one, each pays a fixed toll of polars calls (a few milliseconds) larger than its reading. Files
+whose format is GROUPABLE (its parse reads no context and each row depends on its own line) and that are read
+whole, small and clean are instead joined into one frame whose line numbers carry the file (`index x 2^32
++ line`), parsed once, and split back. Whatever the grouping, a file gets exactly the rows, counts and messages
+that parsing it alone gives (tests/test_ingest_parallel.py holds this on the samples and a simulated fleet).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import zlib
+from pathlib import Path
+from types import ModuleType
+
+import polars as pl
+
+from clusterlab.collectors._base import Context
+from clusterlab.ingest_parse import FilePlan, ParsedFile, _fill_ts, _keep, finish, prepare, unparsed_warnings
+from clusterlab.reader import GZIP_MAGIC, MAX_LINE_BYTES
+from clusterlab.store import evidence_schema
+
+BASE = 1 << 32  # line numbers of a group: file index x BASE + the file's own line
+GROUP_BYTES = 32 << 20  # decompressed bytes parsed in one call at most
+
+
+def eligible(out: ParsedFile, chosen: list[ModuleType]) -> bool:
+    """A whole small file of a GROUPABLE format (no over-long line possible, nothing read before)."""
+    c = chosen[0] if len(chosen) == 1 else None
+    return (c is not None and getattr(c, "GROUPABLE", False) and c.PATTERN is None and out.plan.skip == 0
+            and out.plan.first == 1 and out.plan.clock is None and out.plan.size <= MAX_LINE_BYTES)
+
+
+def read_whole(path: Path) -> str | None:
+    """The file's text, or None where the line-by-line reader must handle it (damaged gzip, bad UTF-8, long)."""
+    try:
+        raw = path.read_bytes()
+        data = gzip.decompress(raw) if raw[:2] == GZIP_MAGIC else raw
+        if len(data) > MAX_LINE_BYTES:
+            return None
+        return data.decode("utf-8")
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError):
+        return None
+
+
+GROUP_FILES = True  # off: every file parsed alone (the tests compare the two)
+
+Item = tuple[ParsedFile, Context, str]
+
+
+def parse_many(plans: list[FilePlan], collectors: list[ModuleType] | None = None) -> list[ParsedFile]:
+    """Every plan parsed, small files of a GROUPABLE format together; results in the plans' order."""
+    outs: list[ParsedFile] = []
+    groups: dict[str, tuple[ModuleType, list[Item]]] = {}
+    for plan in plans:
+        out, ctx, chosen = prepare(plan, collectors)
+        outs.append(out)
+        if not chosen:
+            continue
+        text = read_whole(plan.task.path) if GROUP_FILES and eligible(out, chosen) else None
+        if text is None:
+            finish(out, ctx, chosen)
+            continue
+        c, items = groups.setdefault(chosen[0].NAME, (chosen[0], []))
+        items.append((out, ctx, text))
+        if sum(len(t) for _, _, t in items) >= GROUP_BYTES:
+            _parse_or_alone(groups.pop(c.NAME)[1], c)
+    for c, items in groups.values():
+        _parse_or_alone(items, c)
+    return outs
+
+
+def _parse_or_alone(items: list[Item], c: ModuleType) -> None:
+    for out, ctx, _ in parse_group(items, c):
+        finish(out, ctx, [c])
+
+
+def parse_group(items: list[Item], c: ModuleType) -> list[Item]:
+    """Parse the files together; returns the ones to parse alone (all of them, when the group fails)."""
+    texts = [t[:-1] if t.endswith("\n") else t for _, _, t in items]
+    lines = (pl.DataFrame({"_file": range(len(items)), "text": texts}, schema={"_file": pl.Int64, "text": pl.String})
+             .with_columns(pl.col("text").str.split("\n")).explode("text")
+             .with_columns(line=(pl.col("_file") * BASE) + pl.int_range(1, pl.len() + 1).over("_file")))
+    if any("\r" in t for t in texts):
+        lines = lines.with_columns(pl.col("text").str.strip_suffix("\r"))
+    try:
+        got = c.parse(lines.select("line", "text"), items[0][1])
+    except (pl.exceptions.PolarsError, ArithmeticError, ValueError, TypeError, KeyError, IndexError):
+        return items  # parsed alone, each with its own safety net
+    if got.warnings or got.refuse:  # a message of its own: not one the group can split
+        return items
+    for out, _, text in items:
+        _read_state(out, text)
+    bad = (got.unparsed_lines if got.unparsed_lines is not None else pl.Series("line", [], pl.Int64))
+    bad_by_file = bad.to_frame("line").with_columns(_file=pl.col("line") // BASE, line=pl.col("line") % BASE)
+    for i, (out, ctx, _) in enumerate(items):
+        mine = bad_by_file.filter(pl.col("_file") == i)["line"] if bad_by_file.height else None
+        out.result.unparsed += 0 if mine is None else len(mine)
+        for w in unparsed_warnings(c, mine):
+            msg = f"{ctx.path}:{w.removeprefix('line ')}"
+            if msg not in out.result.messages and len(out.result.messages) < 50:
+                out.result.messages.append(msg)
+    for table, frame in got.tables.items():
+        if frame.height:
+            _split_rows(items, c, table, frame)
+    return []
+
+
+def _read_state(out: ParsedFile, text: str) -> None:
+    """What reading the whole file line by line would have recorded."""
+    st, size = out.state, len(text.encode("utf-8"))
+    st.text_bytes = size
+    if text.endswith("\n"):
+        st.lines, st.last_line_open, st.last_line_start = text.count("\n"), False, size
+    else:
+        cut = text.rfind("\n")
+        st.lines, st.last_line_open = text.count("\n") + 1, True
+        st.last_line_start = len(text[: cut + 1].encode("utf-8"))
+
+
+def _split_rows(items: list[Item], c: ModuleType, table: str, frame: pl.DataFrame) -> None:
+    """The group's rows of one table, filled and aligned as each file's own parse would, handed to each file."""
+    # NOTE: all in a few calls over the whole group: per-file calls are the toll grouping exists to avoid
+    ctxs = [ctx for _, ctx, _ in items]
+    meta = pl.DataFrame(
+        {"_file": range(len(items)), "_fid": [out.plan.file_id for out, _, _ in items],
+         "_run": [x.run for x in ctxs], "_attempt": [x.attempt for x in ctxs], "_host": [x.host for x in ctxs],
+         "_late": [x.mtime + dt.timedelta(days=2) if x.mtime else None for x in ctxs]},
+        schema={"_file": pl.Int64, "_fid": pl.Int64, "_run": pl.String, "_attempt": pl.Int32, "_host": pl.String,
+                "_late": pl.Datetime("us")})
+    frame = frame.with_columns(_file=pl.col("line") // BASE, line=pl.col("line") % BASE)
+    if "ts" in frame.columns and frame["ts"].null_count():
+        # NOTE: rare (records without a time): each file's own stamped rows fill them, as when parsed alone
+        frame = _fill_ts(frame, frame.select("_file", "line", "ts").filter(pl.col("ts").is_not_null()), table,
+                         by="_file")
+    frame = frame.join(meta, on="_file", how="left", maintain_order="left")
+    if "ts" in frame.columns:  # formats without a year: a line is not newer than its file (see _roll_year_back)
+        frame = frame.with_columns(pl.when(pl.col("ts") > pl.col("_late")).then(pl.col("ts").dt.offset_by("-1y"))
+                                   .otherwise(pl.col("ts")).alias("ts"))
+    schema = evidence_schema(table)
+    frame = frame.with_columns(file_id=pl.col("_fid"), source=pl.lit(c.NAME), run=pl.col("_run"),
+                               attempt=pl.col("_attempt"))
+    if "host" in schema and getattr(c, "FILL_HOST", True):
+        frame = frame.with_columns(pl.col("host").fill_null(pl.col("_host")) if "host" in frame.columns
+                                   else pl.col("_host").alias("host"))
+    aligned = frame.select([
+        (pl.col(k).cast(t, strict=False) if k in frame.columns else pl.lit(None, t).alias(k))
+        for k, t in schema.items()
+    ] + [pl.col("_file")])
+    _report_lost(items, frame, aligned, schema)
+    for part in aligned.partition_by("_file", maintain_order=True, include_key=True):
+        out = items[int(part["_file"][0])][0]
+        _keep(out, table, part.drop("_file"))
+
+
+def _report_lost(items: list[Item], frame: pl.DataFrame, aligned: pl.DataFrame,
+                 schema: dict[str, pl.DataType]) -> None:
+    """Values a column could not hold, reported per file as `_aligned` reports them (five a file)."""
+    changed = [k for k in schema if k in frame.columns and frame.schema[k] != schema[k]]
+    if not changed:
+        return
+    lost = pl.DataFrame({k: frame[k].is_not_null() & aligned[k].is_null() for k in changed}).with_columns(
+        _line=frame["line"], _file=frame["_file"])
+    flagged = lost.filter(pl.any_horizontal(changed)).group_by("_file", maintain_order=True).head(5)
+    for row in flagged.iter_rows(named=True):
+        out, ctx, _ = items[row["_file"]]
+        msg = f"{ctx.path}:{row['_line']}: {', '.join(k for k in changed if row[k])} out of range, left empty"
+        if msg not in out.result.messages and len(out.result.messages) < 50:
+            out.result.messages.append(msg)
+
+
+__all__ = ["GROUP_FILES", "parse_group", "parse_many"]

@@ -1,0 +1,169 @@
+"""Writing parsed files into DuckDB: many files per transaction, each file's rows and record together.
+
+One writer (the process that holds the database) stores what the parsers hand back. Files are written in
+batches: each batch is one transaction, so a file's rows and its `ingested_files` record commit together or
+not at all, and a kill at any moment leaves whole files or none (the rerun reads the rest). Inserting a batch
+costs one statement per table, not one per file: that is what makes a 20-line file cost little.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+
+from clusterlab import store, training_health
+from clusterlab.collectors._base import TABLE_COLUMNS
+from clusterlab.ingest_parse import FLUSH_ROWS, FilePlan, ParsedFile
+
+BATCH_FILES = 512  # files per transaction at most
+
+_RECORD = {
+    "file_id": pl.Int64, "path": pl.String, "content_hash": pl.String, "raw_bytes": pl.Int64,
+    "text_bytes": pl.Int64, "lines": pl.Int64, "last_line_open": pl.Boolean, "last_line_start": pl.Int64,
+    "collectors": pl.List(pl.String), "run": pl.String, "attempt": pl.Int32, "host": pl.String,
+    "rows": pl.Int64, "unparsed": pl.Int64, "other_lines": pl.Int64,
+}
+
+
+class Writer:
+    """Collects parsed files and commits them in batches; `close()` commits what is left."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, batch_files: int = BATCH_FILES,
+                 batch_rows: int = FLUSH_ROWS) -> None:
+        self.con, self.batch_files, self.batch_rows = con, batch_files, batch_rows
+        self.pending: list[ParsedFile] = []
+        self.pending_rows = 0
+        self.stored: set[tuple] = set()  # (hash, run, attempt, host) of the files this writer stored
+
+    def add(self, pf: ParsedFile) -> None:
+        if not pf.ok:
+            return
+        key = _same_key(pf.plan)
+        if key in self.stored:  # the same content for the same run, attempt and host: already read in this call
+            _discard(pf)
+            pf.result.status, pf.result.rows = "unchanged", {}
+            pf.result.unparsed = pf.result.other_lines = pf.result.unmatched = 0
+            pf.result.messages.clear()
+            return
+        self.stored.add(key)
+        self.pending.append(pf)
+        self.pending_rows += sum(pf.result.rows.values())
+        spilled = any(isinstance(p, Path) for parts in pf.tables.values() for p in parts)
+        if spilled or len(self.pending) >= self.batch_files or self.pending_rows >= self.batch_rows:
+            self.commit()
+
+    def close(self) -> None:
+        self.commit()
+
+    def commit(self) -> None:
+        batch, self.pending, self.pending_rows = self.pending, [], 0
+        if not batch:
+            return
+        con = self.con
+        con.execute("BEGIN")
+        try:
+            _write_batch(con, batch)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        finally:
+            for pf in batch:
+                _discard(pf)
+
+
+def _same_key(plan: FilePlan) -> tuple:
+    return (plan.whole_hash, plan.ctx.run, plan.ctx.attempt, plan.ctx.host)
+
+
+def _discard(pf: ParsedFile) -> None:
+    for parts in pf.tables.values():
+        for p in parts:
+            if isinstance(p, Path):
+                p.unlink(missing_ok=True)
+
+
+def _write_batch(con: duckdb.DuckDBPyConnection, batch: list[ParsedFile]) -> None:
+    for pf in batch:
+        plan = pf.plan
+        if plan.prev_id is not None and plan.status == "replaced":
+            delete_file(con, plan.prev_id)
+        elif plan.reopen_from is not None:
+            # an open last line may have been completed since: its rows are read again
+            for t in store.FILE_TABLES:
+                con.execute(f"DELETE FROM {t} WHERE file_id = ? AND line >= ?", [plan.file_id, plan.reopen_from])
+    for table in TABLE_COLUMNS:
+        frames = [p for pf in batch for p in pf.tables.get(table, ()) if isinstance(p, pl.DataFrame)]
+        if frames:
+            _insert(con, table, pl.concat(frames, how="vertical").to_arrow())
+        for spill in (p for pf in batch for p in pf.tables.get(table, ()) if isinstance(p, Path)):
+            with pa.memory_map(str(spill)) as src:
+                _insert(con, table, pa.ipc.open_file(src).read_all())
+    unmatched = [pf.unmatched for pf in batch if pf.unmatched is not None]
+    if unmatched:
+        _insert(con, "unmatched_lines", pl.concat(unmatched).to_arrow())
+    nccl = [pf.plan.file_id for pf in batch if "nccl" in pf.collectors]
+    if nccl:
+        _nccl_ranks_across_batches(con, nccl)
+    for pf in batch:
+        # NOTE: a new file without step rows has no loss spikes to derive or to delete: no statement at all
+        if pf.result.rows.get("steps") or pf.plan.status != "ingested":
+            training_health.refresh(con, pf.plan.file_id, pf.result.rows)
+    _record(con, batch)
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
+    con.register("_batch", rows)
+    try:
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _batch")
+    finally:
+        con.unregister("_batch")
+
+
+def delete_file(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
+    for t in store.FILE_TABLES:
+        con.execute(f"DELETE FROM {t} WHERE file_id = ?", [file_id])
+    con.execute("DELETE FROM ingested_files WHERE file_id = ?", [file_id])
+
+
+def _nccl_ranks_across_batches(con: duckdb.DuckDBPyConnection, file_ids: list[int]) -> None:
+    """NCCL WARN events whose process's init line came in an earlier batch or read take its rank from there."""
+    # NOTE: the collector maps (host, pid) to a rank within one batch; a log read in two parts (a
+    # long one, or one that grew) must give the rows a single read gives.
+    con.execute("""
+        UPDATE events e SET rank = m.rank FROM (
+            SELECT file_id, host, pid, arg_max(rank, nranks) AS rank FROM nccl_ranks
+            WHERE list_contains($f, file_id) GROUP BY file_id, host, pid
+        ) m
+        WHERE e.file_id = m.file_id AND e.source = 'nccl' AND e.rank IS NULL AND e.host = m.host
+          AND TRY_CAST(json_extract_string(e.detail, '$.pid') AS BIGINT) = m.pid
+    """, {"f": file_ids})
+
+
+def _record(con: duckdb.DuckDBPyConnection, batch: list[ParsedFile]) -> None:
+    new = []
+    for pf in batch:
+        plan, res, st = pf.plan, pf.result, pf.state
+        rows = sum(res.rows.values())
+        if plan.status == "appended":
+            con.execute(
+                "UPDATE ingested_files SET content_hash = ?, raw_bytes = ?, text_bytes = ?, lines = ?, "
+                "last_line_open = ?, last_line_start = ?, rows = rows + ?, unparsed = unparsed + ?, "
+                "other_lines = other_lines + ?, ingested_at = now() WHERE file_id = ?",
+                [plan.whole_hash, plan.size, st.text_bytes, st.lines, st.last_line_open, st.last_line_start,
+                 rows, res.unparsed, res.other_lines, plan.file_id],
+            )
+            continue
+        new.append((plan.file_id, str(plan.task.path.resolve()), plan.whole_hash, plan.size, st.text_bytes,
+                    st.lines, st.last_line_open, st.last_line_start, pf.collectors, plan.ctx.run, plan.ctx.attempt,
+                    plan.ctx.host, rows, res.unparsed, res.other_lines))
+    if new:
+        frame = pl.DataFrame(new, schema=_RECORD, orient="row")
+        con.register("_records", frame.to_arrow())
+        try:
+            con.execute("INSERT INTO ingested_files BY NAME SELECT *, now() AS ingested_at FROM _records")
+        finally:
+            con.unregister("_records")
