@@ -85,8 +85,11 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         "comm_id",
     ))
     facts = info.filter(pl.col("fact_key").is_not_null() & pl.col("pid").is_not_null())
-    out.add("facts", _facts(facts))
-    out.add("events", _aborts(init.filter(pl.col("what") == "Abort COMPLETE")))
+    if facts.height:
+        out.add("facts", _facts(facts))
+    aborts = init.filter(pl.col("what") == "Abort COMPLETE")
+    if aborts.height:  # NOTE: most batches have none, and building the empty frame's JSON costs milliseconds
+        out.add("events", _aborts(aborts))
     # The process's rank in its largest communicator names the rank of its WARN lines.
     rank_of = (ranks.select("host", "pid", "rank", "nranks").sort("nranks", descending=True)
                .unique(["host", "pid"], keep="first").drop("nranks"))
