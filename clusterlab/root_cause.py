@@ -60,22 +60,54 @@ def _sacct_verdicts(con: duckdb.DuckDBPyConnection, run: str | None) -> pl.DataF
     """, {"run": run}).with_columns(tier=pl.col("failure_mode").replace_strict(_TIERS, return_dtype=pl.Int32))
 
 
-def _progress(con: duckdb.DuckDBPyConnection, run: str | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _progress(con: duckdb.DuckDBPyConnection, run: str | None, cand: pl.DataFrame, skew: dt.timedelta,
+              profile: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Step records: per (run, attempt, step) for the job (the training log and per-rank timings), and per
-    (run, attempt, host, step) from the per-rank timings (ranks without a host get it from NCCL's rank map)."""
-    job = store.frame(con, """
-        SELECT run, attempt, step, min(ts) AS ts FROM (
-            SELECT run, attempt, step, ts FROM steps UNION ALL SELECT run, attempt, step, ts FROM rank_steps)
-        WHERE run IS NOT NULL AND ($run IS NULL OR run = $run) AND ts IS NOT NULL AND step IS NOT NULL
-        GROUP BY ALL ORDER BY run, attempt, ts""", {"run": run})
-    host = store.frame(con, """
+    (run, attempt, host, step) from the per-rank timings (ranks without a host get it from NCCL's rank map).
+
+    `profile` (`timeline.rank_profile` of `run`) gives the per-rank timings' first end of each step (the
+    job's records need no second read of the per-rank table) and the last (the steps a host record can
+    end at after a candidate). The host records are read only from each attempt's earliest candidate on
+    (past the clock skew): `_steps_after` counts the records after a candidate, and a host record ends
+    after that time exactly when one of its rows does."""
+    if profile is not None and run is not None:
+        job = pl.concat([
+            store.frame(con, """SELECT run, attempt, step, ts FROM steps WHERE run = $run AND ts IS NOT NULL
+                                AND step IS NOT NULL""", {"run": run}),
+            profile.filter(pl.col("first_ts").is_not_null()).select("run", "attempt", "step", ts="first_ts"),
+        ], how="vertical_relaxed").group_by("run", "attempt", "step").agg(pl.col("ts").min())
+        job = job.sort("run", "attempt", "ts")
+    else:
+        job = store.frame(con, """
+            SELECT run, attempt, step, min(ts) AS ts FROM (
+                SELECT run, attempt, step, ts FROM steps UNION ALL SELECT run, attempt, step, ts FROM rank_steps)
+            WHERE run IS NOT NULL AND ($run IS NULL OR run = $run) AND ts IS NOT NULL AND step IS NOT NULL
+            GROUP BY ALL ORDER BY run, attempt, ts""", {"run": run})
+    since = (cand.filter(pl.col("host").is_not_null()).group_by("run", "attempt").agg(t0=pl.col("ts").min() + skew)
+             if cand.height else pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, "t0": pl.Datetime("us")}))
+    none = pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, "host": pl.String, "step": pl.Int64,
+                                "ts": pl.Datetime("us")})
+    join = "JOIN since s USING (run, attempt)"
+    if profile is not None and run is not None and since.height:
+        # only steps some rank ended after t0 can hold such a host record (often none: the evidence of a
+        # crash comes after the last step)
+        since = (profile.filter(pl.col("step").is_not_null()).join(since, on=["run", "attempt"])
+                 .filter(pl.col("last_ts") > pl.col("t0")).select("run", "attempt", "step", "t0"))
+        join = "JOIN since s USING (run, attempt, step)"
+    if not since.height:
+        return job, none
+    # NOTE: rows that name their host (nearly all) need no rank map: only the others are joined with it.
+    host = store.frame(con, f"""
         WITH m AS (SELECT DISTINCT ON (run, attempt, rank) run, attempt, rank, host FROM nccl_ranks
-                   WHERE host IS NOT NULL AND rank IS NOT NULL ORDER BY run, attempt, rank, nranks DESC)
-        SELECT r.run, r.attempt, coalesce(r.host, m.host) AS host, r.step, max(r.ts) AS ts
-        FROM rank_steps r LEFT JOIN m USING (run, attempt, rank)
-        WHERE r.run IS NOT NULL AND ($run IS NULL OR r.run = $run) AND r.ts IS NOT NULL AND r.step IS NOT NULL
-          AND coalesce(r.host, m.host) IS NOT NULL
-        GROUP BY ALL ORDER BY run, attempt, host, ts""", {"run": run})
+                   WHERE host IS NOT NULL AND rank IS NOT NULL ORDER BY run, attempt, rank, nranks DESC),
+        r AS (SELECT r.run, r.attempt, r.host, r.step, r.ts FROM rank_steps r {join}
+              WHERE r.host IS NOT NULL AND ($run IS NULL OR r.run = $run) AND r.step IS NOT NULL AND r.ts > s.t0
+              UNION ALL
+              SELECT r.run, r.attempt, m.host, r.step, r.ts FROM rank_steps r {join}
+              JOIN m USING (run, attempt, rank)
+              WHERE r.host IS NULL AND ($run IS NULL OR r.run = $run) AND r.step IS NOT NULL AND r.ts > s.t0)
+        SELECT run, attempt, host, step, max(ts) AS ts FROM r GROUP BY ALL ORDER BY run, attempt, host, ts""",
+                       {"run": run}, since=since)
     return job, host
 
 
@@ -119,8 +151,12 @@ def _service(row: dict) -> str | None:
 
 
 def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None,
-                          settings: incidents.Settings | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """One incident per attempt that ended badly (with `confidence` and `rejected`), and its evidence."""
+                          settings: incidents.Settings | None = None, *, profile: pl.DataFrame | None = None,
+                          reference: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One incident per attempt that ended badly (with `confidence` and `rejected`), and its evidence.
+
+    `profile` is `timeline.rank_profile(con, run)` where the caller has it already (see `_progress`);
+    `reference` decides every attempt one at a time (`_decide`), as the set-wise path is checked against."""
     s = settings or incidents.Settings()
     att = store.frame(con, """
         SELECT run, attempt, start_ts, end_ts, hosts, attempt = max(attempt) OVER (PARTITION BY run) AS is_last
@@ -129,8 +165,8 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
     sacct = _sacct_verdicts(con, run)
     if sacct.height:
         cand = pl.concat([cand, sacct.with_columns(peer_host=pl.lit(None, pl.String))], how="diagonal_relaxed")
-    job, host = _progress(con, run)
     skew = dt.timedelta(seconds=s.skew_s)
+    job, host = _progress(con, run, cand, skew, profile)
     cand = _steps_after(cand, job, ["run", "attempt"], skew, "job")
     cand = _steps_after(cand, host, ["run", "attempt", "host"], skew, "host")
     last = (job.group_by("run", "attempt").agg(last_ts=pl.col("ts").max(), last_step=pl.col("step").max(),
@@ -138,19 +174,34 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
             if job.height else pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, "last_ts": pl.Datetime("us"),
                                                      "last_step": pl.Int64, "gap_s": pl.Float64}))
     att = att.join(last, on=["run", "attempt"], how="left")
-    rows, evs = [], []
+    keys = ["run", "attempt"]
+    flagged = (_with_progress_flags(cand, s).sort(*keys, "ts", "file", "line")
+               .with_columns(_id=pl.int_range(pl.len()).over(keys).cast(pl.UInt32)))
+    # Attempts with a live scheduler verdict take the per-attempt path (`_decide`); all others are decided
+    # set-wise by `_decide_all`, which gives the same result (tests/test_root_cause_setwise.py).
+    per_attempt = (att.select(keys) if reference else
+                   flagged.filter(pl.col("is_verdict") & ~pl.col("progressed")).select(keys).unique())
+    fast = att.join(per_attempt, on=keys, how="anti")
+    rows, ev_fast = _decide_all(fast, flagged.join(fast.select(keys), on=keys, how="semi"), s, con)
+    evs = [ev_fast]
+    slow = att.join(per_attempt, on=keys, how="semi")
     # the candidates of each attempt, split once (filtering all of them per attempt is quadratic)
-    by_attempt = cand.partition_by("run", "attempt", as_dict=True) if cand.height else {}
+    mine = cand.join(slow.select(keys), on=keys, how="semi") if slow.height else cand.clear()
+    by_attempt = mine.partition_by(keys, as_dict=True) if mine.height else {}
     empty = cand.clear()
-    for a in att.iter_rows(named=True):  # NOTE: one pass per attempt, the rows of each are frames
+    for a in slow.iter_rows(named=True):  # NOTE: one pass per attempt, the rows of each are frames
         c = by_attempt.get((a["run"], a["attempt"]), empty)
         inc, ev = _decide(a, c, s, con)
         if inc is not None:
             rows.append(inc)
-            evs.append(ev)
-    inc = pl.DataFrame(rows, schema=INCIDENT_SCHEMA) if rows else pl.DataFrame(schema=INCIDENT_SCHEMA)
-    ev = pl.concat(evs, how="diagonal_relaxed") if evs else pl.DataFrame(schema=EVIDENCE_SCHEMA)
-    return inc, ev.select(list(EVIDENCE_SCHEMA)) if ev.height else pl.DataFrame(schema=EVIDENCE_SCHEMA)
+            evs.append(ev.with_columns(run=pl.lit(a["run"], pl.String), attempt=pl.lit(a["attempt"], pl.Int32))
+                       .select(*keys, *EVIDENCE_SCHEMA) if ev.height else None)
+    inc = (pl.DataFrame(rows, schema=INCIDENT_SCHEMA).sort(keys) if rows else pl.DataFrame(schema=INCIDENT_SCHEMA))
+    evs = [e.cast(EVIDENCE_SCHEMA) for e in evs if e is not None and e.height]
+    if not evs:
+        return inc, pl.DataFrame(schema=EVIDENCE_SCHEMA)
+    ev = pl.concat(evs, how="vertical_relaxed").sort(*keys, "rank_in_incident")
+    return inc, ev.select(list(EVIDENCE_SCHEMA))
 
 
 _CAND = pl.Struct({"failure_mode": pl.String, "host": pl.String, "ts": pl.String, "kind": pl.String,
@@ -282,6 +333,140 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
            "host": host, "tier": winner["tier"] if winner else None, "confidence": round(confidence, 2),
            "rejected": rejected}
     return inc, ev.select(list(EVIDENCE_SCHEMA))
+
+
+def _with_progress_flags(cand: pl.DataFrame, s: incidents.Settings) -> pl.DataFrame:
+    """The columns `_decide` derives from progress, for the candidates of every attempt at once."""
+    c = cand.with_columns(
+        n_after=pl.max_horizontal(pl.col("n_job"), pl.col("n_host").fill_null(0)),
+        last_after=pl.max_horizontal("last_job", "last_host"),
+        is_verdict=pl.col("failure_mode").is_in(KILLS + ("node_failure",)) & pl.col("source").is_in(VERDICT_SOURCES),
+        symptom=pl.col("tier") <= incidents.SYMPTOM_TIER,
+    ).with_columns(progress_s=(pl.col("last_after") - pl.col("ts")).dt.total_seconds())
+    progressed = (pl.col("n_after") >= s.progress_min_steps) & (pl.col("progress_s") >= s.progress_min_s)
+    return c.with_columns(progressed=progressed.fill_null(False))
+
+
+def _firsts(frame: pl.DataFrame, *order: pl.Expr | str) -> dict[tuple, dict]:
+    """Per (run, attempt): the first row of `frame` in `order` (ties in the candidates' own order)."""
+    if not frame.height:
+        return {}
+    top = frame.sort("run", "attempt", *order, "_id").group_by("run", "attempt", maintain_order=True).first()
+    return {(r["run"], r["attempt"]): r for r in top.iter_rows(named=True)}
+
+
+def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBPyConnection
+                ) -> tuple[list[dict], pl.DataFrame]:
+    """`_decide` for every attempt none of whose live candidates is a scheduler verdict, set-wise.
+
+    `c` holds those attempts' candidates with `_with_progress_flags`, sorted by (run, attempt, ts, file, line)
+    and numbered `_id` within each attempt. Python runs once per attempt, never once per candidate."""
+    keys = ["run", "attempt"]
+    live = c.filter(~pl.col("progressed"))
+    loss = {}
+    for a in att.iter_rows(named=True):  # NOTE: a few operations per attempt, none per candidate
+        gap = a["gap_s"] or 0.0
+        loss[(a["run"], a["attempt"])] = (a["last_ts"] + dt.timedelta(seconds=max(s.late_steps * gap, s.late_min_s))
+                                          if a["last_ts"] else None)
+    losses = pl.DataFrame({"run": [k[0] for k in loss], "attempt": [k[1] for k in loss], "_loss": list(loss.values())},
+                          schema={"run": pl.String, "attempt": pl.Int32, "_loss": pl.Datetime("us")})
+    faults = (live.filter(~pl.col("is_verdict"), ~pl.col("symptom")).join(losses, on=keys, how="left")
+              .with_columns(late=(pl.col("ts") > pl.col("_loss")).fill_null(False)))
+    first_fault = _firsts(faults, "late", pl.col("tier").neg(), "ts", "file", "line")
+    first_symptom = _firsts(live.filter(~pl.col("is_verdict"), pl.col("symptom")), pl.col("tier").neg(), "ts")
+    named = (faults.filter(pl.col("tier") == incidents.PEER_TIER, pl.col("peer_host").is_not_null())
+             .group_by(*keys, "peer_host").len())
+    peers = {(r["run"], r["attempt"]): r["peer_host"] for r in  # the host the peers' network errors name most
+             named.sort([*keys, "len", "peer_host"], descending=[False, False, True, False])
+             .group_by(keys, maintain_order=True).first().iter_rows(named=True)}
+    winners, incs = [], {}
+    for a in att.iter_rows(named=True):
+        k = (a["run"], a["attempt"])
+        winner, host, mode, conf_base = None, None, "unknown", 0.1
+        if k in first_fault:
+            winner = first_fault[k]
+            mode, host = winner["failure_mode"], winner["host"]
+            if winner["tier"] == incidents.PEER_TIER:
+                host = peers.get(k) or host
+            conf_base = 0.5 if winner["late"] else 0.9
+            if mode in ("time_limit", "manual_stop"):
+                host = None
+        elif k in first_symptom:
+            winner = first_symptom[k]
+            mode, conf_base = winner["failure_mode"], 0.3
+        elif a["is_last"]:
+            continue  # the last attempt with nothing wrong near its end simply finished
+        if winner is not None and mode in ("filesystem_io", "network"):
+            host, shared = _shared_service(con, winner, host, a["end_ts"], s)
+            if shared:
+                conf_base = 0.8
+        incs[k] = {"incident_id": f"{a['run']}:{a['attempt']}:end", "run": a["run"], "attempt": a["attempt"],
+                   "kind": "attempt_end", "root_ts": winner["ts"] if winner else a["end_ts"], "exit_ts": a["end_ts"],
+                   "failure_mode": mode, "host": host, "tier": winner["tier"] if winner else None,
+                   "_conf": conf_base, "_winner": winner}
+        winners.append({"run": a["run"], "attempt": a["attempt"], "_has_w": winner is not None,
+                        "_wid": winner["_id"] if winner else None, "_wmode": winner["failure_mode"] if winner else None,
+                        "_whost": winner["host"] if winner else None, "_host": host,
+                        "_other_host": winner is not None and host != winner["host"],
+                        "_wtier": winner["tier"] if winner else None})
+    if not incs:
+        return [], pl.DataFrame(schema=EVIDENCE_SCHEMA)
+    w = pl.DataFrame(winners, schema={"run": pl.String, "attempt": pl.Int32, "_has_w": pl.Boolean, "_wid": pl.UInt32,
+                                      "_wmode": pl.String, "_whost": pl.String, "_host": pl.String,
+                                      "_other_host": pl.Boolean, "_wtier": pl.Int32})
+    # the same support rule as `_decide`: the winner, the symptoms, the cause's other lines, the peers' errors
+    is_winner = pl.col("_id").eq_missing(pl.col("_wid")) & pl.col("_wid").is_not_null()
+    same_host = pl.col("host").eq_missing(pl.col("_whost")) | pl.col("_other_host")
+    supports = (is_winner | pl.col("symptom") | (pl.col("_has_w") & (pl.col("failure_mode") == pl.col("_wmode"))
+                                                  & same_host)
+                | (pl.col("_host").is_not_null() & pl.col("peer_host").eq_missing(pl.col("_host"))))
+    c = c.join(w, on=keys, how="inner").with_columns(_win=is_winner, _sup=supports.fill_null(False))
+    rest = ~pl.col("progressed") & ~pl.col("_sup")
+    c = c.with_columns(_rest=rest)
+    comp = (c.filter("_rest", pl.col("_has_w"), pl.col("tier").is_not_null(), pl.col("_wtier").is_not_null(),
+                     pl.col("tier") >= pl.col("_wtier"))
+            .group_by(keys).len())
+    competitors = {(r["run"], r["attempt"]): r["len"] for r in comp.iter_rows(named=True)}
+    ev = (c.filter(~pl.col("progressed"), pl.col("_sup"))
+          .sort(*keys, ~pl.col("_win"), pl.col("tier").neg(), "ts", "file", "line", "_id")
+          .with_columns(incident_id=pl.format("{}:{}:end", "run", "attempt"),
+                        rank_in_incident=pl.int_range(1, pl.len() + 1).over(keys).cast(pl.Int64)))
+    rejected = _rejected_all(c.filter(pl.col("progressed") | pl.col("_rest")), incs, s.max_rejected)
+    rows = []
+    for k, inc in incs.items():
+        n = competitors.get(k, 0)
+        confidence = max(0.05, inc.pop("_conf") - 0.3 * min(n, 1) - (0.1 if n > 1 else 0.0))
+        inc.pop("_winner")
+        rows.append({**inc, "confidence": round(confidence, 2), "rejected": rejected.get(k, [])})
+    return rows, ev.select(*keys, *EVIDENCE_SCHEMA)
+
+
+def _rejected_all(rej: pl.DataFrame, incs: dict[tuple, dict], limit: int) -> dict[tuple, list[dict]]:
+    """`_rejected` for every attempt: the rejected candidates `rej` (progressed, else outranked by the
+    winner in `incs`), one entry per (mode, host, kind), the first `limit` per attempt in time order."""
+    keys = ["run", "attempt"]
+    rej = (rej.sort(*keys, "ts", "file", "line", "_id")
+           .group_by(*keys, "failure_mode", "host", "kind", maintain_order=True)
+           .agg(pl.all().first(), n=pl.len())
+           .filter(pl.int_range(pl.len()).over(keys) < limit))
+    rejected: dict[tuple, list[dict]] = {}
+    for x in rej.iter_rows(named=True):  # NOTE: at most `limit` rows per attempt
+        k = (x["run"], x["attempt"])
+        winner = incs[k]["_winner"]
+        if x["progressed"]:
+            who = f"{x['host']}'s ranks and the job" if x["host"] else "all ranks"
+            reason = (f"{who} kept stepping for {_dur(x['progress_s'])} after it "
+                      f"({x['n_after']} step records, to {x['last_after']:%H:%M:%S})")
+        elif winner is None:
+            reason = "no cause"
+        else:
+            reason = f"outranked by {winner['kind']} on {winner['host'] or 'the job'} at {winner['ts']:%H:%M:%S}"
+        rejected.setdefault(k, []).append({
+            "candidate": {"failure_mode": x["failure_mode"], "host": x["host"],
+                          "ts": x["ts"].isoformat() if x["ts"] else None, "kind": x["kind"], "file": x["file"],
+                          "line": x["line"]},
+            "reason": reason + (f" (and {x['n'] - 1} more like it)" if x["n"] > 1 else "")})
+    return rejected
 
 
 def _rejected(c: pl.DataFrame, reasons: dict[int, str], limit: int) -> list[dict]:

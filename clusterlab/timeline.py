@@ -28,8 +28,12 @@ from clusterlab import store
 # apart from slurmctld's, and sacct prints whole seconds (a last line at 09:44:35.080 is in End=09:44:35).
 SPAN_SLACK_S = 60.0
 # Per-host clock offsets come from about this many sampled steps of an attempt: the offset is
-# constant over hours, and sampling keeps this a light scan of a 100M-row table.
+# constant over hours, and sampling keeps this a light scan of a 100M-row table. A run of many short
+# attempts shares a budget of sampled steps (each attempt still gets at least OFFSET_MIN_SAMPLES):
+# 500 attempts of 200 steps would otherwise sample every step of the run.
 OFFSET_SAMPLES = 256
+OFFSET_RUN_SAMPLES = 4096
+OFFSET_MIN_SAMPLES = 16
 
 
 # CTEs `named (run, attempt, job_id)`: the scheduler jobs each attempt's lines name (a job id fact or an
@@ -96,17 +100,35 @@ def _us(expr: pl.Expr) -> pl.Expr:
     return expr.dt.epoch("us")
 
 
+def _strides(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
+    """Per attempt of the per-rank timings: every how many steps one is sampled for the clock offsets."""
+    return store.frame(con, """
+        WITH b AS (SELECT attempt, max(step) - min(step) AS span FROM rank_steps
+                   WHERE run = $run AND step IS NOT NULL AND ts IS NOT NULL AND host IS NOT NULL
+                     AND attempt IS NOT NULL GROUP BY attempt)
+        SELECT attempt, greatest(1, span // greatest($min, least($n, $budget // count(*) OVER ()))) AS stride
+        FROM b""", {"run": run, "n": OFFSET_SAMPLES, "budget": OFFSET_RUN_SAMPLES, "min": OFFSET_MIN_SAMPLES})
+
+
 def host_offsets(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     """Per (attempt, host) of the per-rank timings: `off_us`, how far the host's clock runs ahead of the
     ranks' common clock (the per-step median over hosts), from about OFFSET_SAMPLES sampled steps."""
-    sampled = store.frame(con, """
-        WITH r AS (SELECT attempt, host, step, ts FROM rank_steps
-                   WHERE run = $run AND step IS NOT NULL AND ts IS NOT NULL AND host IS NOT NULL),
-        b AS (SELECT attempt, greatest(1, (max(step) - min(step)) // $n) AS stride FROM r GROUP BY attempt)
-        SELECT r.attempt, r.host, r.step, min(r.ts) AS ts FROM r JOIN b USING (attempt)
-        WHERE r.step % b.stride = 0 GROUP BY ALL""", {"run": run, "n": OFFSET_SAMPLES})
+    strides = _strides(con, run)
+    empty = pl.DataFrame(schema={"attempt": pl.Int32, "host": pl.String, "off_us": pl.Int64})
+    if not strides.height:
+        return empty
+    one = strides["stride"].n_unique() == 1
+    # NOTE: one stride for every attempt (the usual case) is a constant filter inside the scan; a join
+    # with the strides costs the scan of the whole table over again.
+    sampled = store.frame(con, f"""
+        SELECT r.attempt, r.host, r.step, min(r.ts) AS ts
+        FROM rank_steps r {'' if one else 'JOIN strides b USING (attempt)'}
+        WHERE r.run = $run AND r.step IS NOT NULL AND r.ts IS NOT NULL AND r.host IS NOT NULL
+          AND r.attempt IS NOT NULL AND r.step % {'$stride' if one else 'b.stride'} = 0
+        GROUP BY ALL""", {"run": run, **({"stride": int(strides["stride"][0])} if one else {})},
+                           **({} if one else {"strides": strides}))
     if not sampled.height:
-        return pl.DataFrame(schema={"attempt": pl.Int32, "host": pl.String, "off_us": pl.Int64})
+        return empty
     lead = _us(pl.col("ts")) - _us(pl.col("ts")).median().over("attempt", "step")
     return (sampled.with_columns(lead=lead).group_by("attempt", "host")
             .agg(off_us=pl.col("lead").median().round().cast(pl.Int64)))
@@ -115,18 +137,22 @@ def host_offsets(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
 def rank_profile(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     """Per step of the per-rank timings, on the ranks' common clock: the columns of
     `incidents.step_profile` (end, step time, data wait, the ranks' mean, fastest and slowest compute
-    with the slowest rank's host)."""
-    offsets = host_offsets(con, run)
+    with the slowest rank's host), and `first_ts`, `last_ts`: the first and the last rank's end, each on
+    its own host's clock (for the progress of `root_cause`)."""
+    # only hosts whose clock is off need the join: a host at offset 0 is on the common clock already
+    offsets = host_offsets(con, run).filter(pl.col("off_us") != 0)
+    shifted = "ts - to_microseconds(coalesce(off_us, 0))" if offsets.height else "ts"
+    join = "LEFT JOIN offsets USING (attempt, host)" if offsets.height else ""
     # NOTE: one GROUP BY (attempt, step) over all ranks, as incidents.step_profile; the offsets are a
-    # hash join against a table of attempts x hosts rows.
-    return store.frame(con, """
-        SELECT run, attempt, step, max(ts - to_microseconds(coalesce(off_us, 0))) AS ts, max(step_s) AS step_s,
+    # hash join against a table of attempts x hosts rows. Not grouped by the run's name: it is one run.
+    return store.frame(con, f"""
+        SELECT $run AS run, attempt, step, max({shifted}) AS ts, max(step_s) AS step_s,
                max(data_s) AS data_s, avg(c) AS avg_c, min(c) AS min_c, max(c) AS max_c,
-               arg_max(host, c) AS slow_host
-        FROM (SELECT *, coalesce(compute_s, step_s - coalesce(comm_s, 0)) AS c FROM rank_steps
-              WHERE run = $run AND step IS NOT NULL) r
-        LEFT JOIN offsets USING (attempt, host)
-        GROUP BY run, attempt, step""", {"run": run}, offsets=offsets)
+               arg_max(host, c) AS slow_host, min(ts) AS first_ts, max(ts) AS last_ts
+        FROM (SELECT attempt, step, ts, step_s, data_s, host, coalesce(compute_s, step_s - coalesce(comm_s, 0)) AS c
+              FROM rank_steps WHERE run = $run AND step IS NOT NULL) r
+        {join}
+        GROUP BY attempt, step""", {"run": run}, **({"offsets": offsets} if offsets.height else {}))
 
 
 def logged_steps(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
