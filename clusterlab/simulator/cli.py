@@ -10,6 +10,7 @@ import click
 from clusterlab.simulator.bundle import simulate as _simulate
 from clusterlab.simulator.demo import write_demo
 from clusterlab.simulator.sink import OutDirError, check_out_dir, mark_out_dir
+from clusterlab.simulator.telemetry import add_telemetry
 
 EXIT_BAD_INPUT = 2
 
@@ -32,12 +33,14 @@ EXIT_BAD_INPUT = 2
 @click.option("--no-scenarios", is_flag=True, help="No guaranteed lost checkpoint, straggler and stalled save.")
 @click.option("--adversarial", is_flag=True, help="Scripted scheduler ends, decoys, partial per-rank timings, clock "
               "skew and a missing node log, with the decoys listed apart in truth.json.")
+@click.option("--telemetry", is_flag=True, help="dcgm-exporter scrapes for the job's hosts: each straggler's slow "
+              "GPU throttling (truth: gpu_throttle on that GPU), and a hot GPU that does not throttle as a decoy.")
 @click.option("--gzip", is_flag=True, help="Compress the training logs and per-rank step files.")
 @click.option("--force", is_flag=True, help="Replace --out even if clusterlab did not make it.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def simulate(out: Path, scenario: str, seed: int, providers: int, clusters_per_provider: int, nodes_per_cluster: int,
              days: float, gpus_per_node: int, failure_scale: float, step_s: float | None, no_scenarios: bool,
-             adversarial: bool, gzip: bool, force: bool, as_json: bool) -> None:
+             adversarial: bool, telemetry: bool, gzip: bool, force: bool, as_json: bool) -> None:
     """Write a synthetic fleet's evidence bundle, in real log formats, with truth.json."""
     try:
         check_out_dir(out, force)
@@ -51,6 +54,8 @@ def simulate(out: Path, scenario: str, seed: int, providers: int, clusters_per_p
                         nodes_per_cluster=nodes_per_cluster, days=days, gpus_per_node=gpus_per_node, gzip=gzip,
                         failure_scale=failure_scale, step_s=step_s, scenarios=not no_scenarios,
                         adversarial=adversarial)
+        if telemetry:
+            add_telemetry(out, seed)
     mark_out_dir(out)
     doc = {"out": str(res.path), "files": res.files, "bytes": res.bytes, "text_bytes": res.text_bytes,
            "runs": res.runs, "attempts": res.attempts,

@@ -1,0 +1,87 @@
+"""Prometheus text exposition scrapes (dcgm-exporter, node exporter) → `telemetry` rows.
+
+The format (prometheus.io/docs/instrumenting/exposition_formats/#text-based-format): `# HELP` and
+`# TYPE` comments, then one sample a line, `name{label="value",...} value [timestamp_ms]`. A scrape
+saved by `curl host:9400/metrics` carries no time, so a cron or `while sleep 15` loop that appends
+scrapes to one file writes the time before each one as a comment (`# 2026-11-24T08:00:15Z`,
+`# scrape_time 1795939215`); a sample's own millisecond timestamp, where the exporter printed one,
+wins. Only the metrics clusterlab.telemetry names are read (PATTERN): a node exporter scrape holds
+a thousand series that say nothing about a slow job.
+
+Labels read: dcgm-exporter's `gpu`, `pci_bus_id` and `Hostname`; node exporter's `device` (disk,
+IB HCA, interface), `port` (IB) and `export` (NFS mount). A scrape names no host unless dcgm-exporter
+put its `Hostname` label in: the bundle's `nodes/<host>/` gives it.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from clusterlab import telemetry
+from clusterlab.collectors._base import Context, Parsed
+
+NAME = "prometheus_text"
+EXCLUSIVE = True
+SNIFF_HINT = (b"dcgm_fi_", b"node_")  # every metric read here is dcgm-exporter's or node exporter's
+
+_NAMES = "|".join(sorted(telemetry.PROMETHEUS, key=len, reverse=True))
+_ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+_TIME = rf"^#\s*(?:scrape[_ ]time\s*[:=]?\s*)?(?:(?P<iso>{_ISO})|(?P<epoch>\d{{9,10}}(?:\.\d+)?))\s*$"
+_SAMPLE = (r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>.*)\})?[ \t]+(?P<value>\S+)"
+           r"(?:[ \t]+(?P<tms>-?\d+))?\s*$")
+PATTERN = rf"^(?:{_NAMES})(?:\{{|[ \t])|{_TIME}"
+BLOCK_START = None
+
+
+def sniff(head: bytes, path: str) -> bool:
+    """Most of the first lines are exposition comments or samples, and one is a sample of a metric read here."""
+    lines = [ln for ln in head.decode("utf-8", "replace").split("\n")[:40] if ln.strip()]
+    if not lines:
+        return False
+    frame = pl.DataFrame({"t": lines}, schema={"t": pl.String})
+    shaped = frame["t"].str.contains(rf"^# (?:HELP|TYPE) [A-Za-z_:]|{_TIME}|{_SAMPLE}")
+    ours = frame["t"].str.contains(rf"^(?:{_NAMES})(?:\{{|[ \t])|^# (?:HELP|TYPE) (?:DCGM_FI_|node_)")
+    return bool(ours.any()) and 2 * int(shaped.sum()) >= len(lines)
+
+
+def _label(name: str) -> pl.Expr:
+    return pl.col("labels").str.extract(rf'(?:^|,)\s*{name}="([^"]*)"', 1)
+
+
+def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
+    """One telemetry row per sample of a known metric (counters: per-second rates between scrapes)."""
+    out = Parsed()
+    f = lines.select(
+        "line", pl.col("text").str.extract_groups(_TIME).alias("_t"), pl.col("text").str.extract_groups(_SAMPLE)
+        .alias("_s"),
+    ).unnest("_t", "_s")
+    iso = f["iso"].str.replace(" ", "T").str.replace(r"Z$", "+00:00")
+    scrape = (pl.coalesce(
+        iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_zone="UTC"),
+        iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%z", strict=False, time_zone="UTC"),
+        iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False).dt.replace_time_zone(ctx.tz),
+    ).dt.convert_time_zone("UTC").dt.replace_time_zone(None).cast(pl.Datetime("us")))
+    epoch = (f["epoch"].cast(pl.Float64, strict=False) * 1e6).cast(pl.Int64).cast(pl.Datetime("us"))
+    f = f.with_columns(scrape=scrape.fill_null(epoch)).with_columns(pl.col("scrape").forward_fill())
+    samples = f.filter(pl.col("name").is_not_null())
+    bad = f.filter(pl.col("name").is_null(), pl.col("iso").is_null(), pl.col("epoch").is_null()).height
+    own = (pl.col("tms").cast(pl.Int64, strict=False) * 1000).cast(pl.Datetime("us"))
+    port = _label("port")
+    device = pl.coalesce(_label("export"), pl.when(port.is_not_null()).then(pl.format("{}/{}", _label("device"),
+                                                                                      port)), _label("device"))
+    gpu_metric = pl.col("name").str.starts_with("DCGM_")
+    s = samples.select(
+        "line", pl.coalesce(own, "scrape").alias("ts"), _label("Hostname").alias("host"),
+        _label("gpu").cast(pl.Int32, strict=False).alias("gpu"),
+        telemetry.bus_id(_label("pci_bus_id")).alias("bus_id"),
+        pl.when(gpu_metric).then(pl.lit(None, pl.String)).otherwise(device).alias("device"),
+        "name", pl.col("value").cast(pl.Float64, strict=False).alias("value"),
+    )
+    unreadable = s.filter(pl.col("value").is_null())
+    out.unparsed += int(bad) + unreadable.height
+    if unreadable.height:
+        out.warnings.append(f"line {unreadable['line'][0]}: sample value is not a number")
+    if s.height and s["ts"].null_count() == s.height and not f["scrape"].is_not_null().any():
+        out.warnings.append(f"line {s['line'][0]}: no scrape time (write `# <ISO time>` before each scrape)")
+    out.add("telemetry", telemetry.to_rows(s, telemetry.PROMETHEUS))
+    return out
