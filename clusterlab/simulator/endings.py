@@ -32,11 +32,11 @@ def family(mode: str) -> str:
     raise ValueError(f"no ending for failure mode {mode!r}")
 
 
-def trigger_delay_ms(mode: str) -> int:
-    """From the root cause to the moment the job starts dying."""
+def trigger_delay_ms(mode: str, hang_ms: int | None = None) -> int:
+    """From the root cause to the moment the job starts dying (`hang_ms`: a hang detector's timeout)."""
     fam = family(mode)
     if fam == "hang":
-        return WATCHDOG_MS
+        return hang_ms or WATCHDOG_MS
     if fam == "link":
         return IB_RETRY_MS
     return {"gpu_memory_ecc": 180, "host_hw": 12}.get(mode, 0)

@@ -28,6 +28,7 @@ class Config:
     failure_scale: float = 1.0
     step_s: float | None = None  # the runs' steady step time; None: 5-9 s, by cluster
     save_every_s: float = 1800.0  # about how often the runs checkpoint
+    hang_timeout_s: float | None = None  # a hang detector's timeout (simulator/policy.py); None: NCCL's watchdog
     scenarios: bool = True  # guarantee one lost checkpoint, one straggler and one stalled save
     adversarial: bool = False  # scripted scheduler ends, decoys, partial timings, skew, missing logs (adversarial.py)
     model: FailureModel = field(default_factory=FailureModel)

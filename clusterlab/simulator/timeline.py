@@ -108,6 +108,7 @@ class Run:
     normal_saves: int = 0  # completed saves that did not stall, so far
     log_every: int = 10  # Megatron's --log-interval
     limit_ms: int | None = None  # each job's Slurm time limit (sbatch --time); None: only the window's end
+    hang_ms: int | None = None  # a hang detector's timeout (Config.hang_timeout_s); None: the NCCL watchdog's
 
     @property
     def gpus(self) -> int:
@@ -128,6 +129,7 @@ def plan_run(cfg: Config, cluster: Cluster, rng: np.random.Generator) -> Run:
     model = StepModel(compute_ms=step_ms - comm - data, data_ms=data, comm_ms=comm)
     save_every = max(10, int(round(cfg.save_every_s / (step_ms / 1000) / 10)) * 10)
     run = Run(f"pretrain-{cluster.name}", cluster, model, save_every, gbs * SEQ, shape)
+    run.hang_ms = int(cfg.hang_timeout_s * 1000) if cfg.hang_timeout_s else None
     if cfg.adversarial:
         run.log_every = 1  # every step's own interval in the log: the ledger can be exact where ranks are silent
         run.limit_ms = adversarial.time_limit_ms(cfg)
@@ -318,7 +320,7 @@ def _ending(run: Run, att: Attempt, mode: str, root: int, host: str | None, rng:
     rank = None if culprit is None else culprit * gpn + int(rng.integers(gpn))
     last_end = int(att.steps.end[-1])
     base = max(root, last_end + 50) if endings.family(mode) == "hang" else root
-    trigger = base + endings.trigger_delay_ms(mode) + int(rng.integers(5, 120))
+    trigger = base + endings.trigger_delay_ms(mode, run.hang_ms) + int(rng.integers(5, 120))
     if endings.family(mode) == "scheduler":
         trigger = root
     exit_ms = endings.exit_ms(mode, trigger, len(att.hosts), culprit)
