@@ -8,7 +8,18 @@ from dataclasses import dataclass, field
 import duckdb
 import polars as pl
 
-from clusterlab import advice, annotations, flops, incidents, ledger, root_cause, store, taxonomy, timeline
+from clusterlab import (
+    advice,
+    annotations,
+    flops,
+    incidents,
+    ledger,
+    root_cause,
+    store,
+    taxonomy,
+    telemetry_incidents,  # slow stretches explained by telemetry (throttling, saturation)
+    timeline,
+)
 
 NONE = "none"
 # Evidence that can slow every rank without stopping the job: a slow stretch with such a line on one of
@@ -152,7 +163,7 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
         notes.append(f"run.toml gives no gpus: {gpus} from the per-rank timings")
     profile = timeline.rank_profile(con, run)  # per-rank timings per step, each host's clock corrected
     slow = incidents.slow_steps(profile, s)
-    inc, evidence = incidents_of(con, run, s, slow)
+    inc, evidence = incidents_of(con, run, s, slow, profile)
     tl = ledger.timeline(_steps(con, run, profile), att)
     b = ledger.baseline_step_s(tl)
     saves = store.frame(con, """SELECT DISTINCT ON (attempt, step) attempt AS s_attempt, step AS save_step, ts,
@@ -177,10 +188,12 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
     total_s = (att["end_ts"].max() - att["start_ts"].min()).total_seconds()
     ledger.check(rows, total_s)
     steady, source = _mfu(con, info, b, notes)
-    rows = _place(con, rows, inc, info, gpus)
+    # NOTE: the view is read once for both: it lists the hosts of every per-rank row
+    inv = store.frame(con, "SELECT host, cluster, provider FROM inventory")
+    rows = _place(inv, rows, inc, info, gpus)
     gpu_hours = gpus * total_s / 3600
     productive = rows.filter(pl.col("category") == "productive")["gpu_hours"].sum()
-    inc = _with_cost(inc, rows, con, info)
+    inc = _with_cost(inc, rows, inv, info)
     return Attribution(
         run=run, gpus=gpus, cluster=info.get("cluster"), wall_hours=total_s / 3600, gpu_hours=gpu_hours,
         steady_mfu=steady, effective_mfu=None if steady is None else steady * productive / gpu_hours,
@@ -202,12 +215,14 @@ def _with_cluster_runs(con: duckdb.DuckDBPyConnection, run: str, inc: pl.DataFra
 
 
 def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.Settings,
-                 slow: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """All incidents of a run (or every run) with human overrides applied, and their evidence."""
-    ends, ev = root_cause.attempt_end_incidents(con, run, s)
+                 slow: pl.DataFrame | None = None, profile: pl.DataFrame | None = None
+                 ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """All incidents of a run (or every run) with human overrides applied, and their evidence; `profile`
+    (`timeline.rank_profile` of the run, where the caller has it) spares a second read of the per-rank table."""
+    ends, ev = root_cause.attempt_end_incidents(con, run, s, profile=profile)
     if slow is None:
         slow = incidents.slow_steps(incidents.step_profile(con, run), s)
-    strag = incidents.straggler_incidents(slow, s)
+    strag, strag_ev = telemetry_incidents.throttled_stragglers(con, incidents.straggler_incidents(slow, s))
     ckpt, ckpt_ev = incidents.checkpoint_incidents(con, run, s)
     inc = pl.concat([ends, strag, ckpt], how="diagonal_relaxed").sort("run", "root_ts", "incident_id")
     if ckpt_ev.height:
@@ -216,6 +231,8 @@ def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.S
         evidence = pl.concat([ev, ckpt_ev], how="diagonal_relaxed")
     else:
         evidence = ev
+    if strag_ev.height:
+        evidence = pl.concat([evidence, strag_ev], how="diagonal_relaxed")
     return _finish_incidents(con, inc, evidence), evidence
 
 
@@ -284,6 +301,7 @@ def _slowdowns(con: duckdb.DuckDBPyConnection, run: str, wide: pl.DataFrame, bas
         WHERE e.failure_mode IN (SELECT unnest($modes)) AND e.ts IS NOT NULL
           AND e.host IN (SELECT DISTINCT unnest(hosts) FROM attempts WHERE run = $run)
         ORDER BY e.ts, e.line""", {"modes": list(SLOWDOWN_CAUSES), "run": run})
+    events = telemetry_incidents.with_slowdown_causes(con, run, events)  # throttling GPUs, saturated services
     if not events.height:
         return none
     slowed = slowed.with_columns(stretch=pl.col("step") - pl.int_range(pl.len()).over("attempt"))
@@ -359,10 +377,9 @@ def _tie(wide: pl.DataFrame, tails: pl.DataFrame, slow: pl.DataFrame, inc: pl.Da
             .sort("attempt", "start_ts", "category"))
 
 
-def _place(con: duckdb.DuckDBPyConnection, rows: pl.DataFrame, inc: pl.DataFrame, info: dict,
+def _place(inv: pl.DataFrame, rows: pl.DataFrame, inc: pl.DataFrame, info: dict,
            gpus: int) -> pl.DataFrame:
     """Give every ledger row its failure mode, host, cluster, provider, GPU-hours and dollars."""
-    inv = store.frame(con, "SELECT host, cluster, provider FROM inventory")
     placed = (rows.join(inc.select("incident_id", "failure_mode", inc_host="host"), on="incident_id", how="left")
               .with_columns(host=pl.coalesce("own_host", "inc_host"))
               .join(inv, on="host", how="left"))
@@ -380,11 +397,10 @@ def _place(con: duckdb.DuckDBPyConnection, rows: pl.DataFrame, inc: pl.DataFrame
              "failure_mode", "host", "cluster", "provider")
 
 
-def _with_cost(inc: pl.DataFrame, rows: pl.DataFrame, con: duckdb.DuckDBPyConnection, info: dict) -> pl.DataFrame:
+def _with_cost(inc: pl.DataFrame, rows: pl.DataFrame, inv: pl.DataFrame, info: dict) -> pl.DataFrame:
     """Incidents with cluster, provider and the GPU-hours the ledger pins on each."""
     cost = (rows.filter(pl.col("category") != "productive").group_by("incident_id")
             .agg(gpu_hours_lost=pl.col("gpu_hours").sum(), usd_lost=pl.col("usd").sum()))
-    inv = store.frame(con, "SELECT host, cluster, provider FROM inventory")
     out = inc.join(inv, on="host", how="left").join(cost, on="incident_id", how="left")
     return out.with_columns(
         cluster=pl.coalesce("cluster", pl.lit(info.get("cluster"), pl.String)).fill_null(NONE),

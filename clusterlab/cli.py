@@ -14,7 +14,12 @@ import click
 import duckdb
 import polars as pl
 
+from clusterlab import goodput, steady_state
+from clusterlab.changes_cli import change_group
 from clusterlab.lab import Lab
+from clusterlab.lake import LakeError
+from clusterlab.lake_cli import ENGINES, spark_ingest_status
+from clusterlab.lake_cli import export as export_command
 from clusterlab.ledger import LedgerError
 from clusterlab.preflight import preflight
 from clusterlab.reader import InputError
@@ -27,10 +32,14 @@ from clusterlab.simulator.cli import simulate
 from clusterlab.simulator.sink import OutDirError, check_out_dir, mark_out_dir
 from clusterlab.store import DEFAULT_DB, DatabaseLocked, db_path
 from clusterlab.taxonomy import MODES
+from clusterlab.ticket_cli import ticket_group
+from clusterlab.watch.cli import metrics as metrics_command
+from clusterlab.watch.cli import watch as watch_command
+from clusterlab.whatif_cli import what_if_command
 
 EXIT_BAD_INPUT = 2
 SAMPLES = Path(__file__).resolve().parent.parent / "data_samples"
-CREATES_DB = frozenset({"ingest"})  # the commands that may create a missing database (demo makes its own)
+CREATES_DB = frozenset({"ingest", "watch"})  # the commands that may create a missing database (demo makes its own)
 DB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB file
 TEXT_FLOOR = 20  # characters of log text a table keeps before it cuts or drops other columns
 KEEP_WHOLE = frozenset({"incident_id", "id", "run", "host"})  # identifiers to copy: a table never cuts them
@@ -169,7 +178,9 @@ def open_error(path: str, e: Exception) -> str:
 def _open(ctx: click.Context, read_only: bool = False) -> Lab:
     path = ctx.obj["db"]
     try:
-        return Lab(path, read_only=read_only and path != ":memory:")
+        return Lab(path, read_only=read_only and path != ":memory:", lake=ctx.obj.get("lake"))
+    except LakeError as e:
+        fail(str(e))
     except (duckdb.Error, RuntimeError, OSError) as e:  # locked, foreign or newer than us: one line
         fail(open_error(path, e))
 
@@ -208,11 +219,15 @@ class _Main(click.Group):
 @click.option("--db", envvar="CLUSTERLAB_DB", default=DEFAULT_DB, show_default=True,
               help="DuckDB file (or $CLUSTERLAB_DB); also accepted after the command.")
 @click.option("--json", "as_json", is_flag=True, help="The command's --json: one JSON document on stdout.")
+@click.option("--lake", type=click.Path(path_type=Path),
+              help="Read this Parquet lake (export --parquet, ingest --engine spark) instead of --db's evidence.")
 @click.pass_context
-def main(ctx: click.Context, db: str, as_json: bool) -> None:
+def main(ctx: click.Context, db: str, as_json: bool, lake: Path | None) -> None:
     """Diagnostics and postmortems for training runs on rented GPU clusters."""
     ctx.ensure_object(dict)
-    ctx.obj.update(db=db, json=as_json)
+    if lake is not None and ctx.get_parameter_source("db") is click.core.ParameterSource.DEFAULT:
+        db = ":memory:"  # a lake alone: what is written beside it (annotations) lasts as long as the command
+    ctx.obj.update(db=db, json=as_json, lake=lake)
     sub = main.commands.get(ctx.invoked_subcommand or "")
     if as_json and sub is not None and not any(p.name == "as_json" for p in sub.params):
         fail(f"{sub.name} has no --json output")
@@ -221,31 +236,52 @@ def main(ctx: click.Context, db: str, as_json: bool) -> None:
 for _command in [*REPORT_COMMANDS, simulate, relaunch_command]:  # scorecard, report, simulate, relaunch
     main.add_command(_command)
 main.add_command(preflight)  # clusterlab preflight (torch imported only when it runs)
+main.add_command(watch_command)  # clusterlab watch: live detection, alerts, metrics
+main.add_command(metrics_command)  # clusterlab metrics: OpenMetrics text of the watched runs
+main.add_command(what_if_command)  # clusterlab what-if
+main.add_command(change_group)  # clusterlab change add|list|compare
+main.add_command(ticket_group)  # clusterlab ticket add|import|list: provider tickets' timelines
+main.add_command(export_command)  # clusterlab export --parquet DIR: the store as a Parquet lake
 
 
 def _progress_bar(enabled: bool):
     if not enabled:
         return None, None
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+    import time
 
-    bar = Progress(TextColumn("ingest"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    bar = Progress(TextColumn("ingest"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                   TextColumn("{task.fields[files]} files {task.fields[rate]:.0f}/s"), TimeRemainingColumn(),
                    TextColumn("{task.description}"), transient=True,
                    console=__import__("rich.console").console.Console(stderr=True))
-    task = bar.add_task("", total=None)
+    task = bar.add_task("", total=None, files=0, rate=0.0)
+    start, files = time.monotonic(), 0
 
     def update(done: int, total: int, name: str) -> None:
-        bar.update(task, completed=done, total=total, description=name[-50:])
+        nonlocal files
+        files += bool(name)  # one call per file read, and a last one without a name
+        rate = files / max(time.monotonic() - start, 1e-3)
+        bar.update(task, completed=done, total=total, description=name[-50:], files=files, rate=rate)
 
     return bar, update
 
 
-def run_ingest(lab: Lab, paths, inventory, run, host, year, as_json: bool) -> int:
+def run_ingest(lab: Lab, paths, inventory, run, host, year, as_json: bool, workers: int | None = None) -> int:
     """Ingest, print the summary; the exit status (2 when any input was bad)."""
     bar, update = _progress_bar(not as_json and sys.stderr.isatty())
     try:
         if bar:
             bar.start()
-        summary = lab.ingest(*paths, inventory=inventory, run=run, host=host, year=year, progress=update)
+        summary = lab.ingest(*paths, inventory=inventory, run=run, host=host, year=year, progress=update,
+                             workers=workers)
     except InputError as e:
         click.echo(f"error: {e}", err=True)
         return EXIT_BAD_INPUT
@@ -277,12 +313,21 @@ def run_ingest(lab: Lab, paths, inventory, run, host, year, as_json: bool) -> in
 @click.option("--run", help="Run name for files outside a runs/<run>/ directory.")
 @click.option("--host", help="Host for files whose lines and path name none.")
 @click.option("--year", type=int, help="Year for log formats that print none (default: the file's mtime).")
+@click.option("--workers", type=click.IntRange(min=1), help="Parsing processes (default: the number of cores).")
+@click.option("--engine", type=click.Choice(ENGINES), default="duckdb", show_default=True,
+              help="spark: parse on Spark executors into the Parquet lake --lake (pip install 'clusterlab[spark]').")
+@click.option("--lake", type=click.Path(path_type=Path), help="The Parquet lake --engine spark writes (and adds to).")
+@click.option("--master", help="Spark master URL (default: spark-submit's, else local[*]).")
 @json_option
 @click.pass_context
-def ingest(ctx, paths, inventory, run, host, year, as_json):
+def ingest(ctx, paths, inventory, run, host, year, workers, engine, lake, master, as_json):
     """Ingest evidence files and directories (idempotent; a grown log adds only what is new)."""
+    if engine == "spark":
+        ctx.exit(spark_ingest_status(lake or ctx.obj.get("lake"), master, paths, inventory, run, host, year, as_json))
+    if lake is not None or ctx.obj.get("lake") is not None:
+        fail("--lake: the duckdb engine ingests into --db; --engine spark writes a lake")
     with _open(ctx) as lab:
-        ctx.exit(run_ingest(lab, paths, inventory, run, host, year, as_json))
+        ctx.exit(run_ingest(lab, paths, inventory, run, host, year, as_json, workers))
 
 
 @main.command()
@@ -390,16 +435,22 @@ def _print_attribution(a) -> None:
 
 @main.command()
 @click.option("--run", required=True, help="The run to account for.")
+@click.option("--format", "fmt", type=click.Choice(["table", "goodput"]), default="table", show_default=True,
+              help="goodput: JSON in ml-goodput-measurement's buckets, with Meta's ETTR.")
 @json_option
 @click.pass_context
-def attribute(ctx, run, as_json):
+def attribute(ctx, run, fmt, as_json):
     """The GPU-time ledger of a run: every GPU-hour in one category, tied to incident, mode, host, provider."""
     with _open(ctx, read_only=True) as lab:
         try:
             a = lab.attribute(run)
         except (KeyError, LedgerError) as e:
             fail(f"{run}: {e.args[0] if e.args else e}")
-        emit_json(a.to_dict()) if as_json else _print_attribution(a)
+        if fmt == "goodput":
+            emit_json(goodput.goodput(a))
+            return
+        emit_json(a.to_dict() | {"steady_state": steady_state.breakdown(lab.con, run, a.steady_mfu).to_dict()}
+                  ) if as_json else _print_attribution(a)
 
 
 @main.command()
@@ -489,9 +540,15 @@ def _share_group_options(group: click.Group) -> None:
         for p in cmd.params:
             if p.name == "as_json":
                 p.callback = _json_option
-        if name not in NO_DB:
-            cmd.params.append(click.Option(["--db"], callback=_db_option, expose_value=False, metavar="PATH",
-                                           help="DuckDB file (the same as --db before the command)."))
+        if name in NO_DB:
+            continue
+        if isinstance(cmd, click.Group):
+            # NOTE: on its subcommands, not the group: a group's options are checked before `change add --help`
+            # would print, so a missing database would hide the help
+            _share_group_options(cmd)
+            continue
+        cmd.params.append(click.Option(["--db"], callback=_db_option, expose_value=False, metavar="PATH",
+                                       help="DuckDB file (the same as --db before the command)."))
 
 
 _share_group_options(main)

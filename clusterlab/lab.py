@@ -22,12 +22,30 @@ def connect(path: str | os.PathLike | None = None, read_only: bool = False) -> d
 class Lab:
     """A clusterlab database and the questions you can ask it."""
 
-    def __init__(self, path: str | os.PathLike | None = None, read_only: bool = False):
-        self.path = store.db_path(path)
-        self.con = store.connect(self.path, read_only=read_only)
+    def __init__(self, path: str | os.PathLike | None = None, read_only: bool = False,
+                 lake: str | os.PathLike | None = None):
+        """`lake`: a Parquet lake (`clusterlab.lake`) to read instead of the database's own evidence; the
+        database (in memory unless `path` is given) keeps what is written (annotations, relaunches)."""
+        self.path = store.db_path(":memory:" if lake is not None and path is None else path)
+        self.con = store.connect(self.path, read_only=read_only and self.path != ":memory:")
+        self.lake = Path(lake) if lake is not None else None
+        if self.lake is not None:
+            from clusterlab import lake as _lake
+
+            try:
+                _lake.attach(self.con, self.lake)
+            except BaseException:
+                self.con.close()
+                raise
+
+    def export_parquet(self, lake_dir: str | os.PathLike) -> dict[str, int]:
+        """Write the store as a hive-partitioned Parquet lake (`clusterlab.lake`); rows written per table."""
+        from clusterlab import lake as _lake
+
+        return _lake.export(self.con, lake_dir)
 
     def __repr__(self) -> str:
-        return f"Lab({self.path!r})"
+        return f"Lab({self.path!r}, lake={str(self.lake)!r})" if self.lake else f"Lab({self.path!r})"
 
     def close(self) -> None:
         self.con.close()
@@ -50,9 +68,34 @@ class Lab:
         host: str | None = None,
         year: int | None = None,
         progress: Callable[[int, int, str], None] | None = None,
+        workers: int | None = None,
     ) -> _ingest.IngestSummary:
-        """Ingest evidence files or bundle directories (idempotent)."""
-        return _ingest.ingest(self.con, list(paths), inventory, run=run, host=host, year=year, progress=progress)
+        """Ingest evidence files or bundle directories (idempotent; `workers` parsing processes, default the cores)."""
+        if self.lake is not None:
+            raise ValueError(f"{self.lake}: a lake is read here, not written; clusterlab.spark_ingest adds to it")
+        return _ingest.ingest(self.con, list(paths), inventory, run=run, host=host, year=year, progress=progress,
+                              workers=workers)
+
+    def watch(self, run: str, paths: list[str | Path], interval: float = 5.0, *, ticks: int | None = None, **options):
+        """Follow a running job's evidence (`clusterlab.watch.Watcher`): tick every `interval` s, `ticks` times
+        (None: until interrupted); returns the Watcher, whose `.state` is the run's live state.
+
+        A file database is let go of between ticks (other processes read it meanwhile), and opened again after.
+        """
+        from clusterlab.watch import Watcher
+
+        in_memory = self.path == ":memory:"
+        if not in_memory:
+            self.con.close()
+        try:
+            w = Watcher(self.path, run, list(paths), con=self.con if in_memory else None, **options)
+            w.run(interval=interval, max_ticks=ticks)
+        except KeyboardInterrupt:  # a notebook's stop button: the state is in the store
+            pass
+        finally:
+            if not in_memory:
+                self.con = store.connect(self.path)
+        return w
 
     def runs(self) -> pl.DataFrame:
         """One row per run: cluster, attempts, GPUs, first start, last end, wall hours."""
@@ -118,6 +161,36 @@ class Lab:
     def attribute(self, run: str, settings: incidents.Settings | None = None) -> attribution.Attribution:
         """Incidents and the GPU-time ledger of one run (frames in `.rows`, `.ledger`, `.by(...)`)."""
         return attribution.attribute(self.con, run, settings)
+
+    def what_if(self, run: str, policies: list | None = None, settings: incidents.Settings | None = None):
+        """The run's ledger re-priced under other policies (`clusterlab.what_if.POLICIES`; all by default)."""
+        from clusterlab.what_if import what_if
+
+        return what_if(self.con, run, policies, settings)
+
+    def steady_state(self, run: str, settings: incidents.Settings | None = None):
+        """The peak-to-steady MFU gap split into exposed comm, data loading, compute below peak and idle."""
+        from clusterlab.steady_state import breakdown
+
+        return breakdown(self.con, run, self.attribute(run, settings).steady_mfu)
+
+    def change(self, cluster: str, at, what: str, author: str | None = None) -> int:
+        """Record a change made to a cluster at a time (UTC): a hot-fix, an upgrade, a node excluded."""
+        from clusterlab.changes import add_change
+
+        return add_change(self.con, cluster, at, what, author)
+
+    def changes(self, cluster: str | None = None) -> pl.DataFrame:
+        """The recorded changes (of one cluster), oldest first."""
+        from clusterlab.changes import changes
+
+        return changes(self.con, cluster)
+
+    def compare(self, cluster: str, change: int | str):
+        """The cluster before against after a change: failure rates by mode, MTBF, ETTR, steady MFU, with CIs."""
+        from clusterlab.changes import compare
+
+        return compare(self.con, cluster, change)
 
     def incidents(self, run: str | None = None, settings: incidents.Settings | None = None) -> pl.DataFrame:
         """One row per incident, root cause first; GPU-hours lost where the run's ledger can be built."""

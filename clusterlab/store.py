@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 
 import duckdb
@@ -104,8 +105,38 @@ _V6 = ["""CREATE TABLE unmatched_lines (file_id BIGINT, run VARCHAR, attempt INT
 # and only the process id and host tell a dead holder from a launch still under way.
 _V7 = ["ALTER TABLE relaunch_claims ADD COLUMN pid INTEGER", "ALTER TABLE relaunch_claims ADD COLUMN host VARCHAR"]
 
+# `clusterlab watch`: each detection once (its key dedups alerts across restarts) and each watched run's live
+# state, so that a watch stopped by SIGTERM resumes where it was and `metrics` and the notebook can read it.
+_WATCH = [
+    """CREATE TABLE watch_events (event_key VARCHAR PRIMARY KEY, run VARCHAR, attempt INTEGER, kind VARCHAR,
+        detected_at TIMESTAMP, evidence_ts TIMESTAMP, host VARCHAR, failure_mode VARCHAR, incident_id VARCHAR,
+        message VARCHAR, event_json VARCHAR)""",
+    """CREATE TABLE watch_state (run VARCHAR PRIMARY KEY, updated_at TIMESTAMP, attempt INTEGER, last_step BIGINT,
+        progress_seen_at TIMESTAMP, baseline_step_s DOUBLE, recent_step_s DOUBLE, goodput DOUBLE,
+        state_json VARCHAR)""",
+]
+
+# Issue 20: the `telemetry` evidence table (DCGM, nvidia-smi, node exporter samples; a database created after it
+# was added to TABLE_COLUMNS has it from _V1 already), and the provider's tickets, one row per step of each
+# ticket's timeline (opened, acknowledged, answered, resolved, reopened), which the scorecard's support table reads.
+_TELEMETRY = [
+    _create_evidence("telemetry").replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1),
+    """CREATE TABLE tickets (ticket VARCHAR NOT NULL, step VARCHAR NOT NULL, ts TIMESTAMP NOT NULL, provider VARCHAR,
+        host VARCHAR, incident_id VARCHAR, answer VARCHAR, note VARCHAR, source VARCHAR,
+        recorded_at TIMESTAMP DEFAULT current_timestamp, PRIMARY KEY (ticket, step, ts))""",
+]
+
+# Issue 19: the changes made to a cluster (a hot-fix, an upgrade, a node excluded), each with when it was made, so
+# that `clusterlab change compare` can set the cluster's record before it against after it.
+_CHANGES = [
+    "CREATE SEQUENCE change_ids START 1",
+    """CREATE TABLE changes (change_id BIGINT PRIMARY KEY DEFAULT nextval('change_ids'), cluster VARCHAR NOT NULL,
+        ts TIMESTAMP NOT NULL, what VARCHAR NOT NULL, author VARCHAR,
+        recorded_at TIMESTAMP DEFAULT current_timestamp)""",
+]
+
 # Index i holds the statements that take a database from version i to version i + 1.
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _WATCH, _TELEMETRY, _CHANGES]
 # tables whose rows belong to one ingested file (deleted with it, cut when it is re-read from a line)
 FILE_TABLES = [*TABLE_COLUMNS, "unmatched_lines"]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -165,18 +196,48 @@ def _locked(path: str, error: duckdb.IOException) -> DatabaseLocked | None:
     return DatabaseLocked(path, int(pid.group(1)) if pid else None, writing="read-only mode" not in text)
 
 
-def connect(path: str | os.PathLike | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (creating and migrating if needed) a clusterlab database; ':memory:' works too; DatabaseLocked if held."""
+# NOTE: `clusterlab watch` holds the file only for a tick's write and marks the database it watches with
+# `<db>.watching` (its pid); a connection that finds such a database locked waits this long before it gives up
+# with DatabaseLocked. Without a live watch a lock is someone's long ingest: said at once, as before.
+READ_WAIT_S = 10.0
+WATCH_MARK = ".watching"
+
+
+def watch_pid(path: str) -> int | None:
+    """The pid of the live `clusterlab watch` writing to this database (None: none)."""
+    try:
+        pid = int(Path(path + WATCH_MARK).read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return pid
+
+
+def connect(path: str | os.PathLike | None = None, read_only: bool = False,
+            wait_s: float | None = None) -> duckdb.DuckDBPyConnection:
+    """Open (creating and migrating if needed) a clusterlab database; ':memory:' works too; DatabaseLocked if held.
+
+    A locked file is tried again for `wait_s` seconds (default: READ_WAIT_S while a watch writes to it, else none).
+    """
     p = db_path(path)
     if p != ":memory:":
         Path(p).parent.mkdir(parents=True, exist_ok=True)
-    try:
-        con = duckdb.connect(p, read_only=read_only)
-    except duckdb.IOException as e:
-        locked = _locked(p, e)
-        if locked is None:
-            raise
-        raise locked from None
+    if wait_s is None:
+        wait_s = READ_WAIT_S if p != ":memory:" and watch_pid(p) is not None else 0.0
+    deadline = time.monotonic() + wait_s
+    pause = 0.02
+    while True:
+        try:
+            con = duckdb.connect(p, read_only=read_only)
+            break
+        except duckdb.IOException as e:
+            locked = _locked(p, e)
+            if locked is None:
+                raise
+            if time.monotonic() + pause > deadline:
+                raise locked from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)  # NOTE: short: a watch lets go of the file only between ticks
     if not read_only:
         migrate(con)
     return con

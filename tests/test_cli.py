@@ -27,6 +27,15 @@ def test_every_command_has_help_and_a_line_in_the_readme(name: str) -> None:
     assert f"clusterlab {name}" in README
 
 
+@pytest.mark.parametrize("group", sorted(n for n, c in main.commands.items() if hasattr(c, "commands")))
+def test_a_subcommand_shows_its_help_without_a_database(group: str, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no ./clusterlab.duckdb here
+    for sub in main.commands[group].commands:
+        res = CliRunner().invoke(main, [group, sub, "--help"])
+        assert res.exit_code == 0 and "Usage:" in res.output, (group, sub, res.output)
+    assert CliRunner().invoke(main, [group, sorted(main.commands[group].commands)[0]]).exit_code == 2
+
+
 @pytest.fixture(scope="module")
 def bundle_db(tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("cli") / "b.duckdb"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import duckdb
 import polars as pl
 
-from clusterlab import attribution, incidents, store, taxonomy
+from clusterlab import attribution, incidents, recommend, store, taxonomy
 from clusterlab.ledger import LedgerError
 from clusterlab.reports import fleet, fmt
 from clusterlab.reports.scorecard import records
@@ -62,15 +62,16 @@ class IncidentReport:
 
 
 def _sources(con: duckdb.DuckDBPyConnection, run: str, s: incidents.Settings, a: attribution.Attribution | None
-             ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None, list[str]]:
-    """The run's incidents, evidence and ledger rows from the attribution API (no ledger: none)."""
+             ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None, list[str], attribution.Attribution | None]:
+    """The run's incidents, evidence and ledger rows from the attribution API (no ledger: none), and the
+    attribution itself."""
     try:
         a = a or attribution.attribute(con, run, s)
-        return a.incidents, a.evidence, a.rows, []
+        return a.incidents, a.evidence, a.rows, [], a
     except (LedgerError, KeyError) as e:
         inc, ev = attribution.incidents_of(con, run, s)
         note = f"no GPU-time ledger for {run} ({e.args[0] if e.args else e}): the cost is unknown"
-        return fleet.place(con, inc), ev, None, [note]
+        return fleet.place(con, inc), ev, None, [note], None
 
 
 def _split(ev: pl.DataFrame, host: str | None) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -263,8 +264,8 @@ def incident_report(con: duckdb.DuckDBPyConnection, incident_id: str, settings: 
     `attributed`: the run's `Attribution` when the caller has it already (it is not computed again)."""
     s = settings or incidents.Settings()
     for run in runs_of(con, incident_id):  # NOTE: not split on `:`, which a run's name may hold
-        inc_all, ev_all, rows, notes = _sources(con, run, s, attributed if attributed and attributed.run == run
-                                                else None)
+        inc_all, ev_all, rows, notes, att = _sources(con, run, s, attributed if attributed and attributed.run == run
+                                                     else None)
         hit = inc_all.filter(pl.col("incident_id") == incident_id)
         if hit.height:
             break
@@ -291,6 +292,7 @@ def incident_report(con: duckdb.DuckDBPyConnection, incident_id: str, settings: 
         incident_id=incident_id, incident=inc, summary=_summary(inc, what, hang), what=what,
         timeline=_timeline(inc, roots, symptoms, ledger, nodes, nxt), root_evidence=roots, symptoms=symptoms,
         ledger=ledger, gpu_hours_lost=inc.get("gpu_hours_lost"), usd_lost=inc.get("usd_lost"),
-        usd_per_gpu_hour=price, action=inc.get("action") or "none", guidance=_guidance(inc, xid, nxt, support),
+        usd_per_gpu_hour=price, action=inc.get("action") or "none",
+        guidance=_guidance(inc, xid, nxt, support) + (recommend.for_incident(con, att, inc) if att else []),
         relaunch=nxt, recorded_relaunches=_recorded_relaunches(con, incident_id), provider_support=support,
         notes=notes, confidence=inc.get("confidence"), rejected=_rejected(con, inc.get("rejected")))

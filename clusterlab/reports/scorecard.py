@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import duckdb
 import polars as pl
 
-from clusterlab import attribution, incidents, rates, store, taxonomy
+from clusterlab import attribution, incidents, rates, store, taxonomy, tickets
 from clusterlab.advice import is_failure  # NOTE: one definition of "failure" for MTBF and advice
 from clusterlab.ledger import LedgerError
-from clusterlab.reports import fleet
+from clusterlab.reports import fleet, what_if_week
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 # Change against last week, for these provider figures.
@@ -78,9 +78,15 @@ class Scorecard:
     incidents: pl.DataFrame  # the week's incidents, root cause first
     notes: list[str] = field(default_factory=list)
     attributions: dict[str, attribution.Attribution] = field(default_factory=dict, repr=False)
+    # per provider, from the tickets' timelines (clusterlab.tickets): answer times, denials, repeats after a fix
+    support: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=tickets.SUPPORT_SCHEMA))
+    # what the week would have cost under other policies, and the week's changes with their effect so far
+    what_if: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=what_if_week.WHAT_IF_SCHEMA))
+    changes: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=what_if_week.CHANGES_SCHEMA))
 
     FRAMES = ("ranking", "providers", "clusters", "runs", "delivery", "drained", "ledger", "failure_modes", "blame",
-              "worst_hosts", "stragglers", "responsiveness", "checkpoint_advice", "change", "incidents")
+              "worst_hosts", "stragglers", "responsiveness", "support", "checkpoint_advice", "what_if", "changes",
+              "change", "incidents")
 
     def to_dict(self) -> dict:
         """The JSON document of `clusterlab scorecard --json`."""
@@ -399,7 +405,10 @@ def scorecard(con: duckdb.DuckDBPyConnection, week: str, providers: list[str] | 
         incidents=inc.select([c for c in attribution.INCIDENT_COLUMNS if c in inc.columns]).sort(
             "root_ts", "incident_id"),
         notes=_notes_of(ev.notes, week_runs),
-        attributions={r: a for r, a in ev.attributions.items() if r in week_runs})
+        attributions={r: a for r, a in ev.attributions.items() if r in week_runs},
+        support=tickets.support(con, history, end),
+        what_if=what_if_week.week_what_if(con, {r: a for r, a in ev.attributions.items() if r in week_runs}),
+        changes=what_if_week.week_changes(con, start, end))
     return _only(sc, providers) if providers else sc
 
 

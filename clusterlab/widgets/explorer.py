@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import ipywidgets as w
 import polars as pl
 
-from clusterlab import attribution, incidents, plots, taxonomy
+from clusterlab import attribution, incidents, plots, taxonomy, telemetry_plot
 from clusterlab.attribution import Attribution
 from clusterlab.ledger import LedgerError
 from clusterlab.widgets import frames, html
@@ -20,7 +20,8 @@ from clusterlab.widgets import frames, html
 ALL = "(all)"
 DPI = 80  # small PNGs: a re-render stays well under a second for a 1,024-node run
 FIGURES_KEPT = 32  # drawn figures kept per run (two per time range viewed)
-TABS = ("Evidence", "Host history", "Review", "Step times", "Lost by host × day", "Providers", "Relaunch")
+TABS = ("Evidence", "Host history", "Review", "Step times", "Lost by host × day", "Providers", "Relaunch",
+        "What-if")
 
 
 @dataclass
@@ -111,6 +112,13 @@ class Explorer(w.VBox):
         self._build()
         self._safely(f"run {run or self.run.value}", lambda: self._first_view(run))
 
+    @staticmethod
+    def live(db: str, run: str | None = None):
+        """The Explorer of a database a `clusterlab watch` writes to, on snapshots (`clusterlab.widgets.live`)."""
+        from clusterlab.widgets.live import LiveExplorer
+
+        return LiveExplorer(db, run)
+
     def _first_view(self, run: str | None) -> None:
         if run is not None:
             with self._hold():
@@ -139,10 +147,12 @@ class Explorer(w.VBox):
         self.steps_image, self.heatmap_image, self.mix_image = _image(), _image(), _image()
         self.steps_series_image = _image()
         self.relaunch_box = w.VBox(layout=w.Layout(width="100%"))
+        self.what_if_box = w.VBox(layout=w.Layout(width="100%"))  # clusterlab.widgets.what_if
         self.review = self._review_form()
         self.tabs = w.Tab(children=[self.evidence_html, self.host_html, self.review,
                                     w.VBox([self.steps_series_image, self.steps_image]),
-                                    self.heatmap_image, self.mix_image, self.relaunch_box], titles=TABS)
+                                    self.heatmap_image, self.mix_image, self.relaunch_box, self.what_if_box],
+                              titles=TABS)
         self.provider.observe(lambda _: self._safely("the provider filter", self._on_provider), "value")
         self.cluster.observe(lambda _: self._safely("the cluster filter", self._on_cluster), "value")
         self.run.observe(lambda _: self._quiet or self._safely(f"run {self.run.value}", self._load_run), "value")
@@ -195,12 +205,12 @@ class Explorer(w.VBox):
             image.value = b""
         for view in (self.summary, self.incidents_html, self.evidence_html, self.host_html, self.window_label):
             view.value = ""
-        self.attribution, self.relaunch_box.children = None, []
+        self.attribution, self.relaunch_box.children, self.what_if_box.children = None, [], []
         self.ledger_frame = self.incidents_frame = self.evidence_frame = self.rejected_frame = pl.DataFrame()
         self.host_frame = self.host_events_frame = self.step_stats_frame = pl.DataFrame()
         self.step_series_frame = pl.DataFrame()
         self.heatmap_frame = self.mix_frame = pl.DataFrame()
-        self._dirty = {"Step times", "Lost by host × day", "Providers", "Relaunch"}
+        self._dirty = {"Step times", "Lost by host × day", "Providers", "Relaunch", "What-if"}
         with self._hold():
             self.incident.options, self.host.options = [], []
 
@@ -335,7 +345,7 @@ class Explorer(w.VBox):
             self.host.options = hosts
             self.host.value = keep or (hosts[0] if hosts else None)
         self._show_incident()
-        self._dirty = {"Step times", "Lost by host × day", "Relaunch"} | (self._dirty & {"Providers"})
+        self._dirty = {"Step times", "Lost by host × day", "Relaunch", "What-if"} | (self._dirty & {"Providers"})
         self._render_tab()
         self.error.value = ""  # the whole view is the new run's: an earlier error no longer applies
         self.render_s["run"] = time.perf_counter() - t0
@@ -421,7 +431,9 @@ class Explorer(w.VBox):
                    f"{host}: {self.host_frame.height} incident(s) on record")
         self.host_html.value = (html.note(verdict, warn=frames.repeat_offender(self.host_frame))
                                 + html.table(self.host_frame, height_px=220)
-                                + "<b>Evidence lines naming a failure mode</b>" + html.table(self.host_events_frame))
+                                + "<b>Evidence lines naming a failure mode</b>" + html.table(self.host_events_frame)
+                                + telemetry_plot.host_html(self.lab.con, host, self.incidents_frame,
+                                                           self.incident.value, self.run.value))
 
     def _render_tab(self) -> None:
         """Draw the selected tab if what it shows went stale (the costly plots render only when seen)."""
@@ -431,7 +443,7 @@ class Explorer(w.VBox):
         self._dirty.discard(title)
         t0 = time.perf_counter()
         {"Step times": self._render_steps, "Lost by host × day": self._render_heatmap,
-         "Providers": self._render_mix, "Relaunch": self._render_relaunch}[title]()
+         "Providers": self._render_mix, "Relaunch": self._render_relaunch, "What-if": self._render_what_if}[title]()
         self.render_s[title] = time.perf_counter() - t0
 
     def _render_steps(self) -> None:
@@ -472,6 +484,12 @@ class Explorer(w.VBox):
 
         self.relaunch_panel = RelaunchPanel(self.lab, self.run.value)
         self.relaunch_box.children = [self.relaunch_panel]
+
+    def _render_what_if(self) -> None:
+        from clusterlab.widgets.what_if import WhatIfPanel
+
+        self.what_if_panel = WhatIfPanel(self.lab, self.run.value, self.attribution)
+        self.what_if_box.children = [self.what_if_panel]
 
     # ---- review -------------------------------------------------------------------------------
     def confirm(self) -> None:
