@@ -34,7 +34,9 @@ EXIT_BAD_INPUT = 2
 @click.option("--adversarial", is_flag=True, help="Scripted scheduler ends, decoys, partial per-rank timings, clock "
               "skew and a missing node log, with the decoys listed apart in truth.json.")
 @click.option("--telemetry", is_flag=True, help="dcgm-exporter scrapes for the job's hosts: each straggler's slow "
-              "GPU throttling (truth: gpu_throttle on that GPU), and a hot GPU that does not throttle as a decoy.")
+              "GPU throttling (truth: gpu_throttle on that GPU), a hot GPU that does not throttle as a decoy, and each "
+              "noticeable job-wide slowdown a bulk NFS transfer by a host outside the job (truth: filesystem_io on "
+              "the first host it reached, with outside_host).")
 @click.option("--gzip", is_flag=True, help="Compress the training logs and per-rank step files.")
 @click.option("--force", is_flag=True, help="Replace --out even if clusterlab did not make it.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")

@@ -10,8 +10,9 @@ The simulator's stragglers are GPUs running 20-50 % slow: here the straggler hos
 15 s, from 10 minutes before the stretch to 10 minutes after) in which one of its GPUs has HW thermal slowdown
 active and its SM clock divided by the slowdown factor for the stretch, and truth.json's straggler incident becomes a
 `gpu_throttle` one naming that GPU and bus id. Another host of the attempt gets a GPU at 90 C at full clock over
-the same window, listed as a `hot_gpu` decoy: blaming it is a mistake the round trip counts. Written apart from
-`simulate` (a bundle is amended after the fact), so the simulator's own output stays as it was.
+the same window, listed as a `hot_gpu` decoy: blaming it is a mistake the round trip counts. Each noticeable job-wide
+slowdown becomes a bulk transfer on the shared filesystem, in node exporter scrapes (clusterlab.simulator.transfer).
+Written apart from `simulate` (a bundle is amended after the fact), so the simulator's own output stays as it was.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import random
 from pathlib import Path
 
 from clusterlab import telemetry
+from clusterlab.simulator import transfer
 
 SCRAPE_S = 15
 MARGIN = dt.timedelta(minutes=10)
@@ -60,8 +62,8 @@ def _scrapes(host: str, gpus: int, lo: dt.datetime, hi: dt.datetime, odd: int, o
 
 
 def add_telemetry(bundle: Path | str, seed: int = 0) -> list[dict]:
-    """Write the stragglers' and decoys' telemetry into the bundle and amend its truth.json; returns the amended
-    incidents (with `gpu` and `bus_id`)."""
+    """Write the stragglers', decoys' and bulk transfers' telemetry into the bundle and amend its truth.json;
+    returns the amended incidents (gpu_throttle with `gpu` and `bus_id`) and the transfers' filesystem_io ones."""
     root = Path(bundle)
     truth = json.loads((root / "truth.json").read_text())
     n = int(truth["config"].get("gpus_per_node", 8))
@@ -93,7 +95,9 @@ def add_telemetry(bundle: Path | str, seed: int = 0) -> list[dict]:
         path = root / "nodes" / host / "dcgm-exporter.prom"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(parts))
+    amended += transfer.add_transfers(root, truth, seed)  # after the decoys: a transfer's lead host is none
     truth["telemetry"] = ("stragglers throttle one GPU (gpu_throttle, with its gpu and bus_id); the hot_gpu decoys "
-                          "run hot at full clock")
+                          "run hot at full clock; a noticeable slowdown is a bulk transfer on the shared filesystem "
+                          "(filesystem_io on the host it reached first, with the outside_host that moved it)")
     (root / "truth.json").write_text(json.dumps(truth, indent=1))
     return amended
