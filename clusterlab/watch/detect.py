@@ -93,6 +93,10 @@ def failures_and_stragglers(con: duckdb.DuckDBPyConnection, st: LiveState, s: Wa
         lines = [{k: e[k] for k in ("host", "ts", "file", "line", "text")}
                  for e in first.filter(pl.col("incident_id") == r["incident_id"]).iter_rows(named=True)]
         kind = "straggler" if r["kind"] == "straggler" else "failure"
+        # NOTE: torchrun --standalone names its host `localhost`, which names no host: an attempt whose ranks all
+        # ran on one host failed on that host
+        if not r.get("host") and kind == "failure" and r.get("attempt") == st.attempt and len(st.hosts) == 1:
+            r["host"] = st.hosts[0]
         where = f" on {r['host']}" if r.get("host") else ""
         steps = f" from step {r['first_step']}" if kind == "straggler" and r.get("first_step") is not None else ""
         msg = f"{r['failure_mode']}{where}{steps}" + (f" ({r['action']})" if r.get("action") else "")

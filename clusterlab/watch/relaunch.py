@@ -123,16 +123,23 @@ def job_names(con: duckdb.DuckDBPyConnection, run: str) -> set[str]:
 
 
 def with_detection(plan: RelaunchPlan, ev: dict, policy: Policy) -> RelaunchPlan:
-    """The plan with a hang's hosts excluded (and drained if the policy drains hangs), keyed by the detection."""
-    if ev["kind"] != "hang" or not ev.get("hosts"):
+    """The plan with a hang's hosts excluded (and drained if the policy drains hangs), or a failure's host
+    excluded and drained where the policy drains its failure mode; keyed by the detection."""
+    # NOTE: the plan itself takes out only hosts whose mode the taxonomy says to drain or reset; the policy's
+    # drain_modes may name others (a rank killed with no cause found): without this they would drain nothing
+    if ev["kind"] == "hang" and ev.get("hosts"):
+        mode, why, origin, raw = "hang", "no progress: its step records stopped first", "hang detection", ev["hosts"]
+    elif ev["kind"] == "failure" and ev.get("host") and ev.get("failure_mode") in policy.drain_modes:
+        mode, origin, raw = ev["failure_mode"], "failure detection", [ev["host"]]
+        why = f"its failure ({mode}) is one the policy drains"
+    else:
         return plan
-    hosts = [check_host(h, "hang detection") for h in ev["hosts"]]
+    hosts = [check_host(h, origin) for h in raw]
     known = {x.host for x in plan.exclude}
     evidence = [{k: str(v) for k, v in e.items()} for e in ev.get("evidence", [])[:3]]
-    new = [Exclusion(h, "no progress: its step records stopped first", "hang", ev["key"], evidence)
-           for h in hosts if h not in known]
-    drain = [*plan.drain, *({"host": x.host, "reason": reason_text(f"clusterlab watch {ev['key']}: hang")}
-                            for x in new if "hang" in policy.drain_modes)]
+    new = [Exclusion(h, why, mode, ev["key"], evidence) for h in hosts if h not in known]
+    drain = [*plan.drain, *({"host": x.host, "reason": reason_text(f"clusterlab watch {ev['key']}: {mode}")}
+                            for x in new if mode in policy.drain_modes)]
     spec = dataclasses.replace(plan.spec, exclude=sorted({*plan.spec.exclude, *hosts}))
     return dataclasses.replace(plan, incident=ev["key"], exclude=[*plan.exclude, *new], drain=drain, spec=spec,
                                command=get_backend(plan.backend).command(spec) if plan.command else plan.command)
