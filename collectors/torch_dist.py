@@ -405,6 +405,10 @@ def _exc_mode(exc_type: pl.Expr, message: pl.Expr) -> pl.Expr:
                 r"\[Errno (?:5|116)\]|Input/output error|Stale file handle")).then(pl.lit("filesystem_io"))
             .when(short == "DistNetworkError").then(pl.lit("network"))
             .when(short.is_in(list(_NO_MODE_EXC))).then(pl.lit(None, pl.String))
+            # NOTE: gloo's "Connection closed/reset by peer" is what the survivors raise when a peer process
+            # died (killed, crashed, OOM): a symptom naming no cause, never the user's code on its own
+            .when(message.fill_null("").str.contains(r"pair\.cc:\d+\].*(?:Connection (?:closed|reset) by peer)"))
+            .then(pl.lit(None, pl.String))
             .otherwise(pl.lit("user_code_error")))
 
 
