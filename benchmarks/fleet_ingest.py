@@ -140,9 +140,9 @@ def timed(cmd: list[str], **kw) -> tuple[float, int]:
     return elapsed, usage.ru_maxrss // 1024
 
 
-def _xargs(tool: list[str], files: list[Path]) -> list[str]:
-    """One command over many files without passing the argument limit (xargs batches them)."""
-    return ["sh", "-c", 'printf "%s\\0" "$@" | xargs -0 ' + " ".join(tool), "sh", *map(str, files)]
+def _xargs(tool: list[str], listing: Path) -> list[str]:
+    """One command over many files without passing the argument limit (xargs batches them; no shell)."""
+    return ["xargs", "-0", "-a", str(listing), *tool]
 
 
 KINDS = {  # what each kind of file costs on its own (the first attempt's files of each kind)
@@ -182,9 +182,11 @@ def main() -> None:
         mb = sum(p.stat().st_size for p in files) / 1e6
         print(f"scale {scale:g}: {len(files):,} files, {mb:,.0f} MB written in {time.perf_counter() - t:.0f} s",
               flush=True)
-        cat, _ = timed(_xargs(["cat"], files), stderr=subprocess.DEVNULL)  # also warms the page cache
-        cat, _ = timed(_xargs(["cat"], files), stderr=subprocess.DEVNULL)
-        grep, _ = timed(_xargs(["grep", "-cE", '"$PATTERN"'], files), env={**os.environ, "PATTERN": grep_pattern()})
+        listing = args.dir / f"fleet-x{scale:g}.files"
+        listing.write_bytes(b"".join(bytes(p) + b"\0" for p in files))
+        cat, _ = timed(_xargs(["cat"], listing), stderr=subprocess.DEVNULL)  # also warms the page cache
+        cat, _ = timed(_xargs(["cat"], listing), stderr=subprocess.DEVNULL)
+        grep, _ = timed(_xargs(["grep", "-cE", grep_pattern()], listing))
         db = args.dir / f"fleet-x{scale:g}.duckdb"
         db.unlink(missing_ok=True)
         workers = ["--workers", str(args.workers)] if args.workers else []

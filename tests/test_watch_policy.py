@@ -44,6 +44,8 @@ def test_the_hourly_limit_stops_a_relaunch_loop(tmp_path: Path) -> None:
         assert refusal(loose, lab.con, ev, plan, NOW) is None
         assert "no checkpoint verified" in refusal(Policy(), lab.con, ev, plan, NOW)
         assert "not on a straggler" in refusal(loose, lab.con, {"kind": "straggler", "run": "tiny"}, plan, NOW)
+        no_spare = Policy(require_intact_checkpoint=False, use_spare_nodes=False)
+        assert "in place of node2, and the policy allows no spare" in refusal(no_spare, lab.con, ev, plan, NOW)
         assert [d["host"] for d in drains(loose, plan)] == ["node2"]  # Xid 79: gpu_fell_off_bus drains
         assert drains(Policy(drain_modes=("network",)), plan) == []
         for minutes, result in ((90, "completed"), (50, "running"), (20, "refused"), (10, "job_failed")):

@@ -3,7 +3,7 @@
     max_relaunches_per_hour = 2         # a job that fails every time is not resubmitted forever
     require_intact_checkpoint = true    # never relaunch from a checkpoint not verified on disk
     drain_modes = ["gpu_fell_off_bus", "gpu_memory_ecc", "nvlink_error", "network", "hang"]
-    use_spare_nodes = false
+    use_spare_nodes = true              # false: a relaunch that must replace an excluded node waits for a person
     cancel_hung_job = true              # a hung job is cancelled through the scheduler before the relaunch
     relaunch_on = ["hang", "failure"]   # detection kinds that may lead to a relaunch
 """
@@ -28,7 +28,9 @@ class Policy:
     max_relaunches_per_hour: int = 2
     require_intact_checkpoint: bool = True
     drain_modes: tuple[str, ...] = ("gpu_fell_off_bus", "gpu_memory_ecc", "nvlink_error", "network", "hang")
-    use_spare_nodes: bool = False
+    # NOTE: Slurm fills an excluded node's place from the partition's idle nodes (a spare) by itself; false keeps
+    # the job off nodes it never ran on: a fixed-size job that lost a node is then not resubmitted
+    use_spare_nodes: bool = True
     cancel_hung_job: bool = True
     relaunch_on: tuple[str, ...] = ("hang", "failure")
 
@@ -71,6 +73,9 @@ def refusal(policy: Policy, con: duckdb.DuckDBPyConnection, ev: dict, plan: Rela
                 f"(max_relaunches_per_hour = {policy.max_relaunches_per_hour}) stops a relaunch loop")
     if policy.require_intact_checkpoint and not (plan.checkpoint.step is not None and plan.checkpoint.verified):
         return "no checkpoint verified intact on disk, and the policy requires one"
+    if not policy.use_spare_nodes and plan.spec.exclude:
+        return (f"the job needs a node in place of {', '.join(plan.spec.exclude)}, and the policy allows no spare "
+                "(use_spare_nodes = false)")
     return None
 
 
