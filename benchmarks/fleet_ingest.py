@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ingest import grep_pattern  # noqa: E402  (the sibling benchmark's ERE of the collectors' patterns)
+from ingest import grep_pattern, timed  # noqa: E402  (the sibling benchmark's ERE and process timer)
 
 T0 = dt.datetime(2026, 11, 24, 8, 0, 0)
 STEP_S = 10.0  # one optimizer step every ten seconds: 360 per rank per hour
@@ -126,18 +124,6 @@ def make_fleet(root: Path, nodes: int, hours: float, attempts: int) -> list[Path
         put(f"nodes/{_host(node)}/kern.log", _kernel_file(node, int(300 * hours), hours))
     put("sacct.txt", "\n".join(sacct) + "\n")
     return files
-
-
-def timed(cmd: list[str], **kw) -> tuple[float, int]:
-    """Wall seconds and peak RSS (MiB, the largest of the process and its children) of one command."""
-    with tempfile.TemporaryFile() as out:
-        t = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, **kw)
-        _, status, usage = os.wait4(proc.pid, 0)
-        elapsed = time.perf_counter() - t
-    if os.waitstatus_to_exitcode(status) not in (0, 1, 2):
-        raise RuntimeError(f"{cmd[0]} failed with status {status}")
-    return elapsed, usage.ru_maxrss // 1024
 
 
 def _xargs(tool: list[str], listing: Path) -> list[str]:

@@ -92,7 +92,22 @@ def ingest(
     """
     summary = IngestSummary()
     roots = [Path(p) for p in paths]
-    inv_files = [Path(inventory_file)] if inventory_file else []
+    tasks = walk_tasks(con, roots, Path(inventory_file) if inventory_file else None, run, host, year, summary)
+    with tempfile.TemporaryDirectory(prefix="clusterlab-spill-") as spill:
+        results = _ingest_tasks(con, tasks, Path(spill), workers, progress)
+    summary.files += results
+    attempts.refresh(con)
+    note_nothing_found(summary, roots)
+    return summary
+
+
+def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file: Path | None, run: str | None,
+               host: str | None, year: int | None, summary: IngestSummary) -> list[tuple[bundle.FileTask, Context]]:
+    """The files to ingest and their contexts; loads the inventory and the runs' run.toml on the way.
+
+    Problems (a bad inventory, an unreadable directory) go into `summary`. The Spark engine walks with it too.
+    """
+    inv_files = [inventory_file] if inventory_file else []
     inv_files += [r / "inventory.toml" for r in roots if (r / "inventory.toml").is_file()]
     for f in dict.fromkeys(inv_files):
         try:
@@ -119,17 +134,10 @@ def ingest(
             summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
     for disp, why in walked.unreadable:
         summary.files.append(FileResult(disp, "error", messages=[f"{disp}: {why}"]))
-
     zones = dict(con.execute(
         "SELECT n.host, coalesce(c.timezone, 'UTC') FROM nodes n JOIN clusters c USING (cluster)"
     ).fetchall())
-    tasks = [(task, _context(task, walked, zones, known, run, host, year)) for task in walked.files]
-    with tempfile.TemporaryDirectory(prefix="clusterlab-spill-") as spill:
-        results = _ingest_tasks(con, tasks, Path(spill), workers, progress)
-    summary.files += results
-    attempts.refresh(con)
-    _note_nothing_found(summary, roots)
-    return summary
+    return [(task, _context(task, walked, zones, known, run, host, year)) for task in walked.files]
 
 
 def _context(task: bundle.FileTask, walked: bundle.Walk, zones: dict[str, str], known: frozenset[str],
@@ -251,7 +259,7 @@ def _stored_clock(con: duckdb.DuckDBPyConnection, file_id: int, before: int) -> 
     return pl.DataFrame({"line": [row[0][0]], "ts": [row[0][1]]}, schema={"line": pl.Int64, "ts": pl.Datetime("us")})
 
 
-def _note_nothing_found(summary: IngestSummary, roots: list[Path]) -> None:
+def note_nothing_found(summary: IngestSummary, roots: list[Path]) -> None:
     """Say so when the paths held no evidence at all (an empty or wrong directory is not a success)."""
     read = {"ingested", "appended", "replaced", "unchanged"}
     if summary.problems or summary.inventory or summary.runs or any(f.status in read for f in summary.files):

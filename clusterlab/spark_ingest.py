@@ -31,13 +31,12 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from clusterlab import attempts, bundle, inventory, lake, store
-from clusterlab.ingest import IngestSummary, _context, _note_nothing_found, plan_files
+from clusterlab import attempts, lake, store
+from clusterlab.ingest import IngestSummary, note_nothing_found, plan_files, walk_tasks
 from clusterlab.ingest_group import parse_many
 from clusterlab.ingest_parse import FilePlan, FileResult, ParsedFile
 from clusterlab.ingest_pool import CHUNK_FILES
 from clusterlab.ingest_write import Writer
-from clusterlab.reader import InputError
 
 SLICES_PER_CORE = 4  # tasks per executor core: one big file holds back little of a stage
 LAKE_TABLES = [*store.FILE_TABLES, "ingested_files"]  # tables whose rows belong to one evidence file
@@ -159,7 +158,7 @@ def _ingest(spark, con: duckdb.DuckDBPyConnection, out: Path, staging: Path, roo
     last = con.execute("SELECT coalesce(max(file_id), 0) FROM ingested_files").fetchall()[0][0]
     con.execute("DROP SEQUENCE file_ids")  # the new files' ids follow the lake's
     con.execute(f"CREATE SEQUENCE file_ids START {int(last) + 1}")
-    tasks = _walk(con, roots, inventory_file, run, host, year, summary)
+    tasks = walk_tasks(con, roots, inventory_file, run, host, year, summary)
     decided = plan_files(con, tasks, None)
     plans = [d for d in decided if isinstance(d, FilePlan)]
     touched = _touched(con, plans)
@@ -187,7 +186,7 @@ def _ingest(spark, con: duckdb.DuckDBPyConnection, out: Path, staging: Path, roo
         _write_rows(con, out, touched, ids)
     _write_small(con, out)
     phases.done("write")
-    _note_nothing_found(summary, roots)
+    note_nothing_found(summary, roots)
     return summary
 
 
@@ -214,41 +213,6 @@ def _store(con: duckdb.DuckDBPyConnection, parts: list[tuple[dict[str, str], lis
         for table in store.FILE_TABLES:
             con.execute(f"DELETE FROM main.{table} WHERE list_contains(?, file_id)", [dropped])
     return [i for i, res in parsed.items() if res.status in READ]
-
-
-def _walk(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file: Path | None, run: str | None,
-          host: str | None, year: int | None, summary: IngestSummary) -> list[tuple[bundle.FileTask, object]]:
-    """The files to ingest and their contexts, as `clusterlab.ingest.ingest` finds them; loads inventory and runs."""
-    inv_files = [inventory_file] if inventory_file else []
-    inv_files += [r / "inventory.toml" for r in roots if (r / "inventory.toml").is_file()]
-    for f in dict.fromkeys(inv_files):
-        try:
-            for k, n in inventory.load_inventory(con, f).items():
-                summary.inventory[k] = summary.inventory.get(k, 0) + n
-        except InputError as e:
-            summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
-    known = frozenset(r[0] for r in con.execute("SELECT host FROM nodes").fetchall())
-    walked = bundle.walk(roots, known)
-    for f in walked.inventories:
-        if f not in inv_files:
-            try:
-                inventory.load_inventory(con, f)
-            except InputError as e:
-                summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
-    if walked.inventories:
-        known = frozenset(r[0] for r in con.execute("SELECT host FROM nodes").fetchall())
-        walked = bundle.walk(roots, known)
-    for name, f in walked.runs.items():
-        try:
-            inventory.load_run(con, f, name)
-            summary.runs.append(name)
-        except InputError as e:
-            summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
-    for disp, why in walked.unreadable:
-        summary.files.append(FileResult(disp, "error", messages=[f"{disp}: {why}"]))
-    zones = dict(con.execute(
-        "SELECT n.host, coalesce(c.timezone, 'UTC') FROM nodes n JOIN clusters c USING (cluster)").fetchall())
-    return [(task, _context(task, walked, zones, known, run, host, year)) for task in walked.files]
 
 
 def _touched(con: duckdb.DuckDBPyConnection, plans: list[FilePlan]) -> set[str | None]:
