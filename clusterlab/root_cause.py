@@ -220,14 +220,7 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
     """The cause of one attempt's end, its evidence, its confidence and the rejected candidates."""
     last, gap = a["last_ts"], a["gap_s"] or 0.0
     skew = dt.timedelta(seconds=s.skew_s)
-    c = c.with_columns(
-        n_after=pl.max_horizontal(pl.col("n_job"), pl.col("n_host").fill_null(0)),
-        last_after=pl.max_horizontal("last_job", "last_host"),
-        is_verdict=pl.col("failure_mode").is_in(KILLS + ("node_failure",)) & pl.col("source").is_in(VERDICT_SOURCES),
-        symptom=pl.col("tier") <= incidents.SYMPTOM_TIER,
-    ).with_columns(progress_s=(pl.col("last_after") - pl.col("ts")).dt.total_seconds())
-    progressed = (pl.col("n_after") >= s.progress_min_steps) & (pl.col("progress_s") >= s.progress_min_s)
-    c = c.with_columns(progressed=progressed.fill_null(False)).sort("ts", "file", "line")
+    c = _with_progress_flags(c, s).sort("ts", "file", "line")
     reasons: dict[int, str] = {}
     c = c.with_row_index("_id")
     for r in c.filter("progressed").iter_rows(named=True):

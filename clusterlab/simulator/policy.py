@@ -21,7 +21,7 @@ from clusterlab import attempts, store
 from clusterlab.simulator import endings, expected
 from clusterlab.simulator.failure_model import HARDWARE
 from clusterlab.simulator.fleet import PRICES, Config, clusters
-from clusterlab.simulator.timeline import SEQ, Run, _attempt, episodes, plan_run
+from clusterlab.simulator.timeline import SEQ, Run, _attempt, start
 
 _file_ids = itertools.count(2_000_000_000)  # clear of ingest's sequence in a fresh store
 
@@ -44,13 +44,8 @@ def campaign(cfg: Config, cluster_index: int = 0) -> Run:
     although a policy changes how many numbers the launches before it drew (one per save). Without that, two
     policies would be priced on two different sets of failures."""
     cluster = clusters(cfg)[cluster_index]
-    rng = np.random.default_rng([cfg.seed, cluster.index, 1])
-    run = plan_run(cfg, cluster, rng)
-    eps = episodes(cfg, cluster, rng)
-    rates = cfg.model.cluster_rates(cluster.profile)
+    rng, run, eps, rates, back, t = start(cfg, cluster)
     lo, hi = cfg.window_ms
-    back = dict.fromkeys(cluster.hosts, 0)  # when each node is in service again
-    t = lo + int(rng.integers(60_000, 900_000))
     available: list[int] = []  # steps of durable checkpoints
     for k in itertools.count(1):
         att_rng = np.random.default_rng([cfg.seed, cluster.index, 2, k])

@@ -153,15 +153,22 @@ def episodes(cfg: Config, cluster: Cluster, rng: np.random.Generator) -> list[Ep
     return sorted(out, key=lambda e: (e.at_ms, e.kind))
 
 
-def build(cfg: Config, cluster: Cluster) -> Run:
-    """The whole run on one cluster, launch after launch until the window closes."""
+def start(cfg: Config, cluster: Cluster
+          ) -> tuple[np.random.Generator, Run, list[Episode], dict[str, float], dict[str, int], int]:
+    """What every way of building a cluster's run begins with: its generator, plan, slow episodes, failure
+    rates, when each node is in service again, and the first launch's time."""
     rng = np.random.default_rng([cfg.seed, cluster.index, 1])
     run = plan_run(cfg, cluster, rng)
     eps = episodes(cfg, cluster, rng)
     rates = cfg.model.cluster_rates(cluster.profile)
+    back = dict.fromkeys(cluster.hosts, 0)
+    return rng, run, eps, rates, back, cfg.window_ms[0] + int(rng.integers(60_000, 900_000))
+
+
+def build(cfg: Config, cluster: Cluster) -> Run:
+    """The whole run on one cluster, launch after launch until the window closes."""
+    rng, run, eps, rates, back, t = start(cfg, cluster)
     lo, hi = cfg.window_ms
-    back = dict.fromkeys(cluster.hosts, 0)  # when each node is in service again
-    t = lo + int(rng.integers(60_000, 900_000))
     available: list[Save] = []  # durable checkpoints
     lose = cfg.scenarios and _first_bad(cfg, cluster)  # the provider will lose a checkpoint here
     run.stall_pending = cfg.scenarios and cluster.index == min(1, cfg.providers * cfg.clusters_per_provider - 1)
