@@ -18,12 +18,13 @@ from types import ModuleType
 
 import polars as pl
 
-from clusterlab.collectors._base import Context
+from clusterlab.collectors._base import FILE_LINE_BASE, Context
+from clusterlab.ingest_group_text import parse_text_group, text_key
 from clusterlab.ingest_parse import FilePlan, ParsedFile, _fill_ts, _keep, finish, prepare, unparsed_warnings
 from clusterlab.reader import GZIP_MAGIC, MAX_LINE_BYTES
 from clusterlab.store import evidence_schema
 
-BASE = 1 << 32  # line numbers of a group: file index x BASE + the file's own line
+BASE = FILE_LINE_BASE  # line numbers of a group: file index x BASE + the file's own line
 GROUP_BYTES = 32 << 20  # decompressed bytes parsed in one call at most
 
 
@@ -52,30 +53,38 @@ Item = tuple[ParsedFile, Context, str]
 
 
 def parse_many(plans: list[FilePlan], collectors: list[ModuleType] | None = None) -> list[ParsedFile]:
-    """Every plan parsed, small files of a GROUPABLE format together; results in the plans' order."""
+    """Every plan parsed, small files of a GROUPABLE format or small text logs together; results in order."""
     outs: list[ParsedFile] = []
-    groups: dict[str, tuple[ModuleType, list[Item]]] = {}
+    groups: dict[tuple, tuple[list[ModuleType], list[Item]]] = {}
     for plan in plans:
         out, ctx, chosen = prepare(plan, collectors)
         outs.append(out)
         if not chosen:
             continue
-        text = read_whole(plan.task.path) if GROUP_FILES and eligible(out, chosen) else None
+        key = _group_key(out, ctx, chosen) if GROUP_FILES else None
+        text = read_whole(plan.task.path) if key is not None else None
         if text is None:
             finish(out, ctx, chosen)
             continue
-        c, items = groups.setdefault(chosen[0].NAME, (chosen[0], []))
+        _, items = groups.setdefault(key, (chosen, []))
         items.append((out, ctx, text))
         if sum(len(t) for _, _, t in items) >= GROUP_BYTES:
-            _parse_or_alone(groups.pop(c.NAME)[1], c)
-    for c, items in groups.values():
-        _parse_or_alone(items, c)
+            _parse_or_alone(key, *groups.pop(key))
+    for key, (chosen, items) in groups.items():
+        _parse_or_alone(key, chosen, items)
     return outs
 
 
-def _parse_or_alone(items: list[Item], c: ModuleType) -> None:
-    for out, ctx, _ in parse_group(items, c):
-        finish(out, ctx, [c])
+def _group_key(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> tuple | None:
+    if eligible(out, chosen):
+        return ("structured", chosen[0].NAME)
+    return text_key(out, ctx, chosen)
+
+
+def _parse_or_alone(key: tuple, chosen: list[ModuleType], items: list[Item]) -> None:
+    rest = parse_group(items, chosen[0]) if key[0] == "structured" else parse_text_group(items, chosen)
+    for out, ctx, _ in rest:
+        finish(out, ctx, chosen)
 
 
 def parse_group(items: list[Item], c: ModuleType) -> list[Item]:
@@ -121,8 +130,12 @@ def _read_state(out: ParsedFile, text: str) -> None:
         st.last_line_start = len(text[: cut + 1].encode("utf-8"))
 
 
-def _split_rows(items: list[Item], c: ModuleType, table: str, frame: pl.DataFrame) -> None:
-    """The group's rows of one table, filled and aligned as each file's own parse would, handed to each file."""
+def _split_rows(items: list[Item], c: ModuleType, table: str, frame: pl.DataFrame,
+                known: pl.DataFrame | None = None) -> None:
+    """The group's rows of one table, filled and aligned as each file's own parse would, handed to each file.
+
+    `known`: the stamped (line, ts) of every table the files gave (a text file's lines take the time of any
+    collector's line before them); by default the table's own."""
     # NOTE: all in a few calls over the whole group: per-file calls are the toll grouping exists to avoid
     ctxs = [ctx for _, ctx, _ in items]
     meta = pl.DataFrame(
@@ -132,10 +145,11 @@ def _split_rows(items: list[Item], c: ModuleType, table: str, frame: pl.DataFram
         schema={"_file": pl.Int64, "_fid": pl.Int64, "_run": pl.String, "_attempt": pl.Int32, "_host": pl.String,
                 "_late": pl.Datetime("us")})
     frame = frame.with_columns(_file=pl.col("line") // BASE, line=pl.col("line") % BASE)
-    if "ts" in frame.columns and frame["ts"].null_count():
+    if table != "jobs" and "ts" in frame.columns and frame["ts"].null_count():
         # NOTE: rare (records without a time): each file's own stamped rows fill them, as when parsed alone
-        frame = _fill_ts(frame, frame.select("_file", "line", "ts").filter(pl.col("ts").is_not_null()), table,
-                         by="_file")
+        stamps = (frame.select("_file", "line", "ts") if known is None else known.select(
+            _file=pl.col("line") // BASE, line=pl.col("line") % BASE, ts="ts"))
+        frame = _fill_ts(frame, stamps.filter(pl.col("ts").is_not_null()), table, by="_file")
     frame = frame.join(meta, on="_file", how="left", maintain_order="left")
     if "ts" in frame.columns:  # formats without a year: a line is not newer than its file (see _roll_year_back)
         frame = frame.with_columns(pl.when(pl.col("ts") > pl.col("_late")).then(pl.col("ts").dt.offset_by("-1y"))

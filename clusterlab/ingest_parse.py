@@ -340,8 +340,9 @@ def _rows(out: ParsedFile, parsed: list[tuple[str, Parsed]], chosen: list[Module
 
 
 def unparsed_warnings(c: ModuleType, lines: pl.Series | None) -> list[str]:
-    """A GROUPABLE collector's unread lines as its warnings: the first three of a batch."""
-    if lines is None or not len(lines):
+    """A GROUPABLE collector's unread lines as its warnings: the first three of a batch (none where the collector
+    names no warning: its unread lines are counted only)."""
+    if lines is None or not len(lines) or not hasattr(c, "UNPARSED_WARNING"):
         return []
     return [f"line {n}: {c.UNPARSED_WARNING}" for n in lines.head(3).to_list()]
 

@@ -141,6 +141,17 @@ TABLE_COLUMNS: dict[str, dict[str, pl.DataType]] = {
 }
 
 
+# Files parsed together (clusterlab.ingest_group) number their lines `file index x FILE_LINE_BASE + line`: a
+# collector whose rows depend on the lines before them (a forward fill, a join by process) keeps each file's
+# lines to themselves by `line // FILE_LINE_BASE` (always 0 for a file parsed alone).
+FILE_LINE_BASE = 1 << 32
+
+
+def file_of_line() -> pl.Expr:
+    """Which file of a group a line came from (0 for a file parsed alone)."""
+    return pl.col("line") // FILE_LINE_BASE
+
+
 @dataclass(frozen=True)
 class Context:
     """What the engine knows about a file before reading it."""

@@ -20,6 +20,7 @@ from clusterlab.collectors._base import (
     Parsed,
     classify,
     extract_all,
+    file_of_line,
     fraction,
     json_detail,
     local_to_utc,
@@ -279,6 +280,14 @@ def _details() -> dict[str, dict[str, pl.Expr]]:
     }
 
 
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
+    """What parse() reads of the context: kernel logs agreeing on it may be parsed together."""
+    return ctx.tz, ctx.year, ctx.boot_time, ctx.known_hosts
+
+
+FILE_HOST_COLUMN = True  # parsed with other files, the lines carry their file's host (ctx.host) as `file_host`
+
+
 def sniff(head: bytes, path: str) -> bool:
     """A kernel log: lines in one of the dmesg / journal / syslog spellings, or kernel events we read."""
     lines = [ln for ln in head.decode("utf-8", "replace").splitlines()[:400] if ln.strip()]
@@ -291,7 +300,7 @@ def sniff(head: bytes, path: str) -> bool:
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Events from the kernel log lines of one batch."""
     out = Parsed()
-    frame = _split_prefix(lines)
+    frame = _split_prefix(lines, ctx)
     frame = frame.with_columns(ts=_timestamp(ctx), host=_host(ctx))
     if ctx.boot_time is None:
         raw = frame.filter(pl.col("up").is_not_null())
@@ -305,21 +314,24 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     # Lines another program wrote into the journal or syslog are not kernel events, even if they
     # quote one (a health daemon repeating an Xid would count it twice).
     foreign = frame["prog"].is_not_null()
-    out.unparsed += int(foreign.sum())
+    unread = [frame.filter(foreign)["line"]]
     # Call-trace frames are read into the hung task they belong to, never events of their own.
     frame = _attach_traces(frame.filter(~foreign))
     # The first rule whose regex matches the message decides family, kind, failure mode and severity.
     frame = classify(frame, RULES, col="msg", index="rule")
     # A dmesg -H minute line that says nothing else of interest was selected for its clock alone.
-    out.unparsed += int(frame.select((pl.col("rule").is_null() & pl.col("rel").is_null()).sum()).item())
+    unread.append(frame.filter(pl.col("rule").is_null() & pl.col("rel").is_null())["line"])
     # One pass per family over its own lines only: a family's regexes never see the others' lines.
     for (family,), part in sorted(frame.filter(pl.col("rule").is_not_null()).partition_by(
             "family", as_dict=True, maintain_order=True).items()):
         events, unreadable = _family_events(family, part)
-        out.unparsed += unreadable
+        unread.append(unreadable)
         out.add("events", events)
     if "events" in out.tables:
         out.tables["events"] = out.tables["events"].sort("line")
+    # by number, not only counted: files parsed together get their own counts (clusterlab.ingest_group_text)
+    out.unparsed_lines = pl.concat([u.cast(pl.Int64) for u in unread]).sort()
+    out.unparsed = len(out.unparsed_lines)
     return out
 
 
@@ -344,10 +356,12 @@ def _attach_traces(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.filter(~is_frame).join(per, left_on="line", right_on="hline", how="left", maintain_order="left")
 
 
-def _split_prefix(lines: pl.DataFrame) -> pl.DataFrame:
-    """The batch with the time-prefix groups, host, program tag and message as columns."""
+def _split_prefix(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
+    """The batch with the time-prefix groups, host, program tag and message as columns, and the host the
+    file belongs to (`file_host`: a column where many files are parsed together, see FILE_HOST_COLUMN)."""
     groups = pl.col("text").str.extract_groups(_PREFIX).alias("_p")
-    frame = lines.select("line", "text", groups).unnest("_p")
+    own = "file_host" if "file_host" in lines.columns else pl.lit(ctx.host, pl.String).alias("file_host")
+    frame = lines.select("line", "text", own, groups).unnest("_p")
     return frame.with_columns(pl.coalesce("msg", "text").alias("msg"))
 
 
@@ -365,7 +379,7 @@ def _timestamp(ctx: Context) -> pl.Expr:
     # minute: the time to the minute, never a later one.
     minute = local_to_utc(syslog_time(pl.col("rel").str.replace(r"^([A-Z][a-z]{2}) ?", "$1 ")
                                       .str.replace(r"$", ":00"), ctx.year), ctx.tz)
-    rel = pl.when(pl.col("reld").is_not_null()).then(minute.forward_fill()).otherwise(minute)
+    rel = pl.when(pl.col("reld").is_not_null()).then(minute.forward_fill().over(file_of_line())).otherwise(minute)
     return pl.coalesce(raw, ctime, _iso(ctx), bsd, rel).alias("ts")
 
 
@@ -384,18 +398,18 @@ def _host(ctx: Context) -> pl.Expr:
     """The journal / syslog host of the line; a FQDN whose first label is a known node becomes that node."""
     host = pl.when(pl.col("kern").is_not_null()).then(pl.col("host"))
     short = host.str.split(".").list.first()
-    nodes = sorted(ctx.known_hosts | ({ctx.host} if ctx.host else set()))
-    if nodes:
-        host = pl.when(short.is_in(nodes)).then(short).otherwise(host)
-    return host.alias("host")
+    node = short == pl.col("file_host")
+    if ctx.known_hosts:
+        node = node | short.is_in(sorted(ctx.known_hosts))
+    return pl.when(node.fill_null(False)).then(short).otherwise(host).alias("host")
 
 
-def _family_events(family: str, part: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """The events of one rule family's lines, and how many of them could not be read."""
+def _family_events(family: str, part: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
+    """The events of one rule family's lines, and the lines that could not be read."""
     part = extract_all(part, EXTRACTORS[family], col="msg")
-    unreadable = 0
+    unreadable = part["line"].clear()
     if family == "xid":  # an Xid line without its code (cut short, garbled) is kept as unrecognised
-        unreadable = part["xcode"].null_count()
+        unreadable = part.filter(pl.col("xcode").is_null())["line"]
         part = _apply_xid(part)
     elif family == "mce":
         part = _mce_uncorrected(part)

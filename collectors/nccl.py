@@ -14,7 +14,16 @@ from __future__ import annotations
 
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed, cuda_mode, first_kind, json_detail, local_to_utc, search
+from clusterlab.collectors._base import (
+    Context,
+    Parsed,
+    cuda_mode,
+    file_of_line,
+    first_kind,
+    json_detail,
+    local_to_utc,
+    search,
+)
 
 NAME = "nccl"
 EXCLUSIVE = False
@@ -64,6 +73,11 @@ _WARN_KINDS: list[tuple[str, str, str | None, str]] = [
 ]
 
 
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
+    """What parse() reads of the context: NCCL logs agreeing on it may be parsed together."""
+    return (ctx.tz,)
+
+
 def sniff(head: bytes, path: str) -> bool:
     """NCCL lines (`host:pid:tid [dev] NCCL INFO|WARN`) in the head of the file."""
     return search(head, _SNIFF)
@@ -91,8 +105,10 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     if aborts.height:  # NOTE: most batches have none, and building the empty frame's JSON costs milliseconds
         out.add("events", _aborts(aborts))
     # The process's rank in its largest communicator names the rank of its WARN lines.
-    rank_of = (ranks.select("host", "pid", "rank", "nranks").sort("nranks", descending=True)
-               .unique(["host", "pid"], keep="first").drop("nranks"))
+    # NOTE: per file too: two attempts' logs parsed together (clusterlab.ingest_group_text) may reuse a pid
+    rank_of = (ranks.select("line", "host", "pid", "rank", "nranks", _f=file_of_line())
+               .sort(["nranks", "line"], descending=[True, False])
+               .unique(["_f", "host", "pid"], keep="first", maintain_order=True).drop("nranks", "line"))
     warns = _warn_fields(f.filter(pl.col("level") == "WARN"), ctx)
     # A bare echo of a WARN text (after "Last error:" in a PyTorch error); TRACE lines never count.
     echoes = f.filter(pl.col("level").is_null() & text.str.contains(_ECHO) & ~text.str.contains("NCCL TRACE "))
@@ -101,10 +117,13 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     out.add("events", _warn_events(events, rank_of))
     # TRACE lines and INFO retries ("Call to ibv_modify_qp failed ..., retrying") repeat an echo phrase:
     # understood and not wanted, so not unreadable either.
-    ignored = (f.filter(pl.col("level").is_null() & text.str.contains("NCCL TRACE ", literal=True)).height
-               + info.filter(pl.col("what").is_null() & pl.col("fact_key").is_null()
-                             & pl.col("msg").str.contains(_ECHO)).height)
-    out.unparsed = f.height - (init.height + facts.height + events.height + ignored)
+    ignored = [f.filter(pl.col("level").is_null() & text.str.contains("NCCL TRACE ", literal=True))["line"],
+               info.filter(pl.col("what").is_null() & pl.col("fact_key").is_null()
+                           & pl.col("msg").str.contains(_ECHO))["line"]]
+    read = pl.concat([init["line"], facts["line"], events["line"], *ignored]).to_frame("line")
+    # by number, not only counted: files parsed together get their own counts (clusterlab.ingest_group_text)
+    out.unparsed_lines = f.select("line").join(read, on="line", how="anti")["line"].sort()
+    out.unparsed = len(out.unparsed_lines)
     return out
 
 
@@ -191,7 +210,7 @@ def _warn_events(w: pl.DataFrame, rank_of: pl.DataFrame) -> pl.DataFrame:
         severity=pl.when((pl.col("kind") == "ib_async_event") & pl.col("m").str.contains("non-fatal"))
         .then(pl.lit("warning")).otherwise(pl.col("severity")),
     )
-    w = _ib_fields(w).join(rank_of, on=["host", "pid"], how="left")
+    w = _ib_fields(w).with_columns(_f=file_of_line()).join(rank_of, on=["_f", "host", "pid"], how="left")
     cols = ["via", "pid", "tid", "cuda_dev", "src", "func", "peer_port", "status", "status_name", "opcode",
             "vendor_err", "req", "local_gid", "remote_gid", "hca", "ib_dev", "call", "error"]
     return w.sort("line").select(

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from clusterlab import Lab, ingest_group, ingest_write
+from clusterlab import Lab, ingest_group, ingest_group_text, ingest_write
 from clusterlab.collectors import all_collectors
 from clusterlab.collectors._base import TABLE_COLUMNS
 from clusterlab.ingest_parse import choose
 from clusterlab.reader import read_head
+from clusterlab.store import evidence_schema
 
 SAMPLES = Path(__file__).parent.parent / "data_samples"
 
@@ -72,10 +73,69 @@ def _many_step_files(root: Path, n: int = 120) -> None:
             p.write_text(text)
 
 
+def _text(lines: list[str], newline: str = "\n", last: bool = True) -> str:
+    return newline.join(lines) + (newline if last else "")
+
+
+def _many_text_logs(root: Path) -> None:
+    """Small kernel and NCCL logs that trap a group parse: a call trace whose hung-task header ends the file
+    before it, dmesg -H deltas before any minute line, one pid holding different ranks in two attempts' NCCL
+    logs, a FQDN of the file's own host, foreign and unreadable lines, a raw dmesg log without a boot time, a
+    line for a collector that cannot be grouped, CRLF, gzip and a missing last newline."""
+    t = "[Wed Nov 25 04:04:{:02d} 2026] "
+    logs = {
+        "nodes/t000/kern.log": _text([
+            t.format(0) + "NVRM: Xid (PCI:0000:4c:00): 13, pid=88412, name=python3, Graphics SM Warp Exception",
+            t.format(10) + "INFO: task python:79892 blocked for more than 122 seconds."]),
+        "nodes/t001/kern.log": _text([
+            t.format(20) + " rpc_wait_bit_killable+0x1e/0xb0 [sunrpc]",
+            t.format(20) + " nfs_wait_on_request+0x2c/0x40 [nfs]",
+            t.format(30) + "NVRM: Xid (PCI:0000:1b:00): 79, pid=1, name=python3, GPU has fallen off the bus.",
+            t.format(31) + "NVRM: Xid (PCI:0000:1b:00): garbled"], last=False),
+        "nodes/t002/kern.log": _text([
+            "[Nov24 08:00] NVRM: GPU at PCI:0000:1b:00: GPU-2a9c0d11-77e4-4b0e-9c1a-5e6f7a8b9c0d",
+            "[  +0.000012] NVRM: Xid (PCI:0000:1b:00): 79, pid=431208, name=python3, GPU has fallen off the bus.",
+            "[Nov24 09:14] NVRM: Xid (PCI:0000:1b:00): 48, pid=1, name=python3, An uncorrectable double bit error"]),
+        "nodes/t003/kern.log": _text([
+            "[  +0.000012] NVRM: Xid (PCI:0000:2b:00): 79, pid=431208, name=python3, GPU has fallen off the bus.",
+            "[Nov24 10:00] NVRM: Xid (PCI:0000:2b:00): 31, pid=1, name=python3, Ch 00000010, intr 10000000"],
+            newline="\r\n"),
+        "nodes/t004/kern.log": _text([
+            "2026-11-24T06:01:39+00:00 t004.cluster.example kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=7, "
+            "name=python3, GPU has fallen off the bus.",
+            "2026-11-24T06:01:40+00:00 t004 nvidia-persistenced[812]: NVRM: Xid (PCI:0000:3b:00): 79, repeated",
+            "2026-11-24T06:01:41+00:00 t004 kernel: mlx5_core 0000:3b:00.1: mlx5e_port_module_event:1: error"]),
+        "nodes/t005/kern.log": _text(["[410421.856810] NVRM: Xid (PCI:0000:4c:00): 79, pid=1, name=python3, x"]),
+        "nodes/t006/kern.log": _text([
+            t.format(40) + "NVRM: Xid (PCI:0000:4c:00): 94, pid=1, name=python3, Contained ECC error",
+            "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 0 (pid: 9)"]),
+        "runs/many/attempt-1/nccl/t000.log": _text([
+            "t000:4242:4300 [0] NCCL INFO comm 0x55d0c0000001 rank 3 nranks 16 cudaDev 0 nvmlDev 0 busId 18000 "
+            "commId 0x9f3a01 - Init COMPLETE",
+            "t000:4242:4300 [0] NCCL INFO Channel 00/0 : 3 -> 4 via NET/IB/0",
+            "t000:4242:4301 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
+            "10.0.0.7<53124> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.0.0.5"]),
+        "runs/many/attempt-2/nccl/t000.log": _text([
+            "t000:4242:4300 [0] NCCL INFO comm 0x55d0c0000002 rank 9 nranks 16 cudaDev 0 nvmlDev 0 busId 18000 "
+            "commId 0x9f3a02 - Init COMPLETE",
+            "t000:4242:4301 [0] misc/socket.cc:538 NCCL WARN Net : Connection closed by remote peer "
+            "10.0.0.8<40321>",
+            "t000:4242:4301 [0] NCCL WARN"], last=False),
+    }
+    for rel, text in logs.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if rel.endswith("t002/kern.log"):
+            p.with_suffix(".log.gz").write_bytes(gzip.compress(text.encode()))
+        else:
+            p.write_bytes(text.encode())
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     root = tmp_path_factory.mktemp("many")
     _many_step_files(root)
+    _many_text_logs(root)
     return [SAMPLES / "bundle", SAMPLES / "simulated", root]
 
 
@@ -94,10 +154,16 @@ def test_grouped_and_batched_ingest_stores_the_rows_of_a_file_by_file_one(corpus
     snap, results = reference
     assert any(r[1] == "ingested" and r[2].get("rank_steps") for r in results)
     assert any("not a step record" in m for r in results for m in r[4])
+    assert any("raw dmesg timestamps" in m for r in results for m in r[4])
+    groups = []  # the text logs must have been parsed together, not all fallen back to one by one
     with pytest.MonkeyPatch.context() as m:
+        real = ingest_group_text.parse_text_group
+        m.setattr(ingest_group, "parse_text_group",
+                  lambda items, chosen: groups.append(len(items)) or real(items, chosen))
         m.setattr(ingest_group, "GROUP_BYTES", 3000)  # many groups, cut anywhere
         assert _ingest(tmp_path / "g.duckdb", *corpus) == results
     assert _snapshot(tmp_path / "g.duckdb") == snap
+    assert max(groups) >= 5
 
 
 def test_two_workers_store_the_rows_of_one(corpus, reference, tmp_path) -> None:
@@ -109,7 +175,7 @@ def test_two_workers_store_the_rows_of_one(corpus, reference, tmp_path) -> None:
 def test_files_one_call_each_store_the_rows_of_one_call(corpus, reference, tmp_path) -> None:
     snap, _ = reference
     many = corpus[2]
-    files = sorted(p for p in many.rglob("*") if p.is_file())[:30]  # a call costs ~0.3 s: thirty make the point
+    files = sorted(p for p in many.rglob("rank-*") if p.is_file())[:30]  # a call costs ~0.3 s: thirty make the point
     db = tmp_path / "one.duckdb"
     one = _ingest(db, *files, one_by_one=True)
     assert {s for s, *_ in one} == {"ingested"}
@@ -118,6 +184,22 @@ def test_files_one_call_each_store_the_rows_of_one_call(corpus, reference, tmp_p
     ref = {t: [r for r in rows if str(r[0]) in names] for t, rows in snap.items() if t != "orphans"}
     assert mine == ref
     assert len(mine["rank_steps"]) > 300 and len(mine["ingested_files"]) == 30
+
+
+def test_text_logs_parsed_together_keep_to_their_own_file(corpus, reference, tmp_path) -> None:
+    snap, _ = reference
+    root = corpus[2]
+    files = sorted(p for p in [*(root / "nodes").rglob("*"), *(root / "runs").rglob("*.log")] if p.is_file())
+    db = tmp_path / "text.duckdb"
+    _ingest(db, *files)  # one group: nothing cuts it
+    names = {str(p) for p in files}
+    mine = {t: [r for r in rows if str(r[0]) in names] for t, rows in _snapshot(db).items() if t != "orphans"}
+    ref = {t: [r for r in rows if str(r[0]) in names] for t, rows in snap.items() if t != "orphans"}
+    assert mine == ref
+    # the same pid held rank 3 in the first attempt and rank 9 in the second: each WARN names its own
+    rank = list(evidence_schema("events")).index("rank")  # the snapshot's columns: the path, then the rest
+    ranks = {(r[0].split("/")[-3], r[rank]) for r in mine["events"] if "/nccl/" in r[0] and r[rank] is not None}
+    assert ranks == {("attempt-1", 3), ("attempt-2", 9)}
 
 
 def test_sniff_hints_are_necessary_conditions() -> None:
