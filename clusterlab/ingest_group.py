@@ -89,14 +89,11 @@ def _parse_or_alone(key: tuple, chosen: list[ModuleType], items: list[Item]) -> 
 
 def parse_group(items: list[Item], c: ModuleType) -> list[Item]:
     """Parse the files together; returns the ones to parse alone (all of them, when the group fails)."""
-    texts = [t[:-1] if t.endswith("\n") else t for _, _, t in items]
-    lines = (pl.DataFrame({"_file": range(len(items)), "text": texts}, schema={"_file": pl.Int64, "text": pl.String})
-             .with_columns(pl.col("text").str.split("\n")).explode("text")
-             .with_columns(line=(pl.col("_file") * BASE) + pl.int_range(1, pl.len() + 1).over("_file")))
-    if any("\r" in t for t in texts):
-        lines = lines.with_columns(pl.col("text").str.strip_suffix("\r"))
     try:
-        got = c.parse(lines.select("line", "text"), items[0][1])
+        # clean files in one read without splitting lines (step records); else line by line
+        got = c.parse_whole([t for _, _, t in items], BASE) if hasattr(c, "parse_whole") else None
+        if got is None:
+            got = c.parse(_numbered_lines(items).select("line", "text"), items[0][1])
     except (pl.exceptions.PolarsError, ArithmeticError, ValueError, TypeError, KeyError, IndexError):
         return items  # parsed alone, each with its own safety net
     if got.warnings or got.refuse:  # a message of its own: not one the group can split
@@ -116,6 +113,17 @@ def parse_group(items: list[Item], c: ModuleType) -> list[Item]:
         if frame.height:
             _split_rows(items, c, table, frame)
     return []
+
+
+def _numbered_lines(items: list[Item]) -> pl.DataFrame:
+    """(`_file`, `line`, `text`) of every file, numbered as the line reader numbers them."""
+    texts = [t[:-1] if t.endswith("\n") else t for _, _, t in items]
+    lines = (pl.DataFrame({"_file": range(len(items)), "text": texts}, schema={"_file": pl.Int64, "text": pl.String})
+             .with_columns(pl.col("text").str.split("\n")).explode("text")
+             .with_columns(line=(pl.col("_file") * BASE) + pl.int_range(1, pl.len() + 1).over("_file")))
+    if any("\r" in t for t in texts):
+        lines = lines.with_columns(pl.col("text").str.strip_suffix("\r"))
+    return lines
 
 
 def _read_state(out: ParsedFile, text: str) -> None:

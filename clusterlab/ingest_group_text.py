@@ -38,23 +38,12 @@ def text_key(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> tuple |
     return ("text", tuple(c.NAME for c in chosen), keys) if keys else None
 
 
-def _lines(items: list[Item]) -> pl.DataFrame:
-    """(`_file`, `line`, `text`) of every file, numbered as the line reader numbers them."""
-    texts = [t[:-1] if t.endswith("\n") else t for _, _, t in items]
-    lines = (pl.DataFrame({"_file": range(len(items)), "text": texts}, schema={"_file": pl.Int64, "text": pl.String})
-             .with_columns(pl.col("text").str.split("\n")).explode("text")
-             .with_columns(line=(pl.col("_file") * FILE_LINE_BASE) + pl.int_range(1, pl.len() + 1).over("_file")))
-    if any("\r" in t for t in texts):
-        lines = lines.with_columns(pl.col("text").str.strip_suffix("\r"))
-    return lines
-
-
 def parse_text_group(items: list[Item], chosen: list[ModuleType]) -> list[Item]:
     """Parse the files together; returns the ones to parse alone (all of them, when the group fails)."""
-    from clusterlab.ingest_group import _read_state, _split_rows  # noqa: PLC0415  (a circle: it dispatches here)
+    from clusterlab.ingest_group import _numbered_lines, _read_state, _split_rows  # noqa: PLC0415  (it calls here)
 
     combined = "|".join(f"(?:{c.PATTERN})" for c in chosen)
-    lines = _lines(items).with_columns(_m=pl.col("text").str.contains(combined))
+    lines = _numbered_lines(items).with_columns(_m=pl.col("text").str.contains(combined))
     matched = lines.filter(pl.col("_m"))
     sel = {c.NAME: matched if len(chosen) == 1 else matched.filter(pl.col("text").str.contains(c.PATTERN))
            for c in chosen}

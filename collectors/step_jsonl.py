@@ -29,6 +29,9 @@ _FIELDS: dict[str, pl.DataType] = {
     "ts": pl.String, "rank": pl.Int64, "host": pl.String, "step": pl.Int64, "step_s": pl.Float64,
     "compute_s": pl.Float64, "comm_s": pl.Float64, "data_s": pl.Float64, "tokens": pl.Int64, "loss": pl.Float64,
 }
+# Epoch seconds (what instrument.py writes) read as numbers: no text column to cast. A file of ISO times makes
+# this read fail at once, and the text schema reads it.
+_EPOCH = {**_FIELDS, "ts": pl.Float64}
 _TYPED = pl.Struct(_FIELDS)
 # The fallback: every field as text, cast afterwards ("rank": "3" is read).
 _TEXT = pl.Struct({k: pl.String for k in _FIELDS})
@@ -44,17 +47,56 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Rank step rows from a batch of JSONL lines."""
     text = lines.filter(pl.col("text").str.strip_chars() != "")
     objects = text.filter(pl.col("text").str.contains(_OBJECT))
-    # NOTE: a rank past 32 bits is no rank: the record is reported below, not the batch lost.
-    decoded = _decode(objects).with_columns(pl.col("rank").cast(pl.Int32, strict=False))
-    rows = decoded.filter(pl.col("rank").is_not_null() & pl.col("step").is_not_null())
+    rows = _records(_decode(objects))
     out = Parsed()
-    out.add("rank_steps", rows.select(
-        "line", _timestamp(pl.col("ts"), rows["ts"]).alias("ts"), "host", "rank", "step",
-        "step_s", "compute_s", "comm_s", "data_s", "tokens", "loss"))
+    out.add("rank_steps", _rank_steps(rows))
     out.unparsed = text.height - rows.height
     if out.unparsed:
         out.unparsed_lines = text.join(rows.select("line"), on="line", how="anti")["line"]
     return out
+
+
+def parse_whole(texts: list[str], base: int) -> Parsed | None:
+    """Whole files that are step records and nothing else (a fleet's per-rank files): one NDJSON read over
+    their joined text, line `i x base + n` for line n of text i. None where any line is blank, not a record,
+    or has a carriage return: `parse` then reads the lines one by one and reports them."""
+    joined = "".join(t if t.endswith("\n") else t + "\n" for t in texts)
+    if "\r" in joined:
+        return None
+    counts = pl.Series([t.count("\n") + (not t.endswith("\n")) for t in texts], dtype=pl.Int64)
+    fast = _read(joined.encode())
+    if fast is None or fast.height != counts.sum():
+        return None
+    starts = counts.cum_sum() - counts
+    line = (pl.int_range(0, len(texts), dtype=pl.Int64).repeat_by(counts).explode() * base
+            + pl.int_range(1, fast.height + 1, dtype=pl.Int64) - starts.repeat_by(counts).explode())
+    rows = _records(fast.with_columns(line=line.alias("line")).select("line", *_FIELDS))
+    if rows.height != fast.height:
+        return None
+    out = Parsed()
+    out.add("rank_steps", _rank_steps(rows))
+    return out
+
+
+def _records(decoded: pl.DataFrame) -> pl.DataFrame:
+    # NOTE: a rank past 32 bits is no rank: the record is reported, not the batch lost.
+    decoded = decoded.with_columns(pl.col("rank").cast(pl.Int32, strict=False))
+    return decoded.filter(pl.col("rank").is_not_null() & pl.col("step").is_not_null())
+
+
+def _rank_steps(rows: pl.DataFrame) -> pl.DataFrame:
+    return rows.select("line", _timestamp(pl.col("ts"), rows["ts"]).alias("ts"), "host", "rank", "step",
+                       "step_s", "compute_s", "comm_s", "data_s", "tokens", "loss")
+
+
+def _read(data: bytes) -> pl.DataFrame | None:
+    """The NDJSON records, epoch times as numbers where they all are; None where polars refuses a line."""
+    for schema in (_EPOCH, _FIELDS):
+        try:
+            return pl.read_ndjson(io.BytesIO(data), schema=schema)
+        except (pl.exceptions.PolarsError, ValueError, RuntimeError):
+            continue
+    return None
 
 
 def _decode(objects: pl.DataFrame) -> pl.DataFrame:
@@ -62,12 +104,9 @@ def _decode(objects: pl.DataFrame) -> pl.DataFrame:
     # NOTE: polars' NDJSON reader (SIMD, all cores) reads the batch several times faster than decoding it line
     # by line; it refuses what does not fit the schema ("rank": "3"), and the line-by-line paths take over.
     if objects.height:
-        try:
-            fast = pl.read_ndjson(io.BytesIO(objects["text"].str.join("\n").item().encode()), schema=_FIELDS)
-            if fast.height == objects.height:
-                return fast.with_columns(objects["line"]).select("line", *_FIELDS)
-        except (pl.exceptions.PolarsError, ValueError, RuntimeError):
-            pass
+        fast = _read(objects["text"].str.join("\n").item().encode())
+        if fast is not None and fast.height == objects.height:
+            return fast.with_columns(objects["line"]).select("line", *_FIELDS)
     try:
         return _unpack(objects, _TYPED)
     except pl.exceptions.PolarsError:

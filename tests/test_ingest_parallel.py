@@ -230,11 +230,15 @@ def test_sigkill_during_a_parallel_batched_ingest_leaves_whole_files(tmp_path: P
     want = _snapshot(clean)
     db = tmp_path / "k.duckdb"
     cli = [sys.executable, "-m", "clusterlab.cli", "--db", str(db), "ingest", "--workers", "2", str(root)]
+    t0 = time.perf_counter()  # how long a whole run takes here: the kills fall inside one, however fast
+    subprocess.run(cli, capture_output=True)
+    whole = time.perf_counter() - t0
+    db.unlink()
     rng = random.Random(3)
     kills = 0
     for _ in range(3):
         proc = subprocess.Popen(cli, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        time.sleep(rng.uniform(1.0, 4.0))
+        time.sleep(rng.uniform(0.3, 0.9) * whole)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             kills += 1
