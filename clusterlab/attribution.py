@@ -11,6 +11,7 @@ import polars as pl
 from clusterlab import (
     advice,
     annotations,
+    counter_evidence,  # error counters weighed at an attempt's end
     flops,
     incidents,
     ledger,
@@ -220,6 +221,7 @@ def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.S
     """All incidents of a run (or every run) with human overrides applied, and their evidence; `profile`
     (`timeline.rank_profile` of the run, where the caller has it) spares a second read of the per-rank table."""
     ends, ev = root_cause.attempt_end_incidents(con, run, s, profile=profile)
+    ends, ev = counter_evidence.with_counter_evidence(con, ends, ev, s)
     if slow is None:
         slow = incidents.slow_steps(incidents.step_profile(con, run), s)
     strag, strag_ev = telemetry_incidents.throttled_stragglers(con, incidents.straggler_incidents(slow, s))

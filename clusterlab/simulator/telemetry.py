@@ -12,6 +12,8 @@ active and its SM clock divided by the slowdown factor for the stretch, and trut
 `gpu_throttle` one naming that GPU and bus id. Another host of the attempt gets a GPU at 90 C at full clock over
 the same window, listed as a `hot_gpu` decoy: blaming it is a mistake the round trip counts. Each noticeable job-wide
 slowdown becomes a bulk transfer on the shared filesystem, in node exporter scrapes (clusterlab.simulator.transfer).
+An attempt that ended of a GPU fault (ECC, fell off the bus, NVLink, PCIe) gets the error counter DCGM would have
+seen climb on the culprit GPU in the minute before it (`counters` in its truth: the GPU, its bus id, the metric).
 Written apart from `simulate` (a bundle is amended after the fact), so the simulator's own output stays as it was.
 """
 
@@ -23,7 +25,7 @@ import random
 from pathlib import Path
 
 from clusterlab import telemetry
-from clusterlab.simulator import transfer
+from clusterlab.simulator import fleet, transfer
 
 SCRAPE_S = 15
 MARGIN = dt.timedelta(minutes=10)
@@ -38,8 +40,31 @@ def _ts(text: str) -> dt.datetime:
 
 
 def bus_of(gpu: int) -> str:
-    """The bus id dcgm-exporter prints for GPU `gpu` of a simulated node (an H100 HGX board's layout)."""
-    return f"00000000:{0x18 + 16 * gpu:02X}:00.0"
+    """The bus id dcgm-exporter prints for GPU `gpu` of a simulated node (the layout its kernel lines name)."""
+    return f"00000000:{fleet.H100_BUS[gpu].upper()}:00.0"
+
+
+# The counter a GPU fault makes climb first, and how fast (per second) in the minute before it.
+FAULT_COUNTERS = {"gpu_memory_ecc": ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", 0.05),
+                  "gpu_fell_off_bus": ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", 40.0),
+                  "pcie_error": ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", 40.0),
+                  "nvlink_error": ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", 5.0)}
+COUNTER_LEAD = dt.timedelta(minutes=1)
+
+
+def _counter_scrapes(host: str, gpus: int, fault: dt.datetime, gpu: int, metric: str, per_s: float) -> str:
+    """Scrapes of `metric` on every GPU from 5 minutes before `fault` to a minute after; GPU `gpu`'s climbs
+    `per_s` in the COUNTER_LEAD before the fault."""
+    out, lo = [], fault - dt.timedelta(minutes=5)
+    for k in range(int(6 * 60 // SCRAPE_S) + 1):
+        t = lo + dt.timedelta(seconds=SCRAPE_S * k)
+        out.append(f"# {t.isoformat(timespec='seconds')}Z")
+        climbed = per_s * min(max((t - (fault - COUNTER_LEAD)).total_seconds(), 0.0), COUNTER_LEAD.total_seconds())
+        for g in range(gpus):
+            labels = (f'gpu="{g}",UUID="GPU-sim-{host}-{g}",pci_bus_id="{bus_of(g)}",device="nvidia{g}",'
+                      f'modelName="NVIDIA H100 80GB HBM3",Hostname="{host}"')
+            out.append(f"{metric}{{{labels}}} {round(climbed) if g == gpu else 0}")
+    return "\n".join(out) + "\n"
 
 
 def _scrapes(host: str, gpus: int, lo: dt.datetime, hi: dt.datetime, odd: int, odd_lo: dt.datetime,
@@ -91,6 +116,14 @@ def add_telemetry(bundle: Path | str, seed: int = 0) -> list[dict]:
                                                       {"DCGM_FI_DEV_GPU_TEMP": 90, "DCGM_FI_DEV_POWER_USAGE": 699}))
             truth.setdefault("decoys", []).append({"run": inc["run"], "attempt": inc["attempt"], "host": hot,
                                                    "kind": "hot_gpu", "ts": lo.isoformat() + "Z"})
+    for inc in truth["incidents"]:  # attempts that ended of a GPU fault: the culprit GPU's counter
+        if inc.get("kind") == "interruption" and inc["failure_mode"] in FAULT_COUNTERS and inc.get("host") \
+                and inc.get("rank") is not None:
+            metric, per_s = FAULT_COUNTERS[inc["failure_mode"]]
+            gpu = inc["rank"] % n
+            files.setdefault(inc["host"], []).append(
+                _counter_scrapes(inc["host"], n, _ts(inc["root_ts"]), gpu, metric, per_s))
+            inc["counters"] = {"gpu": gpu, "bus_id": bus_of(gpu), "metric": metric}
     for host, parts in files.items():
         path = root / "nodes" / host / "dcgm-exporter.prom"
         path.parent.mkdir(parents=True, exist_ok=True)
