@@ -20,7 +20,16 @@ import polars as pl
 
 from clusterlab.collectors._base import FILE_LINE_BASE, Context
 from clusterlab.ingest_group_text import parse_text_group, text_key
-from clusterlab.ingest_parse import FilePlan, ParsedFile, _fill_ts, _keep, finish, prepare, unparsed_warnings
+from clusterlab.ingest_parse import (
+    FilePlan,
+    ParsedFile,
+    _fill_ts,
+    _keep,
+    finish,
+    prepare,
+    read_heads,
+    unparsed_warnings,
+)
 from clusterlab.reader import GZIP_MAGIC, MAX_LINE_BYTES
 from clusterlab.store import evidence_schema
 
@@ -56,8 +65,8 @@ def parse_many(plans: list[FilePlan], collectors: list[ModuleType] | None = None
     """Every plan parsed, small files of a GROUPABLE format or small text logs together; results in order."""
     outs: list[ParsedFile] = []
     groups: dict[tuple, tuple[list[ModuleType], list[Item]]] = {}
-    for plan in plans:
-        out, ctx, chosen = prepare(plan, collectors)
+    for plan, head, present in zip(plans, *read_heads(plans), strict=True):
+        out, ctx, chosen = prepare(plan, collectors, head, present)
         outs.append(out)
         if not chosen:
             continue

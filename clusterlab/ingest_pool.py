@@ -20,7 +20,7 @@ from clusterlab.ingest_parse import FilePlan, ParsedFile
 POOL_MIN_BYTES = 32 << 20  # less to parse than this: no workers (unless asked for explicitly)
 POOL_MIN_FILES = 400  # ... or fewer files than this
 CHUNK_BYTES = 16 << 20  # plans sent to a worker in one message: up to this many bytes ...
-CHUNK_FILES = 64  # ... or this many files
+CHUNK_FILES = 256  # ... or this many files (small files of a kind are parsed together within a chunk)
 IN_FLIGHT = 3  # chunks queued per worker
 
 

@@ -189,7 +189,9 @@ class Parsed:
 
 def sniff_jsonl(head: bytes, is_record: Callable[[dict], bool], lines: int = 20) -> bool:
     """Most of the head's first non-blank lines are JSON objects that `is_record` accepts (the last may be cut off)."""
-    seen = [ln for ln in head.split(b"\n")[:-1][:lines] if ln.strip()]
+    pieces = head.split(b"\n", lines)  # NOTE: not the whole 64 KiB head: its first `lines` lines only
+    complete = pieces[:lines] if len(pieces) > lines else pieces[:-1]
+    seen = [ln for ln in complete if ln.strip()]
     hits = 0
     for ln in seen:
         try:
