@@ -6,6 +6,7 @@ import datetime as dt
 import os
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from clusterlab import metadata
@@ -52,6 +53,20 @@ def path_context(parts: tuple[str, ...], known_hosts: frozenset[str]) -> tuple[s
         if stem in known_hosts:
             host = stem
     return run, attempt, host
+
+
+def real_path(p: Path) -> str:
+    """`p` resolved (the name a file is stored under): its folder's resolution is looked up once per folder."""
+    # NOTE: Path.resolve() walks every component with a system call each: a dozen per file of a deep layout
+    if p.is_symlink():
+        return str(p.resolve())
+    # (joined to the working folder, not normalised: `link/..` must resolve the link first, as resolve() does)
+    return os.path.join(_real_dir(os.path.join(os.getcwd(), p.parent)), p.name)
+
+
+@lru_cache(maxsize=4096)
+def _real_dir(folder: str) -> str:
+    return os.path.realpath(folder)
 
 
 def walk(paths: list[Path], known_hosts: frozenset[str]) -> Walk:

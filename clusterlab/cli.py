@@ -308,8 +308,9 @@ def run_ingest(lab: Lab, paths, inventory, run, host, year, as_json: bool, worke
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--inventory", type=click.Path(path_type=Path), help="inventory.toml describing the fleet.")
+# NOTE: strings, not Paths: a Path folds the // of a URL (s3a://bucket/...), which --engine spark reads
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--inventory", type=click.Path(), help="inventory.toml describing the fleet (a URL with --engine spark).")
 @click.option("--run", help="Run name for files outside a runs/<run>/ directory.")
 @click.option("--host", help="Host for files whose lines and path name none.")
 @click.option("--year", type=int, help="Year for log formats that print none (default: the file's mtime).")

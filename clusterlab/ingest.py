@@ -210,7 +210,7 @@ def plan_files(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileTask
     for task, ctx in tasks:
         try:
             size = task.path.stat().st_size
-            where = str(task.path.resolve())
+            where = bundle.real_path(task.path)
             prev = latest.get(where)
             whole, prefix = content_hash(task.path, prev[3] if prev and prev[3] <= size else None)
         except OSError as e:
@@ -219,7 +219,7 @@ def plan_files(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileTask
         if (whole, where) in seen or (whole, ctx.run, ctx.attempt, ctx.host) in seen:
             out.append(FileResult(task.display, "unchanged"))
             continue
-        plan = FilePlan(task, ctx, file_id=-1, whole_hash=whole, size=size, spill_dir=spill)
+        plan = FilePlan(task, ctx, file_id=-1, whole_hash=whole, size=size, spill_dir=spill, where=where)
         if prev is not None and prefix is not None and prefix == prev[2]:
             plan.status, plan.file_id = "appended", prev[0]
             # NOTE: an open last line may have been completed since: re-read it from its start.
@@ -227,7 +227,7 @@ def plan_files(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileTask
                 plan.skip, plan.first, plan.reopen_from = prev[7], prev[5], prev[5]
             else:
                 plan.skip, plan.first = prev[4], prev[5] + 1
-            plan.clock = _stored_clock(con, plan.file_id, plan.first)
+            plan.clock = stored_clock(con, plan.file_id, plan.first)
         elif prev is not None:
             plan.status, plan.prev_id = "replaced", prev[0]
         out.append(plan)
@@ -246,7 +246,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, task: bundle.FileTask, ctx: Cont
         return _ingest_tasks(con, [(task, ctx)], Path(spill), 1, None, collectors)[0]
 
 
-def _stored_clock(con: duckdb.DuckDBPyConnection, file_id: int, before: int) -> pl.DataFrame | None:
+def stored_clock(con: duckdb.DuckDBPyConnection, file_id: int, before: int) -> pl.DataFrame | None:
     """The last stored (line, ts) of a file before line `before`: where its clock stood when a read ended."""
     # NOTE: a stored time is the line's own or the earlier stamp it took, so the last one is the
     # clock a clean read would have at that line: appended lines without a time of their own take it.

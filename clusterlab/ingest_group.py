@@ -182,9 +182,8 @@ def _split_rows(items: list[Item], c: ModuleType, table: str, frame: pl.DataFram
         for k, t in schema.items()
     ] + [pl.col("_file")])
     _report_lost(items, frame, aligned, schema)
-    for part in aligned.partition_by("_file", maintain_order=True, include_key=True):
-        out = items[int(part["_file"][0])][0]
-        _keep(out, table, part.drop("_file"))
+    for (i,), part in aligned.partition_by("_file", maintain_order=True, include_key=False, as_dict=True).items():
+        _keep(items[int(i)][0], table, part)
 
 
 def _report_lost(items: list[Item], frame: pl.DataFrame, aligned: pl.DataFrame,

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
+import warnings
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
 
 from clusterlab.ingest_group import parse_many
 from clusterlab.ingest_parse import FilePlan, ParsedFile
@@ -35,11 +38,29 @@ def parse_all(plans: list[FilePlan], workers: int | None = None) -> Iterator[Par
     """Every plan parsed, in order; in `workers` processes (default: the cores) when there is enough work."""
     n = workers or default_workers()
     small = sum(p.size for p in plans) < POOL_MIN_BYTES and len(plans) < POOL_MIN_FILES
+    if n > 1 and not (workers is None and small) and len(plans) > 1 and not spawn_safe():
+        if workers:
+            warnings.warn("parsing in this process, not in workers: the main script has no "
+                          "`if __name__ == \"__main__\":` guard, and every worker would run it again", stacklevel=3)
+        n = 1
     if n <= 1 or len(plans) <= 1 or (workers is None and small):
         for chunk in _chunks(plans):
             yield from parse_many(chunk)
         return
     yield from _in_workers(plans, n)
+
+
+def spawn_safe() -> bool:
+    """Whether worker processes may start. A spawned worker imports the main module again (as `__mp_main__`): a
+    script whose top level ingests, unguarded by `if __name__ == "__main__":`, would run again in each worker."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if path is None:  # an interactive session or a notebook: nothing to run again
+        return True
+    try:
+        return "__main__" in Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
 
 
 def _chunks(plans: list[FilePlan]) -> Iterator[list[FilePlan]]:

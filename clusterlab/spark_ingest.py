@@ -11,12 +11,15 @@ splitting, ranks' hosts, attempts) and replaces those runs' partitions in the la
 a run are added beside the others.
 
 The lake and its staging folder must be a path the driver and every executor see (a shared file system, or
-an object store mounted as one); the evidence paths too.
+an object store mounted as one). Evidence paths are either such paths too, or URLs (s3a://, gs://, abfss://,
+hdfs://, file://) that Spark lists and reads (`clusterlab.spark_sources`): executors get their bytes through
+`binaryFiles`, keep them in a local file for the same parsing, and every row and message names the URL.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import sys
@@ -31,7 +34,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from clusterlab import attempts, lake, store
+from clusterlab import attempts, lake, spark_sources, store
 from clusterlab.ingest import IngestSummary, note_nothing_found, plan_files, walk_tasks
 from clusterlab.ingest_group import parse_many
 from clusterlab.ingest_parse import FilePlan, FileResult, ParsedFile
@@ -108,6 +111,9 @@ def ingest(spark, lake_dir: str | os.PathLike, paths: list[str | os.PathLike],
            year: int | None = None, timings: dict[str, float] | None = None) -> IngestSummary:
     """Ingest files and directories into the Parquet lake at `lake_dir` on Spark (idempotent).
 
+    A path (or `inventory_file`) given as a URL string (`s3a://bucket/campaign`, `file:///data/bundle`) is listed
+    and read through Spark's Hadoop file systems; the others are read where they lie.
+
     `timings`, when given, receives the seconds of each phase: plan (walk, hashes), parse (the Spark stage),
     merge (rows into the driver's store), refresh (attempts) and write (Parquet)."""
     out = Path(lake_dir)
@@ -137,8 +143,10 @@ def _ingest_locked(spark, out: Path, paths, inventory_file, run, host, year, pha
     try:
         con = store.connect(work / "driver.duckdb")  # on disk: the runs recomputed may not fit in memory
         try:
-            summary = _ingest(spark, con, out, staging, [Path(p) for p in paths],
-                              Path(inventory_file) if inventory_file else None, run, host, year, phases)
+            roots = [p if spark_sources.is_url(p) else Path(p) for p in paths]
+            inventory = inventory_file if spark_sources.is_url(inventory_file) or not inventory_file \
+                else Path(inventory_file)
+            summary = _ingest(spark, con, out, staging, work, roots, inventory, run, host, year, phases)
         finally:
             con.close()
         return summary
@@ -149,8 +157,8 @@ def _ingest_locked(spark, out: Path, paths, inventory_file, run, host, year, pha
             (out / "_staging").rmdir()
 
 
-def _ingest(spark, con: duckdb.DuckDBPyConnection, out: Path, staging: Path, roots: list[Path],
-            inventory_file: Path | None, run: str | None, host: str | None, year: int | None,
+def _ingest(spark, con: duckdb.DuckDBPyConnection, out: Path, staging: Path, work: Path, roots: list[Path | str],
+            inventory_file: Path | str | None, run: str | None, host: str | None, year: int | None,
             phases: _Phases) -> IngestSummary:
     summary = IngestSummary()
     if (out / lake.MARKER).is_file():
@@ -158,22 +166,27 @@ def _ingest(spark, con: duckdb.DuckDBPyConnection, out: Path, staging: Path, roo
     last = con.execute("SELECT coalesce(max(file_id), 0) FROM ingested_files").fetchall()[0][0]
     con.execute("DROP SEQUENCE file_ids")  # the new files' ids follow the lake's
     con.execute(f"CREATE SEQUENCE file_ids START {int(last) + 1}")
-    tasks = walk_tasks(con, roots, inventory_file, run, host, year, summary)
+    tasks, remote = _walk(spark, con, work, roots, inventory_file, run, host, year, summary)
     decided = plan_files(con, tasks, None)
     plans = [d for d in decided if isinstance(d, FilePlan)]
-    touched = _touched(con, plans)
+    listing = spark_sources.read_listing(out) if remote else {}
+    remote_results, drafts, known = spark_sources.plan(con, remote, listing, len(decided))
+    drafted = {d.order: d for d in drafts}  # (a draft whose file vanished leaves `drafts`)
+    touched = _touched(con, plans) | spark_sources.touched(drafts)
     phases.done("plan")
     _load(con, out, touched, loaded=set())
     phases.done("merge")
     parsed: dict[int, FileResult] = {}
     ids: list[int] = []
-    if plans:
-        slices = max(1, min(len(plans), spark.sparkContext.defaultParallelism * SLICES_PER_CORE))
-        parse = partial(_parse_partition, staging=str(staging))
-        parts = spark.sparkContext.parallelize(plans, slices).mapPartitions(parse).collect()
+    hashed: list[tuple[str, int, int, str]] = []
+    if plans or drafts:
+        parts = _parse(spark, plans, drafts, known, staging, remote_results)
         phases.done("parse")
-        ids = _store(con, parts, parsed)
+        order = {d.file_id: i for i, d in enumerate(decided) if isinstance(d, FilePlan)}
+        ids, hashed = _store_ordered(con, parts, order, parsed, remote_results)
     summary.files += [parsed[d.file_id] if isinstance(d, FilePlan) else d for d in decided]
+    summary.files += [remote_results.get(i) or _not_returned(drafted[i]) for i in range(len(decided), len(decided)
+                                                                                      + len(remote))]
     if ids:
         if con.execute("SELECT count(*) FROM jobs WHERE list_contains(?, file_id)", [ids]).fetchall()[0][0]:
             # NOTE: a scheduler record adds hosts to the attempts of any run whose lines name its job
@@ -185,9 +198,114 @@ def _ingest(spark, con: duckdb.DuckDBPyConnection, out: Path, staging: Path, roo
         phases.done("refresh")
         _write_rows(con, out, touched, ids)
     _write_small(con, out)
+    if drafted:
+        spark_sources.write_listing(out, listing, [d.listed.url for d in drafted.values()], hashed)
     phases.done("write")
     note_nothing_found(summary, roots)
     return summary
+
+
+def _walk(spark, con: duckdb.DuckDBPyConnection, work: Path, roots: list[Path | str], inventory_file, run, host,
+          year, summary: IngestSummary) -> tuple[list, list]:
+    """The local files' (task, context), and the URL files' (task, context, listing), URLs named in both."""
+    urls = [r for r in roots if isinstance(r, str)]
+    if not urls and not isinstance(inventory_file, str):
+        return walk_tasks(con, [Path(r) for r in roots], inventory_file, run, host, year, summary), []
+    found = spark_sources.mirror(spark, urls, work / "mirror")
+    if isinstance(inventory_file, str):
+        try:
+            local = spark_sources.copy_file(spark, inventory_file, work / "inventory" / "inventory.toml")
+            found.alias(local, inventory_file)
+            inventory_file = local
+        except OSError as e:
+            summary.files.append(FileResult(inventory_file, "error", messages=[str(e)]))
+            inventory_file = None
+    walked = walk_tasks(con, [r for r in roots if not isinstance(r, str)] + found.roots, inventory_file, run, host,
+                        year, summary)
+    summary.files[:] = [found.result(f) for f in summary.files] + found.errors
+    local, remote = [], []
+    for task, ctx in walked:
+        listed = found.files.get(task.path)
+        if listed is None:
+            local.append((task, ctx))
+        else:
+            remote.append((dataclasses.replace(task, display=listed.url), dataclasses.replace(ctx, path=listed.url),
+                           listed))
+    return local, remote
+
+
+def _with_side(part: tuple[dict[str, str], list[ParsedFile]]) -> tuple[dict[str, str], list[ParsedFile], dict]:
+    return (*part, {})
+
+
+def _parse_remote(pairs: Iterable[tuple[str, bytes]], shared, staging: str) -> Iterator[tuple]:
+    """Parse one partition of URL files on an executor, from local copies of their bytes (see spark_sources)."""
+    drafts, known = shared.value
+    with tempfile.TemporaryDirectory(prefix="clusterlab-objstore-") as spill:
+        got = spark_sources.Spilled(drafts, known, Path(spill), Path(staging))
+        for files, parsed in _parse_partition(got.plans(pairs), staging):
+            yield files, parsed, got.side()
+
+
+def _parse(spark, plans: list[FilePlan], drafts: list[spark_sources.Draft], known: spark_sources.Known,
+           staging: Path, remote_results: dict[int, FileResult]) -> list[tuple[dict, list[ParsedFile], dict]]:
+    """The Spark stage: local plans and URL drafts parsed on the executors; each partition's staged rows,
+    parsed files and (for URL files) what else the executor decided."""
+    from py4j.protocol import Py4JJavaError
+
+    sc = spark.sparkContext
+    slices = max(1, min(len(plans) + len(drafts), sc.defaultParallelism * SLICES_PER_CORE))
+    for retry in (True, False):
+        rdds = []
+        if plans:
+            rdds.append(sc.parallelize(plans, min(slices, len(plans)))
+                        .mapPartitions(partial(_parse_partition, staging=str(staging))).map(_with_side))
+        if drafts:
+            shared = sc.broadcast(({d.listed.key: d for d in drafts}, known))
+            rdds.append(spark_sources.read(spark, drafts, slices)
+                        .mapPartitions(partial(_parse_remote, shared=shared, staging=str(staging))))
+        if not rdds:
+            return []
+        try:
+            return (rdds[0] if len(rdds) == 1 else sc.union(rdds)).collect()
+        except Py4JJavaError:
+            gone = spark_sources.vanished(spark, drafts) if retry and drafts else []
+            if not gone:
+                raise
+            # NOTE: a file deleted between the listing and the read fails the whole stage: it is reported, the
+            # stage run again without it
+            for d in gone:
+                remote_results[d.order] = FileResult(d.task.display, "error", messages=[
+                    f"{d.task.display}: cannot read: gone since it was listed"])
+            drafts[:] = [d for d in drafts if d not in gone]
+    raise AssertionError("unreachable")
+
+
+def _store_ordered(con: duckdb.DuckDBPyConnection, parts: list[tuple[dict, list[ParsedFile], dict]],
+                   order: dict[int, int], parsed: dict[int, FileResult],
+                   remote_results: dict[int, FileResult]) -> tuple[list[int], list[tuple[str, int, int, str]]]:
+    """Store every partition's rows, then its files in the call's order (the later copy of a file is the one
+    dropped); URL files' results go to `remote_results`. The ids stored, and the URL files hashed as listed."""
+    ranked: list[tuple[int, bool, ParsedFile]] = []  # (place in the call, a URL file?, parsed)
+    hashed: list[tuple[str, int, int, str]] = []
+    for _, pfs, side in parts:
+        if side:
+            ranked += [(side["order"][str(pf.plan.task.path)], True, pf) for pf in pfs]
+            remote_results.update(side["unchanged"])
+            hashed += side["hashed"]
+        else:
+            ranked += [(order[pf.plan.file_id], False, pf) for pf in pfs]
+    ranked.sort(key=lambda item: item[0])
+    ids = _store(con, [(files, []) for files, _, _ in parts] + [({}, [pf for *_, pf in ranked])], parsed)
+    for rank, remote, pf in ranked:
+        if remote:  # recorded under its URL (FilePlan.where), read from the executor's copy
+            remote_results[rank] = pf.result
+    return ids, hashed
+
+
+def _not_returned(draft: spark_sources.Draft) -> FileResult:
+    url = draft.task.display
+    return FileResult(url, "error", messages=[f"{url}: cannot read: Spark's binaryFiles returned no bytes for it"])
 
 
 def _store(con: duckdb.DuckDBPyConnection, parts: list[tuple[dict[str, str], list[ParsedFile]]],

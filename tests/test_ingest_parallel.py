@@ -255,3 +255,16 @@ def test_sigkill_during_a_parallel_batched_ingest_leaves_whole_files(tmp_path: P
     assert done.returncode == (2 if "not a step record" in done.stderr else 0), done.stderr
     assert _snapshot(db) == want
     assert kills, "every ingest finished before its kill: the test proves nothing"
+
+
+def test_an_unguarded_script_ingests_in_its_own_process(corpus, tmp_path: Path) -> None:
+    """A spawned worker runs the main script again: one without a `__main__` guard must not start workers."""
+    script = tmp_path / "unguarded.py"
+    script.write_text("import sys\nfrom clusterlab import Lab\n"
+                      "with Lab(sys.argv[1]) as lab:\n"
+                      "    print(sum(f.status == 'ingested' for f in lab.ingest(sys.argv[2], workers=2).files))\n")
+    nccl = corpus[2] / "runs" / "many"
+    got = subprocess.run([sys.executable, str(script), str(tmp_path / "u.duckdb"), str(nccl)],
+                         capture_output=True, text=True, timeout=300)
+    assert got.returncode == 0, got.stderr
+    assert int(got.stdout.split()[-1]) > 100 and "no `if __name__" in got.stderr
