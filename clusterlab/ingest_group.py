@@ -137,7 +137,7 @@ def _numbered_lines(items: list[Item]) -> pl.DataFrame:
 
 def _read_state(out: ParsedFile, text: str) -> None:
     """What reading the whole file line by line would have recorded."""
-    st, size = out.state, len(text.encode("utf-8"))
+    st, size = out.state, len(text) if text.isascii() else len(text.encode("utf-8"))  # (no copy for ASCII)
     st.text_bytes = size
     if text.endswith("\n"):
         st.lines, st.last_line_open, st.last_line_start = text.count("\n"), False, size

@@ -145,8 +145,21 @@ def prepare(plan: FilePlan, collectors: list[ModuleType] | None = None, head: He
         res.messages.append(f"{task.display}: cannot read: {e.strerror or e}")
         return out, plan.ctx, []
     out.collectors = [c.NAME for c in chosen]
-    first_line = next((ln for ln in head.decode("utf-8", "replace").splitlines() if ln.strip()), None)
-    return out, dataclasses.replace(plan.ctx, header=first_line), chosen
+    return out, dataclasses.replace(plan.ctx, header=first_line(head)), chosen
+
+
+def first_line(head: bytes) -> str | None:
+    """The head's first non-blank line (str.splitlines' lines); its first 4 KiB are decoded first, most heads
+    need no more (a whole 64 KiB head split into lines costs more than many files' parse)."""
+    for size in (4096, len(head)):
+        lines = head[:size].decode("utf-8", "replace").splitlines()
+        # a cut head's last piece may be cut short: only lines known to be whole count
+        for ln in lines if size >= len(head) else lines[:-1]:
+            if ln.strip():
+                return ln
+        if size >= len(head):
+            break
+    return None
 
 
 def finish(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> None:

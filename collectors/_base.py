@@ -193,7 +193,11 @@ def sniff_jsonl(head: bytes, is_record: Callable[[dict], bool], lines: int = 20)
     complete = pieces[:lines] if len(pieces) > lines else pieces[:-1]
     seen = [ln for ln in complete if ln.strip()]
     hits = 0
-    for ln in seen:
+    for i, ln in enumerate(seen):
+        if hits and 2 * hits >= len(seen):  # decided: more hits cannot undo it (and a sniff runs on every file)
+            return True
+        if 2 * (hits + len(seen) - i) < len(seen):  # decided: the lines left cannot make a majority
+            return False
         try:
             obj = json.loads(ln)
         except ValueError:
