@@ -65,6 +65,7 @@ def parse_many(plans: list[FilePlan], collectors: list[ModuleType] | None = None
     """Every plan parsed, small files of a GROUPABLE format or small text logs together; results in order."""
     outs: list[ParsedFile] = []
     groups: dict[tuple, tuple[list[ModuleType], list[Item]]] = {}
+    held: dict[tuple, int] = {}  # characters of text held per group
     for plan, head, present in zip(plans, *read_heads(plans), strict=True):
         out, ctx, chosen = prepare(plan, collectors, head, present)
         outs.append(out)
@@ -77,8 +78,10 @@ def parse_many(plans: list[FilePlan], collectors: list[ModuleType] | None = None
             continue
         _, items = groups.setdefault(key, (chosen, []))
         items.append((out, ctx, text))
-        if sum(len(t) for _, _, t in items) >= GROUP_BYTES:
+        held[key] = held.get(key, 0) + len(text)
+        if held[key] >= GROUP_BYTES:
             _parse_or_alone(key, *groups.pop(key))
+            del held[key]
     for key, (chosen, items) in groups.items():
         _parse_or_alone(key, chosen, items)
     return outs

@@ -109,9 +109,9 @@ def read_heads(plans: list[FilePlan]) -> tuple[list[Head | None], list[frozenset
     # NOTE: Aho-Corasick over every head at once, not a substring search per hint per head (half a millisecond a
     # file). Hints are ASCII: decoding a head never makes or breaks an ASCII match.
     found = iter(pl.Series([t.decode("utf-8", "replace") for t in texts], dtype=pl.String).str.extract_many(
-        _hints(), ascii_case_insensitive=True, overlapping=True).to_list())
-    return heads, [frozenset(x.lower().encode() for x in next(found)) if isinstance(h, tuple) else None
-                   for h in heads]
+        _hints(), ascii_case_insensitive=True, overlapping=True).list.eval(pl.element().str.to_lowercase())
+        .list.unique().to_list())  # every match is listed: '"step"' is on each line of a step file
+    return heads, [frozenset(x.encode() for x in next(found)) if isinstance(h, tuple) else None for h in heads]
 
 
 @cache
