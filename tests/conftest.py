@@ -19,6 +19,20 @@ def lab() -> Lab:
 
 
 @pytest.fixture(scope="session")
+def spark():
+    """One local Spark of two executor threads for every Spark test (a new one costs 30-60 s; Java and pyspark
+    installed when missing). Made only when a test asks for it."""
+    from spark_local import SparkUnavailable, start
+
+    try:
+        session = start("local[2]")
+    except SparkUnavailable as e:
+        pytest.fail(f"local Spark unavailable: {e}")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
 def _ingested_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample bundle ingested once for the whole session (each module takes a copy)."""
     db = tmp_path_factory.mktemp("bundle-once") / "bundle.duckdb"

@@ -10,7 +10,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from spark_local import SparkUnavailable, start
 
 from clusterlab import Lab, spark_ingest
 from clusterlab.cli import main
@@ -19,17 +18,6 @@ from conftest import SAMPLES
 
 pytestmark = pytest.mark.slow
 TABLES = ["events", "steps", "rank_steps", "checkpoints", "nccl_ranks", "jobs", "facts", "unmatched_lines"]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    """One local Spark of two executor threads for the module (Java and pyspark installed when missing)."""
-    try:
-        session = start("local[2]")
-    except SparkUnavailable as e:
-        pytest.fail(f"local Spark unavailable: {e}")
-    yield session
-    session.stop()
 
 
 def rows(lab: Lab, table: str) -> pl.DataFrame:

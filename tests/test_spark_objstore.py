@@ -17,7 +17,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from spark_local import SparkUnavailable, ensure_pyspark, start
 
 from clusterlab import Lab, spark_ingest, spark_sources
 from clusterlab.cli import main
@@ -28,22 +27,6 @@ pytestmark = pytest.mark.slow
 TABLES = ["events", "steps", "rank_steps", "checkpoints", "nccl_ranks", "jobs", "facts", "unmatched_lines"]
 KEPT = {"0.", "1.", "2.", "3."}  # the ranks whose step files the slice keeps
 ODD_NAME = "kern,old [1] {x}.log"  # a comma, brackets and braces: Hadoop reads input paths as comma lists of globs
-
-
-@pytest.fixture(scope="module")
-def spark():
-    """The local Spark of the Spark tests: the running one when there is one (a new one costs 30-60 s)."""
-    try:
-        ensure_pyspark()
-        from pyspark.sql import SparkSession
-
-        running = SparkSession.getActiveSession()
-        session = running or start("local[2]")
-    except SparkUnavailable as e:
-        pytest.fail(f"local Spark unavailable: {e}")
-    yield session
-    if running is None:
-        session.stop()
 
 
 def _bundle(dest: Path) -> Path:
