@@ -117,13 +117,13 @@ def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file
             summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
     known = frozenset(r[0] for r in con.execute("SELECT host FROM nodes").fetchall())
     walked = bundle.walk(roots, known)
-    for f in walked.inventories:
-        if f not in inv_files:
-            try:
-                inventory.load_inventory(con, f)
-            except InputError as e:
-                summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
-    if walked.inventories:
+    found = [f for f in walked.inventories if f not in inv_files]
+    for f in found:
+        try:
+            inventory.load_inventory(con, f)
+        except InputError as e:
+            summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
+    if found:  # hosts the walk could not know yet: walk again (a root's own inventory was loaded before it)
         known = frozenset(r[0] for r in con.execute("SELECT host FROM nodes").fetchall())
         walked = bundle.walk(roots, known)
     for name, f in walked.runs.items():
