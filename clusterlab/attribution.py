@@ -189,8 +189,7 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
     total_s = (att["end_ts"].max() - att["start_ts"].min()).total_seconds()
     ledger.check(rows, total_s)
     steady, source = _mfu(con, info, b, notes)
-    # NOTE: the view is read once for both: it lists the hosts of every per-rank row
-    inv = store.frame(con, "SELECT host, cluster, provider FROM inventory")
+    inv = _inventory(con, pl.concat([rows["own_host"], inc["host"].cast(pl.String)]), profile["slow_host"])
     rows = _place(inv, rows, inc, info, gpus)
     gpu_hours = gpus * total_s / 3600
     productive = rows.filter(pl.col("category") == "productive")["gpu_hours"].sum()
@@ -202,6 +201,24 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
         checkpoint_advice=advice.advise(con, run, gpus, gpu_hours, _with_cluster_runs(con, run, inc, s)))
 
 
+def _inventory(con: duckdb.DuckDBPyConnection, hosts: pl.Series, ranked: pl.Series) -> pl.DataFrame:
+    """The rows of the `inventory` view (store.py) for `hosts` only. The view lists the hosts of every per-rank
+    row, a scan of the whole table: here only hosts that neither the nodes, the events nor `ranked` (hosts
+    known to have per-rank rows) name are looked up there, a filter its dictionaries answer."""
+    hosts = hosts.drop_nulls().unique().to_list()
+    known = store.frame(con, """SELECT host FROM nodes WHERE host IN (SELECT unnest($hosts))
+                                UNION SELECT DISTINCT host FROM events WHERE host IN (SELECT unnest($hosts))""",
+                        {"hosts": hosts})["host"].to_list()
+    rest = sorted(set(hosts) - set(known) - set(ranked.drop_nulls().to_list()))
+    found = store.frame(con, "SELECT DISTINCT host FROM rank_steps WHERE host IN (SELECT unnest($rest))",
+                        {"rest": rest})["host"].to_list() if rest else []
+    listed = sorted((set(hosts) - set(rest)) | set(found))
+    return store.frame(con, """
+        SELECT h.host, coalesce(n.cluster, 'unknown') AS cluster, coalesce(c.provider, 'unknown') AS provider
+        FROM (SELECT unnest($listed::VARCHAR[]) AS host) h LEFT JOIN nodes n USING (host)
+        LEFT JOIN clusters c ON c.cluster = n.cluster""", {"listed": listed})
+
+
 def _with_cluster_runs(con: duckdb.DuckDBPyConnection, run: str, inc: pl.DataFrame,
                        s: incidents.Settings) -> pl.DataFrame:
     """This run's incidents and the attempt-end incidents of the other runs on its cluster (for advice)."""
@@ -209,7 +226,9 @@ def _with_cluster_runs(con: duckdb.DuckDBPyConnection, run: str, inc: pl.DataFra
                                  (SELECT cluster FROM runs WHERE run = ?)""", [run, run])["run"].to_list()
     frames = [inc.select("run", "kind", "failure_mode", "blame")]
     for other in others:  # NOTE: one root-cause pass per other run of the cluster, as the scorecard does
-        ends = incidents_of(con, other, s)[0]
+        # only the attempt ends count (advice.is_failure): no straggler pass over the other run's per-rank table
+        ends, ev = counter_evidence.with_counter_evidence(con, *root_cause.attempt_end_incidents(con, other, s), s)
+        ends = _finish_incidents(con, ends, ev)
         if ends.height:
             frames.append(ends.select("run", "kind", "failure_mode", "blame"))
     return pl.concat(frames, how="vertical_relaxed")

@@ -67,13 +67,25 @@ def _tier_sql() -> str:
     return "CASE " + " ".join(f"WHEN {cond} THEN {t}" for t, cond in TIERS) + " ELSE 10 END"
 
 
-def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings) -> pl.DataFrame:
+def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
+               profile: pl.DataFrame | None = None) -> pl.DataFrame:
     """Events that could explain each attempt's end, with their tier: from `window_s` before the attempt's
-    last step (its end where it has none) to `grace_s` after its end."""
+    last step (its end where it has none) to `grace_s` after its end.
+
+    `profile` (`timeline.rank_profile` of `run`, where the caller has it) gives the last end of each step of
+    the per-rank timings, so that only their rare rows without a step number are read again."""
+    if profile is not None and run is not None:
+        # NOTE: `step IS NULL` is answered from the table's statistics when no row lacks a step
+        ranked = """SELECT run, attempt, ts FROM rank_steps WHERE run = $run AND step IS NULL
+                     UNION ALL SELECT run, attempt, last_ts FROM rank_last"""
+        frames = {"rank_last": profile.filter(pl.col("step").is_not_null()).group_by("run", "attempt").agg(
+            last_ts=pl.col("last_ts").max())}
+    else:
+        ranked, frames = "SELECT run, attempt, ts FROM rank_steps WHERE ($run IS NULL OR run = $run)", {}
     return store.frame(con, f"""
         WITH p AS (
-            SELECT run, attempt, max(ts) AS last_ts FROM (SELECT run, attempt, ts FROM steps
-                                                     UNION ALL SELECT run, attempt, ts FROM rank_steps)
+            SELECT run, attempt, max(ts) AS last_ts
+            FROM (SELECT run, attempt, ts FROM steps WHERE ($run IS NULL OR run = $run) UNION ALL {ranked})
             WHERE run IS NOT NULL GROUP BY ALL
         ),
         a AS (
@@ -100,7 +112,7 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings) -> 
         WHERE ts >= greatest(start_ts, least(coalesce(last_ts, end_ts), end_ts) - to_seconds($window))
           AND ts <= end_ts + to_seconds($grace)
           AND (next_start IS NULL OR ts < next_start)
-    """, {"run": run, "window": s.window_s, "grace": s.grace_s, "not_causes": _NOT_CAUSES})
+    """, {"run": run, "window": s.window_s, "grace": s.grace_s, "not_causes": _NOT_CAUSES}, **frames)
 
 
 def _peer_hosts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:

@@ -161,7 +161,7 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
     att = store.frame(con, """
         SELECT run, attempt, start_ts, end_ts, hosts, attempt = max(attempt) OVER (PARTITION BY run) AS is_last
         FROM attempts WHERE ($run IS NULL OR run = $run) ORDER BY run, attempt""", {"run": run})
-    cand = incidents.with_hosts(con, incidents.candidates(con, run, s))
+    cand = incidents.with_hosts(con, incidents.candidates(con, run, s, profile))
     sacct = _sacct_verdicts(con, run)
     if sacct.height:
         cand = pl.concat([cand, sacct.with_columns(peer_host=pl.lit(None, pl.String))], how="diagonal_relaxed")
@@ -200,7 +200,8 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
     evs = [e.cast(EVIDENCE_SCHEMA) for e in evs if e is not None and e.height]
     if not evs:
         return inc, pl.DataFrame(schema=EVIDENCE_SCHEMA)
-    ev = pl.concat(evs, how="vertical_relaxed").sort(*keys, "rank_in_incident")
+    # each part is in (run, attempt, rank_in_incident) order already: one part needs no sort of its rows
+    ev = evs[0] if len(evs) == 1 else pl.concat(evs, how="vertical_relaxed").sort(*keys, "rank_in_incident")
     return inc, ev.select(list(EVIDENCE_SCHEMA))
 
 
