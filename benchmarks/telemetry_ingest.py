@@ -3,17 +3,21 @@
     python benchmarks/telemetry_ingest.py [--nodes 1024] [--hours 24] [--formats csv,json] [--dir /tmp/x]
 
 The issue's size is one day of 15 s scrapes of 1,024 nodes x 8 GPUs (5,760 scrapes, 47 M GPU lines, 189 M
-samples of 4 metrics): pass `--nodes 1024 --hours 24` on a machine with the disk for it (about 5 GB of CSV).
-Per node it writes `nodes/<host>/nvidia-smi.log` (an `nvidia-smi --query-gpu ... --format=csv -l 15` loop)
-and/or `nodes/<host>/query_range.txt` (a Prometheus `query_range` response, one series per GPU and metric),
-then times `Lab.ingest` into a fresh database and a bare DuckDB read of the same files (rows counted,
-nothing parsed or stored), and prints samples/s of each and their ratio.
+samples of 4 metrics): pass `--nodes 1024 --hours 24` on a machine with the disk for it (4 GB of CSV, 3.6 GB
+of JSON). Per node it writes `nodes/<host>/nvidia-smi.log` (an `nvidia-smi --query-gpu ... --format=csv -l 15`
+loop) and/or `nodes/<host>/query_range.txt` (Prometheus `query_range` responses, an hour a line, one series per
+GPU and metric), then times `Lab.ingest` into a fresh database and a bare DuckDB read of the same files (rows counted,
+nothing parsed or stored), and prints samples/s of each and their ratio, with the CPU seconds (user + system,
+this process and its children) beside the wall time, the peak RSS so far and the load average: on a shared
+machine the wall time alone says little. Run one format per process (`--formats csv`) for its own peak RSS.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
+import resource
 import shutil
 import tempfile
 import time
@@ -52,17 +56,24 @@ def write_csv(node_dir: Path, n: int, node: int) -> int:
 
 
 def write_json(node_dir: Path, host: str, n: int) -> int:
-    """One node's query_range response: a series per GPU and metric, `n` points each; returns its samples."""
-    t = (pl.int_range(0, n, eager=True) * SCRAPE_S + int(T0.replace(tzinfo=dt.UTC).timestamp())).cast(pl.String)
-    series = []
-    for name in PROM:  # 4 x 8 series a node: the points of each are one vectorised string join
-        for gpu in range(GPUS):
-            pts = ",".join(pl.select(pl.format("[{},\"1980\"]", pl.lit(t)).alias("p"))["p"].to_list())
-            series.append(f'{{"metric":{{"__name__":"{name}","Hostname":"{host}","gpu":"{gpu}",'
-                          f'"pci_bus_id":"00000000:{gpu * 16 + 24:02X}:00.0"}},"values":[{pts}]}}')
+    """One node's query_range responses, one a line, an hour each: a series per GPU and metric; returns its samples.
+
+    A day in one response is 3.6 MB on one line, over the reader's 1 MiB line limit (skipped, nothing stored);
+    a dump that asks an hour at a time writes lines of 150 kB."""
+    start = int(T0.replace(tzinfo=dt.UTC).timestamp())
+    window = 3600 // SCRAPE_S
+    responses = []
+    for first in range(0, n, window):
+        k = pl.int_range(first, min(first + window, n), eager=True)
+        t = (k * SCRAPE_S + start).cast(pl.String)
+        # the points of a series are one vectorised string join
+        pts = ",".join(pl.select(pl.format("[{},\"1980\"]", pl.lit(t)).alias("p"))["p"].to_list())
+        series = [f'{{"metric":{{"__name__":"{name}","Hostname":"{host}","gpu":"{gpu}",'
+                  f'"pci_bus_id":"00000000:{gpu * 16 + 24:02X}:00.0"}},"values":[{pts}]}}'
+                  for name in PROM for gpu in range(GPUS)]
+        responses.append('{"status":"success","data":{"resultType":"matrix","result":[' + ",".join(series) + "]}}")
     node_dir.mkdir(parents=True, exist_ok=True)
-    (node_dir / "query_range.txt").write_text(
-        '{"status":"success","data":{"resultType":"matrix","result":[' + ",".join(series) + "]}}\n")
+    (node_dir / "query_range.txt").write_text("\n".join(responses) + "\n")
     return n * GPUS * len(PROM)
 
 
@@ -88,6 +99,22 @@ def timed_ingest(root: Path, name: str) -> tuple[float, int]:
     return time.perf_counter() - t, stored
 
 
+def cpu_s() -> float:
+    """User + system CPU seconds of this process and its (waited-for) children."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def peak_rss_mib() -> float:
+    """The peak resident set so far of this process (or its largest child), MiB (Linux: ru_maxrss is KiB)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return max(own.ru_maxrss, kids.ru_maxrss) / 1024
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=32)
@@ -101,16 +128,29 @@ def main() -> None:
     try:
         for fmt in a.formats.split(","):
             samples = 0
+            t, c = time.perf_counter(), cpu_s()
             for i in range(a.nodes):
                 host = f"gpu-{i:04d}"
                 node_dir = root / "nodes" / host
                 samples += write_csv(node_dir, n, i) if fmt == "csv" else write_json(node_dir, host, n)
             name = "nvidia-smi.log" if fmt == "csv" else "query_range.txt"
+            size = sum(f.stat().st_size for f in root.glob(f"nodes/*/{name}"))
+            print(f"{fmt}: wrote {a.nodes:,} files, {size / 2**20:,.0f} MiB in {time.perf_counter() - t:.1f} s "
+                  f"({cpu_s() - c:.1f} s CPU); {load()}", flush=True)
+            c = cpu_s()
             took, stored = timed_ingest(root, name)
+            took_cpu, rss = cpu_s() - c, peak_rss_mib()
+            print(f"{fmt}: clusterlab {took:.2f} s ({took_cpu:.1f} s CPU), peak RSS {rss:,.0f} MiB; {load()}",
+                  flush=True)
+            c = cpu_s()
             bare = bare_csv(root) if fmt == "csv" else bare_json(root)
+            bare_cpu = cpu_s() - c
+            if stored != samples:  # a skipped file or line must not pass for speed
+                raise SystemExit(f"{fmt}: {stored:,} rows stored of {samples:,} samples written: not a valid run")
             print(f"{fmt}: {samples:,} samples, {stored:,} rows stored; clusterlab {took:.2f} s = "
-                  f"{samples / took:,.0f} samples/s; bare DuckDB read {bare:.2f} s = {samples / bare:,.0f} samples/s; "
-                  f"ratio {took / bare:.1f}x")
+                  f"{samples / took:,.0f} samples/s; bare DuckDB read {bare:.2f} s ({bare_cpu:.1f} s CPU) = "
+                  f"{samples / bare:,.0f} samples/s; ratio {took / bare:.1f}x wall, {took_cpu / bare_cpu:.1f}x CPU; "
+                  f"{load()}", flush=True)
     finally:
         if a.dir is None:
             shutil.rmtree(root, ignore_errors=True)

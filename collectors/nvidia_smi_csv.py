@@ -72,9 +72,10 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     base = cells.select(
         "line", local_to_utc(local, ctx.tz).alias("ts"),
         cols.get("index", pl.lit(None, pl.String)).cast(pl.Int32, strict=False).alias("gpu"),
-        telemetry.bus_id(cols.get("pci.bus_id", pl.lit(None, pl.String))).alias("bus_id"),
+        cols.get("pci.bus_id", pl.lit(None, pl.String)).alias("bus_id"),
         *[cols[f].alias(f"_f{i}") for i, f in enumerate(fields)],
     )
+    base = base.with_columns(telemetry.bus_ids(base["bus_id"]))
     untimed = base.filter(pl.col("ts").is_null())
     out.unparsed += untimed.height
     if untimed.height:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import polars as pl
 
 from clusterlab import telemetry
-from clusterlab.collectors._base import Context, Parsed
+from clusterlab.collectors._base import Context, Parsed, local_to_utc
 
 NAME = "prometheus_text"
 EXCLUSIVE = True
@@ -55,12 +55,13 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         "line", pl.col("text").str.extract_groups(_TIME).alias("_t"), pl.col("text").str.extract_groups(_SAMPLE)
         .alias("_s"),
     ).unnest("_t", "_s")
-    iso = f["iso"].str.replace(" ", "T").str.replace(r"Z$", "+00:00")
-    scrape = (pl.coalesce(
-        iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_zone="UTC"),
-        iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%z", strict=False, time_zone="UTC"),
-        iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False).dt.replace_time_zone(ctx.tz),
-    ).dt.convert_time_zone("UTC").dt.replace_time_zone(None).cast(pl.Datetime("us")))
+    iso = pl.col("iso").str.replace(" ", "T").str.replace(r"Z$", "+00:00")
+    # NOTE: each naive UTC before they meet: an aware UTC and an aware local time have no common type
+    scrape = f.select(pl.coalesce(
+        iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_zone="UTC").dt.replace_time_zone(None),
+        iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%z", strict=False, time_zone="UTC").dt.replace_time_zone(None),
+        local_to_utc(iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False), ctx.tz),
+    ).cast(pl.Datetime("us")))[:, 0]
     epoch = (f["epoch"].cast(pl.Float64, strict=False) * 1e6).cast(pl.Int64).cast(pl.Datetime("us"))
     f = f.with_columns(scrape=scrape.fill_null(epoch)).with_columns(pl.col("scrape").forward_fill())
     samples = f.filter(pl.col("name").is_not_null())
@@ -73,10 +74,11 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     s = samples.select(
         "line", pl.coalesce(own, "scrape").alias("ts"), _label("Hostname").alias("host"),
         _label("gpu").cast(pl.Int32, strict=False).alias("gpu"),
-        telemetry.bus_id(_label("pci_bus_id")).alias("bus_id"),
+        _label("pci_bus_id").alias("bus_id"),
         pl.when(gpu_metric).then(pl.lit(None, pl.String)).otherwise(device).alias("device"),
         "name", pl.col("value").cast(pl.Float64, strict=False).alias("value"),
     )
+    s = s.with_columns(telemetry.bus_ids(s["bus_id"]))  # a scrape repeats its 8 GPUs' ids: each parsed once
     unreadable = s.filter(pl.col("value").is_null())
     out.unparsed += int(bad) + unreadable.height
     if unreadable.height:
