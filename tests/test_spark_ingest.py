@@ -7,9 +7,9 @@ import json
 import shutil
 from pathlib import Path
 
-import polars as pl
 import pytest
 from click.testing import CliRunner
+from lake_compare import assert_same_store, rows
 
 from clusterlab import Lab, spark_ingest
 from clusterlab.cli import main
@@ -17,22 +17,6 @@ from clusterlab.ledger import LedgerError
 from conftest import SAMPLES
 
 pytestmark = pytest.mark.slow
-TABLES = ["events", "steps", "rank_steps", "checkpoints", "nccl_ranks", "jobs", "facts", "unmatched_lines"]
-
-
-def rows(lab: Lab, table: str) -> pl.DataFrame:
-    """A table's rows, each with its file's path and line (the ids are each store's own), in one order."""
-    return lab.sql(f"SELECT f.path AS file_path, t.* EXCLUDE (file_id) FROM {table} t "
-                   f"JOIN ingested_files f USING (file_id)").sort(pl.all())
-
-
-def assert_same_store(db: Lab, lk: Lab) -> None:
-    for table in TABLES:
-        a, b = rows(db, table), rows(lk, table)
-        assert a.schema == b.schema and a.equals(b), f"{table}: {a.height} rows by DuckDB, {b.height} by Spark"
-    assert db.table("attempts").sort(pl.all()).equals(lk.table("attempts").sort(pl.all()))
-    files = "SELECT * EXCLUDE (file_id, ingested_at) FROM ingested_files"
-    assert db.sql(files).sort(pl.all()).equals(lk.sql(files).sort(pl.all()))
 
 
 def results(summary) -> list[tuple]:

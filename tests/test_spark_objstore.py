@@ -17,6 +17,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from lake_compare import assert_same_store, rows
 
 from clusterlab import Lab, spark_ingest, spark_sources
 from clusterlab.cli import main
@@ -24,7 +25,6 @@ from clusterlab.ingest import IngestSummary, walk_tasks
 from conftest import SAMPLES
 
 pytestmark = pytest.mark.slow
-TABLES = ["events", "steps", "rank_steps", "checkpoints", "nccl_ranks", "jobs", "facts", "unmatched_lines"]
 KEPT = {"0.", "1.", "2.", "3."}  # the ranks whose step files the slice keeps
 ODD_NAME = "kern,old [1] {x}.log"  # a comma, brackets and braces: Hadoop reads input paths as comma lists of globs
 
@@ -65,22 +65,6 @@ def results(summary, src: Path | None = None) -> list[tuple]:
     fix = (lambda t: local(t, src)) if src is not None else (lambda t: t)
     return [(fix(f.display), f.status, [fix(m) for m in f.messages], f.skipped_why and fix(f.skipped_why))
             for f in summary.files]
-
-
-def rows(lab: Lab, table: str) -> pl.DataFrame:
-    """A table's rows, each with its file's path (a URL mapped back to the path) and line, in one order."""
-    return lab.sql(f"SELECT regexp_replace(f.path, '^file://', '') AS file_path, t.* EXCLUDE (file_id) FROM {table} t "
-                   f"JOIN ingested_files f USING (file_id)").sort(pl.all())
-
-
-def assert_same_store(db: Lab, lk: Lab) -> None:
-    for table in TABLES:
-        a, b = rows(db, table), rows(lk, table)
-        assert a.schema == b.schema and a.equals(b), f"{table}: {a.height} rows by DuckDB, {b.height} by Spark"
-    assert db.table("attempts").sort(pl.all()).equals(lk.table("attempts").sort(pl.all()))
-    files = "SELECT * EXCLUDE (file_id, ingested_at) REPLACE (regexp_replace(path, '^file://', '') AS path) " \
-            "FROM ingested_files"
-    assert db.sql(files).sort(pl.all()).equals(lk.sql(files).sort(pl.all()))
 
 
 def test_file_urls_give_the_rows_of_the_same_files_read_from_disk_and_are_read_again_only_when_listed_changed(
