@@ -188,7 +188,8 @@ def _parsed(plans: list[FilePlan], workers: int | None, collectors: list[ModuleT
     return parse_all(plans, workers)
 
 
-_PREVIOUS = """SELECT file_id, path, content_hash, raw_bytes, text_bytes, lines, last_line_open, last_line_start,
+# What the store holds of every file it read, one row each (the Spark driver plans with it too)
+STORED_FILES = """SELECT file_id, path, content_hash, raw_bytes, text_bytes, lines, last_line_open, last_line_start,
                       run, attempt, host FROM ingested_files"""
 
 
@@ -200,7 +201,7 @@ def plan_files(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileTask
     """
     latest: dict[str, tuple] = {}
     seen: set[tuple] = set()
-    for row in con.execute(_PREVIOUS).fetchall():
+    for row in con.execute(STORED_FILES).fetchall():
         file_id, path, digest, *_, run, attempt, host = row
         if path not in latest or latest[path][0] < file_id:
             latest[path] = row

@@ -33,7 +33,7 @@ import xxhash
 
 from clusterlab.bundle import FileTask
 from clusterlab.collectors._base import Context
-from clusterlab.ingest import stored_clock
+from clusterlab.ingest import STORED_FILES, stored_clock
 from clusterlab.ingest_parse import FilePlan, FileResult
 from clusterlab.reader import content_hash
 
@@ -44,8 +44,6 @@ READ_LIMIT = (1 << 31) - (1 << 20)
 LIST_THREADS = "32"  # Hadoop's input listing looks up each file a read names: in parallel unless set otherwise
 READ_BY_WALK = frozenset({"inventory.toml", "run.toml", "boot_time"})  # the walk reads these on the driver
 LISTING = "_listing.parquet"  # in the lake: (url, size, mtime) of each URL file when its bytes were last hashed
-_PREVIOUS = """SELECT file_id, path, content_hash, raw_bytes, text_bytes, lines, last_line_open, last_line_start,
-                      run, attempt, host FROM ingested_files"""
 
 
 def is_url(path: str | os.PathLike) -> bool:
@@ -236,7 +234,7 @@ class Draft:
     task: FileTask  # display: the URL; path: the mirror's stand-in (an executor puts its local copy there)
     ctx: Context
     file_id: int  # a fresh id: used when it is new, or replaces what the manifest holds
-    prev: tuple | None = None  # the manifest's latest record at its URL (the columns of _PREVIOUS)
+    prev: tuple | None = None  # the manifest's latest record at its URL (the columns of ingest.STORED_FILES)
     grown: tuple[int, int, int | None, pl.DataFrame | None] | None = None  # skip, first, reopen_from, clock
 
 
@@ -286,7 +284,7 @@ def plan(con: duckdb.DuckDBPyConnection, tasks: list[tuple[FileTask, Context, Li
     urls = {listed.url for _, _, listed in tasks}
     keys = {(ctx.run, ctx.attempt, ctx.host) for _, ctx, _ in tasks}
     known = Known()
-    for row in con.execute(_PREVIOUS).fetchall():
+    for row in con.execute(STORED_FILES).fetchall():
         file_id, path, digest, *_, run, attempt, host = row
         if path in urls:
             known.by_path.setdefault(path, set()).add(digest)
