@@ -1,6 +1,6 @@
 """Ingest of a fleet's evidence (many files of each kind), against `cat` and `grep -cE` on the same files.
 
-    python benchmarks/fleet_ingest.py [--nodes 1024] [--hours 1] [--attempts 3] [--scales 1,2,4] [--workers N]
+    python benchmarks/fleet_ingest.py [--nodes 1024] [--hours 1.25] [--attempts 3] [--scales 1,2,4] [--workers N]
 
 What a 1,024-node x 8-GPU campaign leaves behind, in the bundle layout clusterlab reads:
 
@@ -164,7 +164,7 @@ def _per_kind(root: Path, work: Path, workers: list[str]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=1024)
-    ap.add_argument("--hours", type=float, default=1.0, help="hours of evidence per attempt at scale 1")
+    ap.add_argument("--hours", type=float, default=1.25, help="hours of evidence per attempt at scale 1 (2 GB)")
     ap.add_argument("--attempts", type=int, default=3)
     ap.add_argument("--scales", default="1,2,4")
     ap.add_argument("--workers", type=int, default=None, help="ingest workers (default: the core count)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import stat
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -25,6 +26,10 @@ class FileTask:
     run: str | None
     attempt: int | None
     host: str | None
+    # what the walk's one stat of the file said (None: not walked; asked again when needed)
+    size: int | None = None
+    mtime: float | None = None
+    link: bool | None = None  # a symbolic link (to a file)
 
 
 @dataclass
@@ -55,13 +60,16 @@ def path_context(parts: tuple[str, ...], known_hosts: frozenset[str]) -> tuple[s
     return run, attempt, host
 
 
-def real_path(p: Path) -> str:
-    """`p` resolved (the name a file is stored under): its folder's resolution is looked up once per folder."""
+def real_path(p: Path, link: bool | None = None) -> str:
+    """`p` resolved (the name a file is stored under): its folder's resolution is looked up once per folder.
+
+    `link`: whether `p` is a symbolic link, where the walk knows it."""
     # NOTE: Path.resolve() walks every component with a system call each: a dozen per file of a deep layout
-    if p.is_symlink():
+    if link or (link is None and p.is_symlink()):
         return str(p.resolve())
     # (joined to the working folder, not normalised: `link/..` must resolve the link first, as resolve() does)
-    return os.path.join(_real_dir(os.path.join(os.getcwd(), p.parent)), p.name)
+    folder, name = os.path.split(os.fspath(p))
+    return os.path.join(_real_dir(os.path.join(os.getcwd(), folder)), name)
 
 
 @lru_cache(maxsize=4096)
@@ -79,23 +87,71 @@ def walk(paths: list[Path], known_hosts: frozenset[str]) -> Walk:
         if root.is_file():
             _add(w, root, root.name, root.parent, True, known_hosts)
             continue
-
-        def on_error(e: OSError) -> None:
-            w.unreadable.append((str(e.filename), f"cannot read directory: {e.strerror}"))
-
-        for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for name in sorted(filenames):
-                if name.startswith("."):
-                    continue
-                p = Path(dirpath) / name
-                _add(w, p, str(p.relative_to(root.parent)), root, False, known_hosts)
+        _walk_dir(w, root, os.fspath(root), str(root.name), (), known_hosts)
     return w
 
 
-def _add(w: Walk, p: Path, display: str, root: Path, explicit: bool, known: frozenset[str]) -> None:
-    rel = p.relative_to(root) if p.is_relative_to(root) else Path(p.name)
-    parts = tuple(Path(os.path.abspath(p)).parts) if explicit else rel.parts
+def _walk_dir(w: Walk, root: Path, folder: str, display: str, parts: tuple[str, ...], known: frozenset[str]) -> None:
+    """One folder's files (by name), then its subfolders' (by name), as `os.walk` gives them; hidden ones left out.
+
+    Folders are listed with scandir, so a file costs one stat and no path objects until it is kept: a fleet's
+    walk is tens of thousands of files."""
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as e:
+        w.unreadable.append((str(e.filename), f"cannot read directory: {e.strerror}"))
+        return
+    subdirs = []
+    for e in entries:
+        if e.name.startswith("."):
+            continue
+        try:
+            is_dir = e.is_dir()
+        except OSError:
+            is_dir = False
+        if is_dir:
+            subdirs.append(e)
+        else:
+            _add_entry(w, e, os.path.join(display, e.name) if display else e.name, (*parts, e.name), known)
+    for e in subdirs:
+        try:
+            if e.is_symlink():  # as os.walk: a linked folder is not followed
+                continue
+        except OSError:
+            continue
+        _walk_dir(w, root, e.path, os.path.join(display, e.name) if display else e.name, (*parts, e.name), known)
+
+
+def _add_entry(w: Walk, e: os.DirEntry, display: str, parts: tuple[str, ...], known: frozenset[str]) -> None:
+    """A file a folder walk found (`parts`: its path below the root)."""
+    name = e.name
+    if name in SIDECARS:  # rare: the general path, with path objects
+        _add(w, Path(e.path), display, None, False, known, parts)
+        return
+    if name.endswith(_IGNORED_SUFFIXES):
+        return
+    run, attempt, host = path_context(parts, known)
+    link = e.is_symlink()
+    try:
+        st = e.stat()  # (follows a link: the file it names)
+    except OSError:
+        w.unreadable.append((display, "broken symbolic link" if link else "not a regular file"))
+        return
+    if not stat.S_ISREG(st.st_mode):
+        w.unreadable.append((display, "not a regular file"))
+        return
+    if not os.access(e.path, os.R_OK):
+        w.unreadable.append((display, "permission denied"))
+        return
+    w.files.append(FileTask(Path(e.path), display, False, run, attempt, host, st.st_size, st.st_mtime, link))
+
+
+def _add(w: Walk, p: Path, display: str, root: Path | None, explicit: bool, known: frozenset[str],
+         parts: tuple[str, ...] | None = None) -> None:
+    if parts is None:
+        rel = p.relative_to(root) if root is not None and p.is_relative_to(root) else Path(p.name)
+        parts = tuple(Path(os.path.abspath(p)).parts) if explicit else rel.parts
     if p.name == "inventory.toml":
         w.inventories.append(p)
         return

@@ -22,7 +22,7 @@ from clusterlab import attempts, bundle, inventory
 from clusterlab.collectors._base import TABLE_COLUMNS, Context
 from clusterlab.ingest_group import parse_many
 from clusterlab.ingest_parse import FilePlan, FileResult, ParsedFile
-from clusterlab.ingest_pool import parse_all
+from clusterlab.ingest_pool import Work, parse_all
 from clusterlab.ingest_write import Writer
 from clusterlab.reader import InputError, content_hash
 
@@ -142,8 +142,9 @@ def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file
 
 def _context(task: bundle.FileTask, walked: bundle.Walk, zones: dict[str, str], known: frozenset[str],
              run: str | None, host: str | None, year: int | None) -> Context:
-    boot = walked.boot_times.get(task.path.parent)
-    mtime = dt.datetime.fromtimestamp(task.path.stat().st_mtime, dt.UTC).replace(tzinfo=None)
+    boot = walked.boot_times.get(task.path.parent) if walked.boot_times else None
+    stamp = task.mtime if task.mtime is not None else task.path.stat().st_mtime
+    mtime = dt.datetime.fromtimestamp(stamp, dt.UTC).replace(tzinfo=None)
     return Context(
         path=task.display,
         host=task.host or host,
@@ -160,15 +161,26 @@ def _context(task: bundle.FileTask, walked: bundle.Walk, zones: dict[str, str], 
 def _ingest_tasks(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileTask, Context]], spill: Path,
                   workers: int | None, progress: Callable[[int, int, str], None] | None,
                   collectors: list[ModuleType] | None = None) -> list[FileResult]:
-    """Plan, parse and write `tasks`; the results in the tasks' order."""
-    decided = plan_files(con, tasks, spill)
-    plans = [d for d in decided if isinstance(d, FilePlan)]
-    total = sum(p.size for p in plans)
+    """Plan, parse and write `tasks`; the results in the tasks' order.
+
+    Files are planned (hashed, given ids) a block at a time as the parsers ask for more, so parsing starts after
+    the first block, not after every file of a fleet was hashed."""
+    sizes = [t.size if t.size is not None else _size(t.path) for t, _ in tasks]
+    total = sum(sizes)
+    decided: list[FilePlan | FileResult] = []
+    stored = stored_files(con)
+
+    def plans() -> Iterator[FilePlan]:
+        for i in range(0, len(tasks), PLAN_BLOCK):
+            block = plan_files(con, tasks[i:i + PLAN_BLOCK], spill, stored)
+            decided.extend(block)
+            yield from (d for d in block if isinstance(d, FilePlan))
+
     done = 0
     parsed: list[FileResult] = []  # in the plans' order (workers hand results back in order)
     writer = Writer(con)
     try:
-        for pf in _parsed(plans, workers, collectors):
+        for pf in _parsed(plans(), Work(len(tasks), total), workers, collectors):
             writer.add(pf)
             parsed.append(pf.result)
             done += pf.plan.size
@@ -182,23 +194,32 @@ def _ingest_tasks(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileT
     return [next(results) if isinstance(d, FilePlan) else d for d in decided]
 
 
-def _parsed(plans: list[FilePlan], workers: int | None, collectors: list[ModuleType] | None) -> Iterator[ParsedFile]:
+PLAN_BLOCK = 512  # files hashed and given ids at a time
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # (its plan reports why it cannot be read)
+
+
+def _parsed(plans: Iterator[FilePlan], work: Work, workers: int | None,
+            collectors: list[ModuleType] | None) -> Iterator[ParsedFile]:
     if collectors is not None:  # a caller's own collectors (tests, golden files): parsed here
-        return iter(parse_many(plans, collectors))
-    return parse_all(plans, workers)
+        return iter(parse_many(list(plans), collectors))
+    return parse_all(plans, workers, work)
 
 
 # What the store holds of every file it read, one row each (the Spark driver plans with it too)
 STORED_FILES = """SELECT file_id, path, content_hash, raw_bytes, text_bytes, lines, last_line_open, last_line_start,
                       run, attempt, host FROM ingested_files"""
 
+Stored = tuple[dict[str, tuple], set[tuple]]  # each path's latest record, and the (hash, path), (hash, run, ...) seen
 
-def plan_files(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileTask, Context]],
-               spill: Path | None) -> list[FilePlan | FileResult]:
-    """For each file: unchanged (a result), or what to read of it and under which id (a plan).
 
-    One query reads what the database holds of every file, not one per file; the hashes are taken here.
-    """
+def stored_files(con: duckdb.DuckDBPyConnection) -> Stored:
+    """What the database holds of every file: one query, not one per file."""
     latest: dict[str, tuple] = {}
     seen: set[tuple] = set()
     for row in con.execute(STORED_FILES).fetchall():
@@ -207,11 +228,21 @@ def plan_files(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileTask
             latest[path] = row
         seen.add((digest, path))
         seen.add((digest, run, attempt, host))
+    return latest, seen
+
+
+def plan_files(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileTask, Context]],
+               spill: Path | None, stored: Stored | None = None) -> list[FilePlan | FileResult]:
+    """For each file: unchanged (a result), or what to read of it and under which id (a plan).
+
+    `stored`: what `stored_files` says (read here where not given); the hashes are taken here.
+    """
+    latest, seen = stored if stored is not None else stored_files(con)
     out: list[FilePlan | FileResult] = []
     for task, ctx in tasks:
         try:
-            size = task.path.stat().st_size
-            where = bundle.real_path(task.path)
+            size = task.path.stat().st_size  # (now, not when walked: the hash reads what is there now)
+            where = bundle.real_path(task.path, task.link)
             prev = latest.get(where)
             whole, prefix = content_hash(task.path, prev[3] if prev and prev[3] <= size else None)
         except OSError as e:

@@ -18,7 +18,7 @@ from types import ModuleType
 
 import polars as pl
 
-from clusterlab.collectors._base import FILE_LINE_BASE, Context
+from clusterlab.collectors._base import FILE_LINE_BASE, Context, evidence_schema
 from clusterlab.ingest_group_text import parse_text_group, text_key
 from clusterlab.ingest_parse import (
     FilePlan,
@@ -31,7 +31,6 @@ from clusterlab.ingest_parse import (
     unparsed_warnings,
 )
 from clusterlab.reader import GZIP_MAGIC, MAX_LINE_BYTES
-from clusterlab.store import evidence_schema
 
 BASE = FILE_LINE_BASE  # line numbers of a group: file index x BASE + the file's own line
 GROUP_BYTES = 32 << 20  # decompressed bytes parsed in one call at most
@@ -44,21 +43,26 @@ def eligible(out: ParsedFile, chosen: list[ModuleType]) -> bool:
             and out.plan.first == 1 and out.plan.clock is None and out.plan.size <= MAX_LINE_BYTES)
 
 
-def read_whole(path: Path) -> str | None:
-    """The file's text, or None where the line-by-line reader must handle it (damaged gzip, bad UTF-8, long)."""
+def read_whole(path: Path, raw: bytes | None = None, as_bytes: bool = False) -> str | bytes | None:
+    """The file's text, or None where the line-by-line reader must handle it (damaged gzip, bad UTF-8, long).
+
+    `raw`: its content, where it was read already; `as_bytes`: the text as UTF-8 (checked, not decoded)."""
     try:
-        raw = path.read_bytes()
+        raw = path.read_bytes() if raw is None else raw
         data = gzip.decompress(raw) if raw[:2] == GZIP_MAGIC else raw
         if len(data) > MAX_LINE_BYTES:
             return None
-        return data.decode("utf-8")
+        if as_bytes and data.isascii():  # (ASCII is UTF-8: no decoding to find out)
+            return data
+        text = data.decode("utf-8")
+        return data if as_bytes else text
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError):
         return None
 
 
 GROUP_FILES = True  # off: every file parsed alone (the tests compare the two)
 
-Item = tuple[ParsedFile, Context, str]
+Item = tuple[ParsedFile, Context, str | bytes]  # a file, its context, its text (UTF-8 bytes in structured groups)
 
 
 def parse_many(plans: list[FilePlan], collectors: list[ModuleType] | None = None) -> list[ParsedFile]:
@@ -66,13 +70,14 @@ def parse_many(plans: list[FilePlan], collectors: list[ModuleType] | None = None
     outs: list[ParsedFile] = []
     groups: dict[tuple, tuple[list[ModuleType], list[Item]]] = {}
     held: dict[tuple, int] = {}  # characters of text held per group
-    for plan, head, present in zip(plans, *read_heads(plans), strict=True):
+    for plan, head, present, raw in zip(plans, *read_heads(plans), strict=True):
         out, ctx, chosen = prepare(plan, collectors, head, present)
         outs.append(out)
         if not chosen:
             continue
         key = _group_key(out, ctx, chosen) if GROUP_FILES else None
-        text = read_whole(plan.task.path) if key is not None else None
+        # NOTE: a structured group's text stays bytes: its native reader takes bytes (no decoding, no encoding)
+        text = read_whole(plan.task.path, raw, key[0] == "structured") if key is not None else None
         if text is None:
             finish(out, ctx, chosen)
             continue
@@ -103,7 +108,7 @@ def parse_group(items: list[Item], c: ModuleType) -> list[Item]:
     """Parse the files together; returns the ones to parse alone (all of them, when the group fails)."""
     try:
         # clean files in one read without splitting lines (step records); else line by line
-        got = c.parse_whole([t for _, _, t in items], BASE) if hasattr(c, "parse_whole") else None
+        got = c.parse_whole([_bytes(t) for _, _, t in items], BASE) if hasattr(c, "parse_whole") else None
         if got is None:
             got = c.parse(_numbered_lines(items).select("line", "text"), items[0][1])
     except (pl.exceptions.PolarsError, ArithmeticError, ValueError, TypeError, KeyError, IndexError):
@@ -129,7 +134,8 @@ def parse_group(items: list[Item], c: ModuleType) -> list[Item]:
 
 def _numbered_lines(items: list[Item]) -> pl.DataFrame:
     """(`_file`, `line`, `text`) of every file, numbered as the line reader numbers them."""
-    texts = [t[:-1] if t.endswith("\n") else t for _, _, t in items]
+    texts = [_str(t) for _, _, t in items]
+    texts = [t[:-1] if t.endswith("\n") else t for t in texts]
     lines = (pl.DataFrame({"_file": range(len(items)), "text": texts}, schema={"_file": pl.Int64, "text": pl.String})
              .with_columns(pl.col("text").str.split("\n")).explode("text")
              .with_columns(line=(pl.col("_file") * BASE) + pl.int_range(1, pl.len() + 1).over("_file")))
@@ -138,16 +144,26 @@ def _numbered_lines(items: list[Item]) -> pl.DataFrame:
     return lines
 
 
-def _read_state(out: ParsedFile, text: str) -> None:
+def _str(text: str | bytes) -> str:
+    return text.decode("utf-8") if isinstance(text, bytes) else text
+
+
+def _bytes(text: str | bytes) -> bytes:
+    return text.encode("utf-8") if isinstance(text, str) else text
+
+
+def _read_state(out: ParsedFile, text: str | bytes) -> None:
     """What reading the whole file line by line would have recorded."""
-    st, size = out.state, len(text) if text.isascii() else len(text.encode("utf-8"))  # (no copy for ASCII)
-    st.text_bytes = size
-    if text.endswith("\n"):
-        st.lines, st.last_line_open, st.last_line_start = text.count("\n"), False, size
+    st = out.state
+    data = text if isinstance(text, bytes) else text.encode("utf-8") if not text.isascii() else None
+    if data is None:  # ASCII text: its characters are its bytes (no copy)
+        size, nl, cut = len(text), text.count("\n"), text.rfind("\n")
     else:
-        cut = text.rfind("\n")
-        st.lines, st.last_line_open = text.count("\n") + 1, True
-        st.last_line_start = len(text[: cut + 1].encode("utf-8"))
+        size, nl, cut = len(data), data.count(b"\n"), data.rfind(b"\n")
+    st.text_bytes = size
+    closed = size > 0 and cut + 1 == size  # it ends with a line break
+    st.lines, st.last_line_open = nl + (not closed), not closed
+    st.last_line_start = size if closed else cut + 1
 
 
 def _split_rows(items: list[Item], c: ModuleType, table: str, frame: pl.DataFrame,

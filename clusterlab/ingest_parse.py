@@ -11,18 +11,22 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from clusterlab.bundle import FileTask
 from clusterlab.collectors import all_collectors
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed
-from clusterlab.reader import InputError, ReadState, iter_batches, read_head_checked
-from clusterlab.store import evidence_schema
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, evidence_schema
+from clusterlab.reader import GZIP_MAGIC, HEAD_BYTES, InputError, ReadState, iter_batches, read_head_checked
+
+if TYPE_CHECKING:
+    from clusterlab.ingest_pack import PackedRows
 
 FLUSH_ROWS = 200_000  # matched lines buffered per collector before parse(); rows held before a spill
 UNMATCHED_PER_FILE = 10_000  # trouble-looking lines no rule matched, kept per file for `clusterlab unmatched`
@@ -73,6 +77,7 @@ class ParsedFile:
     tables: dict[str, list[pl.DataFrame | Path]] = field(default_factory=dict)  # aligned rows, or spilled IPC
     unmatched: pl.DataFrame | None = None
     held_rows: int = 0  # rows held in memory (not spilled)
+    packed: PackedRows | None = None  # in-memory rows shared with the rest of a worker's chunk (ingest_pack)
 
     @property
     def ok(self) -> bool:
@@ -93,25 +98,80 @@ def parse_file(plan: FilePlan, collectors: list[ModuleType] | None = None) -> Pa
 
 
 Head = tuple[bytes, str | None] | OSError  # a file's head and what broke its gzip, or why it cannot be read
+NEAR_BYTES = 4096  # sniff hints are looked for here in all of a chunk's heads at once, past it only where needed
+WHOLE_BYTES = 1 << 20  # a plain file this small is read whole with its head (grouped parses need all of it)
 
 
-def read_heads(plans: list[FilePlan]) -> tuple[list[Head | None], list[frozenset[bytes] | None]]:
-    """The plans' heads, and the SNIFF_HINTs each contains: one scan of all heads for all hints at once."""
+class HeadHints:
+    """The SNIFF_HINTs in a head (ASCII case-insensitive): found in its first 4 KiB with the chunk's other heads,
+    and past them by one scan of the hints the first 4 KiB lacked."""
+
+    __slots__ = ("found",)
+
+    def __init__(self, found: set[str]) -> None:
+        self.found = found
+
+    def __contains__(self, hint: bytes) -> bool:
+        return hint.decode() in self.found
+
+
+def read_heads(plans: list[FilePlan]) -> tuple[list[Head | None], list[HeadHints | None], list[bytes | None]]:
+    """The plans' heads, the SNIFF_HINTs each contains, and the whole raw content of small plain files.
+
+    Hints are found in one scan of all heads for all hints at once, not a substring search per hint per head."""
     heads: list[Head | None] = []
+    raws: list[bytes | None] = []
     for plan in plans:
+        raw = None
         try:
-            heads.append(read_head_checked(plan.task.path) if plan.size else None)
+            if not plan.size:
+                head = None
+            elif plan.size <= WHOLE_BYTES:
+                with open(plan.task.path, "rb") as f:
+                    raw = f.read(WHOLE_BYTES + 1)
+                head = read_head_checked(plan.task.path) if raw[:2] == GZIP_MAGIC else (raw[:HEAD_BYTES], None)
+                if raw[:2] == GZIP_MAGIC or len(raw) > WHOLE_BYTES:
+                    raw = None
+            else:
+                head = read_head_checked(plan.task.path)
         except OSError as e:
-            heads.append(e)
-    texts = [h[0] for h in heads if isinstance(h, tuple)]
-    if not texts:
-        return heads, [None] * len(heads)
-    # NOTE: Aho-Corasick over every head at once, not a substring search per hint per head (half a millisecond a
-    # file). Hints are ASCII: decoding a head never makes or breaks an ASCII match.
-    found = iter(pl.Series([t.decode("utf-8", "replace") for t in texts], dtype=pl.String).str.extract_many(
-        _hints(), ascii_case_insensitive=True, overlapping=True).list.eval(pl.element().str.to_lowercase())
-        .list.unique().to_list())  # every match is listed: '"step"' is on each line of a step file
-    return heads, [frozenset(x.encode() for x in next(found)) if isinstance(h, tuple) else None for h in heads]
+            head = e
+        heads.append(head)
+        raws.append(raw)
+    return heads, _hints_in([h[0] if isinstance(h, tuple) else None for h in heads]), raws
+
+
+def _hints_in(heads: list[bytes | None]) -> list[HeadHints | None]:
+    hints = _hints()
+    at = [i for i, h in enumerate(heads) if h is not None]
+    if not at:
+        return [None] * len(heads)
+    # NOTE: hints are ASCII: decoding a head never makes or breaks an ASCII match. Only the first 4 KiB are listed
+    # match by match ('"step"' is on each line of a step file: listing a whole 64 KiB head costs 0.4 ms a file).
+    near = pl.Series([heads[i][:NEAR_BYTES].decode("utf-8", "replace") for i in at], dtype=pl.String)
+    found = [set(x) for x in near.str.extract_many(hints, ascii_case_insensitive=True, overlapping=True)
+             .list.unique().list.eval(pl.element().str.to_lowercase()).to_list()]
+    # past 4 KiB, heads that found the same hints are asked together whether any other hint is there (mostly not)
+    overlap = max(map(len, hints)) - 1
+    by_found: dict[frozenset[str], list[int]] = {}
+    for k, i in enumerate(at):
+        if len(heads[i]) > NEAR_BYTES:
+            by_found.setdefault(frozenset(found[k]), []).append(k)
+    for seen, ks in by_found.items():
+        others = [h for h in hints if h not in seen]
+        if not others:
+            continue
+        far = pl.Series([heads[at[k]][NEAR_BYTES - overlap:].decode("utf-8", "replace") for k in ks], dtype=pl.String)
+        # NOTE: lower case, then a case-sensitive search (SIMD over literals): 3x faster than a case-blind one
+        anyof = "|".join(re.escape(h) for h in others)
+        for k, hit in zip(ks, far.str.to_lowercase().str.contains(anyof).to_list(), strict=True):
+            if hit:
+                low = heads[at[k]].lower()
+                found[k] |= {h for h in others if h.encode() in low}
+    out: list[HeadHints | None] = [None] * len(heads)
+    for k, i in enumerate(at):
+        out[i] = HeadHints(found[k])
+    return out
 
 
 @cache
@@ -120,7 +180,7 @@ def _hints() -> list[str]:
 
 
 def prepare(plan: FilePlan, collectors: list[ModuleType] | None = None, head: Head | None = None,
-            present: frozenset[bytes] | None = None) -> tuple[ParsedFile, Context, list[ModuleType]]:
+            present: HeadHints | None = None) -> tuple[ParsedFile, Context, list[ModuleType]]:
     """Sniff the file: its result so far, its context (with its header), and its collectors (none: done).
 
     `head`, `present`: the file's head and the hints in it, where `read_heads` read them."""
@@ -207,7 +267,7 @@ def _fail(out: ParsedFile, message: str, explicit: bool) -> ParsedFile:
 
 
 def choose(head: bytes, path: str, collectors: list[ModuleType],
-           present: frozenset[bytes] | None = None) -> list[ModuleType]:
+           present: HeadHints | frozenset[bytes] | None = None) -> list[ModuleType]:
     """The collectors that read this file: one exclusive format, or every line-oriented one.
 
     `present`: the SNIFF_HINTs the head contains, where they were found already (`read_heads`)."""

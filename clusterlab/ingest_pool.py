@@ -13,11 +13,13 @@ import os
 import sys
 import warnings
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from clusterlab.ingest_group import parse_many
+from clusterlab.ingest_pack import pack
 from clusterlab.ingest_parse import FilePlan, ParsedFile
 
 POOL_MIN_BYTES = 32 << 20  # less to parse than this: no workers (unless asked for explicitly)
@@ -34,16 +36,33 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def parse_all(plans: list[FilePlan], workers: int | None = None) -> Iterator[ParsedFile]:
-    """Every plan parsed, in order; in `workers` processes (default: the cores) when there is enough work."""
+@dataclass(frozen=True)
+class Work:
+    """How much there is to parse: whether workers are worth starting."""
+
+    files: int
+    size: int
+
+    @property
+    def small(self) -> bool:
+        return self.size < POOL_MIN_BYTES and self.files < POOL_MIN_FILES
+
+
+def parse_all(plans: Iterable[FilePlan], workers: int | None = None, work: Work | None = None) -> Iterator[ParsedFile]:
+    """Every plan parsed, in order; in `workers` processes (default: the cores) when there is enough work.
+
+    `plans` are taken as the workers need them (they may still be being planned); `work`: how much there is (by
+    default counted from the plans)."""
+    if work is None:
+        plans = list(plans)
+        work = Work(len(plans), sum(p.size for p in plans))
     n = workers or default_workers()
-    small = sum(p.size for p in plans) < POOL_MIN_BYTES and len(plans) < POOL_MIN_FILES
-    if n > 1 and not (workers is None and small) and len(plans) > 1 and not spawn_safe():
+    if n > 1 and not (workers is None and work.small) and work.files > 1 and not spawn_safe():
         if workers:
             warnings.warn("parsing in this process, not in workers: the main script has no "
                           "`if __name__ == \"__main__\":` guard, and every worker would run it again", stacklevel=3)
         n = 1
-    if n <= 1 or len(plans) <= 1 or (workers is None and small):
+    if n <= 1 or work.files <= 1 or (workers is None and work.small):
         for chunk in _chunks(plans):
             yield from parse_many(chunk)
         return
@@ -63,7 +82,7 @@ def spawn_safe() -> bool:
         return False
 
 
-def _chunks(plans: list[FilePlan]) -> Iterator[list[FilePlan]]:
+def _chunks(plans: Iterable[FilePlan]) -> Iterator[list[FilePlan]]:
     chunk: list[FilePlan] = []
     size = 0
     for p in plans:
@@ -77,10 +96,12 @@ def _chunks(plans: list[FilePlan]) -> Iterator[list[FilePlan]]:
 
 
 def parse_chunk(plans: list[FilePlan]) -> list[ParsedFile]:
-    return parse_many(plans)
+    outs = parse_many(plans)
+    pack(outs)  # the rows cross to the writer as one Arrow stream per table, not a pickled frame per file
+    return outs
 
 
-def _in_workers(plans: list[FilePlan], n: int) -> Iterator[ParsedFile]:
+def _in_workers(plans: Iterable[FilePlan], n: int) -> Iterator[ParsedFile]:
     # NOTE: spawn, not fork: forking a process whose polars and DuckDB thread pools hold locks can deadlock
     # the child. POLARS_MAX_THREADS is read when a worker's polars starts, so it is set around the pool's life.
     saved = os.environ.get("POLARS_MAX_THREADS")

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from clusterlab.collectors._base import TABLE_COLUMNS
+from clusterlab.collectors._base import EVIDENCE_PREFIX, TABLE_COLUMNS, evidence_schema  # noqa: F401  (re-exported)
 
 DEFAULT_DB = "clusterlab.duckdb"
 
@@ -22,15 +22,6 @@ _DUCK_TYPES = {
     pl.Boolean: "BOOLEAN",
     pl.Datetime("us"): "TIMESTAMP",
 }
-
-# Every evidence table starts with these; `line` comes from the collector.
-EVIDENCE_PREFIX = {"file_id": pl.Int64, "source": pl.String, "run": pl.String, "attempt": pl.Int32}
-
-
-def evidence_schema(table: str) -> dict[str, pl.DataType]:
-    """Column name → polars type of an evidence table, in storage order."""
-    return {**EVIDENCE_PREFIX, **TABLE_COLUMNS[table]}
-
 
 def _create_evidence(table: str) -> str:
     cols = ", ".join(f"{c} {_DUCK_TYPES[t]}" for c, t in evidence_schema(table).items())

@@ -291,8 +291,12 @@ FILE_HOST_COLUMN = True  # parsed with other files, the lines carry their file's
 def sniff(head: bytes, path: str) -> bool:
     """A kernel log: lines in one of the dmesg / journal / syslog spellings, or kernel events we read."""
     lines = [ln for ln in head.decode("utf-8", "replace").splitlines()[:400] if ln.strip()]
-    kernel = sum(1 for ln in lines if _KERNEL_LINE.match(ln))
-    if kernel >= 3 or (kernel and kernel == len(lines)):
+    kernel = 0
+    for ln in lines:  # (three are enough: not every line of every file is matched, a sniff runs on each)
+        kernel += _KERNEL_LINE.match(ln) is not None
+        if kernel >= 3:
+            return True
+    if kernel and kernel == len(lines):
         return True
     return search(lines, PATTERN)
 

@@ -56,15 +56,15 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     return out
 
 
-def parse_whole(texts: list[str], base: int) -> Parsed | None:
+def parse_whole(texts: list[bytes], base: int) -> Parsed | None:
     """Whole files that are step records and nothing else (a fleet's per-rank files): one NDJSON read over
-    their joined text, line `i x base + n` for line n of text i. None where any line is blank, not a record,
-    or has a carriage return: `parse` then reads the lines one by one and reports them."""
-    joined = "".join(t if t.endswith("\n") else t + "\n" for t in texts)
-    if "\r" in joined:
+    their joined text (UTF-8), line `i x base + n` for line n of text i. None where any line is blank, not a
+    record, or has a carriage return: `parse` then reads the lines one by one and reports them."""
+    joined = b"".join(t if t.endswith(b"\n") else t + b"\n" for t in texts)
+    if b"\r" in joined:
         return None
-    counts = pl.Series([t.count("\n") + (not t.endswith("\n")) for t in texts], dtype=pl.Int64)
-    fast = _read(joined.encode())
+    counts = pl.Series([t.count(b"\n") + (not t.endswith(b"\n")) for t in texts], dtype=pl.Int64)
+    fast = _read(joined)
     if fast is None or fast.height != counts.sum():
         return None
     starts = counts.cum_sum() - counts
