@@ -1,7 +1,6 @@
 """clusterlab: where did the GPU-hours go, whose fault was it, and what now."""
 
-from __future__ import annotations
-
+# (no `from __future__ import annotations` here: it would bind `clusterlab.annotations`, the name of a module)
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
