@@ -109,18 +109,24 @@ def _write_batch(con: duckdb.DuckDBPyConnection, batch: list[ParsedFile]) -> Non
     for pf in batch:
         if pf.packed is not None:
             packs.setdefault(id(pf.packed), (pf.packed, set()))[1].add(pf.plan.file_id)
+    frames: dict[str, list[pl.DataFrame]] = {}
+    spills: dict[str, list[Path]] = {}
+    for pf in batch:  # (one pass over the batch, not one per table: a batch is thousands of files)
+        for table, parts in pf.tables.items():
+            for p in parts:
+                (frames if isinstance(p, pl.DataFrame) else spills).setdefault(table, []).append(p)
+        if pf.unmatched is not None:
+            frames.setdefault(UNMATCHED, []).append(pf.unmatched)
     for table in (*TABLE_COLUMNS, UNMATCHED):
-        frames = [p for pf in batch for p in pf.tables.get(table, ()) if isinstance(p, pl.DataFrame)]
-        if table == UNMATCHED:
-            frames = [pf.unmatched for pf in batch if pf.unmatched is not None]
         # NOTE: one insert per table and batch: rechunked, as DuckDB reads an Arrow table of hundreds of one-file
         # chunks 3x slower; and whole, as an insert of less than a row group (122,880 rows) is written twice (its
         # rows go through the log at commit), where a large one goes straight to the database file
-        parts = [pl.concat(frames, how="vertical", rechunk=True).to_arrow()] if frames else []
+        mine = frames.get(table)
+        parts = [pl.concat(mine, how="vertical", rechunk=True).to_arrow()] if mine else []
         parts += [rows for packed, keep in packs.values() if (rows := packed.table(table, keep)) is not None]
         if parts:
-            _insert(con, table, pa.concat_tables(parts) if len(parts) > 1 else parts[0])
-        for spill in (p for pf in batch for p in pf.tables.get(table, ()) if isinstance(p, Path)):
+            _insert(con, table, pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0])
+        for spill in spills.get(table, ()):
             with pa.memory_map(str(spill)) as src:
                 _insert(con, table, pa.ipc.open_file(src).read_all())
     nccl = [pf.plan.file_id for pf in batch if "nccl" in pf.collectors]

@@ -168,8 +168,62 @@ def test_grouped_and_batched_ingest_stores_the_rows_of_a_file_by_file_one(corpus
 
 def test_two_workers_store_the_rows_of_one(corpus, reference, tmp_path) -> None:
     snap, results = reference
-    assert _ingest(tmp_path / "w.duckdb", *corpus, workers=2) == results
+    with pytest.MonkeyPatch.context() as m:
+        # a worker's chunk crosses as one packed set of rows: transactions of 7 files cut every chunk, each
+        # storing its own files' rows only
+        m.setattr(ingest_write, "BATCH_FILES", 7)
+        assert _ingest(tmp_path / "w.duckdb", *corpus, workers=2) == results
     assert _snapshot(tmp_path / "w.duckdb") == snap
+
+
+def test_a_copy_in_a_workers_chunk_is_stored_once(tmp_path) -> None:
+    """The writer drops a file it already stored in this call (same content, run, attempt and host): its rows,
+    packed with the rest of its chunk, are left out of the insert."""
+    root = tmp_path / "runs" / "dup" / "attempt-1"
+    _many_step_files(tmp_path / "src", n=12)
+    src = sorted((tmp_path / "src").rglob("rank-*.jsonl"))
+    for i, p in enumerate(src):
+        (root / "a").mkdir(parents=True, exist_ok=True)
+        (root / "a" / f"r{i}.jsonl").write_bytes(p.read_bytes())
+    (root / "b").mkdir()
+    (root / "b" / "copy.jsonl").write_bytes(src[0].read_bytes())  # the same file again, same run and attempt
+    counts = []
+    for workers in (1, 2):
+        db = tmp_path / f"d{workers}.duckdb"
+        got = _ingest(db, tmp_path / "runs", workers=workers)
+        assert [r[1] for r in got if r[0].endswith("copy.jsonl")] == ["unchanged"]
+        with Lab(db, read_only=True) as lab:
+            counts.append(lab.sql("SELECT count(*) AS n, count(DISTINCT (file_id, line)) AS d FROM rank_steps").rows())
+    assert counts[0] == counts[1] and counts[0][0][0] == counts[0][0][1] > 0
+
+
+def test_sniff_hints_past_the_first_4_kib_are_found(tmp_path) -> None:
+    """Hints are listed in a head's first 4 KiB and looked for past it: the hints `read_heads` finds are the
+    ones the whole head holds, whatever their place (a hint across the 4 KiB mark, or only at the end)."""
+    from clusterlab.bundle import FileTask
+    from clusterlab.collectors._base import Context
+    from clusterlab.ingest_parse import NEAR_BYTES, FilePlan, _hints, read_heads
+
+    pad = '"x": "' + "a" * (NEAR_BYTES - 30)
+    heads = {
+        "sacct_late.json": '{"meta": {' + pad + '"}, "jobs": [{"job_id": 7, "state": {"current": ["FAILED"]}}]}\n',
+        "across.txt": "z" * (NEAR_BYTES - 3) + "DCGM_FI_DEV_GPU_TEMP 40\n",
+        "far_upper.txt": "line\n" * 2000 + "Driver Version : 550.54\nUUID x\n",
+        "near.jsonl": '{"step": 1, "rank": 0}\n',
+        "none.txt": "nothing here\n" * 700,
+    }
+    plans = []
+    for name, text in heads.items():
+        p = tmp_path / name
+        p.write_text(text)
+        task = FileTask(p, name, True, None, None, None)
+        plans.append(FilePlan(task, Context(path=name), file_id=1, whole_hash="", size=p.stat().st_size))
+    got, hints, _ = read_heads(plans)
+    for plan, (head, _), found in zip(plans, got, hints, strict=True):
+        low = head.lower()
+        assert {h for h in _hints() if h.encode() in low} == found.found, plan.task.display
+    assert "dcgm_fi_" in hints[1].found and {"driver version", "uuid"} <= hints[2].found
+    assert choose(got[0][0], "sacct_late.json", all_collectors(), hints[0])[0].NAME == "sacct"
 
 
 def test_files_one_call_each_store_the_rows_of_one_call(corpus, reference, tmp_path) -> None:
