@@ -198,9 +198,7 @@ class Parsed:
 
 def sniff_jsonl(head: bytes, is_record: Callable[[dict], bool], lines: int = 20) -> bool:
     """Most of the head's first non-blank lines are JSON objects that `is_record` accepts (the last may be cut off)."""
-    pieces = head.split(b"\n", lines)  # NOTE: not the whole 64 KiB head: its first `lines` lines only
-    complete = pieces[:lines] if len(pieces) > lines else pieces[:-1]
-    seen = [ln for ln in complete if ln.strip()]
+    seen = [ln for ln in _first_lines(head, lines) if ln.strip()]
     hits = 0
     for i, value in enumerate(_json_values(seen)):
         if hits and 2 * hits >= len(seen):  # decided: more hits cannot undo it (and a sniff runs on every file)
@@ -209,6 +207,16 @@ def sniff_jsonl(head: bytes, is_record: Callable[[dict], bool], lines: int = 20)
             return False
         hits += isinstance(value, dict) and is_record(value)
     return hits > 0 and 2 * hits >= len(seen)
+
+
+def _first_lines(head: bytes, n: int) -> list[bytes]:
+    """The head's first `n` lines that end in a line break (a head's last line may be cut off)."""
+    # NOTE: not head.split(b"\n", n): its last piece copies the rest of the 64 KiB head, on every file
+    out, start = [], 0
+    while len(out) < n and (end := head.find(b"\n", start)) >= 0:
+        out.append(head[start:end])
+        start = end + 1
+    return out
 
 
 _DECODER = json.JSONDecoder()
