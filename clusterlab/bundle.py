@@ -6,6 +6,7 @@ import datetime as dt
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -39,6 +40,12 @@ class Walk:
     runs: dict[str, Path]  # run name -> its run.toml
     boot_times: dict[Path, Path]  # directory -> its boot_time file
     unreadable: list[tuple[str, str]]  # (display path, reason)
+    found: Callable[[int | None], None] | None = None  # told each file's size as it is found
+
+    def add(self, task: FileTask) -> None:
+        self.files.append(task)
+        if self.found is not None:
+            self.found(task.size)
 
 
 def path_context(parts: tuple[str, ...], known_hosts: frozenset[str]) -> tuple[str | None, int | None, str | None]:
@@ -77,9 +84,11 @@ def _real_dir(folder: str) -> str:
     return os.path.realpath(folder)
 
 
-def walk(paths: list[Path], known_hosts: frozenset[str]) -> Walk:
-    """Expand files and directories into ingest tasks, sidecar files first-class."""
-    w = Walk([], [], {}, {}, [])
+def walk(paths: list[Path], known_hosts: frozenset[str], found: Callable[[int | None], None] | None = None) -> Walk:
+    """Expand files and directories into ingest tasks, sidecar files first-class.
+
+    `found`: told the size of each file to ingest as it is found (None where not known yet)."""
+    w = Walk([], [], {}, {}, [], found)
     for root in paths:
         if not root.exists():
             w.unreadable.append((str(root), "no such file or directory"))
@@ -144,7 +153,7 @@ def _add_entry(w: Walk, e: os.DirEntry, display: str, parts: tuple[str, ...], kn
     if not os.access(e.path, os.R_OK):
         w.unreadable.append((display, "permission denied"))
         return
-    w.files.append(FileTask(Path(e.path), display, False, run, attempt, host, st.st_size, st.st_mtime, link))
+    w.add(FileTask(Path(e.path), display, False, run, attempt, host, st.st_size, st.st_mtime, link))
 
 
 def _add(w: Walk, p: Path, display: str, root: Path | None, explicit: bool, known: frozenset[str],
@@ -173,7 +182,7 @@ def _add(w: Walk, p: Path, display: str, root: Path | None, explicit: bool, know
     if not os.access(p, os.R_OK):
         w.unreadable.append((display, "permission denied"))
         return
-    w.files.append(FileTask(p, display, explicit, run, attempt, host))
+    w.add(FileTask(p, display, explicit, run, attempt, host))
 
 
 def _add_boot_time(w: Walk, p: Path, display: str) -> None:

@@ -22,7 +22,7 @@ from clusterlab import attempts, bundle, inventory
 from clusterlab.collectors._base import TABLE_COLUMNS, Context
 from clusterlab.ingest_group import parse_many
 from clusterlab.ingest_parse import FilePlan, FileResult, ParsedFile
-from clusterlab.ingest_pool import Work, parse_all
+from clusterlab.ingest_pool import Work, Workers, parse_all
 from clusterlab.ingest_write import Writer
 from clusterlab.reader import InputError, content_hash
 
@@ -92,9 +92,14 @@ def ingest(
     """
     summary = IngestSummary()
     roots = [Path(p) for p in paths]
-    tasks = walk_tasks(con, roots, Path(inventory_file) if inventory_file else None, run, host, year, summary)
-    with tempfile.TemporaryDirectory(prefix="clusterlab-spill-") as spill:
-        results = _ingest_tasks(con, tasks, Path(spill), workers, progress)
+    with Workers(workers) as pool, tempfile.TemporaryDirectory(prefix="clusterlab-spill-") as spill:
+        # NOTE: a database that holds no file yet reads every file found: its workers start during the walk
+        # (a fleet's walk takes a second); elsewhere, once the files that changed are known to be worth them
+        fresh = not con.execute("SELECT count(*) FROM ingested_files").fetchall()[0][0]
+        tasks = walk_tasks(con, roots, Path(inventory_file) if inventory_file else None, run, host, year, summary,
+                           found=pool.planned if fresh else None)
+        pool.work = Work(0, 0)  # (counted again as the files are planned)
+        results = _ingest_tasks(con, tasks, Path(spill), workers, progress, pool=pool)
     summary.files += results
     attempts.refresh(con)
     note_nothing_found(summary, roots)
@@ -102,10 +107,12 @@ def ingest(
 
 
 def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file: Path | None, run: str | None,
-               host: str | None, year: int | None, summary: IngestSummary) -> list[tuple[bundle.FileTask, Context]]:
+               host: str | None, year: int | None, summary: IngestSummary,
+               found: Callable[[int | None], None] | None = None) -> list[tuple[bundle.FileTask, Context]]:
     """The files to ingest and their contexts; loads the inventory and the runs' run.toml on the way.
 
     Problems (a bad inventory, an unreadable directory) go into `summary`. The Spark engine walks with it too.
+    `found`: told each file's size (None: not known yet) as the walk finds it.
     """
     inv_files = [inventory_file] if inventory_file else []
     inv_files += [r / "inventory.toml" for r in roots if (r / "inventory.toml").is_file()]
@@ -116,14 +123,14 @@ def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file
         except InputError as e:
             summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
     known = frozenset(r[0] for r in con.execute("SELECT host FROM nodes").fetchall())
-    walked = bundle.walk(roots, known)
-    found = [f for f in walked.inventories if f not in inv_files]
-    for f in found:
+    walked = bundle.walk(roots, known, found)
+    more = [f for f in walked.inventories if f not in inv_files]
+    for f in more:
         try:
             inventory.load_inventory(con, f)
         except InputError as e:
             summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
-    if found:  # hosts the walk could not know yet: walk again (a root's own inventory was loaded before it)
+    if more:  # hosts the walk could not know yet: walk again (a root's own inventory was loaded before it)
         known = frozenset(r[0] for r in con.execute("SELECT host FROM nodes").fetchall())
         walked = bundle.walk(roots, known)
     for name, f in walked.runs.items():
@@ -160,13 +167,12 @@ def _context(task: bundle.FileTask, walked: bundle.Walk, zones: dict[str, str], 
 
 def _ingest_tasks(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileTask, Context]], spill: Path,
                   workers: int | None, progress: Callable[[int, int, str], None] | None,
-                  collectors: list[ModuleType] | None = None) -> list[FileResult]:
+                  collectors: list[ModuleType] | None = None, pool: Workers | None = None) -> list[FileResult]:
     """Plan, parse and write `tasks`; the results in the tasks' order.
 
     Files are planned (hashed, given ids) a block at a time as the parsers ask for more, so parsing starts after
     the first block, not after every file of a fleet was hashed."""
-    sizes = [t.size if t.size is not None else _size(t.path) for t, _ in tasks]
-    total = sum(sizes)
+    total = sum(t.size if t.size is not None else _size(t.path) for t, _ in tasks)
     decided: list[FilePlan | FileResult] = []
     stored = stored_files(con)
 
@@ -180,7 +186,7 @@ def _ingest_tasks(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileT
     parsed: list[FileResult] = []  # in the plans' order (workers hand results back in order)
     writer = Writer(con)
     try:
-        for pf in _parsed(plans(), Work(len(tasks), total), workers, collectors):
+        for pf in _parsed(plans(), workers, collectors, pool):
             writer.add(pf)
             parsed.append(pf.result)
             done += pf.plan.size
@@ -204,11 +210,11 @@ def _size(path: Path) -> int:
         return 0  # (its plan reports why it cannot be read)
 
 
-def _parsed(plans: Iterator[FilePlan], work: Work, workers: int | None,
-            collectors: list[ModuleType] | None) -> Iterator[ParsedFile]:
+def _parsed(plans: Iterator[FilePlan], workers: int | None, collectors: list[ModuleType] | None,
+            pool: Workers | None) -> Iterator[ParsedFile]:
     if collectors is not None:  # a caller's own collectors (tests, golden files): parsed here
         return iter(parse_many(list(plans), collectors))
-    return parse_all(plans, workers, work)
+    return parse_all(plans, workers, pool)
 
 
 # What the store holds of every file it read, one row each (the Spark driver plans with it too)

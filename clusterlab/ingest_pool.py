@@ -15,12 +15,14 @@ import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 from clusterlab.ingest_group import parse_many
 from clusterlab.ingest_pack import pack
-from clusterlab.ingest_parse import FilePlan, ParsedFile
+from clusterlab.ingest_parse import FilePlan, ParsedFile, _collectors, _hints
 
 POOL_MIN_BYTES = 32 << 20  # less to parse than this: no workers (unless asked for explicitly)
 POOL_MIN_FILES = 400  # ... or fewer files than this
@@ -48,25 +50,110 @@ class Work:
         return self.size < POOL_MIN_BYTES and self.files < POOL_MIN_FILES
 
 
-def parse_all(plans: Iterable[FilePlan], workers: int | None = None, work: Work | None = None) -> Iterator[ParsedFile]:
+def parse_all(plans: Iterable[FilePlan], workers: int | None = None, pool: Workers | None = None
+              ) -> Iterator[ParsedFile]:
     """Every plan parsed, in order; in `workers` processes (default: the cores) when there is enough work.
 
-    `plans` are taken as the workers need them (they may still be being planned); `work`: how much there is (by
-    default counted from the plans)."""
-    if work is None:
-        plans = list(plans)
-        work = Work(len(plans), sum(p.size for p in plans))
-    n = workers or default_workers()
-    if n > 1 and not (workers is None and work.small) and work.files > 1 and not spawn_safe():
-        if workers:
-            warnings.warn("parsing in this process, not in workers: the main script has no "
-                          "`if __name__ == \"__main__\":` guard, and every worker would run it again", stacklevel=3)
-        n = 1
-    if n <= 1 or work.files <= 1 or (workers is None and work.small):
-        for chunk in _chunks(plans):
-            yield from parse_many(chunk)
-        return
-    yield from _in_workers(plans, n)
+    `plans` are taken as they come (they may still be being planned): workers start as soon as the plans so far
+    are worth them, or `pool` has (while the files were being found)."""
+    with Workers(workers) if pool is None else nullcontext(pool) as pool:
+        plans = iter(plans)
+        ahead: list[FilePlan] = []  # plans taken before the workers started
+        while not pool.started:
+            plan = next(plans, None)
+            if plan is None:
+                break
+            ahead.append(plan)
+            pool.planned(plan.size)
+        if not pool.started and pool.wanted(pool.work, warn=True):
+            pool.start()
+        if pool.started:
+            yield from pool.parse(chain(ahead, plans))
+            return
+    for chunk in _chunks(ahead):
+        yield from parse_many(chunk)
+
+
+class Workers:
+    """The worker processes of one ingest: started when there is known to be enough work (`wanted`), and
+    warmed at once, so that their start overlaps the walk of the evidence instead of following it."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.asked, self.n = workers, workers or default_workers()
+        self.pool: ProcessPoolExecutor | None = None
+        self._saved: str | None = None
+        self.work = Work(0, 0)  # the files to parse so far
+        self._safe: bool | None = None  # whether workers may start at all (spawn_safe), once known
+
+    @property
+    def started(self) -> bool:
+        return self.pool is not None
+
+    def wanted(self, work: Work, warn: bool = False) -> bool:
+        """Whether `work` is worth workers (small ingests are parsed in this process: a start costs a second)."""
+        if self.n <= 1 or work.files <= 1 or (self.asked is None and work.small):
+            return False
+        if self._safe is None:
+            self._safe = spawn_safe()
+        if not self._safe:
+            if warn and self.asked:
+                warnings.warn("parsing in this process, not in workers: the main script has no "
+                              "`if __name__ == \"__main__\":` guard, and every worker would run it again",
+                              stacklevel=4)
+            return False
+        return True
+
+    def planned(self, size: int | None) -> None:
+        """One more file to parse: the workers start once the files so far are worth them."""
+        self.work = Work(self.work.files + 1, self.work.size + (size or 0))
+        if not self.started and self.wanted(self.work):
+            self.start()
+
+    def start(self) -> None:
+        # NOTE: spawn, not fork: forking a process whose polars and DuckDB thread pools hold locks can deadlock
+        # the child. POLARS_MAX_THREADS is read when a worker's polars starts: set for the pool's life.
+        self._saved = os.environ.get("POLARS_MAX_THREADS")
+        os.environ["POLARS_MAX_THREADS"] = "1"
+        self.pool = ProcessPoolExecutor(self.n, mp_context=multiprocessing.get_context("spawn"))
+        for _ in range(self.n):  # each submit finding no idle worker starts one
+            self.pool.submit(warm)
+
+    def parse(self, plans: Iterable[FilePlan]) -> Iterator[ParsedFile]:
+        assert self.pool is not None
+        queued: deque[Future] = deque()
+        chunks = _chunks(plans)
+        for chunk in chunks:
+            queued.append(self.pool.submit(parse_chunk, chunk))
+            if len(queued) >= self.n * IN_FLIGHT:
+                break
+        while queued:
+            done = queued.popleft().result()
+            nxt = next(chunks, None)
+            if nxt is not None:
+                queued.append(self.pool.submit(parse_chunk, nxt))
+            yield from done
+
+    def close(self) -> None:
+        if self.pool is None:
+            return
+        self.pool.shutdown(cancel_futures=True)
+        self.pool = None
+        if self._saved is None:
+            os.environ.pop("POLARS_MAX_THREADS", None)
+        else:
+            os.environ["POLARS_MAX_THREADS"] = self._saved
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def warm() -> None:
+    """Import what parsing needs (a worker's first chunk would wait for it)."""
+    _collectors()
+    _hints()
 
 
 def spawn_safe() -> bool:
@@ -99,29 +186,3 @@ def parse_chunk(plans: list[FilePlan]) -> list[ParsedFile]:
     outs = parse_many(plans)
     pack(outs)  # the rows cross to the writer as one Arrow stream per table, not a pickled frame per file
     return outs
-
-
-def _in_workers(plans: Iterable[FilePlan], n: int) -> Iterator[ParsedFile]:
-    # NOTE: spawn, not fork: forking a process whose polars and DuckDB thread pools hold locks can deadlock
-    # the child. POLARS_MAX_THREADS is read when a worker's polars starts, so it is set around the pool's life.
-    saved = os.environ.get("POLARS_MAX_THREADS")
-    os.environ["POLARS_MAX_THREADS"] = "1"
-    try:
-        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
-            queued: deque[Future] = deque()
-            chunks = _chunks(plans)
-            for chunk in chunks:
-                queued.append(pool.submit(parse_chunk, chunk))
-                if len(queued) >= n * IN_FLIGHT:
-                    break
-            while queued:
-                done = queued.popleft().result()
-                nxt = next(chunks, None)
-                if nxt is not None:
-                    queued.append(pool.submit(parse_chunk, nxt))
-                yield from done
-    finally:
-        if saved is None:
-            os.environ.pop("POLARS_MAX_THREADS", None)
-        else:
-            os.environ["POLARS_MAX_THREADS"] = saved
