@@ -76,7 +76,7 @@ def real_path(p: Path, link: bool | None = None) -> str:
         return str(p.resolve())
     # (joined to the working folder, not normalised: `link/..` must resolve the link first, as resolve() does)
     folder, name = os.path.split(os.fspath(p))
-    return os.path.join(_real_dir(os.path.join(os.getcwd(), folder)), name)
+    return os.path.join(_real_dir(folder if os.path.isabs(folder) else os.path.join(os.getcwd(), folder)), name)
 
 
 @lru_cache(maxsize=4096)
