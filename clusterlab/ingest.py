@@ -172,26 +172,29 @@ def _ingest_tasks(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileT
 
     Files are planned (hashed, given ids) a block at a time as the parsers ask for more, so parsing starts after
     the first block, not after every file of a fleet was hashed."""
-    total = sum(t.size if t.size is not None else _size(t.path) for t, _ in tasks)
+    sizes = [t.size if t.size is not None else _size(t.path) for t, _ in tasks]
+    total = sum(sizes)
     decided: list[FilePlan | FileResult] = []
     stored = stored_files(con)
+    done = [0]  # bytes read: files found unchanged (hashed) or parsed
 
     def plans() -> Iterator[FilePlan]:
         for i in range(0, len(tasks), PLAN_BLOCK):
             block = plan_files(con, tasks[i:i + PLAN_BLOCK], spill, stored)
             decided.extend(block)
+            sized = zip(block, sizes[i:i + PLAN_BLOCK], strict=True)
+            done[0] += sum(n for d, n in sized if not isinstance(d, FilePlan))
             yield from (d for d in block if isinstance(d, FilePlan))
 
-    done = 0
     parsed: list[FileResult] = []  # in the plans' order (workers hand results back in order)
     writer = Writer(con)
     try:
         for pf in _parsed(plans(), workers, collectors, pool):
             writer.add(pf)
             parsed.append(pf.result)
-            done += pf.plan.size
+            done[0] += pf.plan.size
             if progress:
-                progress(done, total, pf.plan.task.display)
+                progress(min(done[0], total), total, pf.plan.task.display)
     finally:
         writer.close()
     if progress:

@@ -201,6 +201,17 @@ def _split_rows(items: list[Item], c: ModuleType, table: str, frame: pl.DataFram
         for k, t in schema.items()
     ] + [pl.col("_file")])
     _report_lost(items, frame, aligned, schema)
+    files = aligned["_file"]
+    if files.is_sorted():
+        # NOTE: each file's rows are one run: handed out as slices of the group's frame, not copied apart (the
+        # worker packs them into one again)
+        aligned = aligned.drop("_file")
+        runs = files.rle()
+        offset = 0
+        for i, n in zip(runs.struct.field("value").to_list(), runs.struct.field("len").to_list(), strict=True):
+            _keep(items[int(i)][0], table, aligned.slice(offset, n))
+            offset += n
+        return
     for (i,), part in aligned.partition_by("_file", maintain_order=True, include_key=False, as_dict=True).items():
         _keep(items[int(i)][0], table, part)
 
