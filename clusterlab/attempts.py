@@ -118,6 +118,10 @@ def _hosts_of_ranks(con: duckdb.DuckDBPyConnection) -> None:
     `[rank5]:` traceback): from NCCL's init lines (the largest communicator: global ranks), the per-rank
     step records, and torchrun's failure summaries (the agent's host ran every rank it lists). Idempotent,
     and the same whichever file arrived first and however a file was cut into batches."""
+    # NOTE: most events name their host: the map (a pass over every per-rank row) is built only when one does not
+    if not con.execute("SELECT count(*) FROM (SELECT 1 FROM events WHERE host IS NULL AND rank IS NOT NULL "
+                       "AND run IS NOT NULL LIMIT 1)").fetchall()[0][0]:
+        return
     con.execute("""
         UPDATE events SET host = m.host
         FROM (
@@ -159,7 +163,7 @@ def refresh(con: duckdb.DuckDBPyConnection) -> None:
                    min(ts) FILTER (WHERE tbl IN ('steps', 'rank_steps')),
                    min(step) FILTER (WHERE tbl IN ('steps', 'rank_steps')),
                    max(step) FILTER (WHERE tbl IN ('steps', 'rank_steps')),
-                   list_sort(list_distinct(list(host) FILTER (WHERE host IS NOT NULL))),
+                   list_sort(list(DISTINCT host) FILTER (WHERE host IS NOT NULL)),  -- (not every row's host listed)
                    count(DISTINCT host)
             FROM ({union}) GROUP BY ALL
         """)
