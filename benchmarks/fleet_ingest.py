@@ -1,6 +1,7 @@
 """Ingest of a fleet's evidence (many files of each kind), against `cat` and `grep -cE` on the same files.
 
-    python benchmarks/fleet_ingest.py [--nodes 1024] [--hours 1.25] [--attempts 3] [--scales 1,2,4] [--workers N] [--reuse]
+    python benchmarks/fleet_ingest.py [--nodes 1024] [--hours 1.25] [--attempts 3] [--scales 1,2,4] [--workers N]
+                                      [--reuse] [--grep first|all|none]
 
 What a 1,024-node x 8-GPU campaign leaves behind, in the bundle layout clusterlab reads:
 
