@@ -121,17 +121,20 @@ class Workers:
 
     def parse(self, plans: Iterable[FilePlan]) -> Iterator[ParsedFile]:
         assert self.pool is not None
-        queued: deque[Future] = deque()
+        queued: deque[tuple[list[FilePlan], Future]] = deque()
         chunks = _chunks(plans)
         for chunk in chunks:
-            queued.append(self.pool.submit(parse_chunk, chunk))
+            queued.append((chunk, self.pool.submit(parse_chunk, chunk)))
             if len(queued) >= self.n * IN_FLIGHT:
                 break
         while queued:
-            done = queued.popleft().result()
+            chunk, future = queued.popleft()
+            done = future.result()
             nxt = next(chunks, None)
             if nxt is not None:
-                queued.append(self.pool.submit(parse_chunk, nxt))
+                queued.append((nxt, self.pool.submit(parse_chunk, nxt)))
+            for pf, plan in zip(done, chunk, strict=True):  # a file's result, in its plan's place
+                pf.plan = plan
             yield from done
 
     def close(self) -> None:
@@ -188,6 +191,10 @@ def _chunks(plans: Iterable[FilePlan]) -> Iterator[list[FilePlan]]:
 
 
 def parse_chunk(plans: list[FilePlan]) -> list[ParsedFile]:
+    """A worker's chunk, for the trip back: the rows packed (one Arrow stream per table, not a pickled frame per
+    file) and the plans left out (the writer holds them: pickled back, they cost a third of the trip)."""
     outs = parse_many(plans)
-    pack(outs)  # the rows cross to the writer as one Arrow stream per table, not a pickled frame per file
+    pack(outs)
+    for out in outs:
+        out.plan = None  # type: ignore[assignment]
     return outs
