@@ -21,11 +21,14 @@ from clusterlab import Lab, attempts, attribution, incidents, timeline
 RANKS, PER_HOST, STEPS = 16, 4, 40
 
 
-def _write(lab: Lab, overlap: bool = False) -> None:
+CLOCK_US = f"1e6 * (i * 2.0 + 300 * a + 0.3 * (r // {PER_HOST}) + 0.001 * (r % {PER_HOST}))"
+
+
+def _write(lab: Lab, overlap: bool = False, clock_us: str = CLOCK_US) -> None:
     """Four attempts of STEPS steps on hosts whose clocks run 0.3 s x h apart, the ranks of a host a millisecond
     apart; rank 5 computes slowly in the middle of each attempt. With `overlap`, each attempt resumes 10 steps
     before the last one's end (a restart from its checkpoint). A few rows name no attempt (steps 500-504), one
-    no host."""
+    no host. `clock_us`: each row's time, microseconds after T0, from its index i, attempt a and rank r."""
     back = 10 if overlap else 0
     lab.con.execute("INSERT INTO runs (run, cluster, gpus) VALUES ('r', 'c', ?)", [RANKS])
     lab.con.execute("INSERT INTO ingested_files (file_id, path, run, attempt) VALUES (1, '/steps', 'r', 1)")
@@ -33,8 +36,7 @@ def _write(lab: Lab, overlap: bool = False) -> None:
         INSERT INTO rank_steps (file_id, source, run, attempt, line, ts, host, rank, step, step_s, compute_s,
                                 comm_s, data_s)
         SELECT 1, 'steps', 'r', a, i * {RANKS} + r,
-               TIMESTAMP '{T0:%Y-%m-%d %H:%M:%S}' + to_microseconds(CAST(1e6 * (
-                   i * 2.0 + 300 * a + 0.3 * (r // {PER_HOST}) + 0.001 * (r % {PER_HOST})) AS BIGINT)),
+               TIMESTAMP '{T0:%Y-%m-%d %H:%M:%S}' + to_microseconds(CAST({clock_us} AS BIGINT)),
                'n-' || CAST(r // {PER_HOST} AS VARCHAR), r, s, 2.0,
                CASE WHEN r = 5 AND s % {STEPS} BETWEEN 10 AND 20 THEN 1.9 ELSE 1.5 + 0.001 * r END, 0.35, 0.05
         FROM (SELECT range AS i, range // {STEPS} + 1 AS a, range - (range // {STEPS}) * {back} AS s
