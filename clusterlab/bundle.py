@@ -94,17 +94,17 @@ def walk(paths: list[Path], known_hosts: frozenset[str], found: Callable[[int | 
             w.unreadable.append((str(root), "no such file or directory"))
             continue
         if root.is_file():
-            _add(w, root, root.name, root.parent, True, known_hosts)
+            _add(w, root, root.name, tuple(Path(os.path.abspath(root)).parts), True, known_hosts)
             continue
-        _walk_dir(w, root, os.fspath(root), str(root.name), (), known_hosts)
+        _walk_dir(w, os.fspath(root), str(root.name), (), known_hosts)
     return w
 
 
-def _walk_dir(w: Walk, root: Path, folder: str, display: str, parts: tuple[str, ...], known: frozenset[str]) -> None:
+def _walk_dir(w: Walk, folder: str, display: str, parts: tuple[str, ...], known: frozenset[str]) -> None:
     """One folder's files (by name), then its subfolders' (by name), as `os.walk` gives them; hidden ones left out.
 
-    Folders are listed with scandir, so a file costs one stat and no path objects until it is kept: a fleet's
-    walk is tens of thousands of files."""
+    Folders are listed with scandir, so a file costs one stat (its entry's): a fleet's walk is tens of thousands
+    of files."""
     try:
         with os.scandir(folder) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -122,67 +122,49 @@ def _walk_dir(w: Walk, root: Path, folder: str, display: str, parts: tuple[str, 
         if is_dir:
             subdirs.append(e)
         else:
-            _add_entry(w, e, os.path.join(display, e.name) if display else e.name, (*parts, e.name), known)
+            _add(w, Path(e.path), os.path.join(display, e.name) if display else e.name, (*parts, e.name), False,
+                 known, e.is_symlink(), e.stat)
     for e in subdirs:
         try:
             if e.is_symlink():  # as os.walk: a linked folder is not followed
                 continue
         except OSError:
             continue
-        _walk_dir(w, root, e.path, os.path.join(display, e.name) if display else e.name, (*parts, e.name), known)
+        _walk_dir(w, e.path, os.path.join(display, e.name) if display else e.name, (*parts, e.name), known)
 
 
-def _add_entry(w: Walk, e: os.DirEntry, display: str, parts: tuple[str, ...], known: frozenset[str]) -> None:
-    """A file a folder walk found (`parts`: its path below the root)."""
-    name = e.name
-    if name in SIDECARS:  # rare: the general path, with path objects
-        _add(w, Path(e.path), display, None, False, known, parts)
+def _add(w: Walk, p: Path, display: str, parts: tuple[str, ...], explicit: bool, known: frozenset[str],
+         link: bool | None = None, stat_of: Callable[[], os.stat_result] | None = None) -> None:
+    """One file: a sidecar, one to leave alone, an unreadable one, or evidence to ingest.
+
+    `parts`: the components of its path that name its run, attempt and host; `link`, `stat_of`: whether it is a
+    symbolic link and its stat (following the link), where a folder's listing has them."""
+    name = p.name
+    if name in SIDECARS:
+        run, _, _ = path_context(parts, known)
+        if name == "inventory.toml":
+            w.inventories.append(p)
+        elif name == "run.toml":
+            w.runs[run or p.parent.name] = p
+        elif name == "boot_time":
+            _add_boot_time(w, p, display)
         return
     if name.endswith(_IGNORED_SUFFIXES):
         return
     run, attempt, host = path_context(parts, known)
-    link = e.is_symlink()
+    link = p.is_symlink() if link is None else link
     try:
-        st = e.stat()  # (follows a link: the file it names)
+        st = stat_of() if stat_of is not None else p.stat()
     except OSError:
         w.unreadable.append((display, "broken symbolic link" if link else "not a regular file"))
         return
     if not stat.S_ISREG(st.st_mode):
         w.unreadable.append((display, "not a regular file"))
         return
-    if not os.access(e.path, os.R_OK):
-        w.unreadable.append((display, "permission denied"))
-        return
-    w.add(FileTask(Path(e.path), display, False, run, attempt, host, st.st_size, st.st_mtime, link))
-
-
-def _add(w: Walk, p: Path, display: str, root: Path | None, explicit: bool, known: frozenset[str],
-         parts: tuple[str, ...] | None = None) -> None:
-    if parts is None:
-        rel = p.relative_to(root) if root is not None and p.is_relative_to(root) else Path(p.name)
-        parts = tuple(Path(os.path.abspath(p)).parts) if explicit else rel.parts
-    if p.name == "inventory.toml":
-        w.inventories.append(p)
-        return
-    run, attempt, host = path_context(parts, known)
-    if p.name == "run.toml":
-        w.runs[run or p.parent.name] = p
-        return
-    if p.name == "boot_time":
-        _add_boot_time(w, p, display)
-        return
-    if p.name in SIDECARS or p.name.endswith(_IGNORED_SUFFIXES):
-        return
-    if p.is_symlink() and not p.exists():
-        w.unreadable.append((display, "broken symbolic link"))
-        return
-    if not p.is_file():
-        w.unreadable.append((display, "not a regular file"))
-        return
     if not os.access(p, os.R_OK):
         w.unreadable.append((display, "permission denied"))
         return
-    w.add(FileTask(p, display, explicit, run, attempt, host))
+    w.add(FileTask(p, display, explicit, run, attempt, host, st.st_size, st.st_mtime, link))
 
 
 def _add_boot_time(w: Walk, p: Path, display: str) -> None:

@@ -24,7 +24,7 @@ from clusterlab import attempts, bundle, inventory
 from clusterlab.collectors._base import TABLE_COLUMNS, Context
 from clusterlab.ingest_group import parse_many
 from clusterlab.ingest_parse import FilePlan, FileResult, ParsedFile
-from clusterlab.ingest_pool import Work, Workers, parse_all
+from clusterlab.ingest_pool import Workers, parse_all
 from clusterlab.ingest_write import Writer
 from clusterlab.reader import InputError, content_hash
 
@@ -100,8 +100,7 @@ def ingest(
         # (a fleet's walk takes a second); elsewhere, once the files that changed are known to be worth them
         fresh = not con.execute("SELECT count(*) FROM ingested_files").fetchall()[0][0]
         tasks = walk_tasks(con, roots, Path(inventory_file) if inventory_file else None, run, host, year, summary,
-                           found=pool.planned if fresh else None)
-        pool.work = Work(0, 0)  # (counted again as the files are planned)
+                           found=pool.found if fresh else None)
         results = _ingest_tasks(con, tasks, Path(spill), workers, progress, pool=pool)
     summary.files += results
     attempts.refresh(con)

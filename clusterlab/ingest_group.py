@@ -108,7 +108,7 @@ def parse_group(items: list[Item], c: ModuleType) -> list[Item]:
     """Parse the files together; returns the ones to parse alone (all of them, when the group fails)."""
     try:
         # clean files in one read without splitting lines (step records); else line by line
-        got = c.parse_whole([_bytes(t) for _, _, t in items], BASE) if hasattr(c, "parse_whole") else None
+        got = c.parse_whole([t for _, _, t in items], BASE) if hasattr(c, "parse_whole") else None
         if got is None:
             got = c.parse(_numbered_lines(items).select("line", "text"), items[0][1])
     except (pl.exceptions.PolarsError, ArithmeticError, ValueError, TypeError, KeyError, IndexError):
@@ -146,10 +146,6 @@ def _numbered_lines(items: list[Item]) -> pl.DataFrame:
 
 def _str(text: str | bytes) -> str:
     return text.decode("utf-8") if isinstance(text, bytes) else text
-
-
-def _bytes(text: str | bytes) -> bytes:
-    return text.encode("utf-8") if isinstance(text, str) else text
 
 
 def _read_state(out: ParsedFile, text: str | bytes) -> None:

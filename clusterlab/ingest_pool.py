@@ -66,11 +66,10 @@ def parse_all(plans: Iterable[FilePlan], workers: int | None = None, pool: Worke
                 break
             ahead.append(plan)
             pool.planned(plan.size)
-        if not pool.started and pool.wanted(pool.work, warn=True):
-            pool.start()
         if pool.started:
             yield from pool.parse(chain(ahead, plans))
             return
+        pool.wanted(pool.work, warn=True)  # no workers: asked only to say why, where they were asked for
     for chunk in _chunks(ahead):
         yield from parse_many(chunk)
 
@@ -84,6 +83,7 @@ class Workers:
         self.pool: ProcessPoolExecutor | None = None
         self._saved: str | None = None
         self.work = Work(0, 0)  # the files to parse so far
+        self.walked = Work(0, 0)  # the files a walk found so far (see `found`)
         self._safe: bool | None = None  # whether workers may start at all (spawn_safe), once known
 
     @property
@@ -106,9 +106,17 @@ class Workers:
 
     def planned(self, size: int | None) -> None:
         """One more file to parse: the workers start once the files so far are worth them."""
-        self.work = Work(self.work.files + 1, self.work.size + (size or 0))
-        if not self.started and self.wanted(self.work):
+        self.work = self._more(self.work, size)
+
+    def found(self, size: int | None) -> None:
+        """One more file found by a walk that will parse every file it finds (a database holding none yet)."""
+        self.walked = self._more(self.walked, size)
+
+    def _more(self, work: Work, size: int | None) -> Work:
+        work = Work(work.files + 1, work.size + (size or 0))
+        if not self.started and self.wanted(work):
             self.start()
+        return work
 
     def start(self) -> None:
         # NOTE: spawn, not fork: forking a process whose polars and DuckDB thread pools hold locks can deadlock
