@@ -30,7 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from clusterlab import Lab, attempts
+from clusterlab import Lab
+from clusterlab.ingest import attempts
 
 T0 = "TIMESTAMP '2026-11-24 08:00:00'"
 

@@ -1,4 +1,4 @@
-"""Instrumentation overhead: training steps with and without `clusterlab.instrument`, in one run.
+"""Instrumentation overhead: training steps with and without `clusterlab.torchtools.instrument`, in one run.
 
     python benchmarks/instrument.py [--steps 60] [--threads 2] [--batch 8] [--seq-len 128]
     python benchmarks/instrument.py --device cuda       # a ~1B Llama in bf16 on one GPU, and its MFU
@@ -7,7 +7,7 @@ The step is the tiny Llama's forward, backward and AdamW update on CPU (tens to 
 On CUDA the model is a ~1B-parameter Llama in bf16, and both kinds of step end with a
 `torch.cuda.synchronize()` so that a step's time is the GPU's; the recorder itself never waits
 (CUDA events, read once complete), so its own time is what it costs the host per step. The CUDA
-run also prints the measured MFU against the package's peak table: a check of `clusterlab.flops`
+run also prints the measured MFU against the package's peak table: a check of `clusterlab.torchtools.flops`
 on a real chip.
 Steps alternate between plain and instrumented (data, compute and comm regions, tokens, a tensor
 loss, one record written per step), so drift in the machine's speed hits both alike. Two figures:
@@ -27,9 +27,9 @@ from pathlib import Path
 
 import torch
 
-from clusterlab import flops
-from clusterlab.instrument import StepRecorder
-from clusterlab.llama import Llama, LlamaConfig
+from clusterlab.torchtools import flops
+from clusterlab.torchtools.instrument import StepRecorder
+from clusterlab.torchtools.llama import Llama, LlamaConfig
 
 # NOTE: ~1.2B parameters: big enough that a step is GPU-bound on an H100/H200, small enough for 80 GB.
 GPU_CONFIG = LlamaConfig(vocab=32000, hidden=2048, layers=16, heads=16, kv_heads=8, ffn=8192, seq_len=2048)

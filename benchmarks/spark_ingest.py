@@ -6,7 +6,7 @@ Two corpora: `fleet`, a simulated fleet (`clusterlab.simulate`, 2 providers x 2 
 files, training logs, kernel logs; many rows per MB), and `nccl`, the mixed corpus of benchmarks/ingest.py
 (NCCL INFO spam with a few Megatron, WARN and Xid lines; few rows per MB). Each is ingested into a fresh
 DuckDB (the baseline: `Lab.ingest` with 1 and with 2 parsing processes) and into a fresh Parquet lake with
-`clusterlab.spark_ingest` on `local[1]` and `local[2]`. Prints MB/s and files/s of each, each time's ratio to
+`clusterlab.scale.spark_ingest` on `local[1]` and `local[2]`. Prints MB/s and files/s of each, each time's ratio to
 the DuckDB path with as many workers, the Spark session's start apart (a cluster pays it once per job), the
 Spark path's phases (only `parse` runs on the executors; the rest is the driver's), and checks that every
 lake holds the DuckDB store's rows (events, steps, rank_steps, checkpoints, by file and line).
@@ -23,7 +23,8 @@ from pathlib import Path
 
 import polars as pl
 
-from clusterlab import Lab, spark_ingest
+from clusterlab import Lab
+from clusterlab.scale import spark_ingest
 from clusterlab.simulator import simulate
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -18,7 +18,8 @@ import argparse
 import statistics
 import time
 
-from clusterlab import Lab, attempts
+from clusterlab import Lab
+from clusterlab.ingest import attempts
 from clusterlab.simulator.big_run import write_big_run
 from clusterlab.widgets import Explorer
 

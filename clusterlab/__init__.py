@@ -1,6 +1,5 @@
 """clusterlab: where did the GPU-hours go, whose fault was it, and what now."""
 
-# (no `from __future__ import annotations` here: it would bind `clusterlab.annotations`, the name of a module)
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:

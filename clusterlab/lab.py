@@ -9,9 +9,12 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from clusterlab import annotations, attribution, incidents, store
-from clusterlab import ingest as _ingest
-from clusterlab.ledger import LedgerError
+from clusterlab import store
+from clusterlab.account import attribution
+from clusterlab.account.ledger import LedgerError
+from clusterlab.diagnose import incidents
+from clusterlab.ingest import driver as _ingest
+from clusterlab.triage import annotations
 
 
 def connect(path: str | os.PathLike | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -24,13 +27,13 @@ class Lab:
 
     def __init__(self, path: str | os.PathLike | None = None, read_only: bool = False,
                  lake: str | os.PathLike | None = None):
-        """`lake`: a Parquet lake (`clusterlab.lake`) to read instead of the database's own evidence; the
+        """`lake`: a Parquet lake (`clusterlab.scale.lake`) to read instead of the database's own evidence; the
         database (in memory unless `path` is given) keeps what is written (annotations, relaunches)."""
         self.path = store.db_path(":memory:" if lake is not None and path is None else path)
         self.con = store.connect(self.path, read_only=read_only and self.path != ":memory:")
         self.lake = Path(lake) if lake is not None else None
         if self.lake is not None:
-            from clusterlab import lake as _lake
+            from clusterlab.scale import lake as _lake
 
             try:
                 _lake.attach(self.con, self.lake)
@@ -39,8 +42,8 @@ class Lab:
                 raise
 
     def export_parquet(self, lake_dir: str | os.PathLike) -> dict[str, int]:
-        """Write the store as a hive-partitioned Parquet lake (`clusterlab.lake`); rows written per table."""
-        from clusterlab import lake as _lake
+        """Write the store as a hive-partitioned Parquet lake (`clusterlab.scale.lake`); rows written per table."""
+        from clusterlab.scale import lake as _lake
 
         return _lake.export(self.con, lake_dir)
 
@@ -72,7 +75,7 @@ class Lab:
     ) -> _ingest.IngestSummary:
         """Ingest evidence files or bundle directories (idempotent; `workers` parsing processes, default the cores)."""
         if self.lake is not None:
-            raise ValueError(f"{self.lake}: a lake is read here, not written; clusterlab.spark_ingest adds to it")
+            raise ValueError(f"{self.lake}: a lake is read here, not written; clusterlab.scale.spark_ingest adds to it")
         return _ingest.ingest(self.con, list(paths), inventory, run=run, host=host, year=year, progress=progress,
                               workers=workers)
 
@@ -163,32 +166,32 @@ class Lab:
         return attribution.attribute(self.con, run, settings)
 
     def what_if(self, run: str, policies: list | None = None, settings: incidents.Settings | None = None):
-        """The run's ledger re-priced under other policies (`clusterlab.what_if.POLICIES`; all by default)."""
-        from clusterlab.what_if import what_if
+        """The run's ledger re-priced under other policies (`clusterlab.whatif.what_if.POLICIES`; all by default)."""
+        from clusterlab.whatif.what_if import what_if
 
         return what_if(self.con, run, policies, settings)
 
     def steady_state(self, run: str, settings: incidents.Settings | None = None):
         """The peak-to-steady MFU gap split into exposed comm, data loading, compute below peak and idle."""
-        from clusterlab.steady_state import breakdown
+        from clusterlab.account.steady_state import breakdown
 
         return breakdown(self.con, run, self.attribute(run, settings).steady_mfu)
 
     def change(self, cluster: str, at, what: str, author: str | None = None) -> int:
         """Record a change made to a cluster at a time (UTC): a hot-fix, an upgrade, a node excluded."""
-        from clusterlab.changes import add_change
+        from clusterlab.whatif.changes import add_change
 
         return add_change(self.con, cluster, at, what, author)
 
     def changes(self, cluster: str | None = None) -> pl.DataFrame:
         """The recorded changes (of one cluster), oldest first."""
-        from clusterlab.changes import changes
+        from clusterlab.whatif.changes import changes
 
         return changes(self.con, cluster)
 
     def compare(self, cluster: str, change: int | str):
         """The cluster before against after a change: failure rates by mode, MTBF, ETTR, steady MFU, with CIs."""
-        from clusterlab.changes import compare
+        from clusterlab.whatif.changes import compare
 
         return compare(self.con, cluster, change)
 
@@ -209,21 +212,21 @@ class Lab:
         return out.select([c for c in attribution.INCIDENT_COLUMNS if c in out.columns]).sort("root_ts", "incident_id")
 
     def unmatched(self, run: str | None = None, limit: int | None = 50) -> pl.DataFrame:
-        """Trouble-looking lines no rule matched, by template, commonest first (`clusterlab.unmatched`)."""
-        from clusterlab.unmatched import unmatched
+        """Trouble-looking lines no rule matched, by template, commonest first (`clusterlab.ingest.unmatched`)."""
+        from clusterlab.ingest.unmatched import unmatched
 
         return unmatched(self.con, run, limit)
 
     def hosts(self, week: str | None = None) -> pl.DataFrame:
         """The costliest hosts across runs (of an ISO week, `2026-W48`), with their incident history."""
-        from clusterlab.hosts import costliest_hosts
+        from clusterlab.reports.hosts import costliest_hosts
 
         return costliest_hosts(self.incidents(), week)
 
     def evidence(self, incident_id: str) -> pl.DataFrame:
         """The ranked evidence lines of one incident (root cause first), with file and line."""
+        from clusterlab.diagnose.root_cause import EVIDENCE_SCHEMA
         from clusterlab.reports.incident_report import runs_of
-        from clusterlab.root_cause import EVIDENCE_SCHEMA
 
         ev = pl.DataFrame(schema=EVIDENCE_SCHEMA)
         for run in runs_of(self.con, incident_id):  # NOTE: not split on `:`, which a run's name may hold

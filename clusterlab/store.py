@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from clusterlab.collectors._base import EVIDENCE_PREFIX, TABLE_COLUMNS, evidence_schema  # noqa: F401  (re-exported)
+from clusterlab.tables import EVIDENCE_PREFIX, TABLE_COLUMNS, evidence_schema  # noqa: F401  (re-exported)
 
 DEFAULT_DB = "clusterlab.duckdb"
 

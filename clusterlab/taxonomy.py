@@ -38,7 +38,7 @@ _MODES = [
     FailureMode("manual_stop", "user", "none", "job cancelled by a person"),
     FailureMode("unknown", "unknown", "none", "no evidence of a cause"),
     # NOTE: a straggler or slow stretch whose telemetry shows why: heat, the power brake or HW slowdown throttled
-    # one GPU's clocks (clusterlab.telemetry_incidents). Last, so that every other mode keeps its plot colour.
+    # one GPU's clocks (clusterlab.diagnose.telemetry_incidents). Last, so that every other mode keeps its plot colour.
     FailureMode("gpu_throttle", "provider", "check the node's cooling and power; drain if it repeats",
                 "GPU clocks throttled (thermal, power brake or HW slowdown)"),
 ]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from clusterlab.collectors._base import TABLE_COLUMNS
+from clusterlab.tables import TABLE_COLUMNS
 
 # NVML's clock throttle (since driver 535: "clocks event") reason bits, the same in DCGM's
 # DCGM_CLOCKS_THROTTLE_REASON_* / DCGM_CLOCKS_EVENT_REASON_* macros and nvidia-smi's

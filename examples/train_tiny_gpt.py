@@ -2,7 +2,7 @@
 
     torchrun --standalone --nproc-per-node=2 examples/train_tiny_gpt.py --steps 30 --out DIR
 
-Every rank writes clusterlab step records (`clusterlab.instrument`) to DIR/steps/rank-R.jsonl, with
+Every rank writes clusterlab step records (`clusterlab.torchtools.instrument`) to DIR/steps/rank-R.jsonl, with
 data, compute and communication time; rank 0 prints torchtitan-style lines (`[titan] <time> - root -
 INFO - step: ...`, checkpoint save and load lines): both are what `clusterlab ingest` reads.
 Checkpoints go to --ckpt-dir (default DIR/checkpoints) as CKPT_DIR/step-N. Resumes from --resume
@@ -37,8 +37,8 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.nn.parallel import DistributedDataParallel
 
-from clusterlab.instrument import StepRecorder
-from clusterlab.llama import Llama, LlamaConfig
+from clusterlab.torchtools.instrument import StepRecorder
+from clusterlab.torchtools.llama import Llama, LlamaConfig
 
 STEP_DIR = re.compile(r"step-(\d+)")
 ATTEMPT_DIR = re.compile(r"attempt-(\d+)")

@@ -62,7 +62,7 @@ def start(master: str = "local[2]"):
     """A SparkSession of `master`, Java and pyspark installed first if needed."""
     ensure_java()
     ensure_pyspark()
-    from clusterlab.spark_ingest import spark_session
+    from clusterlab.scale.spark_ingest import spark_session
 
     spark = spark_session(master, app="clusterlab-tests", conf=CONF)
     spark.sparkContext.setLogLevel("ERROR")

@@ -13,8 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from timelines import Attempt, write_events, write_run
 
-from clusterlab import Lab, advice, incidents, ledger
+from clusterlab import Lab
+from clusterlab.account import advice, ledger
 from clusterlab.cli import main
+from clusterlab.diagnose import incidents
 from clusterlab.reports import render
 from conftest import SAMPLES
 

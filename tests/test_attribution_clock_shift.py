@@ -14,7 +14,8 @@ import pytest
 from polars.testing import assert_series_equal
 from test_attribution_passes import PER_HOST, RANKS, STEPS, _write
 
-from clusterlab import Lab, timeline
+from clusterlab import Lab
+from clusterlab.diagnose import timeline
 
 # hosts' clocks 0.25 s x h (plus 7 µs x h) apart, each rank a few microseconds off its host
 SKEWED_US = f"(i * 2.0 + 300 * a) * 1e6 + 250007 * (r // {PER_HOST}) + 13 * ((r * 7 + i) % 5)"

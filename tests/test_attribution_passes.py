@@ -16,7 +16,10 @@ import pytest
 from polars.testing import assert_frame_equal
 from timelines import T0
 
-from clusterlab import Lab, attempts, attribution, incidents, timeline
+from clusterlab import Lab
+from clusterlab.account import attribution
+from clusterlab.diagnose import incidents, timeline
+from clusterlab.ingest import attempts
 
 RANKS, PER_HOST, STEPS = 16, 4, 40
 

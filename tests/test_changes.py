@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from timelines import T0, Attempt, write_events, write_run
 
 from clusterlab import Lab
-from clusterlab.changes import TOO_SMALL
 from clusterlab.cli import main
+from clusterlab.whatif.changes import TOO_SMALL
 
 GPUS = 2048  # a big job: 12 short attempts hold over 1,000 GPU-hours, enough exposure for a rate
 

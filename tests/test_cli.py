@@ -188,7 +188,7 @@ def test_hosts_lists_the_costliest_hosts_with_their_incident_history(bundle_db: 
 
 
 def test_costliest_hosts_counts_repeats_and_keeps_unknown_cost_unknown() -> None:
-    from clusterlab.hosts import costliest_hosts
+    from clusterlab.reports.hosts import costliest_hosts
 
     t = dt.datetime(2026, 11, 24, 8)
     inc = pl.DataFrame({"incident_id": ["a:1:end", "a:2:end", "b:1:end", "c:1:end", "d:1:end"],

@@ -534,7 +534,7 @@ def test_each_trace_goes_to_the_report_before_it_and_not_too_far() -> None:
 
 
 def test_a_hung_task_report_is_held_back_whole_at_a_batch_end() -> None:
-    from clusterlab.ingest_parse import BLOCK_LINES, hold_open_block
+    from clusterlab.ingest.parse import BLOCK_LINES, hold_open_block
     noise = [f"[ {i}.000000] NVRM: Xid (PCI:0000:5d:00): 13, pid=1, name=x, Graphics Exception" for i in range(300)]
     batch = frame_of(noise + HUNG[:1] + HUNG[4:])
     head, held = hold_open_block(batch, kernel.BLOCK_START)

@@ -128,7 +128,7 @@ def test_keys_before_any_gpu_line_in_a_batch_are_counted_not_guessed() -> None:
 
 
 def test_a_gpu_block_and_its_snapshot_header_are_held_back_whole() -> None:
-    from clusterlab.ingest_parse import BLOCK_LINES, hold_open_block
+    from clusterlab.ingest.parse import BLOCK_LINES, hold_open_block
     text = "\n".join([HEAD, *[gpu(f"00000000:{i:02X}:00.0") for i in range(20)]])
     lines = pl.Series(text.split("\n"))
     batch = pl.DataFrame({"line": pl.Series(range(1, len(lines) + 1), dtype=pl.Int64), "text": lines}).filter(

@@ -9,11 +9,12 @@ import re
 import polars as pl
 import pytest
 
-from clusterlab import attempts, store
-from clusterlab.bundle import FileTask
+from clusterlab import store
 from clusterlab.collectors import all_collectors, deepspeed, hf_trainer, megatron, nan_guards, step_jsonl, torchtitan
 from clusterlab.collectors._base import Context, Parsed
-from clusterlab.ingest import ingest_file
+from clusterlab.ingest import attempts
+from clusterlab.ingest.bundle import FileTask
+from clusterlab.ingest.driver import ingest_file
 from conftest import SAMPLES
 
 CTX = Context(path="test.log")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from clusterlab.simulator.cli import simulate as simulate_cmd
+from clusterlab.cli.simulate import simulate as simulate_cmd
 from clusterlab.simulator.sink import MARKER
 from conftest import SAMPLES
 

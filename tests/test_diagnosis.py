@@ -17,7 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from timelines import T0, Attempt, _file, _insert, write_events, write_run
 
-from clusterlab import Lab, attempts, timeline
+from clusterlab import Lab
+from clusterlab.diagnose import timeline
+from clusterlab.ingest import attempts
 
 HOSTS = ["h-001", "h-002", "h-003", "h-004"]
 # evidence that ends a job when nothing steps after it, and means nothing when everything does

@@ -10,7 +10,8 @@ import pytest
 from figure_layout import layout_problems
 from matplotlib.figure import Figure
 
-from clusterlab import Lab, plots
+from clusterlab import Lab
+from clusterlab.plots import charts as plots
 from clusterlab.reports import figures
 from clusterlab.widgets import frames
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from clusterlab.flops import (
+from clusterlab.torchtools.flops import (
     PEAK_BF16_DENSE,
     PRESETS,
     LlamaConfig,
@@ -22,13 +22,14 @@ from clusterlab.flops import (
 
 def _counted(config: LlamaConfig) -> float:
     pytest.importorskip("torch")
-    from clusterlab.flop_count import counted_flops_per_token
+    from clusterlab.torchtools.flop_count import counted_flops_per_token
 
     return counted_flops_per_token(config)
 
 
 def test_flops_module_imports_without_torch() -> None:
-    code = "import sys; sys.modules['torch'] = None; import clusterlab.flops as f; print(f.peak_flops('H100'))"
+    code = ("import sys; sys.modules['torch'] = None; import clusterlab.torchtools.flops as f; "
+            "print(f.peak_flops('H100'))")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert float(res.stdout) == 989.4e12
@@ -61,7 +62,7 @@ def test_param_count_of_llama3_8b_is_8_03e9() -> None:
 
 def test_param_count_matches_the_built_model() -> None:
     torch = pytest.importorskip("torch")
-    from clusterlab.llama import Llama
+    from clusterlab.torchtools.llama import Llama
 
     for config in (LlamaConfig.tiny(), LlamaConfig.llama3_8b()):
         with torch.device("meta"):
@@ -123,7 +124,7 @@ def test_gpu_name_matching(name: str, key: str) -> None:
 
 def test_gpu_name_matching_keeps_h200_and_gh200_apart() -> None:
     # GH200's compute equals H200's, so check the canonical key, not only the value
-    from clusterlab.flops import _canonical
+    from clusterlab.torchtools.flops import _canonical
 
     assert _canonical("NVIDIA GH200 480GB") == "GH200"
     assert _canonical("NVIDIA B200") == "B200"
@@ -185,7 +186,7 @@ def test_nothing_known_names_what_is_missing() -> None:
 
 def test_tiny_model_trains_on_cpu_with_finite_loss() -> None:
     torch = pytest.importorskip("torch")
-    from clusterlab.llama import Llama
+    from clusterlab.torchtools.llama import Llama
 
     torch.manual_seed(0)
     config = LlamaConfig.tiny(seq_len=32)

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from clusterlab import Lab
-from clusterlab.root_cause import SACCT_VERDICTS
+from clusterlab.diagnose.root_cause import SACCT_VERDICTS
 from clusterlab.taxonomy import MODES
 from conftest import VARIANT_RESULTS as RESULTS
 

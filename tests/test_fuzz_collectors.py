@@ -21,7 +21,7 @@ import pytest
 from clusterlab import Lab
 from clusterlab.collectors import all_collectors
 from clusterlab.collectors._base import Parsed
-from clusterlab.golden import context_for, is_sample
+from clusterlab.ingest.golden import context_for, is_sample
 from conftest import SAMPLES
 
 COLLECTORS = {c.NAME: c for c in all_collectors()}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clusterlab.collectors import all_collectors
-from clusterlab.golden import expected_path, golden_rows, is_sample
+from clusterlab.ingest.golden import expected_path, golden_rows, is_sample
 from conftest import SAMPLES
 
 CASES = sorted(p for p in SAMPLES.glob("*/*") if p.is_file() and is_sample(p))

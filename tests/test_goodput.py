@@ -10,9 +10,9 @@ from click.testing import CliRunner
 from timelines import Attempt, write_run
 
 from clusterlab import Lab
+from clusterlab.account.goodput import BADPUT_TYPES, BUCKETS, goodput
+from clusterlab.account.ledger import CATEGORIES
 from clusterlab.cli import main
-from clusterlab.goodput import BADPUT_TYPES, BUCKETS, goodput
-from clusterlab.ledger import CATEGORIES
 
 
 @pytest.fixture(scope="module")

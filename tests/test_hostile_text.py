@@ -19,7 +19,8 @@ import timelines
 from markdown_it import MarkdownIt
 from timelines import Attempt, write_events, write_run
 
-from clusterlab import Lab, plots
+from clusterlab import Lab
+from clusterlab.plots import charts as plots
 from clusterlab.reports import figures, incident_report, render, scorecard
 
 WEEK = "2026-W48"

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from clusterlab import Lab
-from clusterlab.collectors._base import TABLE_COLUMNS
+from clusterlab.tables import TABLE_COLUMNS
 from conftest import SAMPLES
 
 XID = ("2026-11-24T08:{m:02d}:{s:02d},000000+00:00 NVRM: Xid (PCI:0000:5d:00): 79, pid=1234, name=python, "
@@ -125,8 +125,9 @@ def _events_of(path: Path) -> list[tuple]:
 
 def test_a_batch_boundary_never_cuts_a_failure_summary_or_traceback(monkeypatch) -> None:
     """Flushes every few lines: the ChildFailedError summaries and tracebacks come out as from one batch."""
-    from clusterlab import ingest_parse, reader
     from clusterlab.collectors import torch_dist
+    from clusterlab.ingest import parse as ingest_parse
+    from clusterlab.ingest import reader
 
     log = SAMPLES / "torch" / "legacy_1_13.log"
     whole = _events_of(log)

@@ -14,12 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from clusterlab import Lab, ingest_group, ingest_group_text, ingest_write
+from clusterlab import Lab
 from clusterlab.collectors import all_collectors
-from clusterlab.collectors._base import TABLE_COLUMNS
-from clusterlab.ingest_parse import choose
-from clusterlab.reader import read_head
+from clusterlab.ingest import groups as ingest_group
+from clusterlab.ingest import groups_text as ingest_group_text
+from clusterlab.ingest import write as ingest_write
+from clusterlab.ingest.parse import choose
+from clusterlab.ingest.reader import read_head
 from clusterlab.store import evidence_schema
+from clusterlab.tables import TABLE_COLUMNS
 
 SAMPLES = Path(__file__).parent.parent / "data_samples"
 
@@ -200,9 +203,9 @@ def test_a_copy_in_a_workers_chunk_is_stored_once(tmp_path) -> None:
 def test_sniff_hints_past_the_first_4_kib_are_found(tmp_path) -> None:
     """Hints are listed in a head's first 4 KiB and looked for past it: the hints `read_heads` finds are the
     ones the whole head holds, whatever their place (a hint across the 4 KiB mark, or only at the end)."""
-    from clusterlab.bundle import FileTask
     from clusterlab.collectors._base import Context
-    from clusterlab.ingest_parse import NEAR_BYTES, FilePlan, _hints, read_heads
+    from clusterlab.ingest.bundle import FileTask
+    from clusterlab.ingest.parse import NEAR_BYTES, FilePlan, _hints, read_heads
 
     pad = '"x": "' + "a" * (NEAR_BYTES - 30)
     heads = {

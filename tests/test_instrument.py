@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from clusterlab import Lab
-from clusterlab.instrument import StepRecorder, WallClock
+from clusterlab.torchtools.instrument import StepRecorder, WallClock
 
 
 def _lines(path: Path) -> list[dict]:
@@ -143,7 +143,7 @@ def test_cuda_events_time_gpu_work_without_synchronising(tmp_path: Path) -> None
 
 KILLED = textwrap.dedent("""
     import sys, time
-    from clusterlab.instrument import StepRecorder
+    from clusterlab.torchtools.instrument import StepRecorder
     rec = StepRecorder(sys.argv[1], rank=0, host="h")
     step = 0
     while True:

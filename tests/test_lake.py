@@ -11,9 +11,10 @@ import pyarrow.dataset as ds
 import pytest
 from click.testing import CliRunner
 
-from clusterlab import Lab, lake
+from clusterlab import Lab
+from clusterlab.account.ledger import LedgerError
 from clusterlab.cli import main
-from clusterlab.ledger import LedgerError
+from clusterlab.scale import lake
 
 EVIDENCE = ["events", "steps", "rank_steps", "checkpoints", "nccl_ranks", "jobs", "facts", "unmatched_lines"]
 

@@ -145,7 +145,7 @@ def test_a_boot_time_out_of_range_is_one_line_naming_the_file(tmp_path: Path, te
 
 
 def test_a_good_boot_time_is_read_as_utc(tmp_path: Path) -> None:
-    from clusterlab.bundle import read_boot_time
+    from clusterlab.ingest.bundle import read_boot_time
 
     (tmp_path / "boot_time").write_text("btime 1764043200\n")
     assert read_boot_time(tmp_path / "boot_time").isoformat() == "2025-11-25T04:00:00"

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from clusterlab import Lab
 from clusterlab.cli import main
-from clusterlab.preflight import assess, ring_links
+from clusterlab.torchtools.preflight import assess, ring_links
 
 
 def _rank(rank: int, host: str, tflops: float = 100.0, gbps: float = 1000.0) -> dict:

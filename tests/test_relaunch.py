@@ -18,13 +18,13 @@ from click.testing import CliRunner
 from slurm_cluster import LocalSlurm, SlurmUnavailable
 
 from clusterlab import Lab
-from clusterlab.checkpoint_files import verify
 from clusterlab.cli import main
+from clusterlab.cli.relaunch import relaunch
+from clusterlab.diagnose.checkpoint_files import verify
 from clusterlab.relaunch import UnsafeValueError, check_host, check_path, execute, relaunch_plan
 from clusterlab.relaunch.backends.base import LaunchSpec, run_argv
 from clusterlab.relaunch.backends.slurm import SlurmBackend
 from clusterlab.relaunch.backends.torchrun import TorchrunBackend
-from clusterlab.relaunch.cli import relaunch
 from clusterlab.relaunch.execute import RelaunchRefused
 from conftest import ROOT
 

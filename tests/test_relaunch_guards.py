@@ -23,9 +23,9 @@ from test_relaunch import lab_of, write_bundle
 
 from clusterlab import Lab, store
 from clusterlab.cli import main
+from clusterlab.cli.relaunch import relaunch
 from clusterlab.relaunch import Execution, UnsafeValueError, check_host, execute, relaunch_plan
 from clusterlab.relaunch.backends.base import run_argv
-from clusterlab.relaunch.cli import relaunch
 from clusterlab.relaunch.execute import RelaunchRefused
 
 main.add_command(relaunch)

@@ -24,10 +24,11 @@ from markdown_it import MarkdownIt
 from nbclient import NotebookClient
 from timelines import T0, Attempt, write_events, write_run
 
-from clusterlab import Lab, advice
+from clusterlab import Lab
+from clusterlab.account import advice
 from clusterlab.cli import main
+from clusterlab.cli.reports import COMMANDS
 from clusterlab.reports import fmt, incident_report, render, scorecard
-from clusterlab.reports.cli import COMMANDS
 from conftest import ROOT, SAMPLES
 
 WEEK = "2026-W48"

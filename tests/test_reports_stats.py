@@ -8,7 +8,8 @@ import math
 import polars as pl
 import pytest
 
-from clusterlab import Lab, rates
+from clusterlab import Lab
+from clusterlab.account import rates
 from clusterlab.reports import figures, render, scorecard
 
 WEEK = "2026-W48"

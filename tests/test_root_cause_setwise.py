@@ -18,7 +18,9 @@ import pytest
 from polars.testing import assert_frame_equal
 from timelines import T0
 
-from clusterlab import Lab, attempts, root_cause, timeline
+from clusterlab import Lab
+from clusterlab.diagnose import root_cause, timeline
+from clusterlab.ingest import attempts
 
 RANKS, PER_HOST, STEPS, STEP_S, PAUSE_S = 32, 8, 60, 2.0, 900
 HOSTS = [f"n-{i:04d}" for i in range(RANKS // PER_HOST)]

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from clusterlab import Lab
+from clusterlab.cli.simulate import simulate as simulate_cmd
 from clusterlab.simulator import simulate
-from clusterlab.simulator.cli import simulate as simulate_cmd
 from clusterlab.simulator.expected import CATEGORIES
 from clusterlab.simulator.failure_model import LLAMA3_GPU_HOURS, LLAMA3_INTERRUPTIONS, LLAMA3_TABLE, llama3_rates
 from conftest import SAMPLES

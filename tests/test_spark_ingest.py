@@ -11,9 +11,10 @@ import pytest
 from click.testing import CliRunner
 from lake_compare import assert_same_store, rows
 
-from clusterlab import Lab, spark_ingest
+from clusterlab import Lab
+from clusterlab.account.ledger import LedgerError
 from clusterlab.cli import main
-from clusterlab.ledger import LedgerError
+from clusterlab.scale import spark_ingest
 from conftest import SAMPLES
 
 pytestmark = pytest.mark.slow

@@ -19,9 +19,10 @@ import pytest
 from click.testing import CliRunner
 from lake_compare import assert_same_store, rows
 
-from clusterlab import Lab, spark_ingest, spark_sources
+from clusterlab import Lab
 from clusterlab.cli import main
-from clusterlab.ingest import IngestSummary, walk_tasks
+from clusterlab.ingest.driver import IngestSummary, walk_tasks
+from clusterlab.scale import spark_ingest, spark_sources
 from conftest import SAMPLES
 
 pytestmark = pytest.mark.slow

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from timelines import Attempt, write_run
 
 from clusterlab import Lab
+from clusterlab.account.steady_state import COMPONENTS, NEEDS_RANKS, breakdown
 from clusterlab.cli import main
-from clusterlab.steady_state import COMPONENTS, NEEDS_RANKS, breakdown
 
 GOLDEN = Path(__file__).parent / "steady_state_golden"  # hand-made per-rank records, expected.json by hand
 PEAK_H100_SXM = 989.4e12

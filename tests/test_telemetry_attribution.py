@@ -9,7 +9,9 @@ from pathlib import Path
 import polars as pl
 from timelines import T0, Attempt, _file, _insert, write_run
 
-from clusterlab import Lab, attempts, telemetry, telemetry_incidents
+from clusterlab import Lab, telemetry
+from clusterlab.diagnose import telemetry_incidents
+from clusterlab.ingest import attempts
 
 BASE_STEP_S = 5.0
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from clusterlab import Lab, counter_evidence, root_cause, telemetry_incidents
+from clusterlab import Lab
+from clusterlab.diagnose import counter_evidence, root_cause, telemetry_incidents
 
 START = dt.datetime(2026, 11, 24, 10, 0, 30)  # the first step; one every 8 s
 STEPS = 300

@@ -9,7 +9,8 @@ import polars as pl
 from test_telemetry_attribution import _step_start_s, _steps, run_on, write_gpu_telemetry, write_throughput
 from timelines import T0
 
-from clusterlab import Lab, telemetry_plot
+from clusterlab import Lab
+from clusterlab.plots import telemetry as telemetry_plot
 
 
 def test_the_window_holds_the_hosts_telemetry_and_draws_one_stacked_figure(tmp_path: Path) -> None:

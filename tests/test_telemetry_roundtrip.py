@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from clusterlab import Lab
-from clusterlab.simulator.cli import simulate as simulate_command
+from clusterlab.cli.simulate import simulate as simulate_command
 from clusterlab.simulator.score import score
 
 

@@ -10,10 +10,11 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from clusterlab import Lab, tickets
+from clusterlab import Lab
 from clusterlab.cli import main
 from clusterlab.reports import render
 from clusterlab.reports.scorecard import scorecard
+from clusterlab.triage import tickets
 
 T = dt.datetime(2026, 11, 23, 8, 0)
 

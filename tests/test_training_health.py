@@ -1,4 +1,4 @@
-"""Loss spikes found after ingest (clusterlab.training_health), and how root cause treats them."""
+"""Loss spikes found after ingest (clusterlab.ingest.training_health), and how root cause treats them."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from clusterlab import Lab, training_health
-from clusterlab.collectors._base import TABLE_COLUMNS
+from clusterlab import Lab
+from clusterlab.ingest import training_health
+from clusterlab.tables import TABLE_COLUMNS
 
 T0 = dt.datetime(2026, 11, 24, 8, 0, 0)
 STEADY = [2.412, 2.438, 2.371, 2.402, 2.455, 2.389, 2.411, 2.430, 2.398, 2.365]

@@ -12,7 +12,7 @@ from test_relaunch import write_bundle
 
 from clusterlab import Lab
 from clusterlab.cli import main
-from clusterlab.reader import InputError
+from clusterlab.ingest.reader import InputError
 from clusterlab.relaunch import relaunch_plan
 from clusterlab.watch import Alerter, Watcher
 from clusterlab.watch.policy import Policy, drains, load_policy, refusal

@@ -11,7 +11,7 @@ from timelines import Attempt, write_events, write_run
 
 from clusterlab import Lab
 from clusterlab.cli import main
-from clusterlab.what_if import POLICIES, Policy, PolicyError
+from clusterlab.whatif.what_if import POLICIES, Policy, PolicyError
 
 GPUS = 16
 

@@ -17,7 +17,7 @@ from clusterlab import Lab
 from clusterlab.simulator.failure_model import FailureModel
 from clusterlab.simulator.fleet import Config
 from clusterlab.simulator.policy import campaign, simulated_ledger, with_policy, write_run
-from clusterlab.what_if import what_if
+from clusterlab.whatif.what_if import what_if
 
 SEEDS = range(5)
 HANG_S = 60.0

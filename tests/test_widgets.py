@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 from timelines import Attempt, write_run
 
-from clusterlab import Lab, attempts
+from clusterlab import Lab
+from clusterlab.ingest import attempts
 from clusterlab.simulator.big_run import write_big_run
 from clusterlab.widgets import Explorer, RelaunchPanel, frames, html
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import duckdb
 import polars as pl
 
-from clusterlab import attempts, store
+from clusterlab import store
+from clusterlab.ingest import attempts
 
 T0 = dt.datetime(2026, 11, 24, 8, 0, 0)
 

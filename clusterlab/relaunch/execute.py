@@ -330,7 +330,7 @@ def new_steps(watch_dir: Path, before: dict[Path, int], run: str, after_step: in
     Only new files and the bytes appended to old ones count: the failed attempt's own steps past
     the checkpoint (written a moment before the relaunch, or into the same file) are not its first steps.
     """
-    from clusterlab import ingest  # late: the plan alone does not need the collectors
+    from clusterlab.ingest import driver as ingest  # late: the plan alone does not need the collectors
 
     grown = [(p, before.get(p, 0)) for p, size in _sizes(watch_dir).items() if size > before.get(p, 0)]
     grown = [(p, old) for p, old in grown if not (old and p.suffix == ".gz")]  # an appended gzip can't be cut

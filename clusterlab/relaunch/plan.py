@@ -19,8 +19,10 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from clusterlab import attribution, incidents, store, taxonomy
-from clusterlab import checkpoint_files as ckpts
+from clusterlab import store, taxonomy
+from clusterlab.account import attribution
+from clusterlab.diagnose import checkpoint_files as ckpts
+from clusterlab.diagnose import incidents
 from clusterlab.relaunch.backends import BACKENDS, LaunchSpec, get_backend
 from clusterlab.relaunch.completion import completion
 from clusterlab.relaunch.safety import UnsafeValueError, check_host, check_path, reason_text

@@ -6,7 +6,8 @@ import io
 
 import polars as pl
 
-from clusterlab import ledger, plots
+from clusterlab.account import ledger
+from clusterlab.plots import charts as plots
 from clusterlab.reports import fmt
 
 # One colour per ledger category, productive first; the same in every plot.
@@ -70,7 +71,7 @@ def failure_modes(frame: pl.DataFrame):
 
 
 def waterfall(a):
-    """A run's ledger waterfall (steady → effective MFU), from `clusterlab.plots`."""
+    """A run's ledger waterfall (steady → effective MFU), from `clusterlab.plots.charts`."""
     fig = _figure(8, 3.2)
     plots.ledger_waterfall(a.ledger, a.steady_mfu, a.gpu_hours, a.run, ax=fig.subplots())
     return fig

@@ -8,7 +8,10 @@ import os
 import duckdb
 import polars as pl
 
-from clusterlab import annotations, attribution, incidents, store
+from clusterlab import store
+from clusterlab.account import attribution
+from clusterlab.diagnose import incidents
+from clusterlab.triage import annotations
 
 _OUT = ("slurm_node_drain", "slurm_node_down")
 _BACK = "slurm_node_resume"

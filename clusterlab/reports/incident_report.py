@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 import duckdb
 import polars as pl
 
-from clusterlab import attribution, incidents, recommend, store, taxonomy
-from clusterlab.ledger import LedgerError
-from clusterlab.reports import fleet, fmt
+from clusterlab import store, taxonomy
+from clusterlab.account import attribution
+from clusterlab.account.ledger import LedgerError
+from clusterlab.diagnose import incidents
+from clusterlab.reports import fleet, fmt, recommend
 from clusterlab.reports.scorecard import records
 
 EVIDENCE_COLUMNS = ["ts", "host", "source", "kind", "xid", "rank", "file", "line", "text"]

@@ -15,10 +15,13 @@ from dataclasses import dataclass, field
 import duckdb
 import polars as pl
 
-from clusterlab import attribution, incidents, rates, store, taxonomy, tickets
-from clusterlab.advice import is_failure  # NOTE: one definition of "failure" for MTBF and advice
-from clusterlab.ledger import LedgerError
+from clusterlab import store, taxonomy
+from clusterlab.account import attribution, rates
+from clusterlab.account.advice import is_failure  # NOTE: one definition of "failure" for MTBF and advice
+from clusterlab.account.ledger import LedgerError
+from clusterlab.diagnose import incidents
 from clusterlab.reports import fleet, what_if_week
+from clusterlab.triage import tickets
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 # Change against last week, for these provider figures.
@@ -78,7 +81,7 @@ class Scorecard:
     incidents: pl.DataFrame  # the week's incidents, root cause first
     notes: list[str] = field(default_factory=list)
     attributions: dict[str, attribution.Attribution] = field(default_factory=dict, repr=False)
-    # per provider, from the tickets' timelines (clusterlab.tickets): answer times, denials, repeats after a fix
+    # per provider, from the tickets' timelines (clusterlab.triage.tickets): answer times, denials, repeats after a fix
     support: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=tickets.SUPPORT_SCHEMA))
     # what the week would have cost under other policies, and the week's changes with their effect so far
     what_if: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=what_if_week.WHAT_IF_SCHEMA))

@@ -8,7 +8,9 @@ import datetime as dt
 import duckdb
 import polars as pl
 
-from clusterlab import attribution, changes, store, what_if
+from clusterlab import store
+from clusterlab.account import attribution
+from clusterlab.whatif import changes, what_if
 
 # run-level policies summed over the week's runs (a move to another provider is a question per run)
 WEEK_POLICIES = ("checkpoint_interval", "hang_timeout", "save_on_signal", "exclude_repeat_hosts", "in_job_restart")

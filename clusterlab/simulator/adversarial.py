@@ -25,8 +25,8 @@ from clusterlab.simulator import endings
 
 if TYPE_CHECKING:
     from clusterlab.simulator.fleet import Cluster, Config
+    from clusterlab.simulator.runs import Attempt, Run
     from clusterlab.simulator.textlog import Proc
-    from clusterlab.simulator.timeline import Attempt, Run
 
 SCRIPT = ("preemption", "hang_limit", "manual_stop", "storage", "time_limit")
 # hardware faults that hang the job (no process dies; the NCCL watchdog would fire after 10 minutes)

@@ -1,4 +1,4 @@
-"""Operating policies in the simulator, for validating `clusterlab.what_if` against simulation.
+"""Operating policies in the simulator, for validating `clusterlab.whatif.what_if` against simulation.
 
 The same campaign (same seed, same cluster) is built under another policy: a hang detector that fires
 `hang_timeout_s` after a hang began instead of NCCL's 10-minute watchdog (`Config.hang_timeout_s`), or
@@ -17,7 +17,8 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from clusterlab import attempts, store
+from clusterlab import store
+from clusterlab.ingest import attempts
 from clusterlab.simulator import endings, expected
 from clusterlab.simulator.failure_model import HARDWARE
 from clusterlab.simulator.fleet import PRICES, Config, clusters

@@ -51,7 +51,7 @@ def _block(run: Run, att: Attempt, node: int, lo: int, hi: int, rng: np.random.G
 
 
 def _lines(per_step: pl.DataFrame, per_rank: pl.DataFrame, host: str, tokens: int, epoch: bool) -> pl.DataFrame:
-    """One JSON object per record, as `clusterlab.instrument` writes it."""
+    """One JSON object per record, as `clusterlab.torchtools.instrument` writes it."""
     # NOTE: what all ranks of a step share is formatted once per step, then gathered per record
     ts = (pl.concat_str([pl.lit('"'), pl.from_epoch(pl.col("end"), time_unit="ms")
                          .dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ"), pl.lit('"')]) if not epoch else _ms("end"))

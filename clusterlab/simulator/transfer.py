@@ -7,7 +7,7 @@ rate jumps from its usual trickle to about 2.4 GB/s for the slow stretch, and a 
 the cluster the run never used, else the cluster's data-transfer node) reads about 3 GB/s from the same export
 meanwhile. The job's own InfiniBand traffic stays steady. truth.json gets a `filesystem_io` degradation per
 transfer on the host whose NFS rate saturated first (the copy reaches the other hosts a scrape later), with
-`outside_host`, as clusterlab.telemetry_incidents reports it. The timeline is not in truth.json, so the runs
+`outside_host`, as clusterlab.diagnose.telemetry_incidents reports it. The timeline is not in truth.json, so the runs
 are rebuilt from its config (the same config always gives the same runs) and checked against its attempts.
 """
 

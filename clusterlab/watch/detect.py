@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 import duckdb
 import polars as pl
 
-from clusterlab import attribution, incidents, store
+from clusterlab import store
+from clusterlab.account import attribution
+from clusterlab.diagnose import incidents
 from clusterlab.watch.state import LiveState
 
 # Kernel lines that mean a job host's GPU, memory or fabric is in trouble (the kernel collector's kinds).

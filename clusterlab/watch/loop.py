@@ -20,8 +20,8 @@ from pathlib import Path
 import duckdb
 
 from clusterlab import store
-from clusterlab.ingest import IngestSummary, ingest
-from clusterlab.reader import InputError
+from clusterlab.ingest.driver import IngestSummary, ingest
+from clusterlab.ingest.reader import InputError
 from clusterlab.watch.alerts import Alerter, to_json
 from clusterlab.watch.detect import WatchSettings, detect
 from clusterlab.watch.state import LiveState, load_state, read_state, save_state

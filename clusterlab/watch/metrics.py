@@ -13,8 +13,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_text
 from prometheus_client.registry import Collector
 
-from clusterlab import attribution, store
-from clusterlab.ledger import LedgerError
+from clusterlab import store
+from clusterlab.account import attribution
+from clusterlab.account.ledger import LedgerError
 
 OPEN_STATUSES = (None, "open", "investigating")  # an annotation's status that leaves an incident open
 

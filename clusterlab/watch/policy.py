@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 
-from clusterlab.reader import InputError
+from clusterlab.ingest.reader import InputError
 from clusterlab.relaunch.plan import RelaunchPlan
 
 _NOT_LAUNCHED = ("failed", "refused", "repeat", "released")  # relaunch results that started no job

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 import duckdb
 import polars as pl
 
-from clusterlab import attribution, store
-from clusterlab.ledger import LedgerError
+from clusterlab import store
+from clusterlab.account import attribution
+from clusterlab.account.ledger import LedgerError
 
 RECENT_STEPS = 5  # step intervals the current step time is the median of
 

@@ -12,9 +12,13 @@ from dataclasses import dataclass, field
 import ipywidgets as w
 import polars as pl
 
-from clusterlab import attribution, incidents, plots, taxonomy, telemetry_plot
-from clusterlab.attribution import Attribution
-from clusterlab.ledger import LedgerError
+from clusterlab import taxonomy
+from clusterlab.account import attribution
+from clusterlab.account.attribution import Attribution
+from clusterlab.account.ledger import LedgerError
+from clusterlab.diagnose import incidents
+from clusterlab.plots import charts as plots
+from clusterlab.plots import telemetry as telemetry_plot
 from clusterlab.widgets import frames, html
 
 ALL = "(all)"
@@ -117,7 +121,7 @@ class Explorer(w.VBox):
         """The Explorer of a database a `clusterlab watch` writes to, on snapshots (`clusterlab.widgets.live`)."""
         from clusterlab.widgets.live import LiveExplorer
 
-        return LiveExplorer(db, run)
+        return LiveExplorer(db, run, view=Explorer)
 
     def _first_view(self, run: str | None) -> None:
         if run is not None:

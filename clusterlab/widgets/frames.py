@@ -11,7 +11,7 @@ import datetime as dt
 import polars as pl
 
 from clusterlab import store
-from clusterlab.attribution import Attribution
+from clusterlab.account.attribution import Attribution
 from clusterlab.widgets.html import short_path
 
 STEP_HOSTS_SHOWN = 24  # boxes in the step-time plot: past that the slowest hosts are what matters

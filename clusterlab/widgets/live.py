@@ -1,4 +1,4 @@
-"""`LiveExplorer(db, run)`: the Explorer on a database a `clusterlab watch` writes to, refreshed on demand.
+"""`Explorer.live(db, run)`: the Explorer on a database a `clusterlab watch` writes to, refreshed on demand.
 
 A notebook that kept the watched database open would hold the watch off (DuckDB lets one process write, and
 only while no other has the file open). So the live Explorer reads a snapshot: a copy of the file taken
@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import ipywidgets as w
@@ -19,7 +20,6 @@ import polars as pl
 from clusterlab import store
 from clusterlab.lab import Lab
 from clusterlab.widgets import html
-from clusterlab.widgets.explorer import Explorer
 
 EVENTS_SHOWN = 10  # the newest detections the panel lists
 
@@ -39,13 +39,15 @@ def snapshot(db: str, into: Path) -> Path:
 class LiveExplorer(w.VBox):
     """The watch's live state and newest detections over the Explorer, both of one snapshot; `refresh()` again."""
 
-    def __init__(self, db: str, run: str | None = None):
+    def __init__(self, db: str, run: str | None, view: Callable[..., w.Widget]):
+        """`view(lab, run=...)` draws each snapshot: `Explorer.live` passes the Explorer class, so this module
+        imports nothing of `explorer` and the two make no circle."""
         super().__init__()
-        self.db, self.run = str(db), run
+        self.db, self.run, self._view = str(db), run, view
         self._dir = Path(tempfile.mkdtemp(prefix="clusterlab-live-"))
         self._n = itertools.count(1)
         self.lab: Lab | None = None
-        self.explorer: Explorer | None = None
+        self.explorer: w.Widget | None = None
         self.state_frame = self.events_frame = pl.DataFrame()
         self.state_view, self.events_view = w.HTML(), w.HTML()
         self.refresh_button = w.Button(description="Refresh", icon="refresh", layout=w.Layout(width="auto"))
@@ -68,7 +70,7 @@ class LiveExplorer(w.VBox):
         self.state_view.value = (html.table(self.state_frame) if self.state_frame.height
                                  else html.note("no watch has written to this database yet"))
         self.events_view.value = html.table(self.events_frame, wrap=("message",)) if self.events_frame.height else ""
-        self.explorer = Explorer(self.lab, run=run)
+        self.explorer = self._view(self.lab, run=run)
         self.children = [w.HBox([w.HTML(f"<b>live: {html.esc(self.db)}</b>"), self.refresh_button]),
                          self.state_view, self.events_view, self.explorer]
         if old is not None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ipywidgets as w
 import polars as pl
 
-from clusterlab import what_if
-from clusterlab.attribution import Attribution
+from clusterlab.account.attribution import Attribution
+from clusterlab.whatif import what_if
 from clusterlab.widgets import html
 
 SUMMARY_COLUMNS = ["policy", "setting", "gpu_hours_saved", "usd_saved", "gpu_hours_extra", "usd_extra", "categories",

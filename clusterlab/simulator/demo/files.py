@@ -49,7 +49,7 @@ def _ms(t: dt.datetime, epoch_ts: bool) -> int:
 
 def write_rank_steps(files: Files, att: Attempt, per_node: int, tokens: int, loss: Callable[[int], float], *,
                      epoch_ts: bool) -> int:
-    """steps/rank-<R>.jsonl.gz: clusterlab.instrument's per-rank record, one object per step; returns how many.
+    """steps/rank-<R>.jsonl.gz: the per-rank record `torchtools.instrument` writes, one object a step; returns how many.
 
     Every rank measures the step a little differently (its own clock and timer) around the all-reduce's end.
     """

@@ -1,0 +1,427 @@
+"""Attribution of a run: incidents, the ledger tied to them, and lost MFU by host, cluster, provider, mode."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import duckdb
+import polars as pl
+
+from clusterlab import store, taxonomy
+from clusterlab.account import advice, ledger
+from clusterlab.diagnose import (
+    counter_evidence,  # error counters weighed at an attempt's end
+    incidents,
+    root_cause,
+    telemetry_incidents,  # slow stretches explained by telemetry (throttling, saturation)
+    timeline,
+)
+from clusterlab.torchtools import flops
+from clusterlab.triage import annotations
+
+NONE = "none"
+# Evidence that can slow every rank without stopping the job: a slow stretch with such a line on one of
+# the run's hosts as it begins (from a minute before to two minutes in) is an incident on that host and
+# mode, not left unexplained. Only the onset counts: the failure that ends a long slow stretch prints its
+# own network lines at the end, and those are not why the stretch began.
+SLOWDOWN_CAUSES = ("filesystem_io", "network", "pcie_error", "nvlink_error", "gpu_hw_other", "host_hw")
+SLOWDOWN_LEAD_S = 60.0
+SLOWDOWN_ONSET_S = 120.0
+SLOWDOWN_MIN = 0.05  # a step counts as slowed when its unexplained excess is this share of the baseline
+INCIDENT_COLUMNS = ["incident_id", "run", "attempt", "kind", "root_ts", "exit_ts", "failure_mode", "blame", "host",
+                    "cluster", "provider", "action", "gpu_hours_lost", "usd_lost", "evidence_count", "overridden",
+                    "detected_failure_mode", "detected_host", "status", "ticket", "note", "first_step", "last_step",
+                    "confidence", "rejected"]
+
+
+def empty_incidents() -> pl.DataFrame:
+    """An incidents frame with no rows."""
+    return pl.DataFrame(schema={c: pl.String for c in INCIDENT_COLUMNS})
+
+
+@dataclass
+class Attribution:
+    """Where a run's GPU-hours went; frames for notebooks, `to_dict()` for the CLI's JSON."""
+
+    run: str
+    gpus: int
+    cluster: str | None
+    wall_hours: float
+    gpu_hours: float
+    steady_mfu: float | None
+    effective_mfu: float | None
+    baseline_step_s: float
+    rows: pl.DataFrame  # one row per (category, attempt, incident, host): the detailed ledger
+    incidents: pl.DataFrame
+    evidence: pl.DataFrame
+    mfu_source: str | None = None
+    notes: list[str] = field(default_factory=list)
+    checkpoint_advice: advice.CheckpointAdvice | None = None
+
+    @property
+    def ledger(self) -> pl.DataFrame:
+        """category, gpu_hours, lost_mfu: every category, in the fixed order."""
+        agg = self.rows.group_by("category").agg(gpu_hours=pl.col("gpu_hours").sum())
+        cats = pl.DataFrame({"category": ledger.CATEGORIES})
+        out = cats.join(agg, on="category", how="left").with_columns(pl.col("gpu_hours").fill_null(0.0))
+        lost = pl.when(pl.col("category") == "productive").then(0.0).otherwise(self._lost_mfu(pl.col("gpu_hours")))
+        return out.with_columns(lost_mfu=lost)
+
+    def _lost_mfu(self, hours: pl.Expr) -> pl.Expr:
+        """A share of the run's GPU-time, in points of the steady-state MFU it cost."""
+        if self.steady_mfu is None:
+            return pl.lit(None, pl.Float64)
+        return self.steady_mfu * hours / self.gpu_hours
+
+    def by(self, key: str) -> pl.DataFrame:
+        """Lost GPU-hours, lost MFU and $ by `failure_mode`, `host`, `cluster` or `provider`."""
+        lost = self.rows.filter(pl.col("category") != "productive")
+        agg = (lost.group_by(key).agg(gpu_hours_lost=pl.col("gpu_hours").sum(), usd_lost=pl.col("usd").sum())
+               .sort("gpu_hours_lost", descending=True))
+        return agg.with_columns(lost_mfu=self._lost_mfu(pl.col("gpu_hours_lost"))).select(
+            key, "gpu_hours_lost", "lost_mfu", "usd_lost")
+
+    def to_dict(self) -> dict:
+        """The JSON document of `clusterlab attribute --json`."""
+        ev = self.evidence
+        incs = []
+        for inc in self.incidents.to_dicts():
+            lines = ev.filter(pl.col("incident_id") == inc["incident_id"]).head(20)
+            incs.append({**{k: _iso(v) for k, v in inc.items()},
+                         "evidence": [{k: _iso(r[k]) for k in ("source", "file", "line", "ts", "host", "text")}
+                                      for r in lines.to_dicts()]})
+        return {
+            "run": self.run, "gpus": self.gpus, "wall_hours": self.wall_hours, "gpu_hours": self.gpu_hours,
+            "steady_mfu": self.steady_mfu, "effective_mfu": self.effective_mfu,
+            "ledger": self.ledger.to_dicts(),
+            **{f"by_{k}": self.by(k).to_dicts() for k in ("failure_mode", "host", "cluster", "provider")},
+            "incidents": incs,
+            "checkpoint_advice": self.checkpoint_advice.to_dict() if self.checkpoint_advice else None,
+            "notes": self.notes,
+        }
+
+    def plot(self, ax=None):
+        """The waterfall from steady-state to effective MFU (or GPU-hours when MFU is unknown)."""
+        from clusterlab.plots import charts as plots
+
+        return plots.ledger_waterfall(self.ledger, self.steady_mfu, self.gpu_hours, self.run, ax=ax)
+
+
+def _iso(v):
+    return v.isoformat() if isinstance(v, dt.datetime | dt.date) else v
+
+
+def _run_info(con: duckdb.DuckDBPyConnection, run: str) -> dict:
+    rows = store.frame(con, """
+        SELECT r.*, c.gpu, c.provider, p.usd_per_gpu_hour FROM runs r
+        LEFT JOIN clusters c USING (cluster) LEFT JOIN providers p USING (provider) WHERE r.run = ?""", [run])
+    if rows.height:
+        return rows.row(0, named=True)
+    if not store.frame(con, "SELECT 1 FROM attempts WHERE run = ? LIMIT 1", [run]).height:
+        raise KeyError(f"no run {run!r}")
+    return {"run": run}
+
+
+def _steps(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFrame) -> pl.DataFrame:
+    """One record per step: per-rank timings at the steps they cover, the training log's lines at every
+    other step (a window of timings never replaces the log's other steps)."""
+    return timeline.merge(timeline.logged_steps(con, run), profile)
+
+
+def _mfu(con: duckdb.DuckDBPyConnection, info: dict, baseline_s: float, notes: list[str]
+         ) -> tuple[float | None, str | None]:
+    """Steady-state MFU: the model FLOPs of one step at baseline speed over the GPUs' peak."""
+    facts = dict(store.frame(con, "SELECT key, any_value(value) AS value FROM facts WHERE run = ? GROUP BY key",
+                             [info["run"]]).iter_rows())
+    try:
+        per_token, source = flops.run_flops_per_token(info, facts)
+        peak = flops.peak_flops(info.get("gpu") or "")
+    except ValueError as e:
+        notes.append(f"MFU unknown: {e}")
+        return None, None
+    tokens = info.get("tokens_per_step") or facts.get("tokens_per_step")
+    if not tokens or not info.get("gpus"):
+        notes.append("MFU unknown: run.toml gives no tokens_per_step or gpus")
+        return None, None
+    return float(tokens) * per_token / (baseline_s * info["gpus"] * peak), source
+
+
+def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Settings | None = None) -> Attribution:
+    """Incidents and the exact GPU-time ledger of one run."""
+    s = settings or incidents.Settings()
+    info = _run_info(con, run)
+    att = timeline.attempt_spans(con, run)  # the scheduler's span of each attempt where it has one
+    if not att.height:
+        raise KeyError(f"run {run!r} has no attempts with times")
+    gpus = int(info.get("gpus") or 0)
+    notes: list[str] = []
+    if not gpus:
+        gpus = int(store.frame(con, "SELECT coalesce(max(rank) + 1, 0) AS g FROM rank_steps WHERE run = ?",
+                               [run]).item() or 1)
+        notes.append(f"run.toml gives no gpus: {gpus} from the per-rank timings")
+    profile = timeline.rank_profile(con, run)  # per-rank timings per step, each host's clock corrected
+    slow = incidents.slow_steps(profile, s)
+    inc, evidence = incidents_of(con, run, s, slow, profile)
+    tl = ledger.timeline(_steps(con, run, profile), att)
+    b = ledger.baseline_step_s(tl)
+    saves = store.frame(con, """SELECT DISTINCT ON (attempt, step) attempt AS s_attempt, step AS save_step, ts,
+                                       coalesce(duration_s, 0) AS duration_s
+                                FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL
+                                ORDER BY attempt, step, ts""", [run])
+    # NOTE: isolated slow steps are noise; only stretches that became incidents count as straggling
+    strag = inc.filter(pl.col("kind") == "straggler")
+    straggling = slow.join_where(strag.select("attempt", "host", "first_step", "last_step", strag_id="incident_id"),
+                           pl.col("attempt") == pl.col("attempt_right"), pl.col("host") == pl.col("host_right"),
+                           pl.col("step") >= pl.col("first_step"), pl.col("step") <= pl.col("last_step")
+                           ).select("attempt", "step", "host", "strag_id") if strag.height else slow.head(0).select(
+        "attempt", "step", "host", strag_id=pl.lit(None, pl.String))
+    wide = ledger.split_intervals(tl, saves, straggling, _keep_points(att, saves, inc, con, run), b)
+    tails = ledger.tails(tl, att, saves)
+    slow_steps, slow_inc, slow_ev = _slowdowns(con, run, wide, b)
+    if slow_inc.height:
+        inc = pl.concat([inc, _finish_incidents(con, slow_inc, slow_ev)], how="diagonal_relaxed").sort(
+            "root_ts", "incident_id")
+        evidence = pl.concat([evidence, slow_ev], how="diagonal_relaxed")
+    rows = _tie(wide, tails, straggling, inc, att, slow_steps)
+    total_s = (att["end_ts"].max() - att["start_ts"].min()).total_seconds()
+    ledger.check(rows, total_s)
+    steady, source = _mfu(con, info, b, notes)
+    inv = _inventory(con, pl.concat([rows["own_host"], inc["host"].cast(pl.String)]), profile["slow_host"])
+    rows = _place(inv, rows, inc, info, gpus)
+    gpu_hours = gpus * total_s / 3600
+    productive = rows.filter(pl.col("category") == "productive")["gpu_hours"].sum()
+    inc = _with_cost(inc, rows, inv, info)
+    return Attribution(
+        run=run, gpus=gpus, cluster=info.get("cluster"), wall_hours=total_s / 3600, gpu_hours=gpu_hours,
+        steady_mfu=steady, effective_mfu=None if steady is None else steady * productive / gpu_hours,
+        baseline_step_s=b, rows=rows, incidents=inc, evidence=evidence, mfu_source=source, notes=notes,
+        checkpoint_advice=advice.advise(con, run, gpus, gpu_hours, _with_cluster_runs(con, run, inc, s)))
+
+
+def _inventory(con: duckdb.DuckDBPyConnection, hosts: pl.Series, ranked: pl.Series) -> pl.DataFrame:
+    """The rows of the `inventory` view (store.py) for `hosts` only. The view lists the hosts of every per-rank
+    row, a scan of the whole table: here only hosts that neither the nodes, the events nor `ranked` (hosts
+    known to have per-rank rows) name are looked up there, a filter its dictionaries answer."""
+    hosts = hosts.drop_nulls().unique().to_list()
+    known = store.frame(con, """SELECT host FROM nodes WHERE host IN (SELECT unnest($hosts))
+                                UNION SELECT DISTINCT host FROM events WHERE host IN (SELECT unnest($hosts))""",
+                        {"hosts": hosts})["host"].to_list()
+    rest = sorted(set(hosts) - set(known) - set(ranked.drop_nulls().to_list()))
+    found = store.frame(con, "SELECT DISTINCT host FROM rank_steps WHERE host IN (SELECT unnest($rest))",
+                        {"rest": rest})["host"].to_list() if rest else []
+    listed = sorted((set(hosts) - set(rest)) | set(found))
+    return store.frame(con, """
+        SELECT h.host, coalesce(n.cluster, 'unknown') AS cluster, coalesce(c.provider, 'unknown') AS provider
+        FROM (SELECT unnest($listed::VARCHAR[]) AS host) h LEFT JOIN nodes n USING (host)
+        LEFT JOIN clusters c ON c.cluster = n.cluster""", {"listed": listed})
+
+
+def _with_cluster_runs(con: duckdb.DuckDBPyConnection, run: str, inc: pl.DataFrame,
+                       s: incidents.Settings) -> pl.DataFrame:
+    """This run's incidents and the attempt-end incidents of the other runs on its cluster (for advice)."""
+    others = store.frame(con, """SELECT run FROM runs WHERE run <> ? AND cluster IS NOT DISTINCT FROM
+                                 (SELECT cluster FROM runs WHERE run = ?)""", [run, run])["run"].to_list()
+    frames = [inc.select("run", "kind", "failure_mode", "blame")]
+    for other in others:  # NOTE: one root-cause pass per other run of the cluster, as the scorecard does
+        # only the attempt ends count (advice.is_failure): no straggler pass over the other run's per-rank table
+        ends, ev = counter_evidence.with_counter_evidence(con, *root_cause.attempt_end_incidents(con, other, s), s)
+        ends = _finish_incidents(con, ends, ev)
+        if ends.height:
+            frames.append(ends.select("run", "kind", "failure_mode", "blame"))
+    return pl.concat(frames, how="vertical_relaxed")
+
+
+def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.Settings,
+                 slow: pl.DataFrame | None = None, profile: pl.DataFrame | None = None
+                 ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """All incidents of a run (or every run) with human overrides applied, and their evidence; `profile`
+    (`timeline.rank_profile` of the run, where the caller has it) spares a second read of the per-rank table."""
+    ends, ev = root_cause.attempt_end_incidents(con, run, s, profile=profile)
+    ends, ev = counter_evidence.with_counter_evidence(con, ends, ev, s)
+    if slow is None:
+        slow = incidents.slow_steps(incidents.step_profile(con, run), s)
+    strag, strag_ev = telemetry_incidents.throttled_stragglers(con, incidents.straggler_incidents(slow, s))
+    ckpt, ckpt_ev = incidents.checkpoint_incidents(con, run, s)
+    inc = pl.concat([ends, strag, ckpt], how="diagonal_relaxed").sort("run", "root_ts", "incident_id")
+    if ckpt_ev.height:
+        ckpt_ev = ckpt_ev.with_columns(rank_in_incident=pl.int_range(pl.len()).over("incident_id") + 1,
+                                       tier=pl.lit(None, pl.Int32)).select(ev.columns)
+        evidence = pl.concat([ev, ckpt_ev], how="diagonal_relaxed")
+    else:
+        evidence = ev
+    if strag_ev.height:
+        evidence = pl.concat([evidence, strag_ev], how="diagonal_relaxed")
+    return _finish_incidents(con, inc, evidence), evidence
+
+
+def _finish_incidents(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, evidence: pl.DataFrame) -> pl.DataFrame:
+    """Evidence counts, human overrides, blame and recommended action (NVIDIA's for an Xid root cause)."""
+    counts = evidence.group_by("incident_id").len("evidence_count") if evidence.height else pl.DataFrame(
+        schema={"incident_id": pl.String, "evidence_count": pl.UInt32})
+    inc = inc.join(counts, on="incident_id", how="left").with_columns(pl.col("evidence_count").fill_null(0))
+    inc = annotations.apply(con, inc)
+    modes = pl.DataFrame({"failure_mode": list(taxonomy.MODES), "blame_default": [m.blame for m in
+                          taxonomy.MODES.values()], "action": [m.action for m in taxonomy.MODES.values()]})
+    inc = inc.join(modes, on="failure_mode", how="left").with_columns(
+        blame=pl.coalesce("blame", "blame_default")).drop("blame_default")
+    xid_action = evidence.filter(pl.col("rank_in_incident") == 1, pl.col("xid").is_not_null())
+    if xid_action.height:  # NVIDIA's guidance for the Xid beats the mode's generic advice
+        xa = xid_action.select("incident_id", xid_act=pl.col("xid").map_elements(
+            lambda c: taxonomy.xid(int(c)).action, return_dtype=pl.String))
+        inc = inc.join(xa, on="incident_id", how="left").with_columns(
+            action=pl.coalesce("xid_act", "action")).drop("xid_act")
+    return inc
+
+
+def _keep_points(att: pl.DataFrame, saves: pl.DataFrame, inc: pl.DataFrame, con, run: str) -> pl.DataFrame:
+    """Per attempt, the last step (or time) whose work was kept: what the next attempt resumed from."""
+    loads = store.frame(con, """SELECT attempt, min(step) AS load_step FROM checkpoints
+                                WHERE run = ? AND action = 'load' GROUP BY attempt""", [run])
+    firsts = store.frame(con, "SELECT attempt, first_step FROM attempts WHERE run = ?", [run])
+    nxt = (att.select("attempt").sort("attempt").with_columns(next_attempt=pl.col("attempt").shift(-1))
+           .join(loads.rename({"attempt": "next_attempt"}), on="next_attempt", how="left")
+           .join(firsts.rename({"attempt": "next_attempt"}), on="next_attempt", how="left"))
+    keep = nxt.with_columns(keep_step=pl.coalesce("load_step", pl.col("first_step") - 1))
+    ended_badly = inc.filter(pl.col("kind") == "attempt_end").select("attempt").with_columns(bad=pl.lit(True))
+    last_save = saves.group_by("s_attempt").agg(last_save_step=pl.col("save_step").max(),
+                                                last_save_ts=pl.col("ts").max()).rename({"s_attempt": "attempt"})
+    keep = keep.join(ended_badly, on="attempt", how="left").join(last_save, on="attempt", how="left")
+    # A final attempt that failed keeps only what it saved; one that finished keeps everything.
+    final_bad = pl.col("next_attempt").is_null() & pl.col("bad").fill_null(False)
+    no_steps = pl.col("last_save_step").is_null() & pl.col("last_save_ts").is_null()
+    return keep.select(
+        "attempt",
+        keep_step=pl.when(final_bad).then(pl.when(no_steps).then(pl.lit(-1)).otherwise(pl.col("last_save_step")))
+        .otherwise(pl.col("keep_step")),
+        keep_ts=pl.when(final_bad).then(pl.col("last_save_ts")).otherwise(pl.lit(None, pl.Datetime("us"))),
+    )
+
+
+def _slowdowns(con: duckdb.DuckDBPyConnection, run: str, wide: pl.DataFrame, baseline_s: float
+               ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Slowed stretches with concurrent evidence on a run host: per step its incident; the incidents; evidence.
+
+    A stretch is consecutive step records each slowed by more than SLOWDOWN_MIN of the baseline with no
+    other explanation; its root cause is the first SLOWDOWN_CAUSES line from SLOWDOWN_LEAD_S before it to
+    SLOWDOWN_ONSET_S into it, on one of the hosts the run's attempts used (the most severe, then the earliest).
+    """
+    per_step = pl.DataFrame(schema={"attempt": pl.Int32, "step": pl.Int64, "slow_id": pl.String})
+    none = (per_step, pl.DataFrame(), pl.DataFrame())
+    slowed = wide.filter(pl.col("slowdown") > SLOWDOWN_MIN * baseline_s * pl.col("n"),
+                         pl.col("step").is_not_null()).select(
+        pl.col("attempt").cast(pl.Int32), "step", "start", "end").sort("attempt", "step")
+    if not slowed.height:
+        return none
+    events = store.frame(con, """
+        SELECT e.ts, e.host, e.source, e.kind, e.failure_mode, e.xid, e.rank, f.path AS file, e.line, e.text,
+               CASE e.severity WHEN 'critical' THEN 0 WHEN 'error' THEN 1 ELSE 2 END AS severity_rank
+        FROM events e JOIN ingested_files f USING (file_id)
+        WHERE e.failure_mode IN (SELECT unnest($modes)) AND e.ts IS NOT NULL
+          AND e.host IN (SELECT DISTINCT unnest(hosts) FROM attempts WHERE run = $run)
+        ORDER BY e.ts, e.line""", {"modes": list(SLOWDOWN_CAUSES), "run": run})
+    events = telemetry_incidents.with_slowdown_causes(con, run, events)  # throttling GPUs, saturated services
+    if not events.height:
+        return none
+    slowed = slowed.with_columns(stretch=pl.col("step") - pl.int_range(pl.len()).over("attempt"))
+    stretches = slowed.group_by("attempt", "stretch").agg(
+        lo=pl.col("start").min(), hi=pl.col("end").max(), first_step=pl.col("step").min(),
+        last_step=pl.col("step").max())
+    lead, onset = dt.timedelta(seconds=SLOWDOWN_LEAD_S), dt.timedelta(seconds=SLOWDOWN_ONSET_S)
+    ev = (stretches.join_where(events, pl.col("ts") >= pl.col("lo") - lead,
+                               pl.col("ts") <= pl.min_horizontal(pl.col("hi"), pl.col("lo") + onset))
+          .with_columns(incident_id=pl.format("{}:{}:slowdown:{}", pl.lit(run), "attempt", "first_step"))
+          # NOTE: an error outranks a warning at the onset (a non-fatal IB event is no reason for a stall
+          # that a filesystem's lost connection explains), then the earliest line
+          .sort("incident_id", "severity_rank", "ts", "line"))
+    if not ev.height:
+        return none
+    first = ev.group_by("incident_id", maintain_order=True).first()
+    inc = first.select(
+        "incident_id", run=pl.lit(run), attempt="attempt", kind=pl.lit("slowdown"), root_ts="ts", exit_ts="hi",
+        failure_mode="failure_mode", host="host", tier=pl.lit(None, pl.Int32), first_step="first_step",
+        last_step="last_step")
+    evidence = ev.with_columns(rank_in_incident=pl.int_range(pl.len()).over("incident_id") + 1,
+                               tier=pl.lit(None, pl.Int32)).select(
+        "incident_id", "rank_in_incident", "ts", "host", "source", "kind", "failure_mode", "xid", "rank", "file",
+        "line", "text", "tier")
+    steps = slowed.join(first.select("attempt", "stretch", slow_id="incident_id"), on=["attempt", "stretch"])
+    return steps.select(list(per_step.columns)), inc, evidence
+
+
+def _part(frame: pl.DataFrame, category: str, seconds: str, incident: pl.Expr, host: pl.Expr | None = None,
+          start: str = "start", end: str = "end") -> pl.DataFrame:
+    return frame.select(category=pl.lit(category), attempt="attempt", start_ts=start, end_ts=end,
+                        seconds=pl.col(seconds).cast(pl.Float64), incident_id=incident.cast(pl.String),
+                        own_host=(host if host is not None else pl.lit(None)).cast(pl.String))
+
+
+def _tie(wide: pl.DataFrame, tails: pl.DataFrame, slow: pl.DataFrame, inc: pl.DataFrame,
+         att: pl.DataFrame, slowdowns: pl.DataFrame) -> pl.DataFrame:
+    """Ledger rows: each category's seconds tied to the incident that caused them."""
+    ends = inc.filter(pl.col("kind") == "attempt_end").select("attempt", end_id="incident_id")
+    stalls = inc.filter(pl.col("kind") == "checkpoint_stall").select("attempt", save_step="first_step",
+                                                                      stall_id="incident_id")
+    lost = inc.filter(pl.col("kind") == "checkpoint_lost")
+    w = (wide.join(ends, on="attempt", how="left").join(stalls, on=["attempt", "save_step"], how="left")
+         .join(slow.select("attempt", "step", "strag_id"), on=["attempt", "step"], how="left")
+         .join(slowdowns, on=["attempt", "step"], how="left"))
+    if lost.height:  # the work between the resumed step and the lost save is the lost save's fault
+        pairs = w.select("attempt", "step").join_where(
+            lost.select(lost_attempt="attempt", lo="first_step", hi="last_step", lost_id="incident_id"),
+            pl.col("attempt") < pl.col("lost_attempt"), pl.col("step") >= pl.col("lo"), pl.col("step") <= pl.col("hi"))
+        w = w.join(pairs.select("attempt", "step", "lost_id").unique(["attempt", "step"]), on=["attempt", "step"],
+                   how="left")
+    else:
+        w = w.with_columns(lost_id=pl.lit(None, pl.String))
+    none = pl.lit(None, pl.String)
+    t = tails.join(ends, on="attempt", how="left").join(
+        stalls.rename({"save_step": "tail_save_step", "stall_id": "tail_stall_id"}), on=["attempt", "tail_save_step"],
+        how="left").with_columns(prev_end_id=pl.col("end_id").shift(1))
+    parts = [
+        _part(w, "productive", "productive", none),
+        _part(w, "checkpoint", "checkpoint", pl.col("stall_id")),
+        _part(w, "data_stall", "data_stall", none),
+        _part(w, "straggler", "straggler", pl.col("strag_id"), pl.col("slow_host")),
+        _part(w, "slowdown", "slowdown", pl.col("slow_id")),
+        _part(w, "recompute", "recompute", pl.coalesce("lost_id", "end_id")),
+        _part(t, "startup", "startup", pl.col("prev_end_id"), start="start_ts", end="first_start"),
+        _part(t, "checkpoint", "tail_checkpoint", pl.col("tail_stall_id"), start="last_end", end="end_ts"),
+        _part(t, "hang", "hang", pl.col("end_id"), start="last_end", end="end_ts"),
+        _part(t, "restart", "restart", pl.col("end_id"), start="end_ts", end="next_start"),
+    ]
+    rows = pl.concat(parts, how="vertical_relaxed").filter(pl.col("seconds") != 0)
+    return (rows.group_by("category", "attempt", "incident_id", "own_host")
+            .agg(pl.col("seconds").sum(), pl.col("start_ts").min(), pl.col("end_ts").max())
+            .sort("attempt", "start_ts", "category"))
+
+
+def _place(inv: pl.DataFrame, rows: pl.DataFrame, inc: pl.DataFrame, info: dict,
+           gpus: int) -> pl.DataFrame:
+    """Give every ledger row its failure mode, host, cluster, provider, GPU-hours and dollars."""
+    placed = (rows.join(inc.select("incident_id", "failure_mode", inc_host="host"), on="incident_id", how="left")
+              .with_columns(host=pl.coalesce("own_host", "inc_host"))
+              .join(inv, on="host", how="left"))
+    price = info.get("usd_per_gpu_hour")
+    return placed.with_columns(
+        cluster=pl.coalesce("cluster", pl.lit(info.get("cluster"), pl.String)).fill_null(NONE),
+        provider=pl.coalesce("provider", pl.lit(info.get("provider"), pl.String)).fill_null(NONE),
+        gpu_hours=pl.col("seconds") * gpus / 3600,
+    ).with_columns(
+        # the run pays its own provider's price, whichever host wasted the time
+        usd=pl.col("gpu_hours") * (price or 0.0),
+        incident_id=pl.col("incident_id").fill_null(NONE), failure_mode=pl.col("failure_mode").fill_null(NONE),
+        host=pl.col("host").fill_null(NONE),
+    ).select("category", "attempt", "start_ts", "end_ts", "seconds", "gpu_hours", "usd", "incident_id",
+             "failure_mode", "host", "cluster", "provider")
+
+
+def _with_cost(inc: pl.DataFrame, rows: pl.DataFrame, inv: pl.DataFrame, info: dict) -> pl.DataFrame:
+    """Incidents with cluster, provider and the GPU-hours the ledger pins on each."""
+    cost = (rows.filter(pl.col("category") != "productive").group_by("incident_id")
+            .agg(gpu_hours_lost=pl.col("gpu_hours").sum(), usd_lost=pl.col("usd").sum()))
+    out = inc.join(inv, on="host", how="left").join(cost, on="incident_id", how="left")
+    return out.with_columns(
+        cluster=pl.coalesce("cluster", pl.lit(info.get("cluster"), pl.String)).fill_null(NONE),
+        provider=pl.coalesce("provider", pl.lit(info.get("provider"), pl.String)).fill_null(NONE),
+        gpu_hours_lost=pl.col("gpu_hours_lost").fill_null(0.0), usd_lost=pl.col("usd_lost").fill_null(0.0))

@@ -1,0 +1,164 @@
+"""The GPU-time ledger: every GPU-second of a run, from first start to last end, in one category.
+
+Per attempt (its span: the scheduler's record where there is one, see `clusterlab.diagnose.timeline`) the
+timeline is contiguous: `startup` (start → first step begins), one interval per record of the
+merged step timeline (between consecutive step ends), then the tail (last step end → attempt end: a save
+in it is `checkpoint`, the rest `hang`), then `restart` (attempt end → next start). A step
+interval is `productive` up to the run's baseline step time; the excess goes to `checkpoint` when
+a save ran in it, then `data_stall`, then `straggler` when one host was slow, else `slowdown`.
+The productive part of steps the next attempt threw away (after the checkpoint it resumed from)
+is `recompute`. Categories never overlap and are never clamped: a timeline that would make one
+negative raises `LedgerError`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+CATEGORIES = ["productive", "straggler", "slowdown", "checkpoint", "data_stall", "recompute", "hang",
+              "restart", "startup", "idle"]
+LOST = [c for c in CATEGORIES if c != "productive"]
+TOLERANCE = 1e-6
+
+
+class LedgerError(ValueError):
+    """The evidence gives a timeline whose categories would overlap or go negative."""
+
+
+def _secs(expr: pl.Expr) -> pl.Expr:
+    return expr.dt.total_microseconds().cast(pl.Float64) / 1e6
+
+
+def timeline(steps: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
+    """Step intervals per attempt: `attempt, step, n, start, end, interval_s, step_s, data_s`.
+
+    `steps` has one record per step (`attempt, step, ts, step_s, data_s`: the merged timeline of
+    `clusterlab.diagnose.timeline.merge`); a record may cover several steps (Megatron logs every N iterations),
+    which `n` counts. `attempts` has each attempt's span (`start_ts, end_ts`) and, where known, the step
+    its checkpoint load resumed from (`resume_step`).
+
+    Records are ordered by step number, not by time: clocks of different hosts disagree by seconds, and
+    a step's identity is its number. A record's end never precedes the previous record's end (a clock a
+    little behind gives a zero interval, never a negative one), and ends lie inside the attempt's span
+    (the scheduler's record, which evidence from a node's clock may overrun by a few seconds)."""
+    span = attempts.select(pl.col("attempt").cast(pl.Int32), "start_ts", "end_ts",
+                           resume=(pl.col("resume_step") if "resume_step" in attempts.columns
+                                   else pl.lit(None, pl.Int64)).fill_null(0))
+    s = (steps.filter(pl.col("ts").is_not_null()).with_columns(pl.col("attempt").cast(pl.Int32))
+         .sort("attempt", "ts")
+         .with_columns(step=pl.coalesce("step", pl.int_range(1, pl.len() + 1).over("attempt").cast(pl.Int64)))
+         .unique(["attempt", "step"], keep="last").sort("attempt", "step"))
+    s = s.join(span, on="attempt").with_columns(
+        ts=pl.col("ts").cum_max().over("attempt").clip(pl.col("start_ts"), pl.col("end_ts")))
+    gap = pl.col("step") - pl.col("step").shift(1).over("attempt")
+    # The first record covers the steps since the resumed checkpoint (since step 0 for a fresh start)
+    # when that is no more than the longest gap between records; else the attempt's typical gap.
+    typical = gap.median().over("attempt").fill_null(1)
+    since = pl.col("step") - pl.col("resume")
+    first_n = pl.when((since >= 1) & (since <= gap.max().over("attempt").fill_null(since))).then(since).otherwise(
+        typical)
+    s = s.with_columns(n=pl.coalesce(gap, first_n).clip(lower_bound=1).cast(pl.Int64))
+    prev_end = pl.col("ts").shift(1).over("attempt")
+    first_guess = pl.col("ts") - pl.duration(microseconds=(pl.col("step_s").fill_null(0) * pl.col("n") * 1e6)
+                                             .cast(pl.Int64))
+    start = pl.coalesce(prev_end, pl.max_horizontal(first_guess, pl.col("start_ts")))
+    return s.with_columns(start=start).with_columns(interval_s=_secs(pl.col("ts") - pl.col("start"))).rename(
+        {"ts": "end"}).select("attempt", "step", "n", "start", "end", "interval_s", "step_s", "data_s")
+
+
+def baseline_step_s(tl: pl.DataFrame) -> float:
+    """The run's steady step time: the median time of one step (reported, else measured), each record
+    weighted by the steps it covers, so that a window of per-step records among a log's lines every N
+    steps does not outvote the rest."""
+    per_step = pl.coalesce(pl.col("step_s"), pl.col("interval_s") / pl.col("n"))
+    w = tl.select(v=per_step, n=pl.col("n")).drop_nulls().sort("v")
+    if not w.height:
+        raise LedgerError("no step times to take a baseline from (the log's step lines carry no times of their own)")
+    # the weighted median; where half the steps fall exactly between two values, their mean (as np.median)
+    half, cum = w["n"].sum() / 2, pl.col("n").cum_sum()
+    value = (w.filter(cum >= half)["v"][0] + w.filter(cum > half)["v"][0]) / 2
+    if value is None or value <= 0:
+        raise LedgerError("no step times to take a baseline from (the log's step lines carry no times of their own)")
+    return float(value)
+
+
+def assign_saves(tl: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
+    """The step interval (its `end`) each save ran in: the first record after the saved step, or,
+    for logs without step numbers, the first record that ends after the save began."""
+    cols = {"attempt": pl.Int32, "end": pl.Datetime("us"), "duration_s": pl.Float64, "save_step": pl.Int64}
+    if not saves.height or not tl.height:
+        return pl.DataFrame(schema=cols)
+    sv = saves.rename({"s_attempt": "attempt"}).with_columns(pl.col("attempt").cast(pl.Int32))
+    right = tl.select(pl.col("attempt").cast(pl.Int32), "step", "end")
+    by_step = (sv.filter(pl.col("save_step").is_not_null()).sort("save_step")
+               .join_asof(right.sort("step"), left_on="save_step", right_on="step", by="attempt",
+                          strategy="forward", allow_exact_matches=False, check_sortedness=False))
+    by_ts = (sv.filter(pl.col("save_step").is_null()).sort("ts")
+             .join_asof(right.sort("end"), left_on="ts", right_on="end", by="attempt", strategy="forward",
+                        check_sortedness=False))
+    both = pl.concat([by_step.select(list(cols)), by_ts.select(list(cols))])
+    return both.filter(pl.col("end").is_not_null())
+
+
+def split_intervals(tl: pl.DataFrame, saves: pl.DataFrame, slow: pl.DataFrame, keep: pl.DataFrame,
+                    baseline_s: float) -> pl.DataFrame:
+    """Each step interval's seconds by category (wide: one column per category)."""
+    b = baseline_s
+    save_s = assign_saves(tl, saves).group_by("attempt", "end").agg(
+        save_s=pl.col("duration_s").sum(), save_step=pl.col("save_step").first())
+    data_base = tl.select(pl.col("data_s").median()).item() or 0.0
+    w = (tl.join(save_s, on=["attempt", "end"], how="left")
+         .join(slow.select("attempt", "step", slow_host="host"), on=["attempt", "step"], how="left")
+         .join(keep, on="attempt", how="left"))
+    productive = pl.min_horizontal(pl.col("interval_s"), pl.col("n") * b)
+    excess = pl.col("interval_s") - productive
+    w = w.with_columns(productive_raw=productive, excess=excess)
+    w = w.with_columns(checkpoint=pl.min_horizontal("excess", pl.col("save_s").fill_null(0)))
+    w = w.with_columns(data_stall=pl.min_horizontal(
+        pl.col("excess") - pl.col("checkpoint"),
+        ((pl.col("data_s").fill_null(data_base) - data_base).clip(lower_bound=0) * pl.col("n"))))
+    rest = pl.col("excess") - pl.col("checkpoint") - pl.col("data_stall")
+    w = w.with_columns(straggler=pl.when(pl.col("slow_host").is_not_null()).then(rest).otherwise(0.0),
+                       slowdown=pl.when(pl.col("slow_host").is_null()).then(rest).otherwise(0.0))
+    # Thrown-away work: the share of a record's steps past the checkpoint the next attempt used.
+    beyond = pl.when(pl.col("keep_step").is_not_null()).then(
+        ((pl.col("step") - pl.col("keep_step")) / pl.col("n")).clip(0, 1)
+    ).when(pl.col("keep_ts").is_not_null()).then((pl.col("end") > pl.col("keep_ts")).cast(pl.Float64)).otherwise(0.0)
+    w = w.with_columns(recompute=pl.col("productive_raw") * beyond)
+    return w.with_columns(productive=pl.col("productive_raw") - pl.col("recompute"))
+
+
+def tails(tl: pl.DataFrame, attempts: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
+    """Per attempt: startup, the tail after the last step (save → checkpoint, rest → hang), restart."""
+    first = tl.group_by("attempt").agg(first_start=pl.col("start").min(), last_end=pl.col("end").max(),
+                                       last_step=pl.col("step").max())
+    a = attempts.sort("attempt").join(first, on="attempt", how="left").with_columns(
+        next_start=pl.col("start_ts").shift(-1))
+    a = a.with_columns(first_start=pl.coalesce("first_start", "end_ts"), last_end=pl.coalesce("last_end", "end_ts"))
+    # saves after the last step record (a final save before exiting) fall in the tail
+    after = (pl.col("save_step") >= pl.col("last_step")) | (pl.col("save_step").is_null() & (pl.col("ts") >
+                                                                                              pl.col("last_end")))
+    tail_saves = (saves.rename({"s_attempt": "attempt"}).with_columns(pl.col("attempt").cast(pl.Int32))
+                  .join(a.select(pl.col("attempt").cast(pl.Int32), "last_step", "last_end"), on="attempt")
+                  .filter(after).group_by("attempt")
+                  .agg(tail_save_s=pl.col("duration_s").sum(), tail_save_step=pl.col("save_step").first())
+                  if saves.height else pl.DataFrame(schema={"attempt": pl.Int32, "tail_save_s": pl.Float64,
+                                                            "tail_save_step": pl.Int64}))
+    a = a.with_columns(pl.col("attempt").cast(pl.Int32)).join(tail_saves, on="attempt", how="left").with_columns(
+        startup=_secs(pl.col("first_start") - pl.col("start_ts")),
+        tail=_secs(pl.col("end_ts") - pl.col("last_end")),
+        restart=_secs(pl.col("next_start") - pl.col("end_ts")).fill_null(0.0))
+    a = a.with_columns(tail_checkpoint=pl.min_horizontal("tail", pl.col("tail_save_s").fill_null(0)))
+    return a.with_columns(hang=pl.col("tail") - pl.col("tail_checkpoint"))
+
+
+def check(rows: pl.DataFrame, total_s: float) -> None:
+    """Raise unless every category is non-negative and they add up to the total exactly."""
+    worst = rows.filter(pl.col("seconds") < -TOLERANCE * max(total_s, 1.0))
+    if worst.height:
+        r = worst.row(0, named=True)
+        raise LedgerError(f"category {r['category']} of attempt {r['attempt']} would be {r['seconds']:.3f} s: "
+                          "attempts or steps overlap in the evidence")
+    got = rows["seconds"].sum()
+    if abs(got - total_s) > TOLERANCE * max(total_s, 1.0):
+        raise LedgerError(f"ledger adds up to {got:.6f} s of {total_s:.6f} s")

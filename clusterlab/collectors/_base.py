@@ -1,0 +1,265 @@
+"""The collector contract: what a collector receives and what it returns.
+
+A collector is one module in this package with:
+
+    NAME: str                 stable source name, stored in every row's `source` column
+    PATTERN: str | None       regex (Rust `regex` syntax, which Python's `re` also reads) selecting
+                              the lines this collector wants; None means "every line" (structured
+                              formats such as JSONL and sacct dumps)
+    EXCLUSIVE: bool           True: when sniff() is true this collector alone reads the file
+    SNIFF_HINT: tuple[bytes]  optional: lowercase byte strings one of which a head must contain for sniff()
+                              to be true (a cheap necessary condition: the engine skips sniff() without one)
+    GROUPABLE: bool           optional (structured formats, PATTERN None): parse() reads no `ctx` field, each
+                              row depends on its own line only, and unread lines are returned in
+                              `Parsed.unparsed_lines` (reported as UNPARSED_WARNING), not as warnings; the
+                              engine may then parse many small files of this format in one call
+    BLOCK_START: str | None   optional regex for the first line of a multi-line block (a
+                              traceback): the engine does not cut a batch inside one that starts
+                              in a batch's last 256 lines, it hands the block to the next call whole
+    def sniff(head: bytes, path: str) -> bool
+                              is this file (first 64 KiB, decompressed) in my format?
+    def parse(lines: pl.DataFrame, ctx: Context) -> Parsed
+                              `lines` has columns `line` (1-based, int64) and `text` (str): the
+                              lines of one batch that matched PATTERN, in file order
+
+The engine streams the file, filters lines with all PATTERNs in one vectorised pass, calls
+parse() per batch and writes the rows. A collector never touches DuckDB. Each row carries the
+`line` it came from; `ts` is naive UTC (None where the line has no time of its own: the engine
+then takes the time of the nearest earlier line that had one). Lines matched by PATTERN that the
+collector could not make sense of are counted in `Parsed.unparsed`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo
+
+import polars as pl
+
+from clusterlab.tables import TABLE_COLUMNS
+
+UTC = ZoneInfo("UTC")
+
+# Files parsed together (clusterlab.ingest.groups) number their lines `file index x FILE_LINE_BASE + line`: a
+# collector whose rows depend on the lines before them (a forward fill, a join by process) keeps each file's
+# lines to themselves by `line // FILE_LINE_BASE` (always 0 for a file parsed alone).
+FILE_LINE_BASE = 1 << 32
+
+
+def file_of_line() -> pl.Expr:
+    """Which file of a group a line came from (0 for a file parsed alone)."""
+    return pl.col("line") // FILE_LINE_BASE
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the engine knows about a file before reading it."""
+
+    path: str  # display path, for messages only: never opened by a collector
+    host: str | None = None  # from the bundle layout, a known node in the path, or an option
+    run: str | None = None
+    attempt: int | None = None
+    year: int = 2026  # for formats that print no year (syslog, glog)
+    tz: str = "UTC"  # timezone of formats printed in local time (dmesg -T, syslog)
+    boot_time: dt.datetime | None = None  # naive UTC, for raw dmesg's seconds since boot
+    known_hosts: frozenset[str] = frozenset()
+    header: str | None = None  # the file's first non-blank line (a structured format's header)
+    mtime: dt.datetime | None = None  # naive UTC; set when `year` was taken from it
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.tz)
+
+
+@dataclass
+class Parsed:
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    unparsed: int = 0  # lines that matched PATTERN but could not be read
+    warnings: list[str] = field(default_factory=list)  # "line N: what", shown to the user
+    refuse: str | None = None  # "line N: why": the file must not be stored at all (the user can fix it)
+    # a GROUPABLE collector's unread lines (their numbers): the engine counts and reports them per file
+    unparsed_lines: pl.Series | None = None
+
+    def add(self, table: str, frame: pl.DataFrame) -> None:
+        if frame.height:
+            prev = self.tables.get(table)
+            self.tables[table] = frame if prev is None else pl.concat([prev, frame], how="diagonal_relaxed")
+
+
+def sniff_jsonl(head: bytes, is_record: Callable[[dict], bool], lines: int = 20) -> bool:
+    """Most of the head's first non-blank lines are JSON objects that `is_record` accepts (the last may be cut off)."""
+    seen = [ln for ln in _first_lines(head, lines) if ln.strip()]
+    hits = 0
+    for i, value in enumerate(_json_values(seen)):
+        if hits and 2 * hits >= len(seen):  # decided: more hits cannot undo it (and a sniff runs on every file)
+            return True
+        if 2 * (hits + len(seen) - i) < len(seen):  # decided: the lines left cannot make a majority
+            return False
+        hits += isinstance(value, dict) and is_record(value)
+    return hits > 0 and 2 * hits >= len(seen)
+
+
+def _first_lines(head: bytes, n: int) -> list[bytes]:
+    """The head's first `n` lines that end in a line break (a head's last line may be cut off)."""
+    # NOTE: not head.split(b"\n", n): its last piece copies the rest of the 64 KiB head, on every file
+    out, start = [], 0
+    while len(out) < n and (end := head.find(b"\n", start)) >= 0:
+        out.append(head[start:end])
+        start = end + 1
+    return out
+
+
+_DECODER = json.JSONDecoder()
+_NOT_JSON = object()
+
+
+def _json_values(lines: list[bytes]) -> Iterator[object]:
+    """What `json.loads` gives for each line (`_NOT_JSON` where it fails), each decoded only when asked for."""
+    # NOTE: a line's value decoded from the line as text, without json.loads' per-call detours (encoding
+    # detection, two whitespace matches): 40% less for a sniff that runs on every file. The value ends where the
+    # line's text ends, or the line would not be JSON alone. Lines that are not UTF-8, start with a BOM or hold
+    # a NUL (json.loads detects those encodings) are left to json.loads.
+    for ln in lines:
+        try:
+            text = ln.decode("utf-8")
+            if text.startswith("\ufeff") or "\x00" in text:  # json.loads reads NULs as UTF-16 or 32
+                raise UnicodeError
+        except UnicodeError:
+            try:
+                yield json.loads(ln)
+            except ValueError:
+                yield _NOT_JSON
+            continue
+        body = text.strip(_JSON_SPACE)
+        try:
+            value, end = _DECODER.raw_decode(body)
+        except ValueError:
+            yield _NOT_JSON
+            continue
+        yield value if end == len(body) else _NOT_JSON
+
+
+_JSON_SPACE = " \t\n\r"  # what json.loads allows around a value
+
+
+def search(text: str | bytes | Sequence[str], pattern: str) -> bool:
+    """Whether `pattern` (Rust regex syntax) matches in `text` (or in any of its lines), in linear time."""
+    # NOTE: Python's `re` backtracks: `NVRM: .*NVLink.*error` over a 64 KiB line of `NVRM: ` takes minutes,
+    # and a sniff runs on every file. Rust's regex engine, which polars uses, never backtracks.
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    lines = pl.Series([text] if isinstance(text, str) else list(text), dtype=pl.String)
+    return bool(lines.str.contains(pattern).any())
+
+
+def rows_frame(table: str, rows: list[dict]) -> pl.DataFrame:
+    """A frame for `table` from a (short) list of row dicts; unknown keys are an error."""
+    schema = TABLE_COLUMNS[table]
+    for r in rows:
+        extra = set(r) - set(schema)
+        if extra:
+            raise KeyError(f"{table} has no columns {sorted(extra)}")
+    return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+def to_utc(ts: dt.datetime, zone: ZoneInfo) -> dt.datetime:
+    """Naive UTC from a datetime that is aware, or naive in `zone`."""
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=zone)
+    return ts.astimezone(UTC).replace(tzinfo=None)
+
+
+# ---------------------------------------------------------------- expressions the collectors share
+
+
+def local_to_utc(ts: pl.Expr, tz: str) -> pl.Expr:
+    """Naive UTC from naive local time in `tz` (a time a DST change skipped becomes null)."""
+    if tz in ("UTC", "Etc/UTC"):
+        return ts
+    return (ts.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+            .dt.convert_time_zone("UTC").dt.replace_time_zone(None))
+
+
+def fraction(digits: pl.Expr) -> pl.Expr:
+    """The fraction of a second printed as `digits` (any number of them; null: none) as a duration."""
+    micros = digits.str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64, strict=False).fill_null(0)
+    return pl.duration(microseconds=micros)
+
+
+def offset_to_utc(local: pl.Expr, off: pl.Expr, tz: str) -> pl.Expr:
+    """Naive UTC from a time and its printed offset (`Z`, `+hh:mm`, `+hhmm`); no offset: local time in `tz`."""
+    off = off.str.replace(":", "")
+    sign = pl.when(off.str.starts_with("-")).then(-1).otherwise(1)
+    minutes = (off.str.slice(1, 2).cast(pl.Int64, strict=False) * 60
+               + off.str.slice(3, 2).cast(pl.Int64, strict=False)).fill_null(0)
+    return pl.when(off.is_null()).then(local_to_utc(local, tz)).otherwise(local - pl.duration(minutes=sign * minutes))
+
+
+def syslog_time(stamp: pl.Expr, year: int) -> pl.Expr:
+    """Naive local time from a syslog `Nov 25 10:00:01` (no year: `year`, from the context)."""
+    text = pl.concat_str([pl.lit(str(year)), stamp.str.replace_all(" +", " ")], separator=" ")
+    return text.str.strptime(pl.Datetime("us"), "%Y %b %d %H:%M:%S", strict=False)
+
+
+def json_detail(fields: Mapping[str, pl.Expr] | Sequence[str]) -> pl.Expr:
+    """A JSON object of the non-null fields (name -> expression, or column names); null when all are."""
+    exprs = dict(fields) if isinstance(fields, Mapping) else {c: pl.col(c) for c in fields}
+    # Each member is encoded (and escaped) by polars on its own; null members are left out (a NaN is
+    # not null: it stays, as JSON's null). No regex runs over the encoded text.
+    parts = [
+        pl.when(e.is_not_null())
+        .then(pl.struct(e.alias(k)).struct.json_encode().str.strip_prefix("{").str.strip_suffix("}"))
+        for k, e in exprs.items()
+    ]
+    inner = pl.concat_str(parts, separator=",", ignore_nulls=True)
+    return pl.when(inner.str.len_bytes() > 0).then(pl.concat_str([pl.lit("{"), inner, pl.lit("}")]))
+
+
+def extract_all(frame: pl.DataFrame, regexes: Sequence[str], col: str = "text") -> pl.DataFrame:
+    """`frame` plus a column for every named group of `regexes`, searched in `col`."""
+    for rx in regexes:
+        frame = frame.with_columns(pl.col(col).str.extract_groups(rx).alias("_g")).unnest("_g")
+    return frame
+
+
+def classify(frame: pl.DataFrame, rules: Sequence, col: str = "text", index: str = "_rule") -> pl.DataFrame:
+    """`frame` with the index (in `index`) and fields of the first rule whose `regex` matches `col`."""
+    # `rules`: dataclasses with a `regex` field; their other fields become (text) columns.
+    names = [f.name for f in dataclasses.fields(rules[0]) if f.name != "regex"]
+    table = pl.DataFrame({
+        index: pl.Series(range(len(rules)), dtype=pl.Int32),
+        **{n: pl.Series([getattr(r, n) for r in rules], dtype=pl.String) for n in names},
+    })
+    first = pl.min_horizontal([
+        pl.when(pl.col(col).str.contains(r.regex)).then(pl.lit(i, pl.Int32)) for i, r in enumerate(rules)
+    ]) if frame.height else pl.lit(None, pl.Int32)
+    return frame.with_columns(first.alias(index)).join(table, on=index, how="left")
+
+
+def first_kind(text: pl.Expr, kinds: Sequence[tuple[str, str, str | None, str]], kind: pl.Expr | None = None,
+               mode: pl.Expr | None = None, severity: pl.Expr | None = None) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """Kind, failure mode and severity of the first `(kind, regex, mode, severity)` whose regex matches `text`."""
+    # Where none matches: the given defaults (null where not given).
+    none = pl.lit(None, pl.String)
+    kind, mode, severity = (none if e is None else e for e in (kind, mode, severity))
+    for k, rx, m, sev in reversed(kinds):
+        hit = text.str.contains(rx)
+        kind = pl.when(hit).then(pl.lit(k)).otherwise(kind)
+        mode = pl.when(hit).then(pl.lit(m, pl.String)).otherwise(mode)
+        severity = pl.when(hit).then(pl.lit(sev)).otherwise(severity)
+    return kind, mode, severity
+
+
+def cuda_mode(text: pl.Expr) -> pl.Expr:
+    """The failure mode a CUDA error string names: OOM, ECC, NVLink, a lost GPU, else application error."""
+    return (
+        pl.when(text.str.contains(r"(?i)out of memory")).then(pl.lit("cuda_oom"))
+        .when(text.str.contains(r"(?i)ECC error")).then(pl.lit("gpu_memory_ecc"))
+        .when(text.str.contains(r"(?i)NVLink")).then(pl.lit("nvlink_error"))
+        .when(text.str.contains(r"(?i)unknown error|GPU is lost|no CUDA-capable device")).then(pl.lit("gpu_hw_other"))
+        .otherwise(pl.lit("cuda_error"))
+    )

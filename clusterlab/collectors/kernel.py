@@ -1,0 +1,489 @@
+"""Kernel log collector: dmesg (raw, -T, iso), journalctl -k and syslog → GPU, PCIe, NIC, memory and FS events.
+
+One line of a kernel log is a time prefix (one of six spellings), for journal and syslog a host and
+a `kernel:` tag, and the message. The message is classified by an ordered list of rules (the first
+that matches wins); each rule family then extracts its fields into `detail` (a JSON object).
+Everything is polars expressions over the batch: no Python loop over lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import polars as pl
+
+from clusterlab import taxonomy
+from clusterlab.collectors._base import (
+    TABLE_COLUMNS,
+    Context,
+    Parsed,
+    classify,
+    extract_all,
+    file_of_line,
+    fraction,
+    json_detail,
+    local_to_utc,
+    offset_to_utc,
+    search,
+    syslog_time,
+)
+
+NAME = "kernel"
+EXCLUSIVE = False
+# A hung-task report is a header line and, some lines later, its call trace: the trace frames that
+# name a shared filesystem belong to the header before them, so a batch is not cut between the two.
+BLOCK_START = r"INFO: task .*:\d+ blocked for more than "
+
+# Lines of interest, whatever the time prefix. Every branch starts with a literal (or is one), so
+# the engine's regex prefilter rejects ordinary lines (NCCL INFO, training steps) at memchr speed.
+PATTERN = "|".join([
+    r"NVRM: Xid ",
+    # NOTE: one `NVRM: .*` branch for all: separate ones cost the engine's prefilter half again on every line.
+    r"NVRM: .*(?:fallen off the bus|NVLink.*(?i:fatal|error)|(?i:row remap|uncorrectable|double.bit)|\bDBE\b"
+    r"|GSP Timeout|GSP RM heartbeat timed out|Heartbeat timed out|GSP RPC error prints|GSP-CrashCat Report"
+    r"|RmInitAdapter failed|\[NV_ERR_RESET_REQUIRED\])",
+    r"SXid \([^)]*\): \d+, (?:Fatal|FATAL|Non-fatal)",
+    r"AER: (?:Multiple )?(?:Correct|Uncorrect)(?:ed|able) ",
+    r"AER: device recovery failed",
+    r"PCIe Bus Error: severity=",
+    r"Port module event",
+    r"mlx5_core .*health compromised",
+    r": Link (?:up|down)\b",
+    r": Port: \d+ Link [A-Z]",
+    r"(?i:out of memory): Kill",
+    r"Killed process \d+ \(",
+    r"oom-kill:constraint=",
+    r" invoked oom-killer: ",
+    r"INFO: task .*:\d+ blocked for more than ",
+    r"\b(?:nfs|nfs4|lockd): server \S+ (?:not responding|OK\b)",
+    r"LustreError: |LNetError: ",
+    r"Lustre: .*(?:Connection to .* was lost|Connection restored to |Request sent has timed out)",
+    r"\[Hardware Error\]: (?:Machine check events logged|CPU \d+: Machine Check|event severity: )",
+    r"Uncorrected hardware memory error|Memory failure: 0x",
+    r"EDAC (?:\S+ )?MC\d+: \d+ (?:CE|UE|Fatal) ",
+    r"Kernel panic - not syncing: ",
+    r"soft lockup - CPU#\d+ stuck",
+    # call-trace frames in a shared filesystem's modules (or NFS functions): they say where a hung task waits
+    r"\+0x[0-9a-f]+/0x[0-9a-f]+ \[(?:nfs|nfsv3|nfsv4|sunrpc|lustre|ptlrpc|lnet|obdclass|osc|mdc|lmv|lov|mgc|ldlm)\]"
+    r"| nfs4?_\w+\+0x[0-9a-f]+/0x",
+    # dmesg -H / -e: the minute a run of `[  +0.000049]` lines belongs to (their only clock); the month
+    # names are literals, so the prefilter still skips ordinary lines (an anchored `[A-Z][a-z]{2}` does not)
+    r"\[(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) ?\d{1,2} \d\d:\d\d\] ",
+])
+
+# The time prefix, for all the spellings at once (groups of the branches that did not match are null):
+#   [ 12345.678901] msg                                    dmesg (seconds since boot)
+#   [ 12345.678901 <    0.000049>] msg                     dmesg -d (and the delta since the line before)
+#   [Wed Nov 25 10:00:01 2026] msg                         dmesg -T (local time; -d -T adds ` <delta>`)
+#   [Nov25 10:00] msg / [  +0.000049] msg                  dmesg -H / -e: the minute, then deltas (local time)
+#   [<    0.000049>] msg                                   dmesg --time-format delta (no time at all)
+#   2026-11-25T10:00:01,123456+00:00 msg                   dmesg --time-format iso
+#   2026-11-25T10:00:01[.123456]+0000 host kernel: msg     journalctl -k -o short-iso[-precise], RFC 3339 syslog
+#   Nov 25 10:00:01[.123456] host kernel: [12345.6] msg    syslog, journalctl short[-precise] (local, no year)
+# An optional `kern  :err   : ` (dmesg -x) comes first. The weekday of dmesg -T is skipped: a
+# parser that checks it would drop a line over a mismatch that says nothing about the time.
+_DELTA = r"<[ \d.]+>"
+_PREFIX = (
+    r"^(?:[a-z]+ *:[a-z]+ *: )?"
+    rf"(?:\[ *(?P<up>\d+\.\d+)(?: {_DELTA})?\]"
+    rf"|\[[A-Z][a-z]{{2}} (?P<ctime>[A-Z][a-z]{{2}} +\d{{1,2}} \d\d:\d\d:\d\d \d{{4}})(?: {_DELTA})?\]"
+    r"|\[(?P<rel>[A-Z][a-z]{2} ?\d{1,2} \d\d:\d\d)\]"
+    r"|\[ *(?P<reld>[+-]\d+\.\d+)\]"
+    rf"|\[{_DELTA}\]"
+    r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?(?P<off>Z|[+-]\d\d:?\d\d)?"
+    r"|(?P<bsd>[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d)(?:\.(?P<bfrac>\d+))?)"
+    # NOTE: a program tag needs its [pid]: without one, `EDAC MC0:` after a dmesg-iso time would
+    # read as host `EDAC`, program `MC0`.
+    r"(?: (?P<host>[^\s\[\]]+) (?:(?P<kern>kernel)(?:\[\d+\])?|(?P<prog>[^\s\[\]:]+)\[\d+\]):)?"
+    r" *(?:\[ *\d+\.\d+\] ?)?"
+    r"(?P<msg>.*)$"
+)
+
+# What sniff() takes for a kernel log line: the dmesg spellings, or any time then `host kernel:`.
+_KERNEL_LINE = re.compile(
+    r"^(?:[a-z]+ *:[a-z]+ *: )?"
+    r"(?:\[ *\d+\.\d+(?: <[ \d.]+>)?\] |\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}(?: <[ \d.]+>)?\] "
+    r"|\[[A-Z][a-z]{2} ?\d{1,2} \d\d:\d\d\] |\[ *[+-]\d+\.\d+\] |\[<[ \d.]+>\] "
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d "
+    r"|(?:\d{4}-\d\d-\d\dT\S+|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?) \S+ kernel: )"
+)
+
+# A hung task is a filesystem stall when its line names NFS or Lustre (an `nfsiod`, a `ptlrpcd` thread)
+# or its call trace waits in their code. Any other hung task keeps no failure mode: a task stuck in D
+# state is a symptom (of a GPU driver wedged by an Xid, a slow local disk, a lock), and the line says
+# nothing about which; it stays on the host's timeline as a warning.
+_FS_TASK = r"(?i:nfs|lustre|ptlrpc|ldlm)"
+_HUNG = r"INFO: task .*:\d+ blocked for more than \d+ seconds"
+# One call-trace frame: `[<ffffffffa05c3e5d>] ? rpc_wait_bit_killable+0x1e/0xa0 [sunrpc]` (older kernels print
+# the address, `? ` marks a frame the unwinder is unsure of), and the module that holds the function.
+_FRAME = r"^\s*(?:\[<[0-9a-f]+>\] )?(?:\? )?(?P<fn>[\w.]+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<mod>\w+)\])?\s*$"
+_NFS_MODULES = ["nfs", "nfsv3", "nfsv4", "sunrpc"]
+_LUSTRE_MODULES = ["lustre", "ptlrpc", "lnet", "obdclass", "osc", "mdc", "lmv", "lov", "mgc", "ldlm"]
+# A hung-task report's trace follows its header within a few dozen lines (hung_task.c: header, taint
+# line, hint, `task:` line, `Call Trace:`, frames); a frame further away belongs to something else.
+TRACE_LINES = 80
+
+
+@dataclass(frozen=True)
+class Rule:
+    family: str  # which extractors and detail fields apply
+    kind: str
+    regex: str  # searched in the message (Rust regex syntax)
+    failure_mode: str | None  # None: informational, or decided per line (xid, mce, hung task)
+    severity: str | None
+
+
+# Ordered: the first rule whose regex matches the message decides kind, failure mode and severity.
+RULES: tuple[Rule, ...] = (
+    Rule("xid", "xid", r"NVRM: Xid ", None, None),
+    Rule("gpu", "gpu_fell_off_bus", r"NVRM: .*fallen off the bus", "gpu_fell_off_bus", "critical"),
+    Rule("gpu", "nvlink_error", r"NVRM: .*NVLink.*(?i:fatal|error)", "nvlink_error", "error"),
+    Rule("gpu", "row_remap_failure", r"NVRM: .*(?i:row remap).*(?i:fail)", "gpu_memory_ecc", "error"),
+    Rule("gpu", "row_remap_pending", r"NVRM: .*(?i:row remap)", "gpu_memory_ecc", "warning"),
+    Rule("gpu", "gpu_ecc_uncorrectable", r"NVRM: .*(?:(?i:uncorrectable|double.bit)|\bDBE\b)", "gpu_memory_ecc",
+         "error"),
+    # The GPU System Processor stopped answering: the banner before an Xid 119, or the heartbeat check
+    # that precedes one (an Xid line of its own, when it follows, is read by the xid rule).
+    Rule("gpu", "gsp_timeout", r"NVRM: .*(?:_kgsp\w*: \*+ GSP Timeout \*|GSP RM heartbeat timed out"
+         r"|_kgspIsHeartbeatTimedOut: Heartbeat timed out)", "gpu_hw_other", "error"),
+    Rule("gpu", "gsp_crash", r"NVRM: .*GSP-CrashCat Report", "gpu_hw_other", "error"),
+    Rule("gpu", "gsp_rpc_errors", r"NVRM: Rate limiting GSP RPC error prints", "gpu_hw_other", "warning"),
+    # the driver could not initialise the GPU, or asserts the GPU needs a reset before it can be used again
+    Rule("gpu", "gpu_init_failed", r"NVRM: .*RmInitAdapter failed", "gpu_hw_other", "error"),
+    Rule("gpu", "gpu_reset_required", r"NVRM: .*\[NV_ERR_RESET_REQUIRED\]", "gpu_hw_other", "error"),
+    Rule("sxid", "sxid", r"SXid \([^)]*\): \d+, (?:Fatal|FATAL)", "nvlink_error", "error"),
+    Rule("sxid", "sxid", r"SXid \([^)]*\): \d+, Non-fatal", None, "warning"),
+    Rule("aer", "pcie_aer", r"AER: (?:Multiple )?Uncorrect(?:ed|able) \(Fatal\) ", "pcie_error", "critical"),
+    Rule("aer", "pcie_aer", r"AER: (?:Multiple )?Uncorrect(?:ed|able) \(Non-Fatal\) ", "pcie_error", "error"),
+    Rule("aer", "pcie_aer", r"AER: (?:Multiple )?Correct(?:ed|able) ", None, "warning"),
+    Rule("aer", "pcie_bus_error", r"PCIe Bus Error: severity=Uncorrect(?:ed|able) \(Fatal\)", "pcie_error", "critical"),
+    Rule("aer", "pcie_bus_error", r"PCIe Bus Error: severity=Uncorrect(?:ed|able) \(Non-Fatal\)", "pcie_error",
+         "error"),
+    Rule("aer", "pcie_bus_error", r"PCIe Bus Error: severity=Correct(?:ed|able)", None, "warning"),
+    Rule("aer", "pcie_recovery_failed", r"AER: device recovery failed", "pcie_error", "error"),
+    Rule("link", "port_module_error", r"Port module event(?:\[error\])?: module \d+, Cable (?:error|unplugged|dis)",
+         "network", "error"),
+    Rule("link", "port_module", r"Port module event: module \d+, ", None, "info"),
+    Rule("link", "nic_health", r"mlx5_core .*health compromised", "network", "error"),
+    Rule("link", "link_down", r": Link down\b|: Port: \d+ Link DOWN\b", "network", "error"),
+    Rule("link", "link_up", r": Link up\b|: Port: \d+ Link ACTIVE\b", None, "info"),
+    Rule("link", "link_state", r": Port: \d+ Link [A-Z]", None, "info"),
+    Rule("oom", "oom_kill", r"(?i:out of memory): Kill(?:ed)? process \d+|^Killed process \d+ \(", "host_oom", "error"),
+    Rule("oom", "oom_constraint", r"oom-kill:constraint=", "host_oom", "warning"),
+    Rule("oom", "oom_invoked", r" invoked oom-killer: ", "host_oom", "warning"),
+    Rule("hung", "hung_task", r"INFO: task .*:\d+ blocked for more than \d+ seconds", None, "warning"),
+    Rule("nfs", "nfs_not_responding", r"\b(?:nfs|nfs4|lockd): server \S+ not responding, timed out", "filesystem_io",
+         "error"),
+    Rule("nfs", "nfs_not_responding", r"\b(?:nfs|nfs4|lockd): server \S+ not responding", "filesystem_io", "warning"),
+    Rule("nfs", "nfs_server_ok", r"\b(?:nfs|nfs4|lockd): server \S+ OK\b", None, "info"),
+    Rule("lustre", "lustre_connection_lost", r"Lustre: .*Connection to .* was lost", "filesystem_io", "error"),
+    Rule("lustre", "lustre_connection_restored", r"Lustre: .*Connection restored to ", None, "info"),
+    Rule("lustre", "lustre_timeout", r"Lustre: .*Request sent has timed out", "filesystem_io", "warning"),
+    Rule("lustre", "lustre_error", r"LustreError: |LNetError: ", "filesystem_io", "error"),
+    Rule("mce", "mce_panic", r"Kernel panic - not syncing: Fatal (?i:machine check)", "host_hw", "critical"),
+    Rule("cpu", "kernel_panic", r"Kernel panic - not syncing: ", "node_failure", "critical"),
+    Rule("mce", "mce_exception", r"\[Hardware Error\]: CPU \d+: Machine Check Exception: ", "host_hw", "critical"),
+    Rule("mce", "mce_corrected", r"\[Hardware Error\]: CPU \d+: Machine Check: ", None, "warning"),
+    Rule("mce", "mce_logged", r"\[Hardware Error\]: Machine check events logged", None, "warning"),
+    Rule("mce", "hw_error_fatal", r"\[Hardware Error\]: event severity: fatal", "host_hw", "critical"),
+    Rule("mce", "hw_error_recoverable", r"\[Hardware Error\]: event severity: recoverable", "host_hw", "error"),
+    Rule("mce", "hw_error_corrected", r"\[Hardware Error\]: event severity: ", None, "warning"),
+    Rule("mce", "memory_failure", r"Uncorrected hardware memory error|Memory failure: 0x", "host_hw", "error"),
+    Rule("mce", "edac_uncorrected", r"EDAC (?:\S+ )?MC\d+: \d+ (?:UE|Fatal) ", "host_hw", "error"),
+    Rule("mce", "edac_corrected", r"EDAC (?:\S+ )?MC\d+: \d+ CE ", None, "warning"),
+    Rule("cpu", "soft_lockup", r"soft lockup - CPU#\d+ stuck", None, "warning"),
+)
+
+_BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"
+
+# Per family, the extracted columns that may hold the PCI address of the device at fault, best first
+# (for AER, the device that sent the error message, else the port that reported it).
+PCI_COLUMNS: dict[str, tuple[str, ...]] = {
+    "xid": ("xbus",), "gpu": ("gbus",), "sxid": ("sbus",), "aer": ("asrc", "adev"), "link": ("ldev",),
+}
+
+# Per family, regexes whose named groups become columns of that family's lines.
+EXTRACTORS: dict[str, list[str]] = {
+    "xid": [
+        r"NVRM: Xid \((?:PCI:)?(?P<xbus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})?[^)]*\): (?P<xcode>\d+)"
+        r"(?:, *pid='?(?P<xpid>[^,']*)'?)?(?:, *name=(?P<xname>[^,]*))?(?:, *(?P<xmsg>.*))?",
+        r"recovery action changed from [^(]*\([^)]*\) to \w+ \((?P<recovery>[^)]*)\)",
+        r"(?i:link) (?P<nvlink>\d+)",
+    ],
+    "gpu": [rf"(?P<gbus>{_BDF})", r"NVRM: (?P<gmsg>.*)", r"NVRM: GPU(?P<gidx>\d+) "],
+    "sxid": [rf"(?P<sdev>nvidia-nvswitch\d*): SXid \((?:PCI:)?(?P<sbus>{_BDF})\): (?P<sxid>\d+), (?P<ssev>[^,]+)"
+             r"(?:, (?P<smsg>.*))?", r"Link (?P<slink>\d+)"],
+    "aer": [
+        rf"^(?P<adrv>[\w-]+) (?P<adev>{_BDF}): ",
+        r"received(?::| from) (?:id=)?(?P<asrc>[0-9A-Fa-f:.]+)",
+        r"severity=(?P<asev>[^,]+), type=(?P<atype>[^,]+)",
+    ],
+    "link": [
+        rf"^(?P<ldrv>[\w-]+) (?P<ldev>{_BDF})",
+        r"(?:(?P<lifc>[\w.@-]+): )(?:Port: (?P<lport>\d+) )?Link (?P<lstate>\w+)",
+        r"module (?P<lmodule>\d+), (?P<lcable>Cable \w+)(?:, (?P<lcable_err>.+))?",
+    ],
+    "oom": [
+        r"process (?P<opid>\d+) \((?P<ocomm>[^)]*)\)",
+        r"constraint=(?P<oconstraint>[^,]+)",
+        r"oom_memcg=(?P<omemcg>[^,]+)",
+        r"task_memcg=(?P<otask_memcg>[^,]+)",
+        r",task=(?P<otask>[^,]*),pid=(?P<opid2>\d+)",
+        r"^(?P<ocomm2>\S+) invoked oom-killer",
+    ],
+    "hung": [r"INFO: task (?P<htask>.+):(?P<hpid>\d+) blocked for more than (?P<hsecs>\d+) seconds"],
+    "nfs": [r"\b(?P<nprog>nfs|nfs4|lockd): server (?P<nserver>\S+) (?P<nstate>not responding, [\w ]+|OK)"],
+    "lustre": [r"(?P<ltarget>[\w-]+-(?:OST|MDT|MGS)[0-9A-Fa-f]*)", r"(?P<lnid>[\w.:-]+@(?:o2ib|tcp|gni|kfi)\d*)"],
+    "mce": [
+        r"CPU (?P<mcpu>\d+): Machine Check(?: Exception)?: \w+ Bank (?P<mbank>\d+): (?P<mstatus>[0-9a-fA-F]+)",
+        r"EDAC (?:\S+ )?MC(?P<emc>\d+): (?P<ecount>\d+) (?:CE|UE|Fatal) (?P<emsg>.*?)(?: on (?P<eloc>\S+))?"
+        r"(?: \(|$)",
+    ],
+    "cpu": [r"CPU#(?P<ccpu>\d+) stuck for (?P<csecs>\d+)s! \[(?P<ctask>[^\]]*)\]", r"not syncing: (?P<cwhy>.*)"],
+}
+
+
+def _int(name: str) -> pl.Expr:
+    """An extracted number as an integer (null where the line printed something else)."""
+    return pl.col(name).cast(pl.Int64, strict=False)
+
+
+def _known(name: str) -> pl.Expr:
+    """A process name or pid as the driver printed it, null where it printed `<unknown>` or `N/A`."""
+    return pl.when(pl.col(name).str.contains(r"^(?:<.*>|N/A|)$")).then(None).otherwise(pl.col(name))
+
+
+def _details() -> dict[str, dict[str, pl.Expr]]:
+    """Per family, the `detail` JSON fields and how each is computed from the extracted columns."""
+    return {
+        "xid": {"pid": _int("xpid"), "process": _known("xname"), "message": pl.col("xmsg"),
+                "action": pl.col("xaction"), "root_cause": pl.col("xroot"), "description": pl.col("xdesc"),
+                "recovery_action": pl.col("recovery"), "link": _int("nvlink")},
+        "gpu": {"message": pl.col("gmsg"), "gpu_index": _int("gidx")},
+        "sxid": {"sxid": _int("sxid"), "sxid_severity": pl.col("ssev"), "device": pl.col("sdev"),
+                 "message": pl.col("smsg"), "link": _int("slink")},
+        "aer": {"driver": pl.col("adrv"), "device": pl.col("adev"), "source": pl.col("asrc"),
+                "severity": pl.col("asev"), "error_type": pl.col("atype")},
+        "link": {"driver": pl.col("ldrv"), "device": pl.col("ldev"), "interface": pl.col("lifc"),
+                 "port": _int("lport"), "state": pl.col("lstate"), "module": _int("lmodule"),
+                 "cable": pl.col("lcable"), "cable_error": pl.col("lcable_err")},
+        "oom": {"pid": pl.coalesce(_int("opid"), _int("opid2")), "process": pl.coalesce("ocomm", "otask", "ocomm2"),
+                "constraint": pl.col("oconstraint"), "memcg": pl.col("omemcg"), "task_memcg": pl.col("otask_memcg")},
+        "hung": {"task": pl.col("htask"), "pid": _int("hpid"), "blocked_s": _int("hsecs"),
+                 "blocked_in": pl.col("blocked_in"), "frame": pl.col("hframe")},
+        "nfs": {"program": pl.col("nprog"), "server": pl.col("nserver"), "state": pl.col("nstate")},
+        "lustre": {"target": pl.col("ltarget"), "nid": pl.col("lnid")},
+        "mce": {"cpu": _int("mcpu"), "bank": _int("mbank"), "status": pl.col("mstatus"), "mc": _int("emc"),
+                "count": _int("ecount"), "location": pl.col("eloc")},
+        "cpu": {"cpu": _int("ccpu"), "stuck_s": _int("csecs"), "task": pl.col("ctask"), "reason": pl.col("cwhy")},
+    }
+
+
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
+    """What parse() reads of the context: kernel logs agreeing on it may be parsed together."""
+    return ctx.tz, ctx.year, ctx.boot_time, ctx.known_hosts
+
+
+FILE_HOST_COLUMN = True  # parsed with other files, the lines carry their file's host (ctx.host) as `file_host`
+
+
+def sniff(head: bytes, path: str) -> bool:
+    """A kernel log: lines in one of the dmesg / journal / syslog spellings, or kernel events we read."""
+    lines = [ln for ln in head.decode("utf-8", "replace").splitlines()[:400] if ln.strip()]
+    kernel = 0
+    for ln in lines:  # (three are enough: not every line of every file is matched, a sniff runs on each)
+        kernel += _KERNEL_LINE.match(ln) is not None
+        if kernel >= 3:
+            return True
+    if kernel and kernel == len(lines):
+        return True
+    return search(lines, PATTERN)
+
+
+def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
+    """Events from the kernel log lines of one batch."""
+    out = Parsed()
+    frame = _split_prefix(lines, ctx)
+    frame = frame.with_columns(ts=_timestamp(ctx), host=_host(ctx))
+    if ctx.boot_time is None:
+        raw = frame.filter(pl.col("up").is_not_null())
+        if raw.height:
+            out.warnings.append(f"line {raw['line'][0]}: raw dmesg timestamps but no boot time "
+                                "(put a boot_time file beside the log)")
+            # NOTE: events without a time would sit in the store as if read; refused, the file is
+            # read whole once a boot_time file is put beside it (an unchanged file is not re-read).
+            out.refuse = (f"line {raw['line'][0]}: raw dmesg timestamps (seconds since boot) need a boot_time "
+                          "file beside the log; nothing of this file was stored")
+    # Lines another program wrote into the journal or syslog are not kernel events, even if they
+    # quote one (a health daemon repeating an Xid would count it twice).
+    foreign = frame["prog"].is_not_null()
+    unread = [frame.filter(foreign)["line"]]
+    # Call-trace frames are read into the hung task they belong to, never events of their own.
+    frame = _attach_traces(frame.filter(~foreign))
+    # The first rule whose regex matches the message decides family, kind, failure mode and severity.
+    frame = classify(frame, RULES, col="msg", index="rule")
+    # A dmesg -H minute line that says nothing else of interest was selected for its clock alone.
+    unread.append(frame.filter(pl.col("rule").is_null() & pl.col("rel").is_null())["line"])
+    # One pass per family over its own lines only: a family's regexes never see the others' lines.
+    for (family,), part in sorted(frame.filter(pl.col("rule").is_not_null()).partition_by(
+            "family", as_dict=True, maintain_order=True).items()):
+        events, unreadable = _family_events(family, part)
+        unread.append(unreadable)
+        out.add("events", events)
+    if "events" in out.tables:
+        out.tables["events"] = out.tables["events"].sort("line")
+    # by number, not only counted: files parsed together get their own counts (clusterlab.ingest.groups_text)
+    out.unparsed_lines = pl.concat([u.cast(pl.Int64) for u in unread]).sort()
+    out.unparsed = len(out.unparsed_lines)
+    return out
+
+
+def _attach_traces(frame: pl.DataFrame) -> pl.DataFrame:
+    """The batch without its call-trace frames; each hung-task header gets `blocked_in` (nfs, lustre) and
+    `hframe` (the first such function) from the shared-filesystem frames of its trace."""
+    is_frame = pl.col("msg").str.contains(r"\+0x[0-9a-f]+/0x[0-9a-f]+") & ~pl.col("msg").str.contains(_HUNG)
+    g = pl.col("msg").str.extract_groups(_FRAME)
+    fn, mod = g.struct.field("fn"), g.struct.field("mod")
+    fs = (pl.when(mod.is_in(_NFS_MODULES) | fn.str.contains(r"^nfs4?_")).then(pl.lit("nfs"))
+          .when(mod.is_in(_LUSTRE_MODULES)).then(pl.lit("lustre")))
+    frames = frame.filter(is_frame).select("line", fs.alias("blocked_in"), fn.alias("hframe")).filter(
+        pl.col("blocked_in").is_not_null())
+    heads = frame.filter(pl.col("msg").str.contains(_HUNG)).select(pl.col("line").alias("hline"))
+    per = pl.DataFrame(schema={"hline": pl.Int64, "blocked_in": pl.String, "hframe": pl.String})
+    if frames.height and heads.height:
+        # NOTE: each frame goes to the nearest header before it (the next report starts a new trace).
+        got = frames.sort("line").join_asof(heads.sort("hline"), left_on="line", right_on="hline",
+                                            strategy="backward", tolerance=TRACE_LINES, check_sortedness=False)
+        per = got.filter(pl.col("hline").is_not_null()).group_by("hline").agg(
+            pl.col("blocked_in").sort_by("line").first(), pl.col("hframe").sort_by("line").first())
+    return frame.filter(~is_frame).join(per, left_on="line", right_on="hline", how="left", maintain_order="left")
+
+
+def _split_prefix(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
+    """The batch with the time-prefix groups, host, program tag and message as columns, and the host the
+    file belongs to (`file_host`: a column where many files are parsed together, see FILE_HOST_COLUMN)."""
+    groups = pl.col("text").str.extract_groups(_PREFIX).alias("_p")
+    own = "file_host" if "file_host" in lines.columns else pl.lit(ctx.host, pl.String).alias("file_host")
+    frame = lines.select("line", "text", own, groups).unnest("_p")
+    return frame.with_columns(pl.coalesce("msg", "text").alias("msg"))
+
+
+def _timestamp(ctx: Context) -> pl.Expr:
+    """Naive UTC time of each line from whichever prefix it has (null: none, or raw without boot time)."""
+    dtype = pl.Datetime("us")
+    micros = (pl.col("up").cast(pl.Float64, strict=False) * 1e6).round().cast(pl.Int64, strict=False)
+    boot = pl.lit(ctx.boot_time, dtype) if ctx.boot_time is not None else pl.lit(None, dtype)
+    raw = boot + pl.duration(microseconds=micros)
+    ctime = local_to_utc(pl.col("ctime").str.replace_all(" +", " ")
+                         .str.strptime(dtype, "%b %d %H:%M:%S %Y", strict=False), ctx.tz)
+    bsd = local_to_utc(syslog_time(pl.col("bsd"), ctx.year) + _fraction(), ctx.tz)
+    # dmesg -H prints the minute only when it changes and a delta since the previous message otherwise;
+    # the lines between are not all at hand (only the ones PATTERN selects), so a delta line takes its
+    # minute: the time to the minute, never a later one.
+    minute = local_to_utc(syslog_time(pl.col("rel").str.replace(r"^([A-Z][a-z]{2}) ?", "$1 ")
+                                      .str.replace(r"$", ":00"), ctx.year), ctx.tz)
+    rel = pl.when(pl.col("reld").is_not_null()).then(minute.forward_fill().over(file_of_line())).otherwise(minute)
+    return pl.coalesce(raw, ctime, _iso(ctx), bsd, rel).alias("ts")
+
+
+def _fraction() -> pl.Expr:
+    """The fraction of a second that an ISO or syslog time printed, as a duration."""
+    return fraction(pl.coalesce("frac", "bfrac"))
+
+
+def _iso(ctx: Context) -> pl.Expr:
+    """ISO 8601 times: any fraction (`.` or `,`), offset `Z`, `+hh:mm`, `+hhmm` or none (local time)."""
+    base = pl.col("iso").str.replace(" ", "T").str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
+    return offset_to_utc(base + _fraction(), pl.col("off"), ctx.tz)
+
+
+def _host(ctx: Context) -> pl.Expr:
+    """The journal / syslog host of the line; a FQDN whose first label is a known node becomes that node."""
+    host = pl.when(pl.col("kern").is_not_null()).then(pl.col("host"))
+    short = host.str.split(".").list.first()
+    node = short == pl.col("file_host")
+    if ctx.known_hosts:
+        node = node | short.is_in(sorted(ctx.known_hosts))
+    return pl.when(node.fill_null(False)).then(short).otherwise(host).alias("host")
+
+
+def _family_events(family: str, part: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
+    """The events of one rule family's lines, and the lines that could not be read."""
+    part = extract_all(part, EXTRACTORS[family], col="msg")
+    unreadable = part["line"].clear()
+    if family == "xid":  # an Xid line without its code (cut short, garbled) is kept as unrecognised
+        unreadable = part.filter(pl.col("xcode").is_null())["line"]
+        part = _apply_xid(part)
+    elif family == "mce":
+        part = _mce_uncorrected(part)
+    elif family == "hung":
+        part = _hung_on_filesystem(part)
+    pci = [_bdf(pl.col(c)) for c in PCI_COLUMNS.get(family, ())]
+    # Fields a line did not have are left out rather than written as null (none: `{}`).
+    detail = json_detail(_details()[family]).fill_null("{}")
+    events = part.select(
+        pl.col("line").cast(pl.Int64), pl.col("ts").cast(TABLE_COLUMNS["events"]["ts"]), pl.col("host"),
+        pl.col("kind"), pl.col("failure_mode"), pl.col("severity"),
+        (pl.col("xid") if family == "xid" else pl.lit(None)).cast(pl.Int32, strict=False).alias("xid"),
+        (pl.coalesce(pci) if pci else pl.lit(None, pl.String)).alias("pci_bus"),
+        pl.col("text"), detail.alias("detail"),
+    )
+    return events, unreadable
+
+
+def _apply_xid(part: pl.DataFrame) -> pl.DataFrame:
+    """Failure mode, action and severity of Xid lines from the taxonomy (one lookup per distinct code)."""
+    part = part.with_columns(xid=pl.col("xcode").cast(pl.Int32, strict=False))
+    codes = part["xid"].drop_nulls().unique().to_list()
+    infos = [taxonomy.xid(c) for c in codes]
+    table = pl.DataFrame({
+        "xid": pl.Series(codes, dtype=pl.Int32),
+        "xmode": pl.Series([x.failure_mode for x in infos], dtype=pl.String),
+        "xaction": pl.Series([x.action for x in infos], dtype=pl.String),
+        "xroot": pl.Series([x.root_cause for x in infos], dtype=pl.Boolean),
+        "xdesc": pl.Series([x.description for x in infos], dtype=pl.String),
+    })
+    # NOTE: the NVLink5 Xids (144-150) say themselves whether the link error was fatal; a `Nonfatal` one
+    # was corrected by the link and only warns, like a non-fatal SXid.
+    nonfatal = pl.col("xid").is_between(144, 150) & pl.col("xmsg").str.contains(r"\bNonfatal\b").fill_null(False)
+    unread = pl.col("xid").is_null()
+    # NOTE: a follow-on Xid (45, 63, 154: never a root cause alone) is a warning whatever it asks for.
+    severity = (pl.when(unread | ~pl.col("xroot") | nonfatal).then(pl.lit("warning"))
+                .when(pl.col("xaction") == "drain node").then(pl.lit("critical"))
+                .when(pl.col("xaction") == "reset GPU").then(pl.lit("error"))
+                .otherwise(pl.lit("warning")))
+    mode = (pl.when(unread).then(pl.lit("unknown")).when(nonfatal).then(pl.lit(None, pl.String))
+            .otherwise(pl.col("xmode")))
+    return part.join(table, on="xid", how="left", maintain_order="left").with_columns(
+        failure_mode=mode, severity=severity,
+        kind=pl.when(unread).then(pl.lit("unrecognised")).otherwise(pl.col("kind")))
+
+
+def _mce_uncorrected(part: pl.DataFrame) -> pl.DataFrame:
+    """A machine check whose MCi_STATUS has bit 61 (UC) set was not corrected: host hardware at fault."""
+    status = pl.col("mstatus").str.to_lowercase()
+    uc = ((pl.col("kind") == "mce_corrected") & (status.str.len_chars() == 16)
+          & status.str.slice(0, 1).is_in(list("2367abef")))
+    return part.with_columns(
+        kind=pl.when(uc).then(pl.lit("mce_uncorrected")).otherwise(pl.col("kind")),
+        failure_mode=pl.when(uc).then(pl.lit("host_hw")).otherwise(pl.col("failure_mode")),
+        severity=pl.when(uc).then(pl.lit("error")).otherwise(pl.col("severity")),
+    )
+
+
+def _hung_on_filesystem(part: pl.DataFrame) -> pl.DataFrame:
+    """A hung task is a filesystem stall when its line or its trace names NFS or Lustre, else cause unknown."""
+    fs = pl.col("msg").str.contains(_FS_TASK) | pl.col("blocked_in").is_not_null()
+    return part.with_columns(
+        failure_mode=pl.when(fs).then(pl.lit("filesystem_io")).otherwise(pl.col("failure_mode")),
+        severity=pl.when(fs).then(pl.lit("error")).otherwise(pl.col("severity")),
+    )
+
+
+def _bdf(expr: pl.Expr) -> pl.Expr:
+    """`0000:5d:00` (domain:bus:device, as Xid lines print it) from any spelling of a PCI address."""
+    g = expr.str.to_lowercase().str.extract_groups(
+        r"^(?:(?P<dom>[0-9a-f]{4,8}):)?(?P<bus>[0-9a-f]{2}):(?P<dev>[0-9a-f]{2})(?:\.[0-7])?$")
+    dom = g.struct.field("dom").str.slice(-4).fill_null("0000")
+    return pl.concat_str([dom, g.struct.field("bus"), g.struct.field("dev")], separator=":")

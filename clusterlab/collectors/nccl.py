@@ -1,0 +1,267 @@
+"""NCCL debug output (NCCL_DEBUG=INFO|WARN): the rank map from init lines, network errors from WARN lines.
+
+Line shapes (NCCL src/debug.cc, 2.7 to 2.30):
+    host:pid:tid [cudaDev] NCCL INFO msg
+    host:pid:tid [cudaDev] file.cc:LINE NCCL WARN msg              (2.7 - 2.29)
+    host:pid:tid [cudaDev] file.cc:LINE (func) NCCL WARN msg       (2.30+)
+    [2026-11-25 10:15:01] host:pid:tid [cudaDev] ... NCCL WARN msg (2.26+: NCCL_DEBUG_TIMESTAMP_FORMAT,
+                                                                    default "[%F %T] ", local time, WARN only)
+behind any launcher prefix (`[rank3]:`, `[default3]:`, srun `3: `). The same WARN texts also come back
+without the NCCL prefix after "Last error:" in the errors PyTorch raises; those echoes are read too.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from clusterlab.collectors._base import (
+    Context,
+    Parsed,
+    cuda_mode,
+    file_of_line,
+    first_kind,
+    json_detail,
+    local_to_utc,
+    search,
+)
+
+NAME = "nccl"
+EXCLUSIVE = False
+# Selective on purpose: INFO spam (channels, rings, trees, proxies) dominates real logs and must not match.
+PATTERN = (
+    r"NCCL WARN "
+    r"|NCCL INFO (?:\[Rank \d+\] )?(?:nccl\w+ )?comm 0x[0-9a-f]+ rank \d+ nranks \d+ cudaDev \d+ "
+    r"|NCCL INFO NCCL version \d|NCCL INFO Bootstrap ?: Using "
+    r"|Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
+    r"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'"
+)
+
+_HEAD = (
+    r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\] ?)?"
+    r"(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
+    r"(?:(?P<src>[\w./-]+:\d+) (?:\((?P<func>\w+)\) )?)?NCCL (?P<level>INFO|WARN) (?P<msg>.*)$"
+)
+# "Cuda failure 999 'unknown error'" after "Last error:" names the CUDA error behind ncclUnhandledCudaError
+_ECHO = (r"Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
+         r"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'")
+_PEER = r"(?:peer|[Cc]onnect to|recv from) ([^\s<>]+)<(\d+)>"
+_SNIFF = r"[^\s:\[\]]+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ (?:\(\w+\) )?)?NCCL (?:INFO|WARN) "
+# The same, for one short ASCII line: Python's engine matches it in microseconds where a polars call costs a
+# fifth of a millisecond. ASCII classes (`re.ASCII`) on an ASCII line are Rust's; a line is short enough that
+# backtracking (quadratic here at worst) stays cheap.
+_SNIFF_LINE = re.compile(_SNIFF, re.ASCII)
+_SHORT_LINE = 4096
+
+
+def _line_matches(line: bytes) -> bool:
+    if len(line) <= _SHORT_LINE and line.isascii():
+        return _SNIFF_LINE.search(line.decode("ascii")) is not None
+    return search(line, _SNIFF)
+
+# ibv_wc_status codes (verbs.h), for the releases that print only the number.
+WC_STATUS = {
+    0: "IBV_WC_SUCCESS", 1: "IBV_WC_LOC_LEN_ERR", 2: "IBV_WC_LOC_QP_OP_ERR", 3: "IBV_WC_LOC_EEC_OP_ERR",
+    4: "IBV_WC_LOC_PROT_ERR", 5: "IBV_WC_WR_FLUSH_ERR", 6: "IBV_WC_MW_BIND_ERR", 7: "IBV_WC_BAD_RESP_ERR",
+    8: "IBV_WC_LOC_ACCESS_ERR", 9: "IBV_WC_REM_INV_REQ_ERR", 10: "IBV_WC_REM_ACCESS_ERR",
+    11: "IBV_WC_REM_OP_ERR", 12: "IBV_WC_RETRY_EXC_ERR", 13: "IBV_WC_RNR_RETRY_EXC_ERR",
+    14: "IBV_WC_LOC_RDD_VIOL_ERR", 15: "IBV_WC_REM_INV_RD_REQ_ERR", 16: "IBV_WC_REM_ABORT_ERR",
+    17: "IBV_WC_INV_EECN_ERR", 18: "IBV_WC_INV_EEC_STATE_ERR", 19: "IBV_WC_FATAL_ERR",
+    20: "IBV_WC_RESP_TIMEOUT_ERR", 21: "IBV_WC_GENERAL_ERR",
+}
+
+# WARN kinds in the order they are tried: (kind, regex on the message, failure mode, severity).
+_WARN_KINDS: list[tuple[str, str, str | None, str]] = [
+    ("ib_completion_error", r"Got completion (?:from peer \S+ )?with (?:error|status)", "network", "error"),
+    ("ibv_error", r"\bibv_\w+(?:\(\))? (?:failed|returned)", "network", "error"),
+    ("ib_async_event", r"NET/IB ?: .*(?:async (?:fatal |error )?event|GID table changed)",
+     "network", "error"),
+    ("nccl_warn", r"(?:no|No usable listening|No IP) (?:socket )?interface", None, "warning"),
+    ("socket_error", r"Connection (?:closed by remote peer|reset|refused|timed out)|socket\w*: |NET/Socket|"
+     r"Connect to \S+ (?:failed|returned)|Net : ", "network", "error"),
+    ("proxy_error", r"\[Proxy Service|\[Service thread\] Error|Proxy (?:Progress|Service)", "network", "error"),
+    ("comm_abort", r"commReclaim|in abort state|communicator encountered a fatal error", None, "warning"),
+    ("cuda_failure", r"Cuda failure", "cuda_error", "error"),
+]
+
+
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
+    """What parse() reads of the context: NCCL logs agreeing on it may be parsed together."""
+    return (ctx.tz,)
+
+
+def sniff(head: bytes, path: str) -> bool:
+    """NCCL lines (`host:pid:tid [dev] NCCL INFO|WARN`) in the head of the file."""
+    # NOTE: a match lies within one line holding "NCCL ": the first few such lines are asked alone (a regex over
+    # the whole 64 KiB head cost a third of a millisecond, on every NCCL log), the rest of the head only if needed
+    at = head.find(b"NCCL ")
+    for _ in range(4):
+        if at < 0:
+            return False
+        start, end = head.rfind(b"\n", 0, at) + 1, head.find(b"\n", at)
+        end = len(head) if end < 0 else end
+        if _line_matches(head[start:end]):
+            return True
+        at = head.find(b"NCCL ", end)
+    return at >= 0 and search(head[head.rfind(b"\n", 0, at) + 1:], _SNIFF)
+
+
+def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
+    """Rank map rows from init lines, events from WARN lines and their echoes, facts from version lines."""
+    out = Parsed()
+    text = pl.col("text")
+    level = (pl.when(text.str.contains("NCCL WARN ", literal=True)).then(pl.lit("WARN"))
+             .when(text.str.contains("NCCL INFO ", literal=True)).then(pl.lit("INFO")))
+    f = lines.with_columns(level=level, prefix_rank=text.str.extract(
+        r"^\s*(?:\d+: )?\[rank(\d+)\]:", 1).cast(pl.Int32, strict=False))
+    info = _info_fields(f.filter(pl.col("level") == "INFO"), ctx)
+    init = info.filter(pl.col("what").is_not_null() & pl.col("rank").is_not_null() & pl.col("pid").is_not_null())
+    ranks = init.filter(pl.col("what").str.starts_with("Init"))
+    out.add("nccl_ranks", ranks.select(
+        "line", "ts", "host", "pid", "rank", "nranks", "cuda_dev", _bus_id(pl.col("bus"), ranks["bus"]).alias("bus_id"),
+        "comm_id",
+    ))
+    facts = info.filter(pl.col("fact_key").is_not_null() & pl.col("pid").is_not_null())
+    if facts.height:
+        out.add("facts", _facts(facts))
+    aborts = init.filter(pl.col("what") == "Abort COMPLETE")
+    if aborts.height:  # NOTE: most batches have none, and building the empty frame's JSON costs milliseconds
+        out.add("events", _aborts(aborts))
+    # The process's rank in its largest communicator names the rank of its WARN lines.
+    # NOTE: per file too: two attempts' logs parsed together (clusterlab.ingest.groups_text) may reuse a pid
+    rank_of = (ranks.select("line", "host", "pid", "rank", "nranks", _f=file_of_line())
+               .sort(["nranks", "line"], descending=[True, False])
+               .unique(["_f", "host", "pid"], keep="first", maintain_order=True).drop("nranks", "line"))
+    warns = _warn_fields(f.filter(pl.col("level") == "WARN"), ctx)
+    # A bare echo of a WARN text (after "Last error:" in a PyTorch error); TRACE lines never count.
+    echoes = f.filter(pl.col("level").is_null() & text.str.contains(_ECHO) & ~text.str.contains("NCCL TRACE "))
+    events = pl.concat([warns.filter(pl.col("pid").is_not_null()), echoes.with_columns(echo=pl.lit(True))],
+                       how="diagonal_relaxed")
+    out.add("events", _warn_events(events, rank_of))
+    # TRACE lines and INFO retries ("Call to ibv_modify_qp failed ..., retrying") repeat an echo phrase:
+    # understood and not wanted, so not unreadable either.
+    ignored = [f.filter(pl.col("level").is_null() & text.str.contains("NCCL TRACE ", literal=True))["line"],
+               info.filter(pl.col("what").is_null() & pl.col("fact_key").is_null()
+                           & pl.col("msg").str.contains(_ECHO))["line"]]
+    read = pl.concat([init["line"], facts["line"], events["line"], *ignored]).to_frame("line")
+    # by number, not only counted: files parsed together get their own counts (clusterlab.ingest.groups_text)
+    out.unparsed_lines = f.select("line").join(read, on="line", how="anti")["line"].sort()
+    out.unparsed = len(out.unparsed_lines)
+    return out
+
+
+def _info_fields(info: pl.DataFrame, ctx: Context) -> pl.DataFrame:
+    """Host, pid and init-line fields of INFO lines, by splitting (no capture regex on the hot path)."""
+    parts = pl.col("text").str.splitn(" NCCL INFO ", 2)
+    f = info.with_columns(left=parts.struct.field("field_0"), msg=parts.struct.field("field_1"))
+    # `[launcher prefix:]host:pid:tid` is the word before `[cudaDev]`.
+    hpt = pl.col("left").str.split(" ").list.get(-2, null_on_oob=True)
+    f = f.with_columns(
+        hp=hpt.str.extract_groups(r"(?P<host>[^\s:\[\]]+):(?P<pid>\d+):\d+$"),
+        ts=_stamp(pl.col("left").str.extract(r"\[(\d{4}-\d\d-\d\d[ T][\d:.,]+)\] ?\S+ \[\d+\]$", 1), ctx),
+        i=pl.col("msg").str.extract_groups(
+            r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda_dev>\d+) "),
+        bus=pl.col("msg").str.extract(r" busId ([0-9a-f]+) ", 1),
+        comm_id=pl.col("msg").str.extract(r" commId (0x[0-9a-f]+) ", 1),
+        what=pl.col("msg").str.extract(r"- (Init START|Init COMPLETE|Abort COMPLETE|Destroy COMPLETE)$", 1),
+        fact_key=pl.when(pl.col("msg").str.starts_with("NCCL version ")).then(pl.lit("nccl_version"))
+        .when(pl.col("msg").str.contains(r"^Bootstrap ?: Using")).then(pl.lit("nccl_bootstrap_if")),
+    ).unnest("hp", "i")
+    # NOTE: non-strict: a number past its type's range is no rank or device, and must not cost the batch.
+    return f.with_columns([pl.col(c).cast(t, strict=False) for c, t in
+                           (("pid", pl.Int64), ("rank", pl.Int32), ("nranks", pl.Int32), ("cuda_dev", pl.Int32))])
+
+
+def _warn_fields(warns: pl.DataFrame, ctx: Context) -> pl.DataFrame:
+    """The full NCCL prefix of WARN lines (rare: a capture regex is fine here)."""
+    f = warns.drop("level").with_columns(pl.col("text").str.extract_groups(_HEAD).alias("h")).unnest("h")
+    return f.with_columns(pl.col("pid").cast(pl.Int64, strict=False), ts=_stamp(pl.col("ts"), ctx),
+                          echo=pl.lit(False))
+
+
+def _stamp(raw: pl.Expr, ctx: Context) -> pl.Expr:
+    """NCCL_DEBUG_TIMESTAMP_FORMAT's default `%F %T` (optionally with subseconds), local time, as UTC."""
+    parsed = raw.str.replace(",", ".").str.replace("T", " ").str.to_datetime(
+        "%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False)
+    return local_to_utc(parsed, ctx.tz)
+
+
+def _bus_id(raw: pl.Expr, values: pl.Series) -> pl.Expr:
+    """NCCL's busId (`%lx` of the packed PCI address, e.g. 5d000) as 0000:5d:00.0, as its int64ToBusId does."""
+    # A node has a handful of GPUs: format each distinct value once, not each row.
+    table = {}
+    for v in values.drop_nulls().unique().to_list():
+        n = int(v, 16)
+        table[v] = f"{n >> 20:04x}:{(n & 0xff000) >> 12:02x}:{(n & 0xff0) >> 4:02x}.{n & 0xf:01x}"
+    return raw.replace_strict(table, default=None, return_dtype=pl.String)
+
+
+def _facts(info: pl.DataFrame) -> pl.DataFrame:
+    """NCCL version and bootstrap interface, once per process: they map addresses in WARNs to hosts."""
+    facts = info.filter(pl.col("fact_key").is_not_null())
+    value = (pl.when(pl.col("fact_key") == "nccl_version")
+             .then(pl.col("msg").str.extract(r"^NCCL version (\S+)", 1))
+             .otherwise(pl.col("msg").str.extract(r"Using ?(?:\[\d+\])?(\S+?)(?:<\d+>)?(?: \[\d+\].*)?$", 1)))
+    return facts.select("line", "ts", "host", pl.col("fact_key").alias("key"), value.alias("value"))
+
+
+def _aborts(aborts: pl.DataFrame) -> pl.DataFrame:
+    """`comm ... - Abort COMPLETE`: a communicator this rank tore down after an error."""
+    return aborts.select(
+        "line", "ts", "host", kind=pl.lit("comm_abort"), failure_mode=pl.lit(None, pl.String),
+        severity=pl.lit("warning"), rank=pl.coalesce("prefix_rank", "rank"),
+        text="text", detail=json_detail(["pid", "cuda_dev", "comm", "nranks", "comm_id"]),
+    )
+
+
+def _warn_events(w: pl.DataFrame, rank_of: pl.DataFrame) -> pl.DataFrame:
+    """One event per WARN line (or echo): kind and failure mode from the message, peer and IB fields."""
+    if not w.height:
+        return w
+    msg = pl.coalesce("msg", "text")
+    network = pl.when(msg.str.contains(r"NET/IB|NET/Socket|\bibv_|[Ss]ocket")).then(pl.lit("network"))
+    kind, mode, severity = first_kind(msg, _WARN_KINDS, pl.lit("nccl_warn"), network, pl.lit("warning"))
+    w = w.select(
+        "line", "ts", "host", "text", "src", "func", "echo", "prefix_rank",
+        kind=kind, failure_mode=mode, severity=severity, m=msg,
+        pid=pl.col("pid").cast(pl.Int64, strict=False), cuda_dev=pl.col("dev").cast(pl.Int32, strict=False),
+        tid=pl.col("tid").cast(pl.Int64, strict=False),
+        via=pl.when(pl.col("echo")).then(pl.lit("last_error")),
+    ).with_columns(
+        failure_mode=pl.when(pl.col("kind") == "cuda_failure").then(cuda_mode(pl.col("m")))
+        .otherwise(pl.col("failure_mode")),
+        severity=pl.when((pl.col("kind") == "ib_async_event") & pl.col("m").str.contains("non-fatal"))
+        .then(pl.lit("warning")).otherwise(pl.col("severity")),
+    )
+    w = _ib_fields(w).with_columns(_f=file_of_line()).join(rank_of, on=["_f", "host", "pid"], how="left")
+    cols = ["via", "pid", "tid", "cuda_dev", "src", "func", "peer_port", "status", "status_name", "opcode",
+            "vendor_err", "req", "local_gid", "remote_gid", "hca", "ib_dev", "call", "error"]
+    return w.sort("line").select(
+        "line", "ts", "host", "kind", "failure_mode", "severity",
+        rank=pl.coalesce("prefix_rank", "rank"), peer="peer", text="text", detail=json_detail(cols),
+    )
+
+
+def _ib_fields(w: pl.DataFrame) -> pl.DataFrame:
+    """Peer address, completion status, opcode, vendor error, GIDs, HCA and failing verbs call."""
+    m = pl.col("m")
+    ib = pl.col("kind") == "ib_completion_error"
+    status = m.str.extract(r"(?:with error |status=(?:IBV_\w+\()?)(\d+)", 1).cast(pl.Int32, strict=False)
+    return w.with_columns(
+        peer=m.str.extract(_PEER, 1), peer_port=m.str.extract(_PEER, 2).cast(pl.Int32, strict=False),
+        status=pl.when(ib).then(status),
+        status_name=pl.when(ib).then(pl.coalesce(
+            m.str.extract(r"status=(IBV_\w+)\(", 1), status.replace_strict(WC_STATUS, default=None))),
+        opcode=pl.when(ib).then(m.str.extract(r"opcode[= ](?:IBV_\w+\()?(\d+)", 1).cast(pl.Int32, strict=False)),
+        vendor_err=m.str.extract(r"vendor[ _]err[ =](\d+)", 1).cast(pl.Int32, strict=False),
+        req=m.str.extract(r"vendor[ _]err[ =]\d+ \((\w+)\)", 1),
+        local_gid=m.str.extract(r"localGid (\S+)", 1),
+        remote_gid=m.str.extract(r"remoteGids? ?(\S+)", 1),
+        hca=m.str.extract(r" hca (\S+)", 1),
+        ib_dev=pl.coalesce(m.str.extract(r"NET/IB ?: (\w+:\d+) ", 1), m.str.extract(r" on dev (\w+:\d+)", 1)),
+        call=m.str.extract(r"\b(ibv_\w+)", 1),
+        error=pl.coalesce(m.str.extract(r" failed (?:with (?:error )?)?: ?(.+)$", 1),
+                          m.str.extract(r"failed with (?:error )?([^,]+)", 1),
+                          m.str.extract(r"Cuda failure (?:\d+ )?'([^']*)'", 1)),
+    )

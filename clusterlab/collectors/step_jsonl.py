@@ -1,0 +1,148 @@
+"""Per-rank step records (JSON Lines): what `clusterlab.torchtools.instrument` writes and anyone may emit.
+
+One object a line: `ts` (ISO 8601, or epoch seconds; the end of the step; ISO without an offset
+is UTC), `rank`, `host`, `step`, `step_s`, and where known `compute_s`, `comm_s`, `data_s`,
+`tokens`, `loss`. Other keys are ignored. A line that is not such an object (junk, a truncated
+last line, a record without `rank` or `step`) is counted as unparsed, never fatal.
+
+This is the hottest path (ranks x steps rows): the batch is decoded by polars in one call with
+an explicit schema. Only when that call fails are invalid lines dropped in one lenient pass and
+the rest read with every field as text, halving the batch only around a nested value.
+"""
+
+from __future__ import annotations
+
+import io
+
+import polars as pl
+
+from clusterlab.collectors._base import Context, Parsed, sniff_jsonl
+
+NAME = "step_jsonl"
+PATTERN = None
+EXCLUSIVE = True
+SNIFF_HINT = (b'"step"',)
+GROUPABLE = True  # the bulk of a fleet's files (one per rank and attempt): many are parsed in one call
+UNPARSED_WARNING = "not a step record (a JSON object with rank and step)"
+
+_FIELDS: dict[str, pl.DataType] = {
+    "ts": pl.String, "rank": pl.Int64, "host": pl.String, "step": pl.Int64, "step_s": pl.Float64,
+    "compute_s": pl.Float64, "comm_s": pl.Float64, "data_s": pl.Float64, "tokens": pl.Int64, "loss": pl.Float64,
+}
+# Epoch seconds (what instrument.py writes) read as numbers: no text column to cast. A file of ISO times makes
+# this read fail at once, and the text schema reads it.
+_EPOCH = {**_FIELDS, "ts": pl.Float64}
+_TYPED = pl.Struct(_FIELDS)
+# The fallback: every field as text, cast afterwards ("rank": "3" is read).
+_TEXT = pl.Struct({k: pl.String for k in _FIELDS})
+_OBJECT = r"^\s*\{.*\}\s*$"
+
+
+def sniff(head: bytes, path: str) -> bool:
+    """Most of the head's first lines are JSON objects with `step` and `rank` keys."""
+    return sniff_jsonl(head, lambda o: "step" in o and "rank" in o)
+
+
+def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
+    """Rank step rows from a batch of JSONL lines."""
+    text = lines.filter(pl.col("text").str.strip_chars() != "")
+    objects = text.filter(pl.col("text").str.contains(_OBJECT))
+    rows = _records(_decode(objects))
+    out = Parsed()
+    out.add("rank_steps", _rank_steps(rows))
+    out.unparsed = text.height - rows.height
+    if out.unparsed:
+        out.unparsed_lines = text.join(rows.select("line"), on="line", how="anti")["line"]
+    return out
+
+
+def parse_whole(texts: list[bytes], base: int) -> Parsed | None:
+    """Whole files that are step records and nothing else (a fleet's per-rank files): one NDJSON read over
+    their joined text (UTF-8), line `i x base + n` for line n of text i. None where any line is blank, not a
+    record, or has a carriage return: `parse` then reads the lines one by one and reports them."""
+    joined = b"".join(t if t.endswith(b"\n") else t + b"\n" for t in texts)
+    if b"\r" in joined:
+        return None
+    counts = pl.Series([t.count(b"\n") + (not t.endswith(b"\n")) for t in texts], dtype=pl.Int64)
+    fast = _read(joined)
+    if fast is None or fast.height != counts.sum():
+        return None
+    starts = counts.cum_sum() - counts
+    line = (pl.int_range(0, len(texts), dtype=pl.Int64).repeat_by(counts).explode() * base
+            + pl.int_range(1, fast.height + 1, dtype=pl.Int64) - starts.repeat_by(counts).explode())
+    rows = _records(fast.with_columns(line=line.alias("line")).select("line", *_FIELDS))
+    if rows.height != fast.height:
+        return None
+    out = Parsed()
+    out.add("rank_steps", _rank_steps(rows))
+    return out
+
+
+def _records(decoded: pl.DataFrame) -> pl.DataFrame:
+    # NOTE: a rank past 32 bits is no rank: the record is reported, not the batch lost.
+    decoded = decoded.with_columns(pl.col("rank").cast(pl.Int32, strict=False))
+    return decoded.filter(pl.col("rank").is_not_null() & pl.col("step").is_not_null())
+
+
+def _rank_steps(rows: pl.DataFrame) -> pl.DataFrame:
+    return rows.select("line", _timestamp(pl.col("ts"), rows["ts"]).alias("ts"), "host", "rank", "step",
+                       "step_s", "compute_s", "comm_s", "data_s", "tokens", "loss")
+
+
+def _read(data: bytes) -> pl.DataFrame | None:
+    """The NDJSON records, epoch times as numbers where they all are; None where polars refuses a line."""
+    for schema in (_EPOCH, _FIELDS):
+        try:
+            return pl.read_ndjson(io.BytesIO(data), schema=schema)
+        except (pl.exceptions.PolarsError, ValueError, RuntimeError):
+            continue
+    return None
+
+
+def _decode(objects: pl.DataFrame) -> pl.DataFrame:
+    """`line` plus the record's fields; lines that cannot be decoded are left out."""
+    # NOTE: polars' NDJSON reader (SIMD, all cores) reads the batch several times faster than decoding it line
+    # by line; it refuses what does not fit the schema ("rank": "3"), and the line-by-line paths take over.
+    if objects.height:
+        fast = _read(objects["text"].str.join("\n").item().encode())
+        if fast is not None and fast.height == objects.height:
+            return fast.with_columns(objects["line"]).select("line", *_FIELDS)
+    try:
+        return _unpack(objects, _TYPED)
+    except pl.exceptions.PolarsError:
+        pass
+    # NOTE: rare path. Drop what is not JSON at all (one lenient pass), read the rest with every
+    # field as text ("rank": "3" is fine), and halve only around a nested value in a known field.
+    valid = objects.filter(pl.col("text").str.json_path_match("$").is_not_null())
+    done = [pl.DataFrame(schema={"line": pl.Int64, **_FIELDS})]
+    pending = [valid] if valid.height else []
+    while pending:
+        part = pending.pop()
+        try:
+            done.append(_unpack(part, _TEXT))
+        except pl.exceptions.PolarsError:
+            if part.height > 1:
+                half = part.height // 2
+                pending += [part.slice(half), part.slice(0, half)]
+    return pl.concat(done).sort("line")
+
+
+def _unpack(part: pl.DataFrame, dtype: pl.Struct) -> pl.DataFrame:
+    """Decode `part` with `dtype` (raises on a line that does not fit) and cast to the fields' types."""
+    frame = part.select("line", pl.col("text").str.json_decode(dtype).alias("_r")).unnest("_r")
+    return frame.with_columns([pl.col(k).cast(t, strict=False) for k, t in _FIELDS.items()])
+
+
+def _timestamp(ts: pl.Expr, values: pl.Series | None = None) -> pl.Expr:
+    """Naive UTC from ISO 8601 (with or without an offset) or epoch seconds (`values`: the column, to skip
+    the ISO parses when every time is a number, as instrument.py writes them)."""
+    epoch = ts.cast(pl.Float64, strict=False)
+    # NOTE: seconds only; a value past year 9999 is not a time this format can mean.
+    from_epoch = pl.when(epoch.abs() < 2.5e11).then((epoch * 1e6).round().cast(pl.Int64)).cast(pl.Datetime("us"))
+    if values is not None and values.cast(pl.Float64, strict=False).null_count() == values.null_count():
+        return from_epoch
+    iso = ts.str.replace(r"^(\d{4}-\d{2}-\d{2}) ", "${1}T").str.replace(r"[Zz]$", "+00:00")
+    aware = iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%z", strict=False, time_unit="us").dt.replace_time_zone(None)
+    naive = iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us")
+    return pl.coalesce(aware, naive, from_epoch)
+

@@ -1,0 +1,282 @@
+"""Incidents: the evidence an attempt's end is judged on, which host was slow, which save stalled or was lost.
+
+Root cause, not symptom. Evidence is ranked in tiers: a hardware signal on one host outranks a
+network error naming a peer, which outranks an application error on a rank, which outranks the
+generic watchdog timeouts every rank prints once the job hangs. `clusterlab.diagnose.root_cause` keeps only
+the evidence consistent with the step timeline and the scheduler's verdict, and uses the tiers to
+break ties among it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import polars as pl
+
+from clusterlab import store, taxonomy
+from clusterlab.diagnose import checkpoint_files
+
+# NOTE: order matters: the first matching rule gives an event its tier.
+TIERS: list[tuple[int, str]] = [
+    (100, "failure_mode IN ('gpu_fell_off_bus','gpu_memory_ecc','gpu_hw_other','nvlink_error','pcie_error',"
+          "'host_hw')"),
+    (100, "failure_mode = 'network' AND source = 'kernel'"),  # link down / NIC health on the host itself
+    (90, "failure_mode IN ('node_failure', 'preemption', 'checkpoint_lost')"),
+    (80, "failure_mode = 'network' AND kind IN ('ib_completion_error', 'ibv_error', 'ib_async_event')"),
+    (65, "failure_mode = 'filesystem_io' AND source <> 'kernel'"),  # the application died on I/O
+    (60, "failure_mode IN ('cuda_oom', 'cuda_error', 'host_oom', 'loss_divergence')"),
+    (55, "failure_mode = 'user_code_error'"),
+    (50, "failure_mode = 'time_limit'"),
+    (45, "failure_mode = 'filesystem_io'"),  # a slow filesystem stalls saves; it rarely kills a job
+    (40, "failure_mode = 'manual_stop'"),
+    # "remote process exited or there was a network error": what every rank says when a peer dies
+    (35, "failure_mode = 'network'"),
+    (30, "failure_mode = 'nccl_timeout'"),
+]
+SYMPTOM_TIER = 35  # at or below: seen on every rank of a hung job, says nothing about where
+PEER_TIER = 80  # an NCCL error naming its peer: the peer named most is blamed
+NODE_TIER = 90  # node failure, preemption, lost checkpoint
+# The tier of a verdict that is no log line (a sacct state): the first rule naming its mode alone
+TIERS_BY_MODE: list[tuple[str, int]] = [("node_failure", 90), ("preemption", 90), ("time_limit", 50),
+                                        ("manual_stop", 40)]
+
+_NOT_CAUSES = [x.code for x in taxonomy.XIDS.values() if not x.root_cause]
+
+
+@dataclass(frozen=True)
+class Settings:
+    window_s: float = 1800.0  # evidence this long before an attempt's end is considered
+    grace_s: float = 120.0  # ... and this long after it (scheduler lines come late)
+    skew_s: float = 10.0  # host clocks may be this far apart
+    progress_min_steps: int = 3  # evidence followed by at least this many step records ...
+    progress_min_s: float = 60.0  # ... spanning at least this long did not end the attempt
+    hang_steps: float = 10.0  # a kill this many step-record intervals after the last step ...
+    hang_min_s: float = 300.0  # ... and at least this long after it found the job already hung
+    late_steps: float = 3.0  # a fault later than this many intervals after the last step ...
+    late_min_s: float = 120.0  # ... (and this long) came after the loss of progress: ranked after those before
+    shared_min_hosts: int = 3  # a filesystem server or the fabric reported by this many hosts ...
+    shared_window_s: float = 120.0  # ... within this long of the cause is blamed as that service
+    max_rejected: int = 10  # rejected candidates listed per incident
+    straggler_ratio: float = 1.10  # a host is slow at a step when its compute is this much above the median
+    straggler_min_steps: int = 5  # a stretch of at least this many slow steps opens an incident
+    stall_ratio: float = 3.0  # a save this many times the run's median save time is a stall
+    stall_min_s: float = 60.0  # ... and at least this much longer than the median
+
+
+def _tier_sql() -> str:
+    return "CASE " + " ".join(f"WHEN {cond} THEN {t}" for t, cond in TIERS) + " ELSE 10 END"
+
+
+def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
+               profile: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Events that could explain each attempt's end, with their tier: from `window_s` before the attempt's
+    last step (its end where it has none) to `grace_s` after its end.
+
+    `profile` (`timeline.rank_profile` of `run`, where the caller has it) gives the last end of each step of
+    the per-rank timings, so that only their rare rows without a step number are read again."""
+    if profile is not None and run is not None:
+        # NOTE: `step IS NULL` is answered from the table's statistics when no row lacks a step
+        ranked = """SELECT run, attempt, ts FROM rank_steps WHERE run = $run AND step IS NULL
+                     UNION ALL SELECT run, attempt, last_ts FROM rank_last"""
+        frames = {"rank_last": profile.filter(pl.col("step").is_not_null()).group_by("run", "attempt").agg(
+            last_ts=pl.col("last_ts").max())}
+    else:
+        ranked, frames = "SELECT run, attempt, ts FROM rank_steps WHERE ($run IS NULL OR run = $run)", {}
+    return store.frame(con, f"""
+        WITH p AS (
+            SELECT run, attempt, max(ts) AS last_ts
+            FROM (SELECT run, attempt, ts FROM steps WHERE ($run IS NULL OR run = $run) UNION ALL {ranked})
+            WHERE run IS NOT NULL GROUP BY ALL
+        ),
+        a AS (
+            SELECT attempts.*, p.last_ts, lead(start_ts) OVER (PARTITION BY attempts.run ORDER BY attempts.attempt)
+                   AS next_start
+            FROM attempts LEFT JOIN p USING (run, attempt) WHERE ($run IS NULL OR attempts.run = $run)
+        ),
+        ev AS (
+            SELECT e.*, f.path AS file, {_tier_sql()} AS tier FROM events e JOIN ingested_files f USING (file_id)
+            WHERE e.failure_mode IS NOT NULL AND e.ts IS NOT NULL
+              AND NOT (e.source = 'kernel' AND e.kind = 'xid' AND list_contains($not_causes, e.xid))
+        )
+        , hits AS (
+            SELECT a.*, ev.* EXCLUDE (run, attempt) FROM a JOIN ev ON ev.run = a.run AND ev.attempt = a.attempt
+            UNION ALL
+            -- node-side evidence (kernel, slurmctld) names no run: it counts on the attempt's hosts
+            SELECT a.* EXCLUDE (a_host), ev.* EXCLUDE (run, attempt)
+            FROM (SELECT *, unnest(hosts) AS a_host FROM a) a
+            JOIN ev ON ev.run IS NULL AND ev.host = a.a_host
+              AND ev.ts BETWEEN a.start_ts AND a.end_ts + to_seconds($grace)
+        )
+        SELECT run, attempt, ts, host, source, kind, failure_mode, xid, rank, peer, file, line, text, tier, detail
+        FROM hits
+        WHERE ts >= greatest(start_ts, least(coalesce(last_ts, end_ts), end_ts) - to_seconds($window))
+          AND ts <= end_ts + to_seconds($grace)
+          AND (next_start IS NULL OR ts < next_start)
+    """, {"run": run, "window": s.window_s, "grace": s.grace_s, "not_causes": _NOT_CAUSES}, **frames)
+
+
+def _peer_hosts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """IP address → host, from the addresses NCCL says each host bootstraps on."""
+    return store.frame(con, """
+        SELECT DISTINCT split_part(value, ':', -1) AS peer, host AS peer_host FROM facts
+        WHERE key = 'nccl_bootstrap_if' AND host IS NOT NULL
+    """)
+
+
+def with_hosts(con: duckdb.DuckDBPyConnection, cand: pl.DataFrame) -> pl.DataFrame:
+    """Candidates with the host of a rank that names none (NCCL's rank map) and `peer_host` of a named peer."""
+    ranks = store.frame(con, """SELECT DISTINCT run, attempt, rank, host AS rank_host FROM nccl_ranks
+                                WHERE run IS NOT NULL AND host IS NOT NULL AND rank IS NOT NULL
+                                  AND nranks = (SELECT max(nranks) FROM nccl_ranks n2 WHERE n2.run = nccl_ranks.run)""")
+    if cand.height and ranks.height:
+        cand = (cand.join(ranks.unique(["run", "attempt", "rank"]), on=["run", "attempt", "rank"], how="left")
+                .with_columns(host=pl.coalesce("host", "rank_host")).drop("rank_host"))
+    peers = _peer_hosts(con)
+    if cand.height and peers.height:
+        return cand.join(peers, on="peer", how="left")
+    return cand.with_columns(peer_host=pl.lit(None, pl.String))
+
+
+def step_profile(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.DataFrame:
+    """Per step of the per-rank timings, in one pass: end, step time, data wait, and the ranks'
+    mean, fastest and slowest compute with the slowest rank's host."""
+    # NOTE: one GROUP BY (attempt, step) over all ranks; grouping by host too costs ~7x more on
+    # 100M rows, and the slowest rank's host is what a straggler incident needs.
+    return store.frame(con, """
+        SELECT run, attempt, step, max(ts) AS ts, max(step_s) AS step_s, max(data_s) AS data_s,
+               avg(c) AS avg_c, min(c) AS min_c, max(c) AS max_c, arg_max(host, c) AS slow_host
+        FROM (SELECT *, coalesce(compute_s, step_s - coalesce(comm_s, 0)) AS c FROM rank_steps
+              WHERE run IS NOT NULL AND ($run IS NULL OR run = $run) AND step IS NOT NULL)
+        GROUP BY run, attempt, step""", {"run": run})
+
+
+def slow_steps(profile: pl.DataFrame, s: Settings) -> pl.DataFrame:
+    """Steps at which one host computed markedly slower than the attempt's usual while others did not."""
+    if not profile.height:
+        return pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, "step": pl.Int64, "host": pl.String,
+                                    "ts": pl.Datetime("us"), "excess_s": pl.Float64})
+    typical = pl.col("avg_c").median().over("run", "attempt")
+    # The slowest rank is well above the usual step, and the fastest is not (one host, not everyone),
+    # or, while everyone is slowed (contention, throttling), the slowest is still well above the fastest.
+    slow = (pl.col("max_c") > typical * s.straggler_ratio) & (
+        (pl.col("min_c") < typical * (1 + (s.straggler_ratio - 1) / 2))
+        | (pl.col("max_c") > pl.col("min_c") * s.straggler_ratio))
+    return (profile.with_columns(typical=typical).filter(slow, pl.col("slow_host").is_not_null())
+            .select("run", "attempt", "step", host="slow_host", ts="ts",
+                    excess_s=pl.col("max_c") - pl.col("typical")).sort("run", "attempt", "step"))
+
+
+def straggler_incidents(slow: pl.DataFrame, s: Settings) -> pl.DataFrame:
+    """A host slow for a stretch of consecutive steps is an incident; isolated slow steps are not."""
+    if not slow.height:
+        return _empty_incidents()
+    runs = (slow.sort("run", "attempt", "host", "step")
+            .with_columns(stretch=(pl.col("step") - pl.int_range(pl.len()).over("run", "attempt", "host")))
+            .group_by("run", "attempt", "host", "stretch")
+            .agg(first_step=pl.col("step").min(), last_step=pl.col("step").max(), n=pl.len(),
+                 root_ts=pl.col("ts").min(), exit_ts=pl.col("ts").max())
+            .filter(pl.col("n") >= s.straggler_min_steps))
+    return runs.sort("run", "attempt", "first_step").select(
+        incident_id=pl.format("{}:{}:straggler:{}:{}", "run", "attempt", "host", "first_step"),
+        run="run", attempt="attempt", kind=pl.lit("straggler"), root_ts="root_ts", exit_ts="exit_ts",
+        failure_mode=pl.lit("straggler"), host="host", tier=pl.lit(None, pl.Int32),
+        first_step="first_step", last_step="last_step")
+
+
+def _empty_incidents() -> pl.DataFrame:
+    return pl.DataFrame(schema={
+        "incident_id": pl.String, "run": pl.String, "attempt": pl.Int32, "kind": pl.String,
+        "root_ts": pl.Datetime("us"), "exit_ts": pl.Datetime("us"), "failure_mode": pl.String,
+        "host": pl.String, "tier": pl.Int32, "first_step": pl.Int64, "last_step": pl.Int64})
+
+
+def checkpoint_incidents(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings
+                         ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Stalled saves (with the filesystem evidence beside them) and saves that were lost."""
+    saves = store.frame(con, """
+        WITH c AS (
+            -- NOTE: Megatron-DeepSpeed logs one save twice (both frameworks print it): keep the first
+            SELECT DISTINCT ON (c.run, c.attempt, c.action, c.step) c.*, f.path AS file FROM checkpoints c
+            JOIN ingested_files f USING (file_id)
+            WHERE c.run IS NOT NULL AND ($run IS NULL OR c.run = $run)
+            ORDER BY c.run, c.attempt, c.action, c.step, c.ts
+        )
+        SELECT c.*, median(duration_s) FILTER (WHERE action = 'save') OVER (PARTITION BY run) AS median_save_s
+        FROM c""", {"run": run})
+    stalls = saves.filter(pl.col("action") == "save", pl.col("duration_s") > pl.col("median_save_s") * s.stall_ratio,
+                          pl.col("duration_s") > pl.col("median_save_s") + s.stall_min_s)
+    ev = pl.DataFrame()
+    if stalls.height:
+        ev = store.frame(con, """
+            SELECT s.run, s.attempt, s.step AS save_step, e.ts, e.host, e.source, e.kind, e.failure_mode, e.xid,
+                   e.rank, f.path AS file, e.line, e.text
+            FROM stalls s JOIN attempts a USING (run, attempt)
+            JOIN events e ON e.failure_mode = 'filesystem_io' AND list_contains(a.hosts, e.host)
+              AND e.ts BETWEEN s.ts - INTERVAL 60 SECOND AND s.ts + to_seconds(s.duration_s + 60)
+            JOIN ingested_files f ON f.file_id = e.file_id ORDER BY e.ts""", stalls=stalls)
+    first_ev = (ev.group_by("run", "attempt", "save_step").agg(pl.col("host").first(), root_ts=pl.col("ts").min())
+                if ev.height else pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, "save_step": pl.Int64,
+                                                       "host": pl.String, "root_ts": pl.Datetime("us")}))
+    stall_inc = stalls.join(first_ev, left_on=["run", "attempt", "step"], right_on=["run", "attempt", "save_step"],
+                            how="left", suffix="_ev")
+    stall_inc = stall_inc.select(
+        incident_id=pl.format("{}:{}:checkpoint-stall:{}", "run", "attempt", "step"), run="run", attempt="attempt",
+        kind=pl.lit("checkpoint_stall"), root_ts=pl.coalesce("root_ts", "ts"),
+        exit_ts=pl.col("ts") + pl.duration(seconds=pl.col("duration_s")),
+        failure_mode=pl.when(pl.col("host_ev").is_not_null()).then(pl.lit("filesystem_io")).otherwise(
+            pl.lit("unknown")),
+        host="host_ev", tier=pl.lit(None, pl.Int32), first_step="step", last_step="step")
+    dirs = dict(con.execute("SELECT run, checkpoint_dir FROM runs WHERE $run IS NULL OR run = $run",
+                            {"run": run}).fetchall())
+    lost, lost_ev = _lost_checkpoints(saves, dirs)
+    inc = pl.concat([stall_inc, lost], how="diagonal_relaxed") if lost.height else stall_inc
+    evidence = (ev.join(stall_inc.select("run", "attempt", "incident_id", step="first_step"),
+                        left_on=["run", "attempt", "save_step"], right_on=["run", "attempt", "step"])
+                if ev.height else pl.DataFrame())
+    if lost_ev.height:
+        evidence = pl.concat([evidence, lost_ev], how="diagonal_relaxed") if evidence.height else lost_ev
+    return inc, evidence
+
+
+def _lost_checkpoints(saves: pl.DataFrame, dirs: dict[str, str | None]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A resume from an older step than the newest save logged before it: that save was lost. Its evidence:
+    the log line that recorded the save, the load line that resumed from an older step instead, and what
+    the run's checkpoint directory holds of that step now."""
+    loads = saves.filter(pl.col("action") == "load").select(
+        "run", "attempt", load_step="step", load_ts="ts", load_file="file", load_line="line", load_src="source")
+    done = saves.filter(pl.col("action") == "save", pl.col("ok").fill_null(True)).select(
+        "run", "path", "duration_s", "source", save_attempt="attempt", save_step="step", save_ts="ts",
+        save_file="file", save_line="line")
+    if not loads.height or not done.height:
+        return pl.DataFrame(), pl.DataFrame()
+    newer = (loads.join(done, on="run").filter(pl.col("save_attempt") < pl.col("attempt"),
+                                                pl.col("save_step") > pl.col("load_step"))
+             .sort("save_step", descending=True).group_by("run", "attempt").first())
+    newer = newer.with_columns(incident_id=pl.format("{}:{}:checkpoint-lost:{}", "run", "attempt", "save_step"))
+    inc = newer.select(
+        "incident_id", run="run",
+        attempt="attempt", kind=pl.lit("checkpoint_lost"), root_ts="load_ts", exit_ts="load_ts",
+        failure_mode=pl.lit("checkpoint_lost"), host=pl.lit(None, pl.String), tier=pl.lit(None, pl.Int32),
+        first_step=pl.col("load_step") + 1, last_step="save_step")
+    where = pl.when(pl.col("path").is_not_null()).then(pl.format(" to {}", "path")).otherwise(pl.lit(""))
+    took = pl.when(pl.col("duration_s").is_not_null()).then(pl.format(" in {} s", pl.col("duration_s").round(1)))
+    common = {"host": pl.lit(None, pl.String), "failure_mode": pl.lit("checkpoint_lost"),
+              "xid": pl.lit(None, pl.Int32), "rank": pl.lit(None, pl.Int32), "tier": pl.lit(None, pl.Int32)}
+    claimed = newer.select(
+        "incident_id", rank_in_incident=pl.lit(1, pl.Int64), ts="save_ts", source="source",
+        kind=pl.lit("checkpoint_saved"), file="save_file", line="save_line", **common,
+        text=pl.format("recorded as saved: step {}{}{} (attempt {}); the next attempt did not resume from it",
+                       "save_step", where, took.otherwise(pl.lit("")), "save_attempt"))
+    resumed = newer.select(
+        "incident_id", rank_in_incident=pl.lit(2, pl.Int64), ts="load_ts", source="load_src",
+        kind=pl.lit("checkpoint_loaded"), file="load_file", line="load_line", **common,
+        text=pl.format("loaded step {} instead: the save of step {} was missing or unreadable when attempt {} "
+                       "started", "load_step", "save_step", "attempt"))
+    # one directory listing per lost checkpoint: few, and I/O, so not a frame expression
+    disk = newer.select(
+        "incident_id", rank_in_incident=pl.lit(3, pl.Int64), ts="load_ts", source=pl.lit("disk"),
+        kind=pl.lit("checkpoint_on_disk"), file=pl.lit(None, pl.String), line=pl.lit(None, pl.Int64), **common,
+        text=pl.Series([checkpoint_files.on_disk(dirs.get(r), int(s)) for r, s in
+                        zip(newer["run"], newer["save_step"], strict=True)], dtype=pl.String))
+    return inc, pl.concat([claimed, resumed, disk], how="diagonal_relaxed")

@@ -1,0 +1,209 @@
+"""Attempts of a run: from the bundle layout, or recovered from restarts visible in the logs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import duckdb
+
+from clusterlab import hostlist
+from clusterlab.tables import TABLE_COLUMNS
+
+MAX_JOB_NODES = 100_000
+_TS_TABLES = [t for t, cols in TABLE_COLUMNS.items() if "ts" in cols and t != "jobs"]
+# An in-job restart (ft_launcher restarting its worker group) is printed by every node's launcher within
+# seconds; restart lines of one launch group closer than this are one restart.
+RESTART_CLUSTER_S = 120.0
+Restart = tuple[str, int | None, dt.datetime, list[tuple[int, int]]]  # run, path attempt, time, (file, line)s
+
+
+def _split_unsplit_logs(con: duckdb.DuckDBPyConnection) -> None:
+    """Number attempts in run logs that hold several launches: a new attempt starts where the
+    step counter goes back (a restart from a checkpoint) or where a checkpoint is loaded."""
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE _restarts AS
+        WITH unsplit AS (SELECT file_id FROM ingested_files WHERE run IS NOT NULL AND attempt IS NULL),
+        s AS (
+            SELECT file_id, line, step, lag(step) OVER w AS prev, lag(line) OVER w AS prev_line
+            FROM steps WHERE file_id IN (SELECT file_id FROM unsplit)
+            WINDOW w AS (PARTITION BY file_id ORDER BY line)
+        ),
+        gaps AS (
+            SELECT s.*, (SELECT min(c.line) FROM checkpoints c
+                         WHERE c.file_id = s.file_id AND c.action = 'load'
+                           AND c.line > s.prev_line AND c.line < s.line) AS load_line
+            FROM s WHERE prev_line IS NOT NULL
+        )
+        -- the new attempt starts at its checkpoint load where one is logged, else at its first step
+        SELECT file_id, coalesce(load_line, line) AS line FROM gaps
+        WHERE step <= prev OR load_line IS NOT NULL
+    """)
+    for t in _TS_TABLES:
+        con.execute(f"""
+            UPDATE {t} SET attempt = 1 + (SELECT count(*) FROM _restarts r
+                                          WHERE r.file_id = {t}.file_id AND r.line <= {t}.line)
+            WHERE file_id IN (SELECT file_id FROM ingested_files WHERE run IS NOT NULL AND attempt IS NULL)
+        """)
+
+
+def _in_job_restarts(con: duckdb.DuckDBPyConnection) -> list[Restart]:
+    """The in-job restarts of each launch group (run, attempt of the path): `(run, path_attempt, t, marks)`,
+    `t` the first restart line's time, `marks` the first restart line of each file that printed one."""
+    rows = con.execute("""
+        SELECT e.run, f.attempt, e.ts, e.file_id, e.line FROM events e JOIN ingested_files f USING (file_id)
+        WHERE e.source = 'ft_launcher' AND e.kind = 'restart' AND e.run IS NOT NULL AND e.ts IS NOT NULL
+        ORDER BY e.run, f.attempt NULLS FIRST, e.ts, e.file_id, e.line
+    """).fetchall()
+    out: list[Restart] = []
+    last: tuple | None = None
+    for run, path_attempt, t, file_id, line in rows:  # NOTE: one row per restart line: a handful per run
+        if last is None or (run, path_attempt) != last[:2] or (t - last[2]).total_seconds() > RESTART_CLUSTER_S:
+            out.append((run, path_attempt, t, []))
+        marks = out[-1][3]
+        if all(f != file_id for f, _ in marks):
+            marks.append((file_id, line))
+        last = (run, path_attempt, t)
+    return out
+
+
+def _split_in_job_restarts(con: duckdb.DuckDBPyConnection) -> None:
+    """Split an attempt where ft_launcher restarted its workers inside one allocation.
+
+    The rows from the restart on (in the file that printed it, from its line; in the launch group's other
+    files, from its time) become the next attempt, so that the failed part ends at the failure and the
+    time to the restarted training's first step is that attempt's restart and startup. Where the restarted
+    training's steps already are the next attempt (an unsplit log split at its checkpoint load), the rows
+    between the restart and that load join it. A restart before the attempt's first step splits nothing."""
+    # rows of attempt directories start from their directory's number (split anew); only in runs with restart
+    # lines, the only ones split here: elsewhere this would rescan every table on every ingest
+    restarted = "SELECT DISTINCT run FROM events WHERE source = 'ft_launcher' AND kind = 'restart' AND run IS NOT NULL"
+    if not con.execute(restarted + " LIMIT 1").fetchall():
+        return
+    for t in _TS_TABLES:
+        con.execute(f"UPDATE {t} SET attempt = f.attempt FROM ingested_files f WHERE {t}.file_id = f.file_id "
+                    f"AND f.attempt IS NOT NULL AND {t}.run IN ({restarted}) "
+                    f"AND {t}.attempt IS DISTINCT FROM f.attempt")
+    for run, path_attempt, t0, marks in _in_job_restarts(con):
+        first_file, first_line = marks[0]
+        got = con.execute("SELECT attempt FROM events WHERE file_id = ? AND line = ? AND source = 'ft_launcher' "
+                          "AND kind = 'restart'", [first_file, first_line]).fetchall()
+        if not got or got[0][0] is None:
+            continue
+        k = got[0][0]
+        params = {"run": run, "k": k, "pa": path_attempt, "t0": t0,
+                  "files": [f for f, _ in marks], "lines": [ln for _, ln in marks]}
+        group = "file_id IN (SELECT file_id FROM ingested_files WHERE attempt IS NOT DISTINCT FROM $pa)"
+        after = ("(CASE WHEN list_contains($files, file_id) THEN line >= $lines[list_position($files, file_id)] "
+                 "ELSE ts >= $t0 END)")
+        mine = f"run = $run AND attempt = $k AND {group}"
+        steps = " UNION ALL ".join(f"SELECT coalesce({after}, false) AS a FROM {t} WHERE {mine} AND step IS NOT NULL"
+                                   for t in ("steps", "rank_steps"))
+        before_n, after_n = con.execute(f"SELECT count(*) FILTER (WHERE NOT a), count(*) FILTER (WHERE a) "
+                                        f"FROM ({steps})", params).fetchall()[0]
+        if not before_n:
+            continue  # the restart came before this attempt's training began: nothing to split
+        nxt = con.execute(f"SELECT count(*) FROM steps WHERE run = $run AND attempt = $k + 1 AND {group}",
+                          {k: params[k] for k in ("run", "k", "pa")}).fetchall()[0][0]
+        if after_n or not nxt:  # a new attempt: the later ones move up by one
+            for t in _TS_TABLES:
+                con.execute(f"UPDATE {t} SET attempt = attempt + 1 WHERE run = $run AND attempt > $k",
+                            {"run": run, "k": k})
+        for t in _TS_TABLES:
+            con.execute(f"UPDATE {t} SET attempt = $k + 1 WHERE {mine} AND coalesce({after}, false)", params)
+
+
+def _hosts_of_ranks(con: duckdb.DuckDBPyConnection) -> None:
+    """Give a rank's event the host that rank ran on, where the line names only the rank (a PyTorch
+    `[rank5]:` traceback): from NCCL's init lines (the largest communicator: global ranks), the per-rank
+    step records, and torchrun's failure summaries (the agent's host ran every rank it lists). Idempotent,
+    and the same whichever file arrived first and however a file was cut into batches."""
+    # NOTE: most events name their host: the map (a pass over every per-rank row) is built only when one does not
+    if not con.execute("SELECT count(*) FROM (SELECT 1 FROM events WHERE host IS NULL AND rank IS NOT NULL "
+                       "AND run IS NOT NULL LIMIT 1)").fetchall()[0][0]:
+        return
+    con.execute("""
+        UPDATE events SET host = m.host
+        FROM (
+            SELECT DISTINCT ON (run, attempt, rank) run, attempt, rank, host FROM (
+                SELECT run, attempt, rank, host, nranks, 0 AS pref FROM nccl_ranks
+                WHERE run IS NOT NULL AND rank IS NOT NULL AND host IS NOT NULL
+                UNION ALL
+                SELECT DISTINCT run, attempt, rank, host, NULL, 1 FROM rank_steps
+                WHERE run IS NOT NULL AND rank IS NOT NULL AND host IS NOT NULL
+                UNION ALL
+                -- a rank two summaries put on two hosts (two launches in one attempt) is left alone
+                SELECT run, attempt, rank, any_value(host), NULL, 2 FROM events
+                WHERE source = 'torch' AND kind = 'child_failed' AND run IS NOT NULL AND rank IS NOT NULL
+                  AND host IS NOT NULL
+                GROUP BY run, attempt, rank HAVING count(DISTINCT host) = 1)
+            ORDER BY run, attempt, rank, pref, nranks DESC NULLS LAST, host
+        ) m
+        WHERE events.host IS NULL AND events.rank IS NOT NULL AND events.run = m.run
+          AND events.attempt IS NOT DISTINCT FROM m.attempt AND events.rank = m.rank
+    """)
+
+
+def refresh(con: duckdb.DuckDBPyConnection) -> None:
+    """Recompute the attempts table from the evidence tables (idempotent)."""
+    con.execute("BEGIN")
+    try:
+        _split_unsplit_logs(con)
+        _split_in_job_restarts(con)
+        _hosts_of_ranks(con)
+        union = " UNION ALL ".join(
+            f"SELECT run, attempt, ts, host, {'step' if 'step' in TABLE_COLUMNS[t] else 'NULL::BIGINT'} AS step, "
+            f"'{t}' AS tbl FROM {t} WHERE run IS NOT NULL"
+            for t in _TS_TABLES
+        )
+        con.execute("DELETE FROM attempts")
+        con.execute(f"""
+            INSERT INTO attempts
+            SELECT run, coalesce(attempt, 1) AS attempt, min(ts), max(ts),
+                   min(ts) FILTER (WHERE tbl IN ('steps', 'rank_steps')),
+                   min(step) FILTER (WHERE tbl IN ('steps', 'rank_steps')),
+                   max(step) FILTER (WHERE tbl IN ('steps', 'rank_steps')),
+                   list_sort(list(DISTINCT host) FILTER (WHERE host IS NOT NULL)),  -- (not every row's host listed)
+                   count(DISTINCT host)
+            FROM ({union}) GROUP BY ALL
+        """)
+        _hosts_of_jobs(con)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def _hosts_of_jobs(con: duckdb.DuckDBPyConnection) -> None:
+    """Add to an attempt's hosts the nodes of the scheduler's record of its job (sacct NodeList), where its
+    own lines name the job (srun, slurmstepd) or the job is named after the run: a node that printed
+    nothing into the run's logs was still part of the job, and its kernel log is evidence about the attempt."""
+    named = con.execute("""
+        WITH ids AS (
+            SELECT DISTINCT run, attempt, json_extract_string(detail, '$.job_id') AS job_id FROM events
+            WHERE run IS NOT NULL AND detail IS NOT NULL AND json_extract_string(detail, '$.job_id') IS NOT NULL
+            UNION SELECT DISTINCT run, attempt, value FROM facts WHERE run IS NOT NULL AND key = 'slurm_job_id'
+        )
+        SELECT DISTINCT ids.run, coalesce(ids.attempt, 1), j.nodelist FROM ids
+        JOIN jobs j ON j.job_id = ids.job_id
+        WHERE j.nodelist IS NOT NULL AND j.nodelist NOT IN ('None assigned', '(null)', '')
+        UNION
+        -- a job named after the run whose allocation holds the attempt (as clusterlab.diagnose.timeline matches spans)
+        SELECT DISTINCT a.run, a.attempt, j.nodelist FROM attempts a JOIN jobs j
+          ON j.job_name = a.run AND NOT contains(j.job_id, '.')
+         AND j.start_ts <= a.start_ts + INTERVAL 60 SECOND AND j.end_ts >= a.end_ts - INTERVAL 60 SECOND
+        WHERE j.nodelist IS NOT NULL AND j.nodelist NOT IN ('None assigned', '(null)', '')
+    """).fetchall()
+    extra: dict[tuple[str, int], set[str]] = {}
+    for run, attempt, nodelist in named:  # NOTE: one row per (attempt, job), not per evidence row
+        spans = [int(hi) - int(lo) for lo, hi in re.findall(r"(\d{1,9})-(\d{1,9})", nodelist)]
+        if sum(spans) > MAX_JOB_NODES or len(nodelist) > 100_000:
+            continue  # no real job has that many nodes: a damaged record must not expand to millions
+        try:
+            extra.setdefault((run, attempt), set()).update(hostlist.expand(nodelist))
+        except ValueError:
+            continue  # a NodeList we cannot read adds nothing
+    for (run, attempt), hosts in extra.items():
+        con.execute("""UPDATE attempts SET hosts = list_sort(list_distinct(list_concat(hosts, ?::VARCHAR[]))),
+                       n_hosts = len(list_distinct(list_concat(hosts, ?::VARCHAR[])))
+                       WHERE run = ? AND attempt = ?""", [sorted(hosts), sorted(hosts), run, attempt])

@@ -1,0 +1,328 @@
+"""Ingestion: evidence files in, typed rows in DuckDB; idempotent, crash-safe, parsed in parallel.
+
+The driver walks the paths, decides for each file what to do from its content hash and what the database
+already holds (nothing, read it, read what it gained, replace it), parses the files that need it (in worker
+processes when there is enough work, `ingest.parse`) and hands the rows to one writer (`ingest.write`), which
+commits many files per transaction, each file's rows and record together.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gc
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import duckdb
+import polars as pl
+
+from clusterlab.collectors._base import Context
+from clusterlab.ingest import attempts, bundle, inventory
+from clusterlab.ingest.groups import parse_many
+from clusterlab.ingest.parse import FilePlan, FileResult, ParsedFile
+from clusterlab.ingest.pool import Workers, parse_all
+from clusterlab.ingest.reader import InputError, content_hash
+from clusterlab.ingest.write import Writer
+from clusterlab.tables import TABLE_COLUMNS
+
+
+@dataclass
+class IngestSummary:
+    files: list[FileResult] = field(default_factory=list)
+    inventory: dict[str, int] = field(default_factory=dict)
+    runs: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # problems of the whole call, not of one file
+
+    @property
+    def rows(self) -> dict[str, int]:
+        out: dict[str, int] = {t: 0 for t in TABLE_COLUMNS}
+        for f in self.files:
+            for t, n in f.rows.items():
+                out[t] += n
+        return out
+
+    @property
+    def errors(self) -> list[str]:
+        return [m for f in self.files if f.status == "error" for m in f.messages]
+
+    @property
+    def problems(self) -> list[str]:
+        """Every message worth a user's attention (errors and skipped lines)."""
+        return [m for f in self.files for m in f.messages] + self.notes
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for f in self.files:
+            out[f.status] = out.get(f.status, 0) + 1
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "files": len(self.files),
+            "by_status": self.counts(),
+            "rows": self.rows,
+            "unparsed_lines": sum(f.unparsed for f in self.files),
+            "inventory": self.inventory,
+            "runs": self.runs,
+            "problems": self.problems,
+            "skipped": self.skipped,
+        }
+
+    @property
+    def skipped(self) -> list[str]:
+        """Each file a directory walk skipped, and why ("no collector recognises this content (...)")."""
+        return [f.skipped_why for f in self.files if f.status == "skipped" and f.skipped_why]
+
+
+def ingest(
+    con: duckdb.DuckDBPyConnection,
+    paths: list[str | Path],
+    inventory_file: str | Path | None = None,
+    run: str | None = None,
+    host: str | None = None,
+    year: int | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+    workers: int | None = None,
+) -> IngestSummary:
+    """Ingest files and directories; returns what was read, skipped and why.
+
+    `workers`: parsing processes (default: the core count; 1 parses in this process). The rows stored never
+    depend on it.
+    """
+    summary = IngestSummary()
+    roots = [Path(p) for p in paths]
+    with _fewer_collections(), Workers(workers) as pool, \
+            tempfile.TemporaryDirectory(prefix="clusterlab-spill-") as spill:
+        # NOTE: a database that holds no file yet reads every file found: its workers start during the walk
+        # (a fleet's walk takes a second); elsewhere, once the files that changed are known to be worth them
+        fresh = not con.execute("SELECT count(*) FROM ingested_files").fetchall()[0][0]
+        tasks = walk_tasks(con, roots, Path(inventory_file) if inventory_file else None, run, host, year, summary,
+                           found=pool.found if fresh else None)
+        results = _ingest_tasks(con, tasks, Path(spill), workers, progress, pool=pool)
+    summary.files += results
+    attempts.refresh(con)
+    note_nothing_found(summary, roots)
+    return summary
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """The garbage collector's first generation collected less often while ingesting (a fleet's files bring many
+    short-lived objects and few cycles), as it was after."""
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], 50_000), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file: Path | None, run: str | None,
+               host: str | None, year: int | None, summary: IngestSummary,
+               found: Callable[[int | None], None] | None = None) -> list[tuple[bundle.FileTask, Context]]:
+    """The files to ingest and their contexts; loads the inventory and the runs' run.toml on the way.
+
+    Problems (a bad inventory, an unreadable directory) go into `summary`. The Spark engine walks with it too.
+    `found`: told each file's size (None: not known yet) as the walk finds it.
+    """
+    inv_files = [inventory_file] if inventory_file else []
+    inv_files += [r / "inventory.toml" for r in roots if (r / "inventory.toml").is_file()]
+    for f in dict.fromkeys(inv_files):
+        try:
+            for k, n in inventory.load_inventory(con, f).items():
+                summary.inventory[k] = summary.inventory.get(k, 0) + n
+        except InputError as e:
+            summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
+    known = frozenset(r[0] for r in con.execute("SELECT host FROM nodes").fetchall())
+    walked = bundle.walk(roots, known, found)
+    more = [f for f in walked.inventories if f not in inv_files]
+    for f in more:
+        try:
+            inventory.load_inventory(con, f)
+        except InputError as e:
+            summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
+    if more:  # hosts the walk could not know yet: walk again (a root's own inventory was loaded before it)
+        known = frozenset(r[0] for r in con.execute("SELECT host FROM nodes").fetchall())
+        walked = bundle.walk(roots, known)
+    for name, f in walked.runs.items():
+        try:
+            inventory.load_run(con, f, name)
+            summary.runs.append(name)
+        except InputError as e:
+            summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
+    for disp, why in walked.unreadable:
+        summary.files.append(FileResult(disp, "error", messages=[f"{disp}: {why}"]))
+    zones = dict(con.execute(
+        "SELECT n.host, coalesce(c.timezone, 'UTC') FROM nodes n JOIN clusters c USING (cluster)"
+    ).fetchall())
+    return [(task, _context(task, walked, zones, known, run, host, year)) for task in walked.files]
+
+
+def _context(task: bundle.FileTask, walked: bundle.Walk, zones: dict[str, str], known: frozenset[str],
+             run: str | None, host: str | None, year: int | None) -> Context:
+    boot = walked.boot_times.get(task.path.parent) if walked.boot_times else None
+    stamp = task.mtime if task.mtime is not None else task.path.stat().st_mtime
+    mtime = dt.datetime.fromtimestamp(stamp, dt.UTC).replace(tzinfo=None)
+    return Context(
+        path=task.display,
+        host=task.host or host,
+        run=task.run or run,
+        attempt=task.attempt,
+        year=year or mtime.year,
+        mtime=None if year else mtime,
+        tz=zones.get(task.host or host or "", "UTC"),
+        boot_time=bundle.read_boot_time(boot) if boot else None,
+        known_hosts=known,
+    )
+
+
+def _ingest_tasks(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileTask, Context]], spill: Path,
+                  workers: int | None, progress: Callable[[int, int, str], None] | None,
+                  collectors: list[ModuleType] | None = None, pool: Workers | None = None) -> list[FileResult]:
+    """Plan, parse and write `tasks`; the results in the tasks' order.
+
+    Files are planned (hashed, given ids) a block at a time as the parsers ask for more, so parsing starts after
+    the first block, not after every file of a fleet was hashed."""
+    sizes = [t.size if t.size is not None else _size(t.path) for t, _ in tasks]
+    total = sum(sizes)
+    decided: list[FilePlan | FileResult] = []
+    stored = stored_files(con)
+    done = [0]  # bytes read: files found unchanged (hashed) or parsed
+
+    def plans() -> Iterator[FilePlan]:
+        for i in range(0, len(tasks), PLAN_BLOCK):
+            block = plan_files(con, tasks[i:i + PLAN_BLOCK], spill, stored)
+            decided.extend(block)
+            sized = zip(block, sizes[i:i + PLAN_BLOCK], strict=True)
+            done[0] += sum(n for d, n in sized if not isinstance(d, FilePlan))
+            yield from (d for d in block if isinstance(d, FilePlan))
+
+    parsed: list[FileResult] = []  # in the plans' order (workers hand results back in order)
+    writer = Writer(con)
+    try:
+        for pf in _parsed(plans(), workers, collectors, pool):
+            writer.add(pf)
+            parsed.append(pf.result)
+            done[0] += pf.plan.size
+            if progress:
+                progress(min(done[0], total), total, pf.plan.task.display)
+    finally:
+        writer.close()
+    if progress:
+        progress(total, total, "")
+    results = iter(parsed)
+    return [next(results) if isinstance(d, FilePlan) else d for d in decided]
+
+
+PLAN_BLOCK = 512  # files hashed and given ids at a time
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # (its plan reports why it cannot be read)
+
+
+def _parsed(plans: Iterator[FilePlan], workers: int | None, collectors: list[ModuleType] | None,
+            pool: Workers | None) -> Iterator[ParsedFile]:
+    if collectors is not None:  # a caller's own collectors (tests, golden files): parsed here
+        return iter(parse_many(list(plans), collectors))
+    return parse_all(plans, workers, pool)
+
+
+# What the store holds of every file it read, one row each (the Spark driver plans with it too)
+STORED_FILES = """SELECT file_id, path, content_hash, raw_bytes, text_bytes, lines, last_line_open, last_line_start,
+                      run, attempt, host FROM ingested_files"""
+
+Stored = tuple[dict[str, tuple], set[tuple]]  # each path's latest record, and the (hash, path), (hash, run, ...) seen
+
+
+def stored_files(con: duckdb.DuckDBPyConnection) -> Stored:
+    """What the database holds of every file: one query, not one per file."""
+    latest: dict[str, tuple] = {}
+    seen: set[tuple] = set()
+    for row in con.execute(STORED_FILES).fetchall():
+        file_id, path, digest, *_, run, attempt, host = row
+        if path not in latest or latest[path][0] < file_id:
+            latest[path] = row
+        seen.add((digest, path))
+        seen.add((digest, run, attempt, host))
+    return latest, seen
+
+
+def plan_files(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileTask, Context]],
+               spill: Path | None, stored: Stored | None = None) -> list[FilePlan | FileResult]:
+    """For each file: unchanged (a result), or what to read of it and under which id (a plan).
+
+    `stored`: what `stored_files` says (read here where not given); the hashes are taken here.
+    """
+    latest, seen = stored if stored is not None else stored_files(con)
+    out: list[FilePlan | FileResult] = []
+    for task, ctx in tasks:
+        try:
+            size = task.path.stat().st_size  # (now, not when walked: the hash reads what is there now)
+            where = bundle.real_path(task.path, task.link)
+            prev = latest.get(where)
+            whole, prefix = content_hash(task.path, prev[3] if prev and prev[3] <= size else None)
+        except OSError as e:
+            out.append(FileResult(task.display, "error", messages=[f"{task.display}: cannot read: {e.strerror or e}"]))
+            continue
+        if (whole, where) in seen or (whole, ctx.run, ctx.attempt, ctx.host) in seen:
+            out.append(FileResult(task.display, "unchanged"))
+            continue
+        plan = FilePlan(task, ctx, file_id=-1, whole_hash=whole, size=size, spill_dir=spill, where=where)
+        if prev is not None and prefix is not None and prefix == prev[2]:
+            plan.status, plan.file_id = "appended", prev[0]
+            # NOTE: an open last line may have been completed since: re-read it from its start.
+            if prev[6]:
+                plan.skip, plan.first, plan.reopen_from = prev[7], prev[5], prev[5]
+            else:
+                plan.skip, plan.first = prev[4], prev[5] + 1
+            plan.clock = stored_clock(con, plan.file_id, plan.first)
+        elif prev is not None:
+            plan.status, plan.prev_id = "replaced", prev[0]
+        out.append(plan)
+    fresh = [p for p in out if isinstance(p, FilePlan) and p.file_id < 0]
+    if fresh:
+        ids = [r[0] for r in con.execute("SELECT nextval('file_ids') FROM range(?)", [len(fresh)]).fetchall()]
+        for p, i in zip(fresh, sorted(ids), strict=True):
+            p.file_id = i
+    return out
+
+
+def ingest_file(con: duckdb.DuckDBPyConnection, task: bundle.FileTask, ctx: Context,
+                collectors: list[ModuleType]) -> FileResult:
+    """Ingest one file in one transaction (with these collectors); a failure leaves the database as it was."""
+    with tempfile.TemporaryDirectory(prefix="clusterlab-spill-") as spill:
+        return _ingest_tasks(con, [(task, ctx)], Path(spill), 1, None, collectors)[0]
+
+
+def stored_clock(con: duckdb.DuckDBPyConnection, file_id: int, before: int) -> pl.DataFrame | None:
+    """The last stored (line, ts) of a file before line `before`: where its clock stood when a read ended."""
+    # NOTE: a stored time is the line's own or the earlier stamp it took, so the last one is the
+    # clock a clean read would have at that line: appended lines without a time of their own take it.
+    union = " UNION ALL ".join(f"SELECT line, ts FROM {t} WHERE file_id = $f AND line < $b AND ts IS NOT NULL"
+                               for t in TABLE_COLUMNS)
+    got = con.execute(f"SELECT line, ts FROM ({union}) ORDER BY line DESC LIMIT 1", {"f": file_id, "b": before})
+    row = got.fetchall()
+    if not row:
+        return None
+    return pl.DataFrame({"line": [row[0][0]], "ts": [row[0][1]]}, schema={"line": pl.Int64, "ts": pl.Datetime("us")})
+
+
+def note_nothing_found(summary: IngestSummary, roots: list[Path]) -> None:
+    """Say so when the paths held no evidence at all (an empty or wrong directory is not a success)."""
+    read = {"ingested", "appended", "replaced", "unchanged"}
+    if summary.problems or summary.inventory or summary.runs or any(f.status in read for f in summary.files):
+        return
+    where = ", ".join(str(r) for r in roots) or "the paths given"
+    skipped = sum(f.status == "skipped" for f in summary.files)
+    why = f"{skipped} files, none in a format clusterlab reads" if skipped else "no files"
+    summary.notes.append(f"{where}: no evidence files found ({why})")
+
+

@@ -1,0 +1,131 @@
+"""Many small files of one structured format parsed in one call: a fleet's per-rank step files.
+
+A 1,024-node job writes one step file per rank and attempt: tens of thousands of files of a few hundred lines.
+Parsed one by one, each pays a fixed toll of polars calls (a few milliseconds) larger than its reading. Files
+whose format is GROUPABLE (its parse reads no context and each row depends on its own line) and that are read
+whole, small and clean are instead joined into one frame whose line numbers carry the file (`index x 2^32
++ line`), parsed once, and split back. Whatever the grouping, a file gets exactly the rows, counts and messages
+that parsing it alone gives (tests/test_ingest_parallel.py holds this on the samples and a simulated fleet).
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from pathlib import Path
+from types import ModuleType
+
+import polars as pl
+
+from clusterlab.collectors._base import Context
+from clusterlab.ingest.group_rows import BASE, Item, numbered_lines, read_state, split_rows
+from clusterlab.ingest.groups_text import parse_text_group, text_key
+from clusterlab.ingest.parse import (
+    FilePlan,
+    ParsedFile,
+    finish,
+    prepare,
+    read_heads,
+    unparsed_warnings,
+)
+from clusterlab.ingest.reader import GZIP_MAGIC, MAX_LINE_BYTES
+
+GROUP_BYTES = 32 << 20  # decompressed bytes parsed in one call at most
+
+
+def eligible(out: ParsedFile, chosen: list[ModuleType]) -> bool:
+    """A whole small file of a GROUPABLE format (no over-long line possible, nothing read before)."""
+    c = chosen[0] if len(chosen) == 1 else None
+    return (c is not None and getattr(c, "GROUPABLE", False) and c.PATTERN is None and out.plan.skip == 0
+            and out.plan.first == 1 and out.plan.clock is None and out.plan.size <= MAX_LINE_BYTES)
+
+
+def read_whole(path: Path, raw: bytes | None = None, as_bytes: bool = False) -> str | bytes | None:
+    """The file's text, or None where the line-by-line reader must handle it (damaged gzip, bad UTF-8, long).
+
+    `raw`: its content, where it was read already; `as_bytes`: the text as UTF-8 (checked, not decoded)."""
+    try:
+        raw = path.read_bytes() if raw is None else raw
+        data = gzip.decompress(raw) if raw[:2] == GZIP_MAGIC else raw
+        if len(data) > MAX_LINE_BYTES:
+            return None
+        if as_bytes and data.isascii():  # (ASCII is UTF-8: no decoding to find out)
+            return data
+        text = data.decode("utf-8")
+        return data if as_bytes else text
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError):
+        return None
+
+
+GROUP_FILES = True  # off: every file parsed alone (the tests compare the two)
+
+
+
+def parse_many(plans: list[FilePlan], collectors: list[ModuleType] | None = None) -> list[ParsedFile]:
+    """Every plan parsed, small files of a GROUPABLE format or small text logs together; results in order."""
+    outs: list[ParsedFile] = []
+    groups: dict[tuple, tuple[list[ModuleType], list[Item]]] = {}
+    held: dict[tuple, int] = {}  # characters of text held per group
+    for plan, head, present, raw in zip(plans, *read_heads(plans), strict=True):
+        out, ctx, chosen = prepare(plan, collectors, head, present)
+        outs.append(out)
+        if not chosen:
+            continue
+        key = _group_key(out, ctx, chosen) if GROUP_FILES else None
+        # NOTE: a structured group's text stays bytes: its native reader takes bytes (no decoding, no encoding)
+        text = read_whole(plan.task.path, raw, key[0] == "structured") if key is not None else None
+        if text is None:
+            finish(out, ctx, chosen)
+            continue
+        _, items = groups.setdefault(key, (chosen, []))
+        items.append((out, ctx, text))
+        held[key] = held.get(key, 0) + len(text)
+        if held[key] >= GROUP_BYTES:
+            _parse_or_alone(key, *groups.pop(key))
+            del held[key]
+    for key, (chosen, items) in groups.items():
+        _parse_or_alone(key, chosen, items)
+    return outs
+
+
+def _group_key(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> tuple | None:
+    if eligible(out, chosen):
+        return ("structured", chosen[0].NAME)
+    return text_key(out, ctx, chosen)
+
+
+def _parse_or_alone(key: tuple, chosen: list[ModuleType], items: list[Item]) -> None:
+    rest = parse_group(items, chosen[0]) if key[0] == "structured" else parse_text_group(items, chosen)
+    for out, ctx, _ in rest:
+        finish(out, ctx, chosen)
+
+
+def parse_group(items: list[Item], c: ModuleType) -> list[Item]:
+    """Parse the files together; returns the ones to parse alone (all of them, when the group fails)."""
+    try:
+        # clean files in one read without splitting lines (step records); else line by line
+        got = c.parse_whole([t for _, _, t in items], BASE) if hasattr(c, "parse_whole") else None
+        if got is None:
+            got = c.parse(numbered_lines(items).select("line", "text"), items[0][1])
+    except (pl.exceptions.PolarsError, ArithmeticError, ValueError, TypeError, KeyError, IndexError):
+        return items  # parsed alone, each with its own safety net
+    if got.warnings or got.refuse:  # a message of its own: not one the group can split
+        return items
+    for out, _, text in items:
+        read_state(out, text)
+    bad = (got.unparsed_lines if got.unparsed_lines is not None else pl.Series("line", [], pl.Int64))
+    bad_by_file = bad.to_frame("line").with_columns(_file=pl.col("line") // BASE, line=pl.col("line") % BASE)
+    for i, (out, ctx, _) in enumerate(items):
+        mine = bad_by_file.filter(pl.col("_file") == i)["line"] if bad_by_file.height else None
+        out.result.unparsed += 0 if mine is None else len(mine)
+        for w in unparsed_warnings(c, mine):
+            msg = f"{ctx.path}:{w.removeprefix('line ')}"
+            if msg not in out.result.messages and len(out.result.messages) < 50:
+                out.result.messages.append(msg)
+    for table, frame in got.tables.items():
+        if frame.height:
+            split_rows(items, c, table, frame)
+    return []
+
+
+__all__ = ["GROUP_FILES", "parse_group", "parse_many"]

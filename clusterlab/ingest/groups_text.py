@@ -1,0 +1,144 @@
+"""Many small text logs parsed in one call: a fleet's per-node kernel logs and per-node, per-attempt NCCL logs.
+
+A text log goes through every line-oriented collector: the lines that match any PATTERN are picked out, and
+each collector parses the ones that match its own. Parsed one file at a time, a kernel log of a few hundred
+lines pays dozens of polars calls and regex compilations (tens of milliseconds), far more than reading it. Here
+the whole, small, clean files of one kind are joined into one frame whose line numbers carry the file (`index x
+FILE_LINE_BASE + line`), prefiltered once, parsed once per collector, and split back.
+
+A collector takes part when it names the context its parse reads (`GROUP_CONTEXT(ctx)`: files group only where
+those values are equal; the file's host may instead come as a `file_host` column, `FILE_HOST_COLUMN`), keeps the
+rows of different files apart (`collectors._base.file_of_line`), and reports
+its unread lines by number (`Parsed.unparsed_lines`), so that each file gets its own count. A file that gives
+lines to any other collector is parsed alone; so is every file of a group in which a collector warns, refuses
+or fails. Whatever the grouping, a file gets exactly the rows, counts and messages of parsing it alone
+(tests/test_ingest_parallel.py holds this on the samples, a simulated fleet and adversarial small logs).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import polars as pl
+
+from clusterlab.collectors._base import FILE_LINE_BASE, Context, Parsed
+from clusterlab.ingest.group_rows import numbered_lines, read_state, split_rows
+from clusterlab.ingest.parse import FLUSH_ROWS, TROUBLE, UNMATCHED_PER_FILE, ParsedFile, unparsed_warnings
+from clusterlab.ingest.reader import MAX_LINE_BYTES
+
+Item = tuple[ParsedFile, Context, str]
+
+
+def text_key(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> tuple | None:
+    """The group a whole small text log may join (None: parse it alone)."""
+    plan = out.plan
+    if (not chosen or any(c.PATTERN is None for c in chosen) or plan.skip or plan.first != 1
+            or plan.clock is not None or plan.size > MAX_LINE_BYTES):
+        return None
+    keys = tuple((c.NAME, c.GROUP_CONTEXT(ctx)) for c in chosen if hasattr(c, "GROUP_CONTEXT"))
+    return ("text", tuple(c.NAME for c in chosen), keys) if keys else None
+
+
+def parse_text_group(items: list[Item], chosen: list[ModuleType]) -> list[Item]:
+    """Parse the files together; returns the ones to parse alone (all of them, when the group fails)."""
+    combined = "|".join(f"(?:{c.PATTERN})" for c in chosen)
+    lines = numbered_lines(items).with_columns(_m=pl.col("text").str.contains(combined))
+    matched = lines.filter(pl.col("_m"))
+    sel = {c.NAME: matched if len(chosen) == 1 else matched.filter(pl.col("text").str.contains(c.PATTERN))
+           for c in chosen}
+    alone: set[int] = set()
+    for c in chosen:
+        if not hasattr(c, "GROUP_CONTEXT") and sel[c.NAME].height:
+            alone |= set(sel[c.NAME]["_file"].unique().to_list())
+    # a file with this many matched lines is parsed in several batches alone: the same here is not worth it
+    alone |= set(matched.group_by("_file").len().filter(pl.col("len") >= FLUSH_ROWS)["_file"].to_list())
+    for _ in range(3):  # a file a collector warns about is parsed alone, and the rest again without it
+        keep = [i for i in range(len(items)) if i not in alone]
+        if not keep:
+            return items
+        if alone:
+            mine = pl.col("_file").is_in(keep)
+            lines, sel = lines.filter(mine), {k: v.filter(mine) for k, v in sel.items()}
+        parsed, blamed = _parse_all(items, keep, chosen, sel)
+        if parsed is not None:
+            break
+        if blamed is None:
+            return items
+        alone |= blamed
+    else:
+        return items
+    _per_file(items, keep, lines, parsed)
+    for out, _, text in (items[i] for i in keep):
+        read_state(out, text)
+    stamped = [f.select("line", "ts").filter(pl.col("ts").is_not_null())
+               for _, p in parsed for f in p.tables.values() if "ts" in f.columns]
+    known = pl.concat(stamped).unique("line").sort("line") if stamped else None
+    for c, got in parsed:
+        for table, frame in got.tables.items():
+            if frame.height:
+                split_rows(items, c, table, frame, known)
+    return [items[i] for i in sorted(alone)]
+
+
+def _parse_all(items: list[Item], keep: list[int], chosen: list[ModuleType], sel: dict[str, pl.DataFrame]
+               ) -> tuple[list[tuple[ModuleType, Parsed]] | None, set[int] | None]:
+    """Each collector's parse of its lines of the group, or the files its warnings name (None: not one)."""
+    ctx = items[keep[0]][1]  # the group's files agree on everything the collectors read (text_key)
+    parsed: list[tuple[ModuleType, Parsed]] = []
+    blamed: set[int] = set()
+    for c in chosen:
+        batch = sel[c.NAME]
+        if not batch.height:
+            continue
+        if getattr(c, "FILE_HOST_COLUMN", False):
+            hosts = pl.DataFrame({"_file": range(len(items)), "file_host": [x.host for _, x, _ in items]},
+                                 schema={"_file": pl.Int64, "file_host": pl.String})
+            batch = batch.join(hosts, on="_file", how="left", maintain_order="left")
+        try:
+            got = c.parse(batch.select("line", "text", *(["file_host"] if "file_host" in batch.columns else [])), ctx)
+        except (pl.exceptions.PolarsError, ArithmeticError, ValueError, TypeError, KeyError, IndexError):
+            return None, None  # parsed alone, each with its own safety net
+        unread = 0 if got.unparsed_lines is None else len(got.unparsed_lines)
+        if got.unparsed != unread:  # a count the group cannot split
+            return None, None
+        for why in [*got.warnings, *([got.refuse] if got.refuse else [])]:
+            line = why.removeprefix("line ").split(":", 1)[0]
+            if not (why.startswith("line ") and line.isdigit()):
+                return None, None
+            blamed.add(int(line) // FILE_LINE_BASE)
+        parsed.append((c, got))
+    return (None, blamed) if blamed else (parsed, None)
+
+
+def _per_file(items: list[Item], keep: list[int], lines: pl.DataFrame,
+              parsed: list[tuple[ModuleType, Parsed]]) -> None:
+    """Each file's other lines, kept trouble lines, unread lines and their warnings."""
+    rest = lines.filter(~pl.col("_m"))
+    others = dict(rest.group_by("_file").len().iter_rows())
+    trouble = (rest.filter(pl.col("text").str.contains(TROUBLE))
+               .filter(pl.int_range(pl.len()).over("_file") < UNMATCHED_PER_FILE))
+    by_file = {k[0]: v for k, v in trouble.partition_by("_file", as_dict=True).items()} if trouble.height else {}
+    unread = [(c, p.unparsed_lines.to_frame("line").with_columns(_file=pl.col("line") // FILE_LINE_BASE,
+                                                                 line=pl.col("line") % FILE_LINE_BASE))
+              for c, p in parsed if p.unparsed_lines is not None and len(p.unparsed_lines)]
+    for i in keep:
+        out, ctx, _ = items[i]
+        res = out.result
+        res.other_lines += others.get(i, 0)
+        if i in by_file:
+            t = by_file[i]
+            res.unmatched += t.height
+            out.unmatched = t.select(
+                file_id=pl.lit(out.plan.file_id, pl.Int64), run=pl.lit(ctx.run, pl.String),
+                attempt=pl.lit(ctx.attempt, pl.Int32), host=pl.lit(ctx.host, pl.String),
+                line=(pl.col("line") % FILE_LINE_BASE).cast(pl.Int64), text=pl.col("text").str.slice(0, 2000))
+        for c, bad in unread:
+            got = bad.filter(pl.col("_file") == i)["line"]
+            res.unparsed += len(got)
+            for w in unparsed_warnings(c, got):
+                msg = f"{ctx.path}:{w.removeprefix('line ')}"
+                if msg not in res.messages and len(res.messages) < 50:
+                    res.messages.append(msg)
+
+
+__all__ = ["parse_text_group", "text_key"]

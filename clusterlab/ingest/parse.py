@@ -1,0 +1,569 @@
+"""Parsing one evidence file into rows: no database, so that worker processes (or Spark executors) can run it.
+
+`parse_file(plan)` reads the file the plan names from where the plan says (the whole file, or the bytes a grown
+file gained), picks its collectors by sniffing, streams it in batches through them, fills times and hosts,
+aligns the rows to the tables' columns and hands them back with the file's read state. Large results are
+spilled to Arrow IPC files in the plan's spill folder, so a worker's memory stays bounded by FLUSH_ROWS.
+The writer (`ingest.write`) stores what comes back; which rows a file gives never depends on who parsed it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from clusterlab.collectors import all_collectors
+from clusterlab.collectors._base import Context, Parsed
+from clusterlab.ingest.bundle import FileTask
+from clusterlab.ingest.reader import GZIP_MAGIC, HEAD_BYTES, InputError, ReadState, iter_batches, read_head_checked
+from clusterlab.tables import TABLE_COLUMNS, evidence_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+FLUSH_ROWS = 200_000  # matched lines buffered per collector before parse(); rows held before a spill
+UNMATCHED_PER_FILE = 10_000  # trouble-looking lines no rule matched, kept per file for `clusterlab unmatched`
+# What trouble looks like in a line no rule matched: worth a look, by template (Drain-style), in `unmatched`
+TROUBLE = (r"(?i)\b(?:error|errors|fatal|fail|failed|failure|traceback|exception|warn|warning|timeout|"
+           r"timed out|killed|abort|aborted|panic|segfault|oops|oom|not responding|unreachable|nan)\b")
+BLOCK_LINES = 256  # a multi-line block (traceback, failure summary) starting this near a flush is held back
+CRASH_BUDGET = 32  # collector failures isolated line by line per file before the rest of a batch is given up
+
+
+@dataclass
+class FileResult:
+    display: str
+    status: str  # ingested | appended | replaced | unchanged | skipped | error
+    rows: dict[str, int] = field(default_factory=dict)
+    unparsed: int = 0
+    other_lines: int = 0
+    unmatched: int = 0  # of those, kept in unmatched_lines (they look like trouble)
+    skipped_why: str | None = None  # a file of a directory walk that is no evidence: why (not a problem)
+    messages: list[str] = field(default_factory=list)  # one line each, "path[:line]: what"
+
+
+@dataclass
+class FilePlan:
+    """What the writer decided about one file before it is parsed: its id, and where reading starts."""
+
+    task: FileTask
+    ctx: Context
+    file_id: int
+    whole_hash: str
+    size: int
+    status: str = "ingested"  # ingested | replaced | appended
+    prev_id: int | None = None  # the record a replaced file's rows are deleted with
+    skip: int = 0  # decompressed bytes already read (a grown file)
+    first: int = 1  # the line number reading starts at
+    reopen_from: int | None = None  # a grown file's open last line: its rows from this line are re-read
+    clock: pl.DataFrame | None = None  # the last stored (line, ts) before `first`: where the file's clock stood
+    spill_dir: Path | None = None  # where results over FLUSH_ROWS rows go as Arrow IPC files
+    where: str | None = None  # the resolved path the file is recorded under (None: resolved when recorded)
+
+
+@dataclass(eq=False)  # compared by identity: the files of one chunk share one
+class PackedRows:
+    """The in-memory rows of a chunk's files: table -> Arrow IPC stream, one record batch each."""
+
+    streams: dict[str, bytes]
+    file_ids: frozenset[int]
+
+    def table(self, name: str, keep: set[int] | None = None) -> pa.Table | None:
+        """The table's rows (of the files in `keep` only, where given), or None where the chunk has none."""
+        data = self.streams.get(name)
+        if data is None:
+            return None
+        # (Arrow is the writer's: a parsing worker never imports it, a third of its start)
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        rows = pa.ipc.open_stream(pa.BufferReader(data)).read_all()
+        if keep is not None and not self.file_ids <= keep:
+            rows = rows.filter(pc.is_in(rows["file_id"], pa.array(sorted(keep), pa.int64())))
+        return rows
+
+
+@dataclass
+class ParsedFile:
+    plan: FilePlan
+    result: FileResult
+    state: ReadState = field(default_factory=ReadState)
+    collectors: list[str] = field(default_factory=list)
+    tables: dict[str, list[pl.DataFrame | Path]] = field(default_factory=dict)  # aligned rows, or spilled IPC
+    unmatched: pl.DataFrame | None = None
+    held_rows: int = 0  # rows held in memory (not spilled)
+    packed: PackedRows | None = None  # in-memory rows shared with the rest of a worker's chunk (`ingest.pack`)
+
+    @property
+    def ok(self) -> bool:
+        return self.result.status in ("ingested", "replaced", "appended")
+
+
+@cache
+def _collectors() -> tuple[ModuleType, ...]:
+    return tuple(all_collectors())
+
+
+def parse_file(plan: FilePlan, collectors: list[ModuleType] | None = None) -> ParsedFile:
+    """The rows of one file (or of what a grown file gained); errors become the result's messages."""
+    out, ctx, chosen = prepare(plan, collectors)
+    if chosen:
+        finish(out, ctx, chosen)
+    return out
+
+
+Head = tuple[bytes, str | None] | OSError  # a file's head and what broke its gzip, or why it cannot be read
+NEAR_BYTES = 4096  # sniff hints are looked for here in all of a chunk's heads at once, past it only where needed
+WHOLE_BYTES = 1 << 20  # a plain file this small is read whole with its head (grouped parses need all of it)
+
+
+class HeadHints:
+    """The SNIFF_HINTs in a head (ASCII case-insensitive): found in its first 4 KiB with the chunk's other heads,
+    and past them by one scan of the hints the first 4 KiB lacked."""
+
+    __slots__ = ("found",)
+
+    def __init__(self, found: set[str]) -> None:
+        self.found = found
+
+    def __contains__(self, hint: bytes) -> bool:
+        return hint.decode() in self.found
+
+
+def read_heads(plans: list[FilePlan]) -> tuple[list[Head | None], list[HeadHints | None], list[bytes | None]]:
+    """The plans' heads, the SNIFF_HINTs each contains, and the whole raw content of small plain files.
+
+    Hints are found in one scan of all heads for all hints at once, not a substring search per hint per head."""
+    heads: list[Head | None] = []
+    raws: list[bytes | None] = []
+    for plan in plans:
+        raw = None
+        try:
+            if not plan.size:
+                head = None
+            elif plan.size <= WHOLE_BYTES:
+                # NOTE: read to the size planned (and on, should it have grown): asking for 1 MiB at once costs
+                # a megabyte's allocation a file, twice the reading of a 70 KB one
+                with open(plan.task.path, "rb", buffering=0) as f:
+                    raw = f.read(plan.size + 1)
+                    if len(raw) > plan.size:
+                        raw += f.read(WHOLE_BYTES + 1 - len(raw))
+                head = read_head_checked(plan.task.path) if raw[:2] == GZIP_MAGIC else (raw[:HEAD_BYTES], None)
+                if raw[:2] == GZIP_MAGIC or len(raw) > WHOLE_BYTES:
+                    raw = None
+            else:
+                head = read_head_checked(plan.task.path)
+        except OSError as e:
+            head = e
+        heads.append(head)
+        raws.append(raw)
+    return heads, _hints_in([h[0] if isinstance(h, tuple) else None for h in heads]), raws
+
+
+def _hints_in(heads: list[bytes | None]) -> list[HeadHints | None]:
+    hints = _hints()
+    at = [i for i, h in enumerate(heads) if h is not None]
+    if not at:
+        return [None] * len(heads)
+    # NOTE: hints are ASCII: decoding a head never makes or breaks an ASCII match. Only the first 4 KiB are listed
+    # match by match ('"step"' is on each line of a step file: listing a whole 64 KiB head costs 0.4 ms a file).
+    near = pl.Series([heads[i][:NEAR_BYTES].decode("utf-8", "replace") for i in at], dtype=pl.String)
+    found = [set(x) for x in near.str.extract_many(hints, ascii_case_insensitive=True, overlapping=True)
+             .list.unique().list.eval(pl.element().str.to_lowercase()).to_list()]
+    # past 4 KiB, heads that found the same hints are asked together whether any other hint is there (mostly not)
+    overlap = max(map(len, hints)) - 1
+    by_found: dict[frozenset[str], list[int]] = {}
+    for k, i in enumerate(at):
+        if len(heads[i]) > NEAR_BYTES:
+            by_found.setdefault(frozenset(found[k]), []).append(k)
+    for seen, ks in by_found.items():
+        others = [h for h in hints if h not in seen]
+        if not others:
+            continue
+        # NOTE: lower case, then a case-sensitive search (SIMD over literals): 3x faster than a case-blind one
+        anyof = "|".join(re.escape(h) for h in others)
+        far = pl.Series([str(memoryview(heads[at[k]])[NEAR_BYTES - overlap:], "utf-8", "replace") for k in ks],
+                        dtype=pl.String)
+        for k, hit in zip(ks, far.str.to_lowercase().str.contains(anyof).to_list(), strict=True):
+            if hit:
+                low = heads[at[k]].lower()
+                found[k] |= {h for h in others if h.encode() in low}
+    out: list[HeadHints | None] = [None] * len(heads)
+    for k, i in enumerate(at):
+        out[i] = HeadHints(found[k])
+    return out
+
+
+@cache
+def _hints() -> list[str]:
+    return sorted({h.decode() for c in _collectors() for h in (getattr(c, "SNIFF_HINT", None) or ())})
+
+
+def prepare(plan: FilePlan, collectors: list[ModuleType] | None = None, head: Head | None = None,
+            present: HeadHints | None = None) -> tuple[ParsedFile, Context, list[ModuleType]]:
+    """Sniff the file: its result so far, its context (with its header), and its collectors (none: done).
+
+    `head`, `present`: the file's head and the hints in it, where `read_heads` read them."""
+    task, res = plan.task, FileResult(plan.task.display, plan.status)
+    out = ParsedFile(plan, res)
+    try:
+        if plan.size == 0:
+            return _fail(out, f"{task.display}: empty file", task.explicit), plan.ctx, []
+        if isinstance(head, OSError):
+            raise head
+        head, broken = head if head is not None else read_head_checked(task.path)
+        if broken and not head.strip():
+            return _fail(out, f"{task.display}: gzip {broken}: nothing in it could be read", True), plan.ctx, []
+        # a caller's own collectors may hint at what read_heads did not look for
+        chosen = choose(head, task.display, list(collectors) if collectors is not None else list(_collectors()),
+                        present if collectors is None else None)
+        if not chosen:
+            return _fail(out, f"{task.display}: no collector recognises this content "
+                              f"({_describe(head)})", task.explicit or broken is not None), plan.ctx, []
+    except OSError as e:
+        res.status, res.rows = "error", {}
+        res.messages.append(f"{task.display}: cannot read: {e.strerror or e}")
+        return out, plan.ctx, []
+    out.collectors = [c.NAME for c in chosen]
+    return out, dataclasses.replace(plan.ctx, header=first_line(head)), chosen
+
+
+def first_line(head: bytes) -> str | None:
+    """The head's first non-blank line (str.splitlines' lines); its first 4 KiB are decoded first, most heads
+    need no more (a whole 64 KiB head split into lines costs more than many files' parse)."""
+    for size in (4096, len(head)):
+        lines = head[:size].decode("utf-8", "replace").splitlines()
+        # a cut head's last piece may be cut short: only lines known to be whole count
+        for ln in lines if size >= len(head) else lines[:-1]:
+            if ln.strip():
+                return ln
+        if size >= len(head):
+            break
+    return None
+
+
+def finish(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> None:
+    """Read and parse the prepared file line by line."""
+    task, res = out.plan.task, out.result
+    try:
+        _parse_into(out, ctx, chosen)
+        state = out.state
+        if state.damage is not None and state.damage[0] < out.plan.first:
+            raise InputError(task.display, f"{state.damage[1]}: nothing in it could be read")
+        for ln in state.long_lines[:5]:
+            res.messages.append(f"{task.display}:{ln}: line longer than 1 MiB skipped")
+        if len(state.long_lines) > 5:
+            res.messages.append(f"{task.display}: {len(state.long_lines) - 5} more over-long lines skipped")
+        if state.damage is not None:
+            last, why = state.damage
+            res.messages.append(f"{task.display}:{last}: {why}: read up to this line, the rest is lost")
+    except InputError as e:
+        _drop(out)
+        res.status, res.rows = "error", {}
+        res.messages.append(str(e))
+    except OSError as e:
+        _drop(out)
+        res.status, res.rows = "error", {}
+        res.messages.append(f"{task.display}: cannot read: {e.strerror or e}")
+
+
+def _drop(out: ParsedFile) -> None:
+    for parts in out.tables.values():
+        for p in parts:
+            if isinstance(p, Path):
+                p.unlink(missing_ok=True)
+    out.tables, out.unmatched = {}, None
+
+
+def _fail(out: ParsedFile, message: str, explicit: bool) -> ParsedFile:
+    # Inside a directory walk, files that are not evidence (READMEs, scripts) are expected.
+    res = out.result
+    res.status = "error" if explicit else "skipped"
+    if explicit:
+        res.messages.append(message)
+    else:
+        res.skipped_why = message
+    return out
+
+
+def choose(head: bytes, path: str, collectors: list[ModuleType],
+           present: HeadHints | frozenset[bytes] | None = None) -> list[ModuleType]:
+    """The collectors that read this file: one exclusive format, or every line-oriented one.
+
+    `present`: the SNIFF_HINTs the head contains, where they were found already (`read_heads`)."""
+    if present is None:
+        low = head.lower()
+        present = frozenset(h for c in collectors for h in (getattr(c, "SNIFF_HINT", None) or ()) if h in low)
+
+    def sniffed(c: ModuleType) -> bool:
+        hint = getattr(c, "SNIFF_HINT", None)
+        # NOTE: a hint test costs nothing; most sniffs cost a millisecond, on every file
+        return (not hint or any(h in present for h in hint)) and c.sniff(head, path)
+
+    line_based = [c for c in collectors if not getattr(c, "EXCLUSIVE", False)]
+    for c in collectors:
+        if getattr(c, "EXCLUSIVE", False) and sniffed(c):
+            return [c]
+    # NOTE: any line-oriented sniff will do, so the one that recognised the last text file is asked first: a
+    # fleet's NCCL log then costs one sniff, not the six that come before NCCL's (a millisecond each)
+    for c in sorted(line_based, key=lambda c: _LAST_TEXT[0] != c.NAME):
+        if sniffed(c):
+            _LAST_TEXT[0] = c.NAME
+            return line_based
+    return []
+
+
+_LAST_TEXT = [""]  # the line-oriented collector whose sniff last said yes (an order to ask in, never an answer)
+
+
+def _describe(head: bytes) -> str:
+    if not head.strip():
+        return "only whitespace"
+    printable = sum(32 <= b < 127 or b in (9, 10, 13) for b in head[:4096])
+    if printable < 0.9 * min(len(head), 4096):
+        return "binary data"
+    first = head.split(b"\n", 1)[0][:60].decode("utf-8", "replace")
+    return f"first line {first!r}"
+
+
+def _parse_safely(c: ModuleType, batch: pl.DataFrame, ctx: Context) -> Parsed:
+    """`c.parse(batch)`; where it fails, the lines it fails on are isolated, reported and left out."""
+    # NOTE: a safety net, not a parser: collectors read bad values as null themselves. A failure
+    # left in one must cost the user one line of the file, named, never the file or the ingest.
+    try:
+        return c.parse(batch, ctx)
+    except (pl.exceptions.PolarsError, ArithmeticError, ValueError, TypeError, KeyError, IndexError) as e:
+        first_error = e
+    out, pending, budget = Parsed(), [batch], CRASH_BUDGET
+    while pending:
+        part = pending.pop()
+        try:
+            got = c.parse(part, ctx)
+        except (pl.exceptions.PolarsError, ArithmeticError, ValueError, TypeError, KeyError, IndexError) as e:
+            budget -= 1
+            if part.height > 1 and budget > 0:
+                half = part.height // 2
+                pending += [part.slice(half), part.slice(0, half)]
+                continue
+            lo, hi = int(part["line"].min()), int(part["line"].max())
+            where = f"line {lo}" if lo == hi else f"lines {lo}-{hi}"
+            out.warnings.append(f"{where}: not read ({c.NAME}: {type(e).__name__}: {str(e).splitlines()[0][:120]})")
+            out.unparsed += part.height
+            continue
+        for t, frame in got.tables.items():
+            out.add(t, frame)
+        if got.unparsed_lines is not None:
+            out.unparsed_lines = (got.unparsed_lines if out.unparsed_lines is None
+                                  else pl.concat([out.unparsed_lines, got.unparsed_lines]).sort())
+        out.unparsed += got.unparsed
+        out.warnings += got.warnings
+        out.refuse = out.refuse or got.refuse
+    if not out.warnings:  # every half read: the failure needed the lines together
+        out.warnings.append(f"not read whole ({c.NAME}: {type(first_error).__name__}), read in parts")
+    return out
+
+
+def _parse_into(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> None:
+    plan, res = out.plan, out.result
+    patterns = {c.NAME: c.PATTERN for c in chosen}
+    combined = None if any(p is None for p in patterns.values()) else "|".join(f"(?:{p})" for p in patterns.values())
+    pending: dict[str, list[pl.DataFrame]] = {c.NAME: [] for c in chosen}
+    pending_rows = 0
+    clock = plan.clock  # last known (line, ts) of the file, carried between flushes (and from a read before)
+
+    def flush(final: bool) -> None:
+        nonlocal pending_rows, clock
+        parsed: list[tuple[str, Parsed]] = []
+        pending_rows = 0
+        for c in chosen:
+            if pending[c.NAME]:
+                batch = pl.concat(pending[c.NAME])
+                batch, held = (batch, None) if final else hold_open_block(batch, getattr(c, "BLOCK_START", None))
+                pending[c.NAME] = [held] if held is not None else []
+                pending_rows += held.height if held is not None else 0
+                if batch.height:
+                    parsed.append((c.NAME, _parse_safely(c, batch, ctx)))
+        for _, p in parsed:
+            if p.refuse:
+                line, _, why = p.refuse.removeprefix("line ").partition(": ")
+                raise InputError(ctx.path, why, int(line) if line.isdigit() else None)
+        held_from = min((int(f[0]["line"].min()) for f in pending.values() if f), default=None)
+        clock = _rows(out, parsed, chosen, ctx, clock, held_from)
+
+    unmatched: list[pl.DataFrame] = []
+    for frame in iter_batches(plan.task.path, plan.task.display, plan.skip, plan.first, out.state):
+        matched = frame if combined is None else frame.filter(pl.col("text").str.contains(combined))
+        res.other_lines += frame.height - matched.height
+        if combined is not None and frame.height > matched.height and res.unmatched < UNMATCHED_PER_FILE:
+            trouble = (frame.filter(~pl.col("text").str.contains(combined) & pl.col("text").str.contains(TROUBLE))
+                       .head(UNMATCHED_PER_FILE - res.unmatched))
+            if trouble.height:
+                res.unmatched += trouble.height
+                unmatched.append(trouble)
+        for c in chosen:
+            sel = matched if c.PATTERN is None or len(chosen) == 1 else matched.filter(
+                pl.col("text").str.contains(c.PATTERN))
+            if sel.height:
+                pending[c.NAME].append(sel)
+                pending_rows += sel.height
+        if pending_rows >= FLUSH_ROWS:
+            flush(final=False)
+    flush(final=True)
+    if unmatched:
+        out.unmatched = pl.concat(unmatched).select(
+            file_id=pl.lit(plan.file_id, pl.Int64), run=pl.lit(ctx.run, pl.String),
+            attempt=pl.lit(ctx.attempt, pl.Int32), host=pl.lit(ctx.host, pl.String),
+            line=pl.col("line").cast(pl.Int64), text=pl.col("text").str.slice(0, 2000))
+
+
+def hold_open_block(batch: pl.DataFrame, block_start: str | None) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """Split off the batch's tail from the first multi-line block that starts in its last lines.
+
+    A traceback or a torchrun failure summary cut by a flush would be parsed as two halves; the
+    held-back tail goes to the front of the next batch instead, so the block is parsed whole.
+    """
+    if block_start is None or batch.height <= BLOCK_LINES:
+        return batch, None
+    tail = batch.tail(BLOCK_LINES)
+    starts = tail.with_row_index("_i").filter(pl.col("text").str.contains(block_start))["_i"]
+    if not starts.len():
+        return batch, None
+    cut = batch.height - BLOCK_LINES + int(starts[0])
+    return batch.head(cut), batch.slice(cut)
+
+
+def _rows(out: ParsedFile, parsed: list[tuple[str, Parsed]], chosen: list[ModuleType], ctx: Context,
+          clock: pl.DataFrame | None, held_from: int | None = None) -> pl.DataFrame | None:
+    """Fill times and hosts, align to the schema and keep the rows; returns the file's clock.
+
+    The clock is the last stamped line, and every stamp from `held_from` on: lines held back for
+    the next batch still take the time of the line just before them, not of a later one.
+    """
+    res, file_id = out.result, out.plan.file_id
+    stamped = [
+        f.select("line", "ts").filter(pl.col("ts").is_not_null())
+        for _, p in parsed for t, f in p.tables.items() if "ts" in f.columns
+    ]
+    if clock is not None:
+        stamped.append(clock)
+    known = pl.concat(stamped).unique("line").sort("line") if stamped else None
+    fill_host = {c.NAME: getattr(c, "FILL_HOST", True) for c in chosen}
+    by_name = {c.NAME: c for c in chosen}
+    for name, p in parsed:
+        res.unparsed += p.unparsed
+        for w in p.warnings[:20] + unparsed_warnings(by_name[name], p.unparsed_lines):
+            msg = f"{ctx.path}:{w.removeprefix('line ')}" if w.startswith("line ") else f"{ctx.path}: {w}"
+            # a collector warns once per batch; the user needs to hear it once per file
+            if msg not in res.messages and len(res.messages) < 50:
+                res.messages.append(msg)
+        for table, frame in p.tables.items():
+            if not frame.height:
+                continue
+            if table != "jobs":  # a scheduler record without times has none: a neighbour's is wrong
+                frame = _fill_ts(frame, known, table)
+            frame = _roll_year_back(frame, ctx.mtime)
+            schema = evidence_schema(table)
+            frame = frame.with_columns(
+                file_id=pl.lit(file_id, pl.Int64), source=pl.lit(name),
+                run=pl.lit(ctx.run, pl.String), attempt=pl.lit(ctx.attempt, pl.Int32),
+            )
+            if "host" in schema and fill_host[name]:
+                frame = frame.with_columns(pl.col("host").fill_null(pl.lit(ctx.host, pl.String))
+                                           if "host" in frame.columns else pl.lit(ctx.host, pl.String).alias("host"))
+            _keep(out, table, _aligned(frame, schema, ctx, res))
+    if known is None or not known.height:
+        return clock
+    if held_from is None:
+        return known.tail(1)
+    return pl.concat([known.filter(pl.col("line") < held_from).tail(1), known.filter(pl.col("line") >= held_from)])
+
+
+def unparsed_warnings(c: ModuleType, lines: pl.Series | None) -> list[str]:
+    """A GROUPABLE collector's unread lines as its warnings: the first three of a batch (none where the collector
+    names no warning: its unread lines are counted only)."""
+    if lines is None or not len(lines) or not hasattr(c, "UNPARSED_WARNING"):
+        return []
+    return [f"line {n}: {c.UNPARSED_WARNING}" for n in lines.head(3).to_list()]
+
+
+def _keep(out: ParsedFile, table: str, frame: pl.DataFrame) -> None:
+    """Hold a table's rows; past FLUSH_ROWS rows held, write them to the spill folder (Arrow IPC)."""
+    out.tables.setdefault(table, []).append(frame)
+    out.result.rows[table] = out.result.rows.get(table, 0) + frame.height
+    out.held_rows += frame.height
+    if out.held_rows < FLUSH_ROWS or out.plan.spill_dir is None:
+        return
+    for t, parts in out.tables.items():
+        frames = [p for p in parts if isinstance(p, pl.DataFrame)]
+        if frames:
+            spill = out.plan.spill_dir / f"{out.plan.file_id}-{t}-{len(parts)}.arrow"
+            pl.concat(frames).write_ipc(spill, compression="uncompressed")
+            out.tables[t] = [p for p in parts if isinstance(p, Path)] + [spill]
+    out.held_rows = 0
+
+
+def _aligned(frame: pl.DataFrame, schema: dict[str, pl.DataType], ctx: Context, res: FileResult) -> pl.DataFrame:
+    """`frame` in the table's columns and types; a value its column cannot hold is left empty and reported."""
+    cols = [c for c in schema if c in frame.columns]
+    out = frame.select([
+        (pl.col(c).cast(t, strict=False) if c in frame.columns else pl.lit(None, t).alias(c))
+        for c, t in schema.items()
+    ])
+    # NOTE: only a column whose type changed can lose a value to the cast; most collectors give the types
+    changed = [c for c in cols if frame.schema[c] != schema[c]]
+    if not changed:
+        return out
+    lost = pl.DataFrame({c: frame[c].is_not_null() & out[c].is_null() for c in changed})
+    flagged = lost.with_columns(_line=frame["line"]).filter(pl.any_horizontal(changed)).head(5)
+    for row in flagged.iter_rows(named=True):
+        msg = f"{ctx.path}:{row['_line']}: {', '.join(c for c in changed if row[c])} out of range, left empty"
+        if msg not in res.messages and len(res.messages) < 50:
+            res.messages.append(msg)
+    return out
+
+
+def _fill_ts(frame: pl.DataFrame, known: pl.DataFrame | None, table: str, by: str | None = None) -> pl.DataFrame:
+    """Lines without a time of their own take the nearest earlier stamped line's.
+
+    Where there is none, only evidence events take the next stamped line's (an upper bound: srun's
+    error lines come just before slurmstepd's stamped one); rank maps and facts stay without a time,
+    since the next stamp may be the failure forty minutes later. A checkpoint load prefers the next
+    stamp: it starts a new launch, and the line before it belongs to the crashed one."""
+    if "ts" not in frame.columns or known is None or not frame["ts"].null_count():
+        return frame
+    frame = frame.with_columns(pl.col("line").cast(pl.Int64)).sort("line")
+    k = known.rename({"ts": "_ts"}).with_columns(pl.col("line").cast(pl.Int64))
+    load = (pl.col("action") == "load").fill_null(False) if "action" in frame.columns else pl.lit(False)
+    # NOTE: `by`: many files' rows at once (`ingest.groups`), each taking only its own file's stamps; both sides
+    # are sorted by line here, which polars cannot check with groups
+    k = k.sort("line")
+    both = (frame.join_asof(k, on="line", by=by, strategy="backward", check_sortedness=by is None)
+            .join_asof(k.rename({"_ts": "_next"}), on="line", by=by, strategy="forward", check_sortedness=by is None))
+    later = pl.col("_next") if table == "events" else pl.lit(None, pl.Datetime("us"))
+    return both.with_columns(
+        pl.when(load)
+        .then(pl.col("ts").fill_null(pl.col("_next")).fill_null(pl.col("_ts")))
+        .otherwise(pl.col("ts").fill_null(pl.col("_ts")).fill_null(later))
+        .alias("ts")
+    ).drop("_ts", "_next")
+
+
+def _roll_year_back(frame: pl.DataFrame, mtime: dt.datetime | None) -> pl.DataFrame:
+    """Formats without a year got the file's mtime year; a line can't be newer than its file, so
+    December lines in a file last written in January belong to the year before."""
+    if mtime is None or "ts" not in frame.columns:
+        return frame
+    late = pl.col("ts") > pl.lit(mtime + dt.timedelta(days=2))
+    return frame.with_columns(pl.when(late).then(pl.col("ts").dt.offset_by("-1y")).otherwise(pl.col("ts")).alias("ts"))
+
+
+__all__ = ["TABLE_COLUMNS", "FilePlan", "FileResult", "ParsedFile", "choose", "finish", "hold_open_block",
+           "parse_file", "prepare"]

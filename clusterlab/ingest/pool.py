@@ -1,0 +1,208 @@
+"""Parsing files in worker processes: the parse is CPU-bound Python and polars, so threads would not scale.
+
+Plans go to the workers in chunks (many small files in one message), results come back in the plans' order,
+and at most a few chunks per worker are in flight, so memory stays bounded whatever the number of files.
+Each worker runs polars on one thread: the processes are the parallelism. Small ingests are parsed in this
+process: starting workers costs about a second, more than a few MB of logs take to parse.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import sys
+import warnings
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import nullcontext
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+
+from clusterlab.ingest.groups import parse_many
+from clusterlab.ingest.pack import pack
+from clusterlab.ingest.parse import FilePlan, ParsedFile, _collectors, _hints
+
+POOL_MIN_BYTES = 32 << 20  # less to parse than this: no workers (unless asked for explicitly)
+POOL_MIN_FILES = 400  # ... or fewer files than this
+CHUNK_BYTES = 16 << 20  # plans sent to a worker in one message: up to this many bytes ...
+CHUNK_FILES = 256  # ... or this many files (small files of a kind are parsed together within a chunk)
+IN_FLIGHT = 3  # chunks queued per worker
+
+
+def default_workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Work:
+    """How much there is to parse: whether workers are worth starting."""
+
+    files: int
+    size: int
+
+    @property
+    def small(self) -> bool:
+        return self.size < POOL_MIN_BYTES and self.files < POOL_MIN_FILES
+
+
+def parse_all(plans: Iterable[FilePlan], workers: int | None = None, pool: Workers | None = None
+              ) -> Iterator[ParsedFile]:
+    """Every plan parsed, in order; in `workers` processes (default: the cores) when there is enough work.
+
+    `plans` are taken as they come (they may still be being planned): workers start as soon as the plans so far
+    are worth them, or `pool` has (while the files were being found)."""
+    with Workers(workers) if pool is None else nullcontext(pool) as pool:
+        plans = iter(plans)
+        ahead: list[FilePlan] = []  # plans taken before the workers started
+        while not pool.started:
+            plan = next(plans, None)
+            if plan is None:
+                break
+            ahead.append(plan)
+            pool.planned(plan.size)
+        if pool.started:
+            yield from pool.parse(chain(ahead, plans))
+            return
+        pool.wanted(pool.work, warn=True)  # no workers: asked only to say why, where they were asked for
+    for chunk in _chunks(ahead):
+        yield from parse_many(chunk)
+
+
+class Workers:
+    """The worker processes of one ingest: started when there is known to be enough work (`wanted`), and
+    warmed at once, so that their start overlaps the walk of the evidence instead of following it."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.asked, self.n = workers, workers or default_workers()
+        self.pool: ProcessPoolExecutor | None = None
+        self._saved: str | None = None
+        self.work = Work(0, 0)  # the files to parse so far
+        self.walked = Work(0, 0)  # the files a walk found so far (see `found`)
+        self._safe: bool | None = None  # whether workers may start at all (spawn_safe), once known
+
+    @property
+    def started(self) -> bool:
+        return self.pool is not None
+
+    def wanted(self, work: Work, warn: bool = False) -> bool:
+        """Whether `work` is worth workers (small ingests are parsed in this process: a start costs a second)."""
+        if self.n <= 1 or work.files <= 1 or (self.asked is None and work.small):
+            return False
+        if self._safe is None:
+            self._safe = spawn_safe()
+        if not self._safe:
+            if warn and self.asked:
+                warnings.warn("parsing in this process, not in workers: the main script has no "
+                              "`if __name__ == \"__main__\":` guard, and every worker would run it again",
+                              stacklevel=4)
+            return False
+        return True
+
+    def planned(self, size: int | None) -> None:
+        """One more file to parse: the workers start once the files so far are worth them."""
+        self.work = self._more(self.work, size)
+
+    def found(self, size: int | None) -> None:
+        """One more file found by a walk that will parse every file it finds (a database holding none yet)."""
+        self.walked = self._more(self.walked, size)
+
+    def _more(self, work: Work, size: int | None) -> Work:
+        work = Work(work.files + 1, work.size + (size or 0))
+        if not self.started and self.wanted(work):
+            self.start()
+        return work
+
+    def start(self) -> None:
+        # NOTE: spawn, not fork: forking a process whose polars and DuckDB thread pools hold locks can deadlock
+        # the child. POLARS_MAX_THREADS is read when a worker's polars starts: set for the pool's life.
+        self._saved = os.environ.get("POLARS_MAX_THREADS")
+        os.environ["POLARS_MAX_THREADS"] = "1"
+        self.pool = ProcessPoolExecutor(self.n, mp_context=multiprocessing.get_context("spawn"), initializer=warm)
+        for _ in range(self.n):  # each submit finding no idle worker starts one: all start now, not on demand
+            self.pool.submit(int)
+
+    def parse(self, plans: Iterable[FilePlan]) -> Iterator[ParsedFile]:
+        assert self.pool is not None
+        queued: deque[tuple[list[FilePlan], Future]] = deque()
+        chunks = _chunks(plans)
+        for chunk in chunks:
+            queued.append((chunk, self.pool.submit(parse_chunk, chunk)))
+            if len(queued) >= self.n * IN_FLIGHT:
+                break
+        while queued:
+            chunk, future = queued.popleft()
+            done = future.result()
+            nxt = next(chunks, None)
+            if nxt is not None:
+                queued.append((nxt, self.pool.submit(parse_chunk, nxt)))
+            for pf, plan in zip(done, chunk, strict=True):  # a file's result, in its plan's place
+                pf.plan = plan
+            yield from done
+
+    def close(self) -> None:
+        if self.pool is None:
+            return
+        self.pool.shutdown(cancel_futures=True)
+        self.pool = None
+        if self._saved is None:
+            os.environ.pop("POLARS_MAX_THREADS", None)
+        else:
+            os.environ["POLARS_MAX_THREADS"] = self._saved
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def warm() -> None:
+    """A worker's start: import what parsing needs (its first chunk would wait for it), collect garbage less often."""
+    _collectors()
+    _hints()
+    # NOTE: parsing makes many short-lived objects and few cycles: the collector's default pace (a pass each 700
+    # allocations, over every object the imports left) cost 2-3% of a worker's time
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
+
+
+def spawn_safe() -> bool:
+    """Whether worker processes may start. A spawned worker imports the main module again (as `__mp_main__`): a
+    script whose top level ingests, unguarded by `if __name__ == "__main__":`, would run again in each worker."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if path is None:  # an interactive session or a notebook: nothing to run again
+        return True
+    try:
+        return "__main__" in Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def _chunks(plans: Iterable[FilePlan]) -> Iterator[list[FilePlan]]:
+    chunk: list[FilePlan] = []
+    size = 0
+    for p in plans:
+        chunk.append(p)
+        size += p.size
+        if size >= CHUNK_BYTES or len(chunk) >= CHUNK_FILES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def parse_chunk(plans: list[FilePlan]) -> list[ParsedFile]:
+    """A worker's chunk, for the trip back: the rows packed (one Arrow stream per table, not a pickled frame per
+    file) and the plans left out (the writer holds them: pickled back, they cost a third of the trip)."""
+    outs = parse_many(plans)
+    pack(outs)
+    for out in outs:
+        out.plan = None  # type: ignore[assignment]
+    return outs

@@ -1,0 +1,1 @@
+"""Plots: matplotlib figures drawn from frames the analysis made; they compute nothing of their own."""

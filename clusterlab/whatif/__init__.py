@@ -1,0 +1,1 @@
+"""What-if: a run's ledger re-priced under another policy or provider, and changes judged before and after."""
