@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
@@ -28,34 +29,66 @@ def _split_top(expr: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def _range_values(spec: str, expr: str) -> list[str]:
-    out = []
+MAX_HOSTS = 100_000  # hosts one expression may name: the largest clusters have tens of thousands of nodes
+
+
+class HostlistTooLarge(ValueError):
+    """An expression naming more hosts than the limit: log text is untrusted, and `n[1-99][1-99][1-99][1-99]`
+    (96 million hosts) in a few bytes would take gigabytes to expand."""
+
+
+def _items(spec: str, expr: str) -> list[tuple[str, str | None]]:
+    """The (lo, hi) of each item in a bracket (hi None for a single number), checked."""
+    out: list[tuple[str, str | None]] = []
     for item in spec.split(","):
         item = item.strip()
         if "-" in item:
             lo, hi = item.split("-", 1)
             if not (lo.isdigit() and hi.isdigit()) or int(hi) < int(lo):
-                raise ValueError(f"bad range {item!r} in hostlist {expr!r}")
-            width = len(lo) if lo.startswith("0") or len(lo) == len(hi) else 0
-            out.extend(str(i).zfill(width) for i in range(int(lo), int(hi) + 1))
+                raise ValueError(f"bad range {item!r} in hostlist {expr[:200]!r}")
+            out.append((lo, hi))
         elif item.isdigit():
-            out.append(item)
+            out.append((item, None))
         else:
-            raise ValueError(f"bad item {item!r} in hostlist {expr!r}")
+            raise ValueError(f"bad item {item!r} in hostlist {expr[:200]!r}")
     return out
 
 
-def expand(expr: str) -> list[str]:
-    """All host names a hostlist expression names, in order."""
+def _bracket_size(spec: str, expr: str) -> int:
+    return sum(int(hi) - int(lo) + 1 if hi is not None else 1 for lo, hi in _items(spec, expr))
+
+
+def _range_values(spec: str, expr: str) -> list[str]:
+    out = []
+    for lo, hi in _items(spec, expr):
+        if hi is None:
+            out.append(lo)
+            continue
+        width = len(lo) if lo.startswith("0") or len(lo) == len(hi) else 0
+        out.extend(str(i).zfill(width) for i in range(int(lo), int(hi) + 1))
+    return out
+
+
+def size(expr: str) -> int:
+    """How many hosts `expr` names, counted without expanding it (ValueError where it is malformed)."""
+    total = 0
+    for part in _split_top(expr):
+        n = 1
+        for spec in _BRACKET.findall(part):
+            n *= _bracket_size(spec, expr)
+        total += n
+    return total
+
+
+def expand(expr: str, limit: int = MAX_HOSTS) -> list[str]:
+    """All host names a hostlist expression names, in order; `HostlistTooLarge` where they are over `limit`."""
+    if (n := size(expr)) > limit:
+        raise HostlistTooLarge(f"hostlist {expr[:200]!r} names {n:,} hosts, more than {limit:,}")
     hosts: list[str] = []
     for part in _split_top(expr):
-        m = _BRACKET.search(part)
-        if not m:
-            hosts.append(part)
-            continue
-        head, tail = part[: m.start()], part[m.end() :]
-        for v in _range_values(m.group(1), expr):
-            hosts.extend(expand(head + v + tail))
+        pieces = _BRACKET.split(part)  # text, bracket, text, bracket, ..., text
+        values = [[text] if i % 2 == 0 else _range_values(text, expr) for i, text in enumerate(pieces)]
+        hosts.extend("".join(p) for p in itertools.product(*values))
     return hosts
 
 

@@ -1,7 +1,7 @@
 """Collectors and ingest under mutated real samples: no exception escapes, bad lines are named, good lines kept.
 
 Seeded, bounded fuzzing (the same inputs on every run) over `data_samples/<source>/`: byte flips,
-numbers replaced by huge numbers or letters, cut lines, binary junk and duplicated lines. Then a few
+numbers replaced by huge numbers, letters or host-range bombs, cut lines, binary junk and duplicated lines. Then a few
 mutated copies of part of `data_samples/bundle` through `Lab.ingest`, and the sniffers on heads
 built to make a backtracking regex engine take minutes.
 """
@@ -25,6 +25,8 @@ from clusterlab.ingest.golden import context_for, is_sample
 from conftest import SAMPLES
 
 COLLECTORS = {c.NAME: c for c in all_collectors()}
+# hostlists naming billions of hosts in a few bytes (a node list, a node-failure line): bounded, never expanded
+BOMBS = ("[1-99][1-99][1-99][1-99]", "[1-999999999]", "[0-9999999,1-2][1-99999]")
 HUGE = ("99999999999999999999", "3000000000", "-9223372036854775809", "1e400", "NaN", "x", "")
 NEAR = 12  # lines this close to a mutation may change with it (tracebacks, merged step rows)
 
@@ -40,7 +42,10 @@ def _parse(c: ModuleType, texts: list[str], sample: Path) -> Parsed:
 
 def _mutate(line: str, rng: random.Random) -> list[str]:
     """One mutation of one line: the lines that replace it."""
-    op = rng.randrange(6)
+    op = rng.randrange(7)
+    if op == 6 and (runs := list(re.finditer(r"\d+", line))):
+        m = rng.choice(runs)
+        return [line[: m.start()] + rng.choice(BOMBS) + line[m.end():]]
     if op == 0 and (runs := list(re.finditer(r"\d+", line))):
         m = rng.choice(runs)
         return [line[: m.start()] + rng.choice(HUGE) + line[m.end():]]

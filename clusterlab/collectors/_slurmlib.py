@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from clusterlab import hostlist
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, classify, local_to_utc
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, classify, local_to_utc
 
 
 @dataclass(frozen=True)
@@ -32,11 +32,22 @@ def iso_local(expr: pl.Expr, tz: str) -> pl.Expr:
     return local_to_utc(expr.str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False), tz)
 
 
-def explode_hosts(frame: pl.DataFrame, col: str) -> pl.DataFrame:
-    """One row per host where `col` holds a hostlist (`node[2,4]`); `nodelist` keeps the expression."""
+def explode_hosts(frame: pl.DataFrame, col: str, out: Parsed) -> pl.DataFrame:
+    """One row per host where `col` holds a hostlist (`node[2,4]`); `nodelist` keeps the expression. A hostlist
+    that cannot be expanded (malformed, or naming more hosts than any cluster has) stays one row, its text as
+    host, with a warning: log text is untrusted, and `gpu-[1-999999999]` must not become a billion rows."""
     frame = frame.with_columns(pl.col(col).alias("nodelist"))
     multi = frame.filter(pl.col(col).str.contains(r"[\[,]"))[col].unique().to_list()
-    pairs = [(expr, h) for expr in multi for h in _expand(expr)]
+    pairs = []
+    for expr in multi:
+        try:
+            pairs.extend((expr, h) for h in hostlist.expand(expr))
+        except hostlist.HostlistTooLarge as e:
+            lines = frame.filter(pl.col(col) == expr)["line"]
+            out.warnings.append(f"line {lines.min()}: {e}: kept as printed"
+                                + (f" ({lines.len() - 1} more lines name it)" if lines.len() > 1 else ""))
+        except ValueError:
+            pass  # a malformed list stays as printed, one row
     if not pairs:
         return frame.with_columns(pl.lit(None, pl.String).alias("nodelist"))
     table = pl.DataFrame({"_expr": [p[0] for p in pairs], "_one": [p[1] for p in pairs]}, schema={
@@ -46,14 +57,6 @@ def explode_hosts(frame: pl.DataFrame, col: str) -> pl.DataFrame:
         pl.coalesce("_one", col).alias(col),
         pl.when(pl.col("_one").is_not_null()).then(pl.col("nodelist")).alias("nodelist"),
     ).drop("_one").sort("line", col)
-
-
-def _expand(expr: str) -> list[str]:
-    """The hosts of a hostlist; a malformed one stays as printed (one row, its text as host)."""
-    try:
-        return hostlist.expand(expr) or [expr]
-    except ValueError:
-        return [expr]
 
 
 def known(expr: pl.Expr) -> pl.Expr:

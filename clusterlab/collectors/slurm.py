@@ -143,7 +143,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     out.add("facts", facts.select(
         pl.col("line").cast(pl.Int64), "ts", pl.lit(None, pl.String).alias("host"),
         pl.lit("slurm_job_id").alias("key"), pl.col("qjob").alias("value")))
-    events = explode_hosts(frame.filter(pl.col("kind") != "slurm_job_queued"), "host")
+    events = explode_hosts(frame.filter(pl.col("kind") != "slurm_job_queued"), "host", out)
     out.add("events", _finish(events))
     return out
 

@@ -145,7 +145,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     facts = frame.filter(pl.col("kind") == "slurm_version")
     out.add("facts", _facts(facts))
     node = pl.coalesce("n1", "n2", "n3", "n4", "n5", "n6", "n7").alias("host")
-    events = explode_hosts(frame.filter(pl.col("kind") != "slurm_version").with_columns(node), "host")
+    events = explode_hosts(frame.filter(pl.col("kind") != "slurm_version").with_columns(node), "host", out)
     out.add("events", _finish(_not_back(_with_reasons(events))))
     return out
 

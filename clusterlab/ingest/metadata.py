@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
 import tomllib
 import zoneinfo
 from collections.abc import Callable
@@ -21,9 +20,8 @@ import polars as pl
 from clusterlab import hostlist
 from clusterlab.ingest.reader import InputError
 
-MAX_HOSTS = 100_000  # hosts one hostlist expression may name: more is a typo, and expanding it would hang
+MAX_HOSTS = hostlist.MAX_HOSTS  # hosts one hostlist expression may name: more is a typo, and expanding it would hang
 _SHOWN_PROBLEMS = 3
-_BRACKET = re.compile(r"\[([^\[\]]*)\]")
 # A boot time outside these years is a corrupt file, and would overflow the arithmetic on dmesg offsets.
 BOOT_YEARS = (1990, 2200)
 
@@ -119,28 +117,13 @@ def _zone(v: Any) -> str:
     return v
 
 
-def hostlist_size(expr: str) -> int:
-    """How many hosts a hostlist expression names, counted without expanding it (an estimate for odd ones)."""
-    total = 0
-    for part in expr.split(","):
-        n = 1
-        for spec in _BRACKET.findall(part):
-            width = 0
-            for item in spec.split(","):
-                lo, _, hi = item.strip().partition("-")
-                width += int(hi) - int(lo) + 1 if lo.isdigit() and hi.isdigit() else 1
-            n *= max(width, 1)
-        total += n
-    return total
-
-
 def hosts_of(v: Any) -> list[str]:
     """The hosts of a hostlist expression, refusing one that names an absurd number of them."""
     if not isinstance(v, str):
         raise _Bad("expected a hostlist (east-[001-016])")
-    if (n := hostlist_size(v)) > MAX_HOSTS:
-        raise _Bad(f"names {n} hosts, more than {MAX_HOSTS:,}")
     try:
+        if (n := hostlist.size(v)) > MAX_HOSTS:
+            raise _Bad(f"names {n} hosts, more than {MAX_HOSTS:,}")
         return hostlist.expand(v)
     except ValueError as e:
         raise _Bad(str(e)) from None
