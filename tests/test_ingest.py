@@ -65,14 +65,67 @@ def test_open_last_line_is_read_again_once_completed(lab: Lab, tmp_path: Path) -
     assert ev["text"][1] == full.splitlines()[1]
 
 
-def test_rewritten_file_replaces_its_rows(lab: Lab, tmp_path: Path) -> None:
+def test_a_rewritten_file_is_a_new_file_and_the_old_rows_stay(lab: Lab, tmp_path: Path) -> None:
+    # a job log the next attempt overwrote: what the first attempt printed is still evidence
     log = tmp_path / "dmesg.log"
     log.write_text(xid_lines(4))
     lab.ingest(log, host="east-003")
     log.write_text(xid_lines(2, start=100))
     res = lab.ingest(log, host="east-003")
-    assert res.files[0].status == "replaced"
-    assert counts(lab)["events"] == 2
+    assert res.files[0].status == "changed"
+    assert counts(lab)["events"] == 6
+
+
+def test_a_rewritten_superset_stores_only_what_is_new(lab: Lab, tmp_path: Path) -> None:
+    # a dump written again with more in it (an `sacct` export, a log copied again): nothing twice
+    log = tmp_path / "dmesg.log"
+    log.write_text(xid_lines(3))
+    lab.ingest(log, host="east-003")
+    log.write_text("# exported again\n" + xid_lines(5))
+    assert lab.ingest(log, host="east-003").files[0].status == "changed"
+    assert lab.sql("SELECT count(*) AS n, count(DISTINCT text) AS d FROM events").row(0) == (5, 5)
+
+
+def _kern(tmp_path: Path, lab: Lab, text: str) -> Path:
+    node = tmp_path / "nodes" / "east-003"
+    node.mkdir(parents=True, exist_ok=True)
+    (node / "kern.log").write_text(text)
+    lab.ingest(tmp_path / "nodes")
+    return node
+
+
+def _xids(lab: Lab) -> list[str]:
+    return sorted(lab.sql("SELECT text FROM events")["text"].to_list())
+
+
+def test_logrotate_create_keeps_the_rotated_evidence_once(lab: Lab, tmp_path: Path) -> None:
+    node = _kern(tmp_path, lab, xid_lines(3))
+    (node / "kern.log").rename(node / "kern.log.1")
+    (node / "kern.log").write_text(xid_lines(2, start=10))
+    res = lab.ingest(tmp_path / "nodes")
+    assert res.counts() == {"changed": 1, "unchanged": 1}
+    assert _xids(lab) == sorted(xid_lines(3).splitlines() + xid_lines(2, start=10).splitlines())
+
+
+def test_logrotate_copytruncate_and_gz_generations_add_only_unseen_lines(lab: Lab, tmp_path: Path) -> None:
+    import gzip
+
+    node = _kern(tmp_path, lab, xid_lines(3))
+    with (node / "kern.log").open("a") as f:  # written after the last ingest, before the rotation
+        f.write(xid_lines(1, start=3))
+    (node / "kern.log.1").write_bytes((node / "kern.log").read_bytes())  # copytruncate: copy, then truncate
+    (node / "kern.log").write_text(xid_lines(1, start=20))
+    lab.ingest(tmp_path / "nodes")
+    # the next rotation: .1 compressed to .2.gz, the current log copied to .1
+    with gzip.open(node / "kern.log.2.gz", "wb") as g:
+        g.write((node / "kern.log.1").read_bytes())
+    with (node / "kern.log").open("a") as f:
+        f.write(xid_lines(1, start=21))
+    (node / "kern.log.1").write_bytes((node / "kern.log").read_bytes())
+    (node / "kern.log").write_text("")
+    lab.ingest(tmp_path / "nodes")
+    expected = xid_lines(4).splitlines() + xid_lines(2, start=20).splitlines()
+    assert _xids(lab) == sorted(expected)
 
 
 def test_same_content_under_two_hosts_is_kept_twice(lab: Lab, tmp_path: Path) -> None:

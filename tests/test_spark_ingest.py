@@ -96,7 +96,7 @@ def test_a_rerun_reads_only_new_grown_or_changed_files_and_reports_bad_ones(spar
         second = spark_ingest.ingest(spark, out, [src])
         assert results(db.ingest(src)) == results(second)
         assert {s: n for s, n in second.counts().items() if s != "unchanged"} == {
-            "appended": 1, "replaced": 1, "ingested": 1, "skipped": 1, "error": 1}
+            "appended": 1, "changed": 1, "ingested": 1, "skipped": 1, "error": 1}
         assert any("broken.log.gz" in m and "gzip" in m for m in second.errors)
         with Lab(lake=out) as lk:
             assert_same_store(db, lk)

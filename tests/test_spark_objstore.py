@@ -92,8 +92,8 @@ def test_file_urls_give_the_rows_of_the_same_files_read_from_disk_and_are_read_a
     assert spark_ingest.ingest(spark, out, [url(src)]).counts() == {"unchanged": 11}
     os.utime(log)
     os.utime(src / "scheduler" / "sacct.txt")  # a new time, the same bytes: hashed, and found unchanged
-    touched = spark_ingest.ingest(spark, out, [url(src)])  # (the rows of a replaced file: the next test)
-    assert {f.display: f.status for f in touched.files if f.status != "unchanged"} == {url(log): "replaced"}
+    touched = spark_ingest.ingest(spark, out, [url(src)])  # (the rows of a changed file: the next test)
+    assert {f.display: f.status for f in touched.files if f.status != "unchanged"} == {url(log): "changed"}
 
 
 def test_grown_changed_new_and_broken_files_at_urls_as_the_duckdb_path_reads_them(spark, tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def test_grown_changed_new_and_broken_files_at_urls_as_the_duckdb_path_reads_the
         second = spark_ingest.ingest(spark, out, [url(src)])
         assert results(db.ingest(src)) == results(second, src)
         assert {s: n for s, n in second.counts().items() if s != "unchanged"} == {
-            "appended": 2, "replaced": 1, "ingested": 1, "skipped": 1, "error": 1}
+            "appended": 2, "changed": 1, "ingested": 1, "skipped": 1, "error": 1}
         broken = url(run / "attempt-2" / "broken.log.gz")
         assert [m for m in second.errors if "gzip" in m] and all(m.startswith(broken) for m in second.errors)
         with Lab(lake=out) as lk:

@@ -87,6 +87,22 @@ def test_xid_on_a_job_host_is_a_failure_with_root_cause_and_a_node_event(tmp_pat
     assert node["host"] == "node1" and node["failure_mode"] == "network"
 
 
+def test_a_rotated_kernel_log_keeps_its_xid_and_alerts_it_once(tmp_path: Path) -> None:
+    two_ranks(tmp_path, 20)
+    con = store.connect(":memory:")
+    w = watcher(tmp_path, con=con)
+    w.tick(NOW)
+    kern = tmp_path / "kern.log"
+    kern.write_text(xid79(step_ts(20) + dt.timedelta(seconds=1), "node2"))
+    first = [e for e in w.tick(later(5)).new if e["kind"] == "node"]
+    assert [e["xid"] for e in first] == [79]
+    kern.rename(tmp_path / "kern.log.1")  # logrotate `create`: the old log renamed, a new one begun
+    kern.write_text(link_down(step_ts(20) + dt.timedelta(seconds=9), "node9"))
+    again = w.tick(later(6)).new
+    assert not [e for e in again if e.get("xid") == 79]  # neither lost for a tick nor alerted again
+    assert con.execute("SELECT count(*) FROM events WHERE xid = 79").fetchone()[0] == 1
+
+
 def test_straggler_names_the_slow_host_and_a_slowdown_is_said_once(tmp_path: Path) -> None:
     two_ranks(tmp_path, 20)
     w = watcher(tmp_path)

@@ -48,6 +48,17 @@ class Walk:
             self.found(task.size)
 
 
+# logrotate's names for an older generation of a log: `kern.log.1`, `kern.log.2.gz`, `syslog-20261205(.gz)`
+_ROTATED = re.compile(r"^(?P<base>.+?)(?:\.\d{1,3}|[-.]\d{8}(?:\d{2})?)(?:\.gz)?$")
+
+
+def rotation_base(where: str) -> str | None:
+    """The path a rotated log was rotated from (`/x/kern.log` for `/x/kern.log.2.gz`); None for other names."""
+    folder, _, name = where.rpartition("/")
+    m = _ROTATED.match(name)
+    return f"{folder}/{m['base']}" if m else None
+
+
 def path_context(parts: tuple[str, ...], known_hosts: frozenset[str]) -> tuple[str | None, int | None, str | None]:
     """(run, attempt, host) that the components of a path name."""
     run = attempt = host = None

@@ -1,9 +1,10 @@
 """Ingestion: evidence files in, typed rows in DuckDB; idempotent, crash-safe, parsed in parallel.
 
 The driver walks the paths, decides for each file what to do from its content hash and what the database
-already holds (nothing, read it, read what it gained, replace it), parses the files that need it (in worker
-processes when there is enough work, `ingest.parse`) and hands the rows to one writer (`ingest.write`), which
-commits many files per transaction, each file's rows and record together.
+already holds (nothing, read it, read what it gained, or read a new version beside the old one: a log rotated
+or overwritten keeps what it said), parses the files that need it (in worker processes when there is enough
+work, `ingest.parse`) and hands the rows to one writer (`ingest.write`), which commits many files per
+transaction, each file's rows and record together.
 """
 
 from __future__ import annotations
@@ -285,7 +286,12 @@ def plan_files(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileTask
                 plan.skip, plan.first = prev[4], prev[5] + 1
             plan.clock = stored_clock(con, plan.file_id, plan.first)
         elif prev is not None:
-            plan.status, plan.prev_id = "replaced", prev[0]
+            # NOTE: a change that is not an append is a new file, and what was stored stays: logrotate
+            # (`create`, `copytruncate`) and a job log the next attempt overwrote put new lines where evidence was
+            plan.status, plan.earlier = "changed", (prev[0],)
+        if plan.status != "appended" and (base := bundle.rotation_base(where)) is not None:
+            # `kern.log.1` holds what `kern.log` had, line for line (with what came after the last read)
+            plan.earlier, plan.same_lines = tuple(sorted({*plan.earlier, *lineage(con, base)})), True
         out.append(plan)
     fresh = [p for p in out if isinstance(p, FilePlan) and p.file_id < 0]
     if fresh:
@@ -293,6 +299,13 @@ def plan_files(con: duckdb.DuckDBPyConnection, tasks: list[tuple[bundle.FileTask
         for p, i in zip(fresh, sorted(ids), strict=True):
             p.file_id = i
     return out
+
+
+def lineage(con: duckdb.DuckDBPyConnection, base: str) -> tuple[int, ...]:
+    """Every stored version of a log and of its rotations (`base`, `base.1`, `base.2.gz`, ...)."""
+    rows = con.execute("SELECT file_id, path FROM ingested_files WHERE path = $b OR starts_with(path, $b || '.') "
+                       "OR starts_with(path, $b || '-')", {"b": base}).fetchall()
+    return tuple(sorted(i for i, path in rows if path == base or bundle.rotation_base(path) == base))
 
 
 def ingest_file(con: duckdb.DuckDBPyConnection, task: bundle.FileTask, ctx: Context,
@@ -317,7 +330,7 @@ def stored_clock(con: duckdb.DuckDBPyConnection, file_id: int, before: int) -> p
 
 def note_nothing_found(summary: IngestSummary, roots: list[Path]) -> None:
     """Say so when the paths held no evidence at all (an empty or wrong directory is not a success)."""
-    read = {"ingested", "appended", "replaced", "unchanged"}
+    read = {"ingested", "appended", "changed", "unchanged"}
     if summary.problems or summary.inventory or summary.runs or any(f.status in read for f in summary.files):
         return
     where = ", ".join(str(r) for r in roots) or "the paths given"

@@ -59,8 +59,11 @@ class FilePlan:
     file_id: int
     whole_hash: str
     size: int
-    status: str = "ingested"  # ingested | replaced | appended
-    prev_id: int | None = None  # the record a replaced file's rows are deleted with
+    status: str = "ingested"  # ingested | changed | appended
+    # stored files this one may repeat (its path's earlier version, the log it was rotated from): rows equal to
+    # theirs are not stored twice; `same_lines`: a rotated copy, whose lines keep their numbers
+    earlier: tuple[int, ...] = ()
+    same_lines: bool = False
     skip: int = 0  # decompressed bytes already read (a grown file)
     first: int = 1  # the line number reading starts at
     reopen_from: int | None = None  # a grown file's open last line: its rows from this line are re-read
@@ -104,7 +107,7 @@ class ParsedFile:
 
     @property
     def ok(self) -> bool:
-        return self.result.status in ("ingested", "replaced", "appended")
+        return self.result.status in ("ingested", "changed", "appended")
 
 
 @cache

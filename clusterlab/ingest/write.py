@@ -18,7 +18,7 @@ from clusterlab import store
 from clusterlab.ingest import training_health
 from clusterlab.ingest.pack import UNMATCHED
 from clusterlab.ingest.parse import FilePlan, PackedRows, ParsedFile
-from clusterlab.tables import TABLE_COLUMNS
+from clusterlab.tables import TABLE_COLUMNS, evidence_schema
 
 BATCH_FILES = 2048  # files per transaction at most ...
 BATCH_ROWS = 1_000_000  # ... or rows (a batch of ~100k rows costs 1.5x as much a row: see _write_batch)
@@ -100,9 +100,7 @@ def _discard(pf: ParsedFile) -> None:
 def _write_batch(con: duckdb.DuckDBPyConnection, batch: list[ParsedFile]) -> None:
     for pf in batch:
         plan = pf.plan
-        if plan.prev_id is not None and plan.status == "replaced":
-            delete_file(con, plan.prev_id)
-        elif plan.reopen_from is not None:
+        if plan.reopen_from is not None:
             # an open last line may have been completed since: its rows are read again
             for t in store.FILE_TABLES:
                 con.execute(f"DELETE FROM {t} WHERE file_id = ? AND line >= ?", [plan.file_id, plan.reopen_from])
@@ -134,6 +132,9 @@ def _write_batch(con: duckdb.DuckDBPyConnection, batch: list[ParsedFile]) -> Non
     if nccl:
         _nccl_ranks_across_batches(con, nccl)
     for pf in batch:
+        if pf.plan.earlier:
+            _drop_repeats(con, pf)
+    for pf in batch:
         # NOTE: a new file without step rows has no loss spikes to derive or to delete: no statement at all
         if pf.result.rows.get("steps") or pf.plan.status != "ingested":
             training_health.refresh(con, pf.plan.file_id, pf.result.rows)
@@ -148,10 +149,31 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
         con.unregister("_batch")
 
 
-def delete_file(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
-    for t in store.FILE_TABLES:
-        con.execute(f"DELETE FROM {t} WHERE file_id = ?", [file_id])
-    con.execute("DELETE FROM ingested_files WHERE file_id = ?", [file_id])
+def _drop_repeats(con: duckdb.DuckDBPyConnection, pf: ParsedFile) -> None:
+    """Rows of a new file that its earlier versions or the log it was rotated from already stored: kept once.
+
+    A row repeats an earlier one when every column but its file (and its line, where the lines moved: a
+    rewritten file) is the same; a line printed twice in one file stays twice."""
+    plan = pf.plan
+    for table in store.FILE_TABLES:
+        if not pf.result.rows.get(table) and table != UNMATCHED:
+            continue
+        columns = [c for c in (evidence_schema(table) if table in TABLE_COLUMNS else
+                               {"run": 0, "attempt": 0, "host": 0, "line": 0, "text": 0})
+                   if c != "file_id" and (plan.same_lines or c != "line")]
+        same = " AND ".join(f"n.{c} IS NOT DISTINCT FROM o.{c}" for c in columns)
+        # NOTE: numbered within each side, so that k copies of a row in the new file drop only as many as the
+        # earlier files had
+        n = con.execute(f"""
+            DELETE FROM {table} WHERE file_id = $new AND rowid IN (
+                SELECT n.rid FROM
+                  (SELECT rowid AS rid, *, row_number() OVER (PARTITION BY {", ".join(columns)}) AS k
+                   FROM {table} WHERE file_id = $new) n
+                JOIN (SELECT *, row_number() OVER (PARTITION BY {", ".join(columns)}) AS k
+                      FROM {table} WHERE list_contains($old, file_id)) o ON {same} AND n.k = o.k)""",
+                        {"new": plan.file_id, "old": list(plan.earlier)}).fetchone()[0]
+        if n and table in pf.result.rows:
+            pf.result.rows[table] -= n
 
 
 def _nccl_ranks_across_batches(con: duckdb.DuckDBPyConnection, file_ids: list[int]) -> None:

@@ -45,7 +45,7 @@ from clusterlab.scale import lake, spark_sources
 
 SLICES_PER_CORE = 4  # tasks per executor core: one big file holds back little of a stage
 LAKE_TABLES = [*store.FILE_TABLES, "ingested_files"]  # tables whose rows belong to one evidence file
-READ = ("ingested", "appended", "replaced")
+READ = ("ingested", "appended", "changed")
 
 
 def spark_session(master: str | None = None, app: str = "clusterlab-ingest", conf: dict[str, str] | None = None):
@@ -338,11 +338,11 @@ def _store(con: duckdb.DuckDBPyConnection, parts: list[tuple[dict[str, str], lis
 def _touched(con: duckdb.DuckDBPyConnection, plans: list[FilePlan]) -> set[str | None]:
     """The runs whose partitions this ingest replaces (None: rows without a run).
 
-    A new file adds rows to its run; a file read again or replaced changes the rows of the run it had. New
-    files without a run only add rows (kept beside the others), so rows without a run are replaced only when
-    such a file changed."""
+    A new file adds rows to its run; a file read again, changed or rotated also touches the runs of its earlier
+    versions (their rows are loaded, so that a changed file's rows are stored once). New files without a run
+    only add rows (kept beside the others), so rows without a run are replaced only when such a file changed."""
     runs: set[str | None] = {p.ctx.run for p in plans if p.ctx.run is not None}
-    before = [p.prev_id if p.status == "replaced" else p.file_id for p in plans if p.status != "ingested"]
+    before = [i for p in plans for i in (p.file_id,) * (p.status == "appended") + p.earlier]
     if before:
         runs |= {r[0] for r in con.execute("SELECT DISTINCT run FROM ingested_files WHERE list_contains(?, file_id)",
                                            [before]).fetchall()}

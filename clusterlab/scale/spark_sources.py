@@ -10,7 +10,7 @@ read. Every other file is a `Draft`: what an executor needs to plan it as `inges
 
 Executors: `sc.binaryFiles` hands each its files' bytes. `Spilled` writes them to an executor-local file named by
 a hash of the URL, hashes it (`reader.content_hash`, as the DuckDB path does) and decides: unchanged, grown
-(read from where the last read ended), replaced or new. The plan then names the local file for reading and the
+(read from where the last read ended), changed or new. The plan then names the local file for reading and the
 URL for every message and row, so the collectors run on it exactly as they run on a local file.
 """
 
@@ -374,8 +374,8 @@ class Spilled:
         if prev is not None and prefix is not None and prefix == prev[2] and draft.grown is not None:
             out.status, out.file_id = "appended", prev[0]
             out.skip, out.first, out.reopen_from, out.clock = draft.grown
-        elif prev is not None:
-            out.status, out.prev_id = "replaced", prev[0]
+        elif prev is not None:  # a new version: what was stored stays (as `ingest.driver.plan_files` decides)
+            out.status, out.earlier = "changed", (prev[0],)
         return out
 
     def side(self) -> dict:
