@@ -177,3 +177,25 @@ def test_directory_of_unreadable_files(tmp_path: Path) -> None:
     lines = res.stderr.strip().splitlines()
     assert lines == [f"error: locked/dmesg{i}.log: permission denied" for i in range(3)]
     assert "Traceback" not in res.stderr
+
+
+def test_file_and_folder_names_that_are_not_utf8_are_stored_and_found_again(tmp_path: Path) -> None:
+    """Through the real command: Linux names are bytes, and a stray byte must cost nothing beside it."""
+    root = os.fsencode(tmp_path / "bundle")
+    os.makedirs(os.path.join(root, b"runs", b"r\xe9sum\xe9", b"attempt-1"))
+    with open(os.path.join(root, b"runs", b"r\xe9sum\xe9", b"attempt-1", b"kern\xff.log"), "w") as f:
+        f.write(good_lines(2))
+    with open(os.path.join(root, b"dmesg.log"), "w") as f:
+        f.write(good_lines(3))
+    db = tmp_path / "n.duckdb"
+    cmd = [sys.executable, "-m", "clusterlab.cli", "--db", str(db), "ingest", "--host", "east-003",
+           str(tmp_path / "bundle")]
+    first = subprocess.run(cmd, capture_output=True, text=True)
+    assert first.returncode == 0 and "Traceback" not in first.stderr, first.stderr
+    again = subprocess.run(cmd, capture_output=True, text=True)
+    assert again.returncode == 0 and "2 unchanged" in again.stdout, again.stdout + again.stderr
+    assert event_count(db) == 5
+    with Lab(db, read_only=True) as lab:
+        files = lab.sql("SELECT path, run FROM ingested_files ORDER BY path")
+        assert files["run"].to_list() == [None, "r\\xe9sum\\xe9"]
+        assert files["path"][1].endswith("/runs/r\\xe9sum\\xe9/attempt-1/kern\\xff.log")

@@ -8,6 +8,7 @@ built to make a backtracking regex engine take minutes.
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import shutil
@@ -167,10 +168,15 @@ def test_mutated_bundle_ingests_with_named_problems_and_in_bounded_time(tmp_path
     gz.write_bytes(gz.read_bytes()[: gz.stat().st_size // 2])  # a cut gzip among them
     long = tmp_path / "bundle" / "nodes" / "east-004" / "dmesg"
     long.write_text(long.read_text() + "NVRM: NVLink " * 40_000 + "\n" + "a" * 200_000 + "\n")
+    odd = rng.choice([f for f in files if f != gz and f != long])  # a name that is not UTF-8
+    os.rename(odd, os.fsencode(odd.parent) + b"/" + os.fsencode(odd.name) + b"\xff")
     t = time.monotonic()
     with Lab(":memory:") as lab:
         res = lab.ingest(tmp_path / "bundle")
         assert lab.sql("SELECT count(*) AS n FROM events")["n"][0] > 0
+        assert lab.sql("SELECT count(*) AS n FROM ingested_files WHERE ends_with(path, '\\xff')")["n"][0] == 1
+        again = lab.ingest(tmp_path / "bundle")  # again: nothing new, a name that is not UTF-8 included
+        assert set(again.counts()) <= {"unchanged", "error", "skipped"}, again.counts()
     assert time.monotonic() - t < 120
     for problem in res.problems:
         assert problem.startswith("bundle/"), problem

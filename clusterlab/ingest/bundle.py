@@ -59,6 +59,12 @@ def rotation_base(where: str) -> str | None:
     return f"{folder}/{m['base']}" if m else None
 
 
+def storable(name: str) -> str:
+    """A path or name as text the store can hold: bytes that are not UTF-8 (which the file system gives back as
+    lone surrogates) spelled as `\\xff`, the same way every time, so that ingesting again finds the file stored."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def path_context(parts: tuple[str, ...], known_hosts: frozenset[str]) -> tuple[str | None, int | None, str | None]:
     """(run, attempt, host) that the components of a path name."""
     run = attempt = host = None
@@ -84,10 +90,11 @@ def real_path(p: Path, link: bool | None = None) -> str:
     `link`: whether `p` is a symbolic link, where the walk knows it."""
     # NOTE: Path.resolve() walks every component with a system call each: a dozen per file of a deep layout
     if link or (link is None and p.is_symlink()):
-        return str(p.resolve())
+        return storable(str(p.resolve()))
     # (joined to the working folder, not normalised: `link/..` must resolve the link first, as resolve() does)
     folder, name = os.path.split(os.fspath(p))
-    return os.path.join(_real_dir(folder if os.path.isabs(folder) else os.path.join(os.getcwd(), folder)), name)
+    return storable(os.path.join(_real_dir(folder if os.path.isabs(folder) else os.path.join(os.getcwd(), folder)),
+                                 name))
 
 
 @lru_cache(maxsize=4096)
@@ -102,7 +109,7 @@ def walk(paths: list[Path], known_hosts: frozenset[str], found: Callable[[int | 
     w = Walk([], [], {}, {}, [], found)
     for root in paths:
         if not root.exists():
-            w.unreadable.append((str(root), "no such file or directory"))
+            w.unreadable.append((storable(str(root)), "no such file or directory"))
             continue
         if root.is_file():
             _add(w, root, root.name, tuple(Path(os.path.abspath(root)).parts), True, known_hosts)
@@ -120,7 +127,7 @@ def _walk_dir(w: Walk, folder: str, display: str, parts: tuple[str, ...], known:
         with os.scandir(folder) as it:
             entries = sorted(it, key=lambda e: e.name)
     except OSError as e:
-        w.unreadable.append((str(e.filename), f"cannot read directory: {e.strerror}"))
+        w.unreadable.append((storable(str(e.filename)), f"cannot read directory: {e.strerror}"))
         return
     subdirs = []
     for e in entries:
@@ -150,7 +157,7 @@ def _add(w: Walk, p: Path, display: str, parts: tuple[str, ...], explicit: bool,
 
     `parts`: the components of its path that name its run, attempt and host; `link`, `stat_of`: whether it is a
     symbolic link and its stat (following the link), where a folder's listing has them."""
-    name = p.name
+    name, display, parts = p.name, storable(display), tuple(map(storable, parts))
     if name in SIDECARS:
         run, _, _ = path_context(parts, known)
         if name == "inventory.toml":
