@@ -223,3 +223,17 @@ def test_line_appended_without_a_time_gets_the_time_a_clean_ingest_gives(tmp_pat
         assert _all_rows(lab) == appended
         last = lab.sql("SELECT ts FROM events WHERE kind = 'ib_completion_error' ORDER BY line DESC LIMIT 1")
         assert last["ts"][0] is not None
+
+
+def test_folders_named_below_the_bundle_root_keep_run_and_host(tmp_path: Path) -> None:
+    import shutil
+
+    bundle = shutil.copytree(SAMPLES / "bundle", tmp_path / "bundle")
+    with Lab(tmp_path / "whole.duckdb") as whole, Lab(tmp_path / "parts.duckdb") as parts:
+        whole.ingest(bundle)
+        parts.ingest(bundle / "runs", bundle / "nodes", bundle / "scheduler")
+        query = "SELECT regexp_replace(path, '.*/bundle/', '') AS p, run, attempt, host FROM ingested_files ORDER BY p"
+        assert parts.sql(query).rows() == whole.sql(query).rows()
+        assert parts.incidents().select("incident_id", "failure_mode", "host").sort("incident_id").rows() == \
+            whole.incidents().select("incident_id", "failure_mode", "host").sort("incident_id").rows()
+        assert parts.incidents().height >= 6

@@ -114,8 +114,30 @@ def walk(paths: list[Path], known_hosts: frozenset[str], found: Callable[[int | 
         if root.is_file():
             _add(w, root, root.name, tuple(Path(os.path.abspath(root)).parts), True, known_hosts)
             continue
-        _walk_dir(w, os.fspath(root), str(root.name), (), known_hosts)
+        # NOTE: a folder inside a bundle (`bundle/runs`, `bundle/nodes/east-003`) keeps what the path above it says
+        above = root_of(root)
+        parts = tuple(map(storable, Path(os.path.abspath(root)).relative_to(above).parts)) if above else ()
+        _walk_dir(w, os.fspath(root), str(root.name), parts, known_hosts)
     return w
+
+
+BUNDLE_DEPTH = 4  # folders above a given one searched for its bundle: runs/<run>/attempt-<k>/<sub>
+
+
+def root_of(folder: Path) -> Path | None:
+    """The bundle a folder lies inside (the nearest folder above it with an `inventory.toml`, else the one
+    holding the `runs/` or `nodes/` it is in); None where it is a bundle's root itself, or in none."""
+    here = Path(os.path.abspath(folder))
+    if (here / "inventory.toml").is_file():
+        return None
+    chain = [here, *here.parents][:BUNDLE_DEPTH + 1]
+    for above in chain[1:]:
+        if (above / "inventory.toml").is_file():
+            return above
+    for below, above in zip(chain, chain[1:], strict=False):
+        if below.name in ("runs", "nodes"):
+            return above
+    return None
 
 
 def _walk_dir(w: Walk, folder: str, display: str, parts: tuple[str, ...], known: frozenset[str]) -> None:

@@ -132,6 +132,9 @@ def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file
     """
     inv_files = [inventory_file] if inventory_file else []
     inv_files += [r / "inventory.toml" for r in roots if (r / "inventory.toml").is_file()]
+    # a folder named below its bundle's root (`bundle/runs`): the bundle's inventory still says who the hosts are
+    inv_files += [b / "inventory.toml" for r in roots if r.is_dir() and (b := bundle.root_of(r)) is not None
+                  and (b / "inventory.toml").is_file()]
     for f in dict.fromkeys(inv_files):
         try:
             for k, n in inventory.load_inventory(con, f).items():
