@@ -13,6 +13,7 @@ from clusterlab import store
 from clusterlab.account import attribution
 from clusterlab.account.ledger import LedgerError
 from clusterlab.diagnose import incidents
+from clusterlab.ingest import attempts as _attempts
 from clusterlab.ingest import driver as _ingest
 from clusterlab.triage import annotations
 
@@ -32,6 +33,9 @@ class Lab:
         self.path = store.db_path(":memory:" if lake is not None and path is None else path)
         self.con = store.connect(self.path, read_only=read_only and self.path != ":memory:")
         self.lake = Path(lake) if lake is not None else None
+        self.notes: list[str] = []  # what opening it found and did (the command line prints them)
+        if self.lake is None and self.path != ":memory:" and _attempts.stale(self.con):
+            self._rebuild_attempts(read_only)
         if self.lake is not None:
             from clusterlab.scale import lake as _lake
 
@@ -40,6 +44,25 @@ class Lab:
             except BaseException:
                 self.con.close()
                 raise
+
+    def _rebuild_attempts(self, read_only: bool) -> None:
+        """An ingest killed between storing its files and rebuilding the attempts left them stale: rebuilt here,
+        through a writable connection for a moment where this one is read-only."""
+        if read_only:
+            self.con.close()
+            try:
+                rw = store.connect(self.path)
+            except (duckdb.Error, RuntimeError, OSError):  # held by a writer (a watch): its next ingest rebuilds
+                self.notes.append("the attempts are older than the evidence (an ingest was stopped before it "
+                                  "rebuilt them); they are rebuilt by the next ingest")
+            else:
+                with rw:
+                    _attempts.refresh(rw)
+                self.notes.append("rebuilt the attempts an interrupted ingest left older than the evidence")
+            self.con = store.connect(self.path, read_only=True)
+            return
+        _attempts.refresh(self.con)
+        self.notes.append("rebuilt the attempts an interrupted ingest left older than the evidence")
 
     def export_parquet(self, lake_dir: str | os.PathLike) -> dict[str, int]:
         """Write the store as a hive-partitioned Parquet lake (`clusterlab.scale.lake`); rows written per table."""

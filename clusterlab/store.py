@@ -126,8 +126,12 @@ _CHANGES = [
         recorded_at TIMESTAMP DEFAULT current_timestamp)""",
 ]
 
+# Issue 33: what the tables derived from the evidence (the attempts) were last built from, so that an ingest
+# killed between storing its files and rebuilding them is found, and repaired, when the database is next opened.
+_DERIVED = ["CREATE TABLE derived (name VARCHAR PRIMARY KEY, evidence VARCHAR, built_at TIMESTAMP)"]
+
 # Index i holds the statements that take a database from version i to version i + 1.
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _WATCH, _TELEMETRY, _CHANGES]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _WATCH, _TELEMETRY, _CHANGES, _DERIVED]
 # tables whose rows belong to one ingested file (deleted with it, cut when it is re-read from a line)
 FILE_TABLES = [*TABLE_COLUMNS, "unmatched_lines"]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -237,3 +237,22 @@ def test_folders_named_below_the_bundle_root_keep_run_and_host(tmp_path: Path) -
         assert parts.incidents().select("incident_id", "failure_mode", "host").sort("incident_id").rows() == \
             whole.incidents().select("incident_id", "failure_mode", "host").sort("incident_id").rows()
         assert parts.incidents().height >= 6
+
+
+def test_an_ingest_killed_before_it_rebuilt_the_attempts_is_repaired_on_open(tmp_path: Path) -> None:
+    db = tmp_path / "k.duckdb"
+    # the files are stored, then the process dies where the attempts were to be rebuilt
+    code = ("import os, sys; from clusterlab.ingest import attempts; "
+            "attempts.refresh = lambda con: os._exit(9); "
+            "from clusterlab import Lab; Lab(sys.argv[1]).ingest(sys.argv[2], workers=1)")
+    killed = subprocess.run([sys.executable, "-c", code, str(db), str(SAMPLES / "bundle")], capture_output=True,
+                            text=True)
+    assert killed.returncode == 9, killed.stderr
+    cli = [sys.executable, "-m", "clusterlab.cli", "--db", str(db)]
+    res = subprocess.run([*cli, "incidents", "--json"], capture_output=True, text=True)  # opened read-only
+    assert res.returncode == 0, res.stderr
+    assert "note: rebuilt the attempts" in res.stderr
+    with Lab(db) as lab:
+        assert lab.notes == []  # repaired once, for good
+        assert lab.sql("SELECT count(*) AS n FROM attempts")["n"][0] >= 5
+        assert len(lab.incidents()) >= 6

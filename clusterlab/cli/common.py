@@ -160,11 +160,14 @@ def open_error(path: str, e: Exception) -> str:
 def open_lab(ctx: click.Context, read_only: bool = False) -> Lab:
     path = ctx.obj["db"]
     try:
-        return Lab(path, read_only=read_only and path != ":memory:", lake=ctx.obj.get("lake"))
+        lab = Lab(path, read_only=read_only and path != ":memory:", lake=ctx.obj.get("lake"))
     except LakeError as e:
         fail(str(e))
     except (duckdb.Error, RuntimeError, OSError) as e:  # locked, foreign or newer than us: one line
         fail(open_error(path, e))
+    for note in lab.notes:
+        click.echo(f"note: {note}", err=True)
+    return lab
 
 
 def db_option(ctx: click.Context, param: click.Parameter, value: str | None) -> None:

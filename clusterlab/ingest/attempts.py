@@ -142,6 +142,19 @@ def _hosts_of_ranks(con: duckdb.DuckDBPyConnection) -> None:
     """)
 
 
+# What the attempts are built from: every stored file and how much of it was read (cheap: one row a file)
+_EVIDENCE = """SELECT count(*) || ':' || coalesce(max(file_id), 0) || ':' || coalesce(sum(rows), 0) || ':'
+                      || coalesce(sum(lines), 0) || ':' || coalesce(sum(raw_bytes), 0) FROM ingested_files"""
+
+
+def stale(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the attempts were built from other evidence than the store holds (an ingest killed before it
+    rebuilt them): then `runs` lists runs without attempts, and incidents are missing."""
+    built = con.execute("SELECT evidence FROM derived WHERE name = 'attempts'").fetchall()
+    now = con.execute(_EVIDENCE).fetchall()[0][0]
+    return (built[0][0] if built else "0:0:0:0:0") != now
+
+
 def refresh(con: duckdb.DuckDBPyConnection) -> None:
     """Recompute the attempts table from the evidence tables (idempotent)."""
     con.execute("BEGIN")
@@ -166,6 +179,7 @@ def refresh(con: duckdb.DuckDBPyConnection) -> None:
             FROM ({union}) GROUP BY ALL
         """)
         _hosts_of_jobs(con)
+        con.execute(f"""INSERT OR REPLACE INTO derived VALUES ('attempts', ({_EVIDENCE}), now())""")
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
