@@ -12,9 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
 import pytest
 
-from clusterlab import Lab
+from clusterlab import Lab, store
 from clusterlab.collectors import all_collectors
 from clusterlab.ingest import groups as ingest_group
 from clusterlab.ingest import groups_text as ingest_group_text
@@ -25,6 +26,17 @@ from clusterlab.store import evidence_schema
 from clusterlab.tables import TABLE_COLUMNS
 
 SAMPLES = Path(__file__).parent.parent / "data_samples"
+
+
+def _made(db: Path) -> bool:
+    """Whether the database got its whole schema (the first ingest makes it one migration at a time)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return store.current_version(con) == store.SCHEMA_VERSION
+    except duckdb.Error:
+        return False
+    finally:
+        con.close()
 
 
 def _snapshot(db: Path | str) -> dict[str, list[tuple]]:
@@ -300,7 +312,7 @@ def test_sigkill_during_a_parallel_batched_ingest_leaves_whole_files(tmp_path: P
             os.killpg(proc.pid, signal.SIGKILL)
             kills += 1
         proc.wait()
-        if not db.exists():  # killed before it made the database
+        if not db.exists() or not _made(db):  # killed before it made the database (or while it did)
             continue
         got = _snapshot(db)
         assert got["orphans"] == [(0,)]
@@ -325,3 +337,48 @@ def test_an_unguarded_script_ingests_in_its_own_process(corpus, tmp_path: Path) 
                          capture_output=True, text=True, timeout=300)
     assert got.returncode == 0, got.stderr
     assert int(got.stdout.split()[-1]) > 100 and "no `if __name__" in got.stderr
+
+
+def _children(pid: int) -> set[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return {int(x) for x in f.read().split()}
+    except OSError:
+        return set()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] not in "ZX"  # a zombie has stopped: it only waits to be reaped
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+def test_workers_die_with_an_ingest_killed_with_sigkill(tmp_path: Path) -> None:
+    line = "2026-11-24T08:20:25+00:00 east-003 kernel: NVRM: Xid (PCI:0000:5d:00): 79, pid=1, name=python\n"
+    root = tmp_path / "logs"
+    root.mkdir()
+    for i in range(300):
+        (root / f"node-{i:03d}.log").write_text(line * 3000)  # ~90 MB: seconds of parsing for two workers
+    cmd = [sys.executable, "-m", "clusterlab.cli", "--db", str(tmp_path / "k.duckdb"), "ingest", "--workers", "2",
+           str(root)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, workers = time.monotonic() + 60, set()
+    while time.monotonic() < deadline and proc.poll() is None:
+        # the workers, and the resource tracker multiprocessing starts beside them
+        workers = _children(proc.pid)
+        if len(workers) >= 3:
+            break
+        time.sleep(0.01)
+    assert len(workers) >= 3 and proc.poll() is None, "the ingest ended before its workers were seen"
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(_alive(p) for p in workers):
+        time.sleep(0.05)
+    left = [p for p in workers if _alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left, f"{len(left)} processes outlived the killed ingest"

@@ -149,8 +149,12 @@ _EVIDENCE = """SELECT count(*) || ':' || coalesce(max(file_id), 0) || ':' || coa
 
 def stale(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the attempts were built from other evidence than the store holds (an ingest killed before it
-    rebuilt them): then `runs` lists runs without attempts, and incidents are missing."""
-    built = con.execute("SELECT evidence FROM derived WHERE name = 'attempts'").fetchall()
+    rebuilt them): then `runs` lists runs without attempts, and incidents are missing. A database not migrated
+    yet (opened read-only: a creating ingest killed between its migrations) has no record: not judged."""
+    try:
+        built = con.execute("SELECT evidence FROM derived WHERE name = 'attempts'").fetchall()
+    except duckdb.CatalogException:
+        return False
     now = con.execute(_EVIDENCE).fetchall()[0][0]
     return (built[0][0] if built else "0:0:0:0:0") != now
 

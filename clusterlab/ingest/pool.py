@@ -8,9 +8,11 @@ process: starting workers costs about a second, more than a few MB of logs take 
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import multiprocessing
 import os
+import signal
 import sys
 import warnings
 from collections import deque
@@ -123,7 +125,8 @@ class Workers:
         # the child. POLARS_MAX_THREADS is read when a worker's polars starts: set for the pool's life.
         self._saved = os.environ.get("POLARS_MAX_THREADS")
         os.environ["POLARS_MAX_THREADS"] = "1"
-        self.pool = ProcessPoolExecutor(self.n, mp_context=multiprocessing.get_context("spawn"), initializer=warm)
+        self.pool = ProcessPoolExecutor(self.n, mp_context=multiprocessing.get_context("spawn"), initializer=warm,
+                                        initargs=(os.getpid(),))
         for _ in range(self.n):  # each submit finding no idle worker starts one: all start now, not on demand
             self.pool.submit(int)
 
@@ -162,14 +165,32 @@ class Workers:
         self.close()
 
 
-def warm() -> None:
-    """A worker's start: import what parsing needs (its first chunk would wait for it), collect garbage less often."""
+def warm(parent: int | None = None) -> None:
+    """A worker's start: die with its parent, import what parsing needs (its first chunk would wait for it), and
+    collect garbage less often."""
+    if parent is not None:
+        _die_with(parent)
     _collectors()
     _hints()
     # NOTE: parsing makes many short-lived objects and few cycles: the collector's default pace (a pass each 700
     # allocations, over every object the imports left) cost 2-3% of a worker's time
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when the thread that started it ends
+
+
+def _die_with(parent: int) -> None:
+    """A parent killed with SIGKILL cannot stop its workers, which would go on parsing for nobody (and hold
+    hundreds of MB): the kernel kills them with it (Linux). Elsewhere they end when their queue closes."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the call: no signal will come
+        os._exit(1)
 
 
 def spawn_safe() -> bool:
