@@ -49,6 +49,10 @@ class Lab:
         """An ingest killed between storing its files and rebuilding the attempts left them stale: rebuilt here,
         through a writable connection for a moment where this one is read-only."""
         if read_only:
+            if store.watch_pid(self.path) is not None:  # a reader never takes the file from a running watch
+                self.notes.append("the attempts are older than the evidence; the watch writing to this database "
+                                  "rebuilds them on its next tick")
+                return
             self.con.close()
             try:
                 rw = store.connect(self.path)

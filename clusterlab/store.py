@@ -130,8 +130,13 @@ _CHANGES = [
 # killed between storing its files and rebuilding them is found, and repaired, when the database is next opened.
 _DERIVED = ["CREATE TABLE derived (name VARCHAR PRIMARY KEY, evidence VARCHAR, built_at TIMESTAMP)"]
 
+# Issue 33: the watch's outbox: a detection is saved unsent and marked once alerted (or held back by the rate
+# limit), so that a watch killed between the two alerts it on its next start. What was there before was sent.
+_OUTBOX = ["ALTER TABLE watch_events ADD COLUMN sent_at TIMESTAMP", "UPDATE watch_events SET sent_at = detected_at"]
+
 # Index i holds the statements that take a database from version i to version i + 1.
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _WATCH, _TELEMETRY, _CHANGES, _DERIVED]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _WATCH, _TELEMETRY, _CHANGES, _DERIVED,
+                               _OUTBOX]
 # tables whose rows belong to one ingested file (deleted with it, cut when it is re-read from a line)
 FILE_TABLES = [*TABLE_COLUMNS, "unmatched_lines"]
 SCHEMA_VERSION = len(MIGRATIONS)

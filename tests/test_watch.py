@@ -242,3 +242,25 @@ def test_lab_watch_lets_go_of_the_file_and_takes_it_back(tmp_path: Path) -> None
         assert w.state.last_step == 12 and w.state.hosts == ["node1", "node2"]
         assert lab.sql("SELECT last_step FROM watch_state WHERE run = 'tiny'")["last_step"][0] == 12
     assert not Path(str(db) + store.WATCH_MARK).exists()
+
+
+def test_alerts_saved_but_not_sent_before_a_kill_are_sent_on_the_next_start(tmp_path: Path) -> None:
+    two_ranks(tmp_path, 20)
+    con = store.connect(":memory:")
+    w = watcher(tmp_path, con=con)
+    w.tick(NOW)
+
+    def killed(line: str) -> None:
+        raise KeyboardInterrupt  # the process dies between saving the detections and alerting them
+
+    w.alerter.echo = killed
+    (tmp_path / "kernel.log").write_text(xid79(step_ts(20) + dt.timedelta(seconds=1), "node2"))
+    with pytest.raises(KeyboardInterrupt):
+        w.tick(later(5))
+    lines: list[str] = []
+    again = watcher(tmp_path, lines, con=con)  # the watch started again
+    res = again.tick(later(10))
+    assert res.new == []  # nothing detected anew ...
+    assert sorted(e["kind"] for e in res.alerted) == ["failure", "node"]  # ... and what was saved is alerted
+    assert sum("Xid 79" in ln or "gpu_fell_off_bus" in ln for ln in lines) >= 1
+    assert again.tick(later(15)).alerted == []  # once

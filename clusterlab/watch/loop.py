@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import os
 import threading
 import time
@@ -114,6 +115,7 @@ class Watcher:
                 except BaseException:
                     con.execute("ROLLBACK")
                     raise
+                outbox = unsent(con, self.run_name, res.new)
                 res.state = self.state = st
                 for hook in self.after_tick:
                     hook(con, res)
@@ -122,10 +124,21 @@ class Watcher:
             res.skipped = f"{e}; tick skipped, trying again next tick"
             self.say(f"watch: {res.skipped}")
             return res
-        res.alerted = self.alerter.send(res.new)
+        res.alerted = self.alerter.send(outbox)
+        if outbox:
+            self._mark_sent(outbox, now)
         for hook in self.after_close:
             hook(res)
         return res
+
+    def _mark_sent(self, events: list[dict], now: dt.datetime) -> None:
+        """The outbox's events are out (sent, or held back by the rate limit on purpose): not sent again."""
+        try:
+            with self._connection() as con:
+                con.execute("UPDATE watch_events SET sent_at = ? WHERE list_contains(?, event_key)",
+                            [now, [e["key"] for e in events]])
+        except (store.DatabaseLocked, duckdb.Error) as e:  # sent again by the next tick: at least once, never lost
+            self.say(f"watch: could not mark {len(events)} alerts sent: {e}")
 
     def _ingest(self, con: duckdb.DuckDBPyConnection, present: list[Path]) -> IngestSummary | None:
         if not present:
@@ -167,6 +180,15 @@ class Watcher:
                 mark.unlink(missing_ok=True)
 
 
+def unsent(con: duckdb.DuckDBPyConnection, run: str, new: list[dict]) -> list[dict]:
+    """The outbox: this tick's new detections, after any a watch saved and was stopped before it alerted."""
+    mine = {e["key"] for e in new}
+    left = [json.loads(r[0]) for r in con.execute(
+        """SELECT event_json FROM watch_events WHERE sent_at IS NULL AND (run = ? OR run IS NULL)
+           ORDER BY detected_at, event_key""", [run]).fetchall()]
+    return [e for e in left if e.get("key") not in mine] + new
+
+
 def record(con: duckdb.DuckDBPyConnection, found: list[dict], now: dt.datetime) -> list[dict]:
     """Store the detections not seen before (by key); returns them in order."""
     fresh = list({e["key"]: e for e in found}.values())
@@ -177,7 +199,8 @@ def record(con: duckdb.DuckDBPyConnection, found: list[dict], now: dt.datetime) 
     new = [e | {"detected_at": now} for e in fresh if e["key"] not in known]
     if not new:
         return []
-    con.executemany("INSERT INTO watch_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    con.executemany("""INSERT INTO watch_events (event_key, run, attempt, kind, detected_at, evidence_ts, host,
+                       failure_mode, incident_id, message, event_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                     [[e["key"], e["run"], e["attempt"], e["kind"], now, e["evidence_ts"], e["host"],
                       e["failure_mode"], e["incident_id"], e["message"], to_json(e)] for e in new])
     return new
