@@ -72,7 +72,10 @@ _FIELD = r"^  (?P<field>time|host|rank|exitcode|error_file|traceback|msg) *: ?(?
 # a line "  time: 0.5" elsewhere in a log is no summary field.
 _FIELD_LINE = (r"^  (?:(?:time      |host      |rank      |exitcode  |error_file|traceback ): ?"
                r"|time: \d{4}-\d\d-\d\d_|rank: \d+ \(local_rank|exitcode: -?\d+ \(pid|msg: \")")
-_TB_START = r"^\s*(?:traceback : )?Traceback \(most recent call last\):\s*$"
+_TB_START = r"^\s*(?:traceback : )?Traceback \(most recent call last\):(?: \(RANK \d+\))?\s*$"
+# torch.distributed.checkpoint's CheckpointException prints each failed rank's traceback inside its own message
+# (`Traceback (most recent call last): (RANK 4)` ... `OSError: [Errno 5] Input/output error`): causes of it
+_RANK_TB = r"Traceback \(most recent call last\): \(RANK \d+\)\s*$"
 _CHAIN = r"During handling of the above exception|The above exception was the direct cause"
 _TB_MAX_LINES = 1000  # a traceback whose exception line is further away than this is not paired
 
@@ -185,7 +188,7 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     f = f.with_columns(
         msg=pl.coalesce("gmsg", "pmsg", "omsg", "rest"),
         ts=local_to_utc(stamp.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False), ctx.tz),
-        is_tb=rest.str.contains(_TB_START), is_chain=rest.str.contains(_CHAIN),
+        is_tb=rest.str.contains(_TB_START), is_chain=rest.str.contains(_CHAIN), rank_tb=rest.str.contains(_RANK_TB),
         header=pl.when(rest.str.contains(r"^Root Cause(?: \(first observed failure\))?:\s*$")).then(pl.lit("root"))
         .when(rest.str.contains(r"^(?:Other )?Failures:\s*$")).then(pl.lit("others")),
         exc_type=pl.when(~drop).then(pl.col("exc_type")),
@@ -283,7 +286,7 @@ def _message_fields(f: pl.DataFrame) -> pl.DataFrame:
 
 def _tracebacks(f: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     """The exception line that ends each traceback (causes of chained ones folded in); count of unended ones."""
-    tb = f.filter(pl.col("is_tb")).select(pl.col("line").alias("tb_line"), "key")
+    tb = f.filter(pl.col("is_tb")).select(pl.col("line").alias("tb_line"), "key", "rank_tb")
     ex = f.filter(pl.col("exc_type").is_not_null()).select("line", "key", "exc_type", "exc_msg")
     schema = {"line": pl.Int64, "tb_line": pl.Int64, "exc_type": pl.String, "exc_msg": pl.String,
               "causes": pl.List(pl.String), "chain_msgs": pl.List(pl.String), "consumed": pl.Boolean}
@@ -303,13 +306,15 @@ def _tracebacks(f: pl.DataFrame) -> tuple[pl.DataFrame, int]:
         causes: list[str] = []
         msgs: list[str | None] = []
         ms = marks.get(key, [])
+        seq = _fold_rank_failures(seq)
         for cur, nxt in zip(seq, [*seq[1:], None], strict=True):
             # "During handling ..." between this exception and the next traceback: this one is a cause.
             i = bisect.bisect_right(ms, cur["line"])
             chained = nxt is not None and i < len(ms) and ms[i] < nxt["tb_line"]
+            mine, their = cur.get("rank_causes", ([], []))
             rows.append({"line": cur["line"], "tb_line": cur["tb_line"], "exc_type": cur["exc_type"],
-                         "exc_msg": cur["exc_msg"], "causes": causes or None,
-                         "chain_msgs": [*msgs, cur["exc_msg"]], "consumed": chained})
+                         "exc_msg": cur["exc_msg"], "causes": [*causes, *mine] or None,
+                         "chain_msgs": [*msgs, *their, cur["exc_msg"]], "consumed": chained})
             causes, msgs = ([*causes, cur["exc_type"]], [*msgs, cur["exc_msg"]]) if chained else ([], [])
     return pl.DataFrame(rows, schema=schema), tb.height - pairs.height
 
@@ -388,6 +393,21 @@ def _child_row(e: dict, exc: dict | None, ctx: Context) -> dict:
         "exception": exc["exc_type"] if exc else None, "message": message,
         "cause": " ".join(x for x in (exc["exc_type"] if exc else None, message) if x) or None,
     }
+
+
+def _fold_rank_failures(seq: list[dict]) -> list[dict]:
+    """The ranks' tracebacks printed inside an exception's message (a CheckpointException) as its causes: one
+    exception, whose mode is its ranks' (`OSError: [Errno 5]` on a checkpoint filesystem), not one per rank."""
+    out: list[dict] = []
+    for r in seq:
+        if r["rank_tb"] and out:
+            head = out[-1]
+            types, msgs = head.setdefault("rank_causes", ([], []))
+            types.append(r["exc_type"])
+            msgs.append(r["exc_msg"])
+            continue
+        out.append(dict(r))
+    return out
 
 
 def _with_exceptions(content: pl.DataFrame, finals: pl.DataFrame) -> pl.DataFrame:
