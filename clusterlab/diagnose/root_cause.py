@@ -22,7 +22,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store
-from clusterlab.diagnose import incidents, timeline
+from clusterlab.diagnose import incidents, stopped_first, timeline
 
 # The scheduler's verdicts; KILLS end a job that may have been healthy until then.
 KILLS = ("time_limit", "preemption", "manual_stop")
@@ -163,6 +163,9 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
         SELECT run, attempt, start_ts, end_ts, hosts, attempt = max(attempt) OVER (PARTITION BY run) AS is_last
         FROM attempts WHERE ($run IS NULL OR run = $run) ORDER BY run, attempt""", {"run": run})
     cand = incidents.with_hosts(con, incidents.candidates(con, run, s, profile))
+    first = stopped_first.suspects(con, run, s.hang_min_s, s.hang_steps)
+    if first.height:  # the rank that stopped first in a hang: what the others print after it are symptoms
+        cand = pl.concat([cand, first.with_columns(peer_host=pl.lit(None, pl.String))], how="diagonal_relaxed")
     sacct = _sacct_verdicts(con, run)
     if sacct.height:
         cand = pl.concat([cand, sacct.with_columns(peer_host=pl.lit(None, pl.String))], how="diagonal_relaxed")

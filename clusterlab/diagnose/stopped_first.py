@@ -1,0 +1,76 @@
+"""Who stopped first: the ranks whose per-rank step records end behind every other rank's, in a job that hung.
+
+In a synchronous job every rank finishes a step within the same collective. A rank that stops (a stuck
+kernel, a dead GPU that does not error, a process that ignores its signals) leaves the others blocked in the
+next collective: their records end one step after its own, and whatever they print afterwards (a watchdog
+timeout, a gloo timeout, a time limit) is a symptom of it. This finds that rank from the records alone:
+- only where the job stopped stepping well before the attempt ended (a hang, not a kill of a healthy job,
+  whose ranks can part by one step as the signal reaches them);
+- only ranks within `MAX_BEHIND` steps of the others and stamped within a few steps of them: records that end
+  long before (a file that covers part of an attempt) say nothing about the end;
+- only where few ranks are behind and they are all on one host; otherwise there is no single suspect.
+The result is a candidate cause (`failure_mode` nccl_timeout on that host), ranked by `root_cause` with the rest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+import polars as pl
+
+from clusterlab import store
+
+MAX_BEHIND = 2  # steps a stopped rank's last record may be behind the job's
+NEAR_STEPS = 3.0  # its last record at most this many step times before the job's last progress
+MAX_SHARE = 0.25  # more ranks than this share behind: a pattern of the job's, not one rank's stop
+TIER = 58  # above what the waiting ranks print after it (timeouts, user errors), below hardware and I/O faults
+
+
+def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float, hang_steps: float) -> pl.DataFrame:
+    """One candidate row per attempt whose hang has a single suspect host (the `candidates` columns)."""
+    found = store.frame(con, """
+        WITH r AS (
+            SELECT run, attempt, rank, any_value(host) AS host, max(step) AS last_step, max(ts) AS last_ts,
+                   arg_max(file_id, step) AS file_id, arg_max(line, step) AS line, median(step_s) AS step_s
+            FROM rank_steps WHERE run IS NOT NULL AND ($run IS NULL OR run = $run) AND step IS NOT NULL
+            GROUP BY run, attempt, rank
+        ),
+        j AS (
+            SELECT run, attempt, max(last_step) AS job_step, max(last_ts) AS job_ts, count(*) AS ranks,
+                   median(step_s) AS step_s FROM r GROUP BY run, attempt
+        ),
+        behind AS (
+            SELECT r.*, j.job_step, j.job_ts, j.ranks, j.step_s AS job_step_s FROM r JOIN j USING (run, attempt)
+            WHERE r.last_step < j.job_step AND r.last_step >= j.job_step - $max_behind
+              AND r.last_ts >= j.job_ts - to_microseconds(CAST($near * coalesce(j.step_s, 0) * 1e6 AS BIGINT))
+        )
+        SELECT b.*, a.end_ts, f.path AS file FROM behind b JOIN attempts a USING (run, attempt)
+        JOIN ingested_files f USING (file_id)
+    """, {"run": run, "max_behind": MAX_BEHIND, "near": NEAR_STEPS})
+    schema = {"run": pl.String, "attempt": pl.Int32, "ts": pl.Datetime("us"), "host": pl.String,
+              "source": pl.String, "kind": pl.String, "failure_mode": pl.String, "xid": pl.Int32,
+              "rank": pl.Int32, "peer": pl.String, "file": pl.String, "line": pl.Int64, "text": pl.String,
+              "tier": pl.Int32, "detail": pl.String}
+    rows = []
+    for (run_, attempt), g in found.group_by(["run", "attempt"], maintain_order=True):
+        first = g.row(0, named=True)
+        hang = max(hang_min_s, hang_steps * (first["job_step_s"] or 0.0))
+        hung = first["end_ts"] is not None and (first["end_ts"] - first["job_ts"]).total_seconds() >= hang
+        hosts = g["host"].drop_nulls().unique()
+        if not hung or g.height > MAX_SHARE * first["ranks"] or hosts.len() != 1 or g["host"].null_count():
+            continue
+        lead = g.sort("last_step", "rank").row(0, named=True)
+        ranks = ", ".join(str(r) for r in sorted(g["rank"].to_list()))
+        # when it should have finished its next step: the moment the others began to wait for it
+        stopped = lead["last_ts"] + dt.timedelta(seconds=lead["step_s"] or 0.0)
+        rows.append({
+            "run": run_, "attempt": attempt, "ts": stopped, "host": hosts[0], "source": "rank_steps",
+            "kind": "stopped_first", "failure_mode": "nccl_timeout", "xid": None, "rank": lead["rank"],
+            "peer": None, "file": lead["file"], "line": lead["line"],
+            "text": (f"rank {ranks} on {hosts[0]} recorded step {lead['last_step']} last; the other "
+                     f"{first['ranks'] - g.height} ranks recorded step {first['job_step']}, then the job "
+                     f"stepped no more for {(first['end_ts'] - first['job_ts']).total_seconds() / 60:.0f} min"),
+            "tier": TIER, "detail": None,
+        })
+    return pl.DataFrame(rows, schema=schema)
