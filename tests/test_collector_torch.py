@@ -409,3 +409,14 @@ def test_nccl_system_error_without_detail_is_an_unknown_failure() -> None:
 ])
 def test_sniff_knows_lines_without_processgroupnccl(head: bytes) -> None:
     assert torch_dist.sniff(head, "x.log")
+
+
+def test_a_gloo_receive_that_timed_out_is_a_collective_timeout_not_the_users_code() -> None:
+    # what the rank waiting on a hung peer raises under gloo: a symptom of the peer, never the cause
+    lines = ["[rank0]: Traceback (most recent call last):",
+             '[rank0]:   File "/work/examples/train_tiny_gpt.py", line 214, in train',
+             "[rank0]:     dist.all_reduce(loss_t)",
+             "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting "
+             "1800000ms for recv operation to complete"]
+    (e,) = events(parse(lines, year=2026, tz="UTC"))
+    assert (e["kind"], e["failure_mode"], e["rank"]) == ("watchdog_timeout", "nccl_timeout", 0)

@@ -80,7 +80,9 @@ _CHAIN = r"During handling of the above exception|The above exception was the di
 _TB_MAX_LINES = 1000  # a traceback whose exception line is further away than this is not paired
 
 # Content kinds in the order tried: (kind, regex on the message, failure mode or None, severity).
-_TIMEOUT = r"ollective operation timeout|timed out in (?:blocking wait|call to wait\(\))"
+# (gloo's own: `Timed out waiting 1800000ms for recv operation to complete`, what a rank waiting on a peer raises)
+_TIMEOUT = (r"ollective operation timeout|timed out in (?:blocking wait|call to wait\(\))"
+            r"|Timed out waiting \d+ms for (?:recv|send) operation to complete")
 _KINDS: list[tuple[str, str, str | None, str]] = [
     ("watchdog_terminated", r"watchdog thread terminated with exception", None, "critical"),
     ("comm_aborted", r"NCCL communicator was aborted", None, "error"),
