@@ -44,7 +44,7 @@ def _bundle(root: Path, *, behind: dict[int, int], kill_after_s: float, waiting_
             (att / f"{host}.log").write_text("".join(
                 f"[rank{r}]:[E{at:%m%d %H:%M:%S}.{r:06d}000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught "
                 f"collective operation timeout: WorkNCCL(SeqNum=612, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, "
-                f"Timeout(ms)=1200000) ran for 1200013 milliseconds before timing out.\n"
+                f"Timeout(ms)=1140000) ran for 1140013 milliseconds before timing out.\n"
                 for r in ranks if r != 5))
     return root
 
@@ -77,3 +77,38 @@ def test_what_the_waiting_ranks_print_afterwards_does_not_move_the_blame(tmp_pat
 def test_records_that_say_nothing_about_the_end_name_nobody(tmp_path: Path, case: dict) -> None:
     inc = _end(tmp_path, **case)
     assert inc["failure_mode"] != "nccl_timeout" or inc["host"] is None, inc
+
+
+def _timeouts(root: Path, seqs: dict[int, int | None], at: dt.datetime) -> None:
+    """Each rank in `seqs` prints a watchdog timeout of that collective (None: it prints none)."""
+    att = root / "runs" / RUN / "attempt-1"
+    for host, ranks in HOSTS.items():
+        (att / f"{host}.log").write_text("".join(
+            f"[rank{r}]:[E{at:%m%d %H:%M:%S}.{r:06d}000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught "
+            f"collective operation timeout: WorkNCCL(SeqNum={seqs[r]}, OpType=ALLREDUCE, NumelIn=1024, "
+            f"NumelOut=1024, Timeout(ms)=600000) ran for 600013 milliseconds before timing out.\n"
+            for r in ranks if seqs.get(r) is not None))
+
+
+@pytest.mark.parametrize("seqs, host", [
+    ({r: 612 for r in range(8) if r != 6}, "g-002"),  # rank 6 is missing from the flood: it was not waiting
+    ({r: 611 if r == 2 else 612 for r in range(8)}, "g-001"),  # rank 2 is stuck one collective earlier
+])
+def test_the_rank_the_timeout_flood_singles_out_is_the_suspect(tmp_path: Path, seqs: dict, host: str) -> None:
+    # the records agree (the hung rank stopped between steps); the waiting ranks' timeouts tell
+    root = _bundle(tmp_path / "bundle", behind={}, kill_after_s=1200)
+    _timeouts(root, seqs, T0 + dt.timedelta(seconds=10 + STEPS * STEP_S + 600))
+    with Lab(tmp_path / "h.duckdb") as lab:
+        lab.ingest(root)
+        inc = lab.incidents(RUN).filter(kind="attempt_end").row(0, named=True)
+    assert (inc["failure_mode"], inc["host"]) == ("nccl_timeout", host), inc
+
+
+def test_a_flood_from_every_rank_of_the_same_collective_names_nobody(tmp_path: Path) -> None:
+    root = _bundle(tmp_path / "bundle", behind={}, kill_after_s=1200)
+    _timeouts(root, dict.fromkeys(range(8), 612), T0 + dt.timedelta(seconds=10 + STEPS * STEP_S + 600))
+    with Lab(tmp_path / "h.duckdb") as lab:
+        lab.ingest(root)
+        inc = lab.incidents(RUN).filter(kind="attempt_end").row(0, named=True)
+    assert not [r for r in inc["rejected"] if r["candidate"]["kind"] == "stopped_first"]
+    assert inc["host"] is None or inc["confidence"] <= 0.3, inc  # a bare symptom at most

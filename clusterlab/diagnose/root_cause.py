@@ -307,8 +307,9 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
     if winner is not None:  # the cause's other lines; for a shared service, every host's report of it
         same_host = pl.col("host").eq_missing(winner["host"]) | pl.lit(host != winner["host"])
         supports = supports | ((pl.col("failure_mode") == winner["failure_mode"]) & same_host)
-        if host is not None:  # the peers' errors about the guilty host are its evidence too
-            supports = supports | pl.col("peer_host").eq_missing(host)
+        if host is not None:  # the peers' errors about the guilty host, and its rank that stopped first, support it
+            supports = supports | pl.col("peer_host").eq_missing(host) | (
+                (pl.col("kind") == "stopped_first") & pl.col("host").eq_missing(host))
     rest = c.filter(~pl.col("_id").is_in(list(reasons)), ~supports.fill_null(False))
     competitors = 0
     for r in rest.iter_rows(named=True):
@@ -417,7 +418,9 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
     same_host = pl.col("host").eq_missing(pl.col("_whost")) | pl.col("_other_host")
     supports = (is_winner | pl.col("symptom") | (pl.col("_has_w") & (pl.col("failure_mode") == pl.col("_wmode"))
                                                   & same_host)
-                | (pl.col("_host").is_not_null() & pl.col("peer_host").eq_missing(pl.col("_host"))))
+                | (pl.col("_host").is_not_null() & (pl.col("peer_host").eq_missing(pl.col("_host"))
+                                                    | ((pl.col("kind") == "stopped_first")
+                                                       & pl.col("host").eq_missing(pl.col("_host"))))))
     c = c.join(w, on=keys, how="inner").with_columns(_win=is_winner, _sup=supports.fill_null(False))
     rest = ~pl.col("progressed") & ~pl.col("_sup")
     c = c.with_columns(_rest=rest)

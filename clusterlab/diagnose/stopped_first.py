@@ -9,6 +9,11 @@ timeout, a gloo timeout, a time limit) is a symptom of it. This finds that rank 
 - only ranks within `MAX_BEHIND` steps of the others and stamped within a few steps of them: records that end
   long before (a file that covers part of an attempt) say nothing about the end;
 - only where few ranks are behind and they are all on one host; otherwise there is no single suspect.
+Where the records cannot tell (a rank that hangs between steps leaves the others one collective later, but
+their records of the last finished step agree), the waiting ranks' own timeouts can:
+- the ranks missing from a flood of collective timeouts (every other rank timed out waiting; they did not,
+  as they were not in the collective), where a rank on their host did time out (its output was collected);
+- the ranks whose timed-out collective is an earlier one (a lower `SeqNum`) than everyone else's.
 The result is a candidate cause (`failure_mode` nccl_timeout on that host), ranked by `root_cause` with the rest.
 """
 
@@ -52,8 +57,11 @@ def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float,
               "source": pl.String, "kind": pl.String, "failure_mode": pl.String, "xid": pl.Int32,
               "rank": pl.Int32, "peer": pl.String, "file": pl.String, "line": pl.Int64, "text": pl.String,
               "tier": pl.Int32, "detail": pl.String}
-    rows = []
+    rows = _from_timeouts(con, run)
+    seen = {(r["run"], r["attempt"]) for r in rows}
     for (run_, attempt), g in found.group_by(["run", "attempt"], maintain_order=True):
+        if (run_, attempt) in seen:
+            continue
         first = g.row(0, named=True)
         hang = max(hang_min_s, hang_steps * (first["job_step_s"] or 0.0))
         hung = first["end_ts"] is not None and (first["end_ts"] - first["job_ts"]).total_seconds() >= hang
@@ -74,3 +82,55 @@ def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float,
             "tier": TIER, "detail": None,
         })
     return pl.DataFrame(rows, schema=schema)
+
+
+def _from_timeouts(con: duckdb.DuckDBPyConnection, run: str | None) -> list[dict]:
+    """Suspects from the collective timeouts the waiting ranks printed (see the module's second list)."""
+    t = store.frame(con, """
+        WITH ranks AS (
+            SELECT run, attempt, rank, any_value(host) AS host, max(max(ts)) OVER (PARTITION BY run, attempt)
+                   AS job_ts FROM rank_steps
+            WHERE run IS NOT NULL AND ($run IS NULL OR run = $run) AND rank IS NOT NULL AND host IS NOT NULL
+            GROUP BY run, attempt, rank
+        ),
+        tm AS (
+            -- when the wait began: the timeout's time less how long the collective ran (where it says)
+            SELECT e.run, e.attempt, e.rank,
+                   min(e.ts - to_milliseconds(coalesce(TRY_CAST(json_extract_string(e.detail, '$.ran_for_ms')
+                       AS BIGINT), 0))) AS ts,
+                   min(TRY_CAST(json_extract_string(e.detail, '$.seq_num') AS BIGINT)) AS seq,
+                   arg_min(f.path, e.ts) AS file, arg_min(e.line, e.ts) AS line
+            FROM events e JOIN ingested_files f USING (file_id)
+            WHERE e.kind = 'watchdog_timeout' AND e.rank IS NOT NULL AND e.run IS NOT NULL
+              AND ($run IS NULL OR e.run = $run)
+            GROUP BY ALL
+        )
+        -- (never before the job's last recorded step: a timeout's own arithmetic is not to be trusted further)
+        SELECT r.run, r.attempt, r.rank, r.host, greatest(tm.ts, r.job_ts) AS ts, tm.seq, tm.file, tm.line,
+               tm.rank IS NOT NULL AS timed_out
+        FROM ranks r LEFT JOIN tm USING (run, attempt, rank)
+        WHERE (r.run, r.attempt) IN (SELECT (run, attempt) FROM tm)
+    """, {"run": run})
+    rows = []
+    for (run_, attempt), g in t.group_by(["run", "attempt"], maintain_order=True):
+        waited = g.filter("timed_out")
+        silent = g.filter(~pl.col("timed_out"))
+        seqs = waited["seq"].drop_nulls()
+        behind = waited.filter(pl.col("seq") < seqs.max()) if seqs.len() else silent.clear()
+        for cut, why in ((silent, "printed no collective timeout where the other {n} ranks timed out waiting"),
+                         (behind, "timed out in an earlier collective than the other {n} ranks")):
+            hosts = cut["host"].unique()
+            covered = waited.filter(pl.col("host").is_in(hosts.to_list())).height > 0  # its host's output was read
+            if not cut.height or hosts.len() != 1 or cut.height > g.height - cut.height or not covered:
+                continue
+            ranks = ", ".join(str(r) for r in sorted(cut["rank"].to_list()))
+            first = waited.sort("ts").row(0, named=True)
+            rows.append({
+                "run": run_, "attempt": attempt, "ts": first["ts"], "host": hosts[0], "source": "torch",
+                "kind": "stopped_first", "failure_mode": "nccl_timeout", "xid": None,
+                "rank": int(cut["rank"].min()), "peer": None, "file": first["file"], "line": first["line"],
+                "text": f"rank {ranks} on {hosts[0]} " + why.format(n=g.height - cut.height),
+                "tier": TIER, "detail": None,
+            })
+            break
+    return rows

@@ -237,7 +237,7 @@ def _ending(run: Run, att: Attempt, mode: str, root: int, host: str | None, rng:
     if endings.family(mode) == "scheduler":
         trigger = root
     exit_ms = endings.exit_ms(mode, trigger, len(att.hosts), culprit)
-    # a hang with no deeper cause, a time limit: no single host is to blame
-    blamed = None if mode in ("nccl_timeout", "time_limit", "manual_stop") else host if culprit is not None \
-        else att.hosts[0]
+    # a time limit, a person's stop: no single host is to blame. A hang with no deeper cause still has the rank
+    # that stopped first (it alone is missing from the others' watchdog timeouts): its host is the suspect
+    blamed = None if mode in ("time_limit", "manual_stop") else host if culprit is not None else att.hosts[0]
     return Ending(mode, blamed, rank, root, trigger, exit_ms)
