@@ -56,7 +56,7 @@ def test_a_slowed_rank_is_found_as_the_straggler(tmp_path: Path, fault: list[str
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["exit", "hang"])
 def test_a_failing_rank_leaves_the_steps_before_it(tmp_path: Path, mode: str) -> None:
-    out = tmp_path / "a"
+    out = tmp_path / "bundle" / "runs" / "tiny" / "attempt-1"
     rc = _torchrun("--steps", "6", "--out", str(out), "--fail-at-step", "4", "--fail-mode", mode,
                    "--pg-timeout-s", "5", log=tmp_path / "log")
     log = (tmp_path / "log").read_text()
@@ -65,3 +65,11 @@ def test_a_failing_rank_leaves_the_steps_before_it(tmp_path: Path, mode: str) ->
     assert [r["step"] for r in _records(out, 0)] == [1, 2, 3]  # rank 0 cannot finish step 4 without rank 1
     if mode == "exit":
         assert "injected failure on rank 1 before step 4" in log
+    else:  # the postmortem names rank 1, which stopped, never rank 0, which timed out waiting for it
+        (out / "train.log").write_text(log)
+        with Lab(tmp_path / "db.duckdb") as lab:
+            lab.ingest(tmp_path / "bundle")
+            [inc] = lab.incidents("tiny").filter(kind="attempt_end").iter_rows(named=True)
+            top = lab.evidence(inc["incident_id"]).row(0, named=True)
+        assert (inc["failure_mode"], inc["host"]) == ("nccl_timeout", "node1"), (inc, log[-3000:])
+        assert (top["kind"], top["rank"]) == ("stopped_first", 1), top

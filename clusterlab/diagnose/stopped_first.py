@@ -12,7 +12,8 @@ timeout, a gloo timeout, a time limit) is a symptom of it. This finds that rank 
 Where the records cannot tell (a rank that hangs between steps leaves the others one collective later, but
 their records of the last finished step agree), the waiting ranks' own timeouts can:
 - the ranks missing from a flood of collective timeouts (every other rank timed out waiting; they did not,
-  as they were not in the collective), where a rank on their host did time out (its output was collected);
+  as they were not in the collective), where their output was read (the timeouts came from the job's own
+  output, which holds every rank's, or a rank on their host did time out);
 - the ranks whose timed-out collective is an earlier one (a lower `SeqNum`) than everyone else's.
 The result is a candidate cause (`failure_mode` nccl_timeout on that host), ranked by `root_cause` with the rest.
 """
@@ -99,7 +100,8 @@ def _from_timeouts(con: duckdb.DuckDBPyConnection, run: str | None) -> list[dict
                    min(e.ts - to_milliseconds(coalesce(TRY_CAST(json_extract_string(e.detail, '$.ran_for_ms')
                        AS BIGINT), 0))) AS ts,
                    min(TRY_CAST(json_extract_string(e.detail, '$.seq_num') AS BIGINT)) AS seq,
-                   arg_min(f.path, e.ts) AS file, arg_min(e.line, e.ts) AS line
+                   arg_min(f.path, e.ts) AS file, arg_min(e.line, e.ts) AS line,
+                   bool_or(f.host IS NULL) AS jobwide  -- printed into the job's own output (srun, torchrun)
             FROM events e JOIN ingested_files f USING (file_id)
             WHERE e.kind = 'watchdog_timeout' AND e.rank IS NOT NULL AND e.run IS NOT NULL
               AND ($run IS NULL OR e.run = $run)
@@ -107,7 +109,8 @@ def _from_timeouts(con: duckdb.DuckDBPyConnection, run: str | None) -> list[dict
         )
         -- (never before the job's last recorded step: a timeout's own arithmetic is not to be trusted further)
         SELECT r.run, r.attempt, r.rank, r.host, greatest(tm.ts, r.job_ts) AS ts, tm.seq, tm.file, tm.line,
-               tm.rank IS NOT NULL AS timed_out
+               tm.rank IS NOT NULL AS timed_out,
+               coalesce(bool_or(tm.jobwide) OVER (PARTITION BY r.run, r.attempt), false) AS jobwide
         FROM ranks r LEFT JOIN tm USING (run, attempt, rank)
         WHERE (r.run, r.attempt) IN (SELECT (run, attempt) FROM tm)
     """, {"run": run})
@@ -120,7 +123,8 @@ def _from_timeouts(con: duckdb.DuckDBPyConnection, run: str | None) -> list[dict
         for cut, why in ((silent, "printed no collective timeout where the other {n} ranks timed out waiting"),
                          (behind, "timed out in an earlier collective than the other {n} ranks")):
             hosts = cut["host"].unique()
-            covered = waited.filter(pl.col("host").is_in(hosts.to_list())).height > 0  # its host's output was read
+            # its output was read: the timeouts came from the job's own output, or from its host's
+            covered = g["jobwide"][0] or waited.filter(pl.col("host").is_in(hosts.to_list())).height > 0
             if not cut.height or hosts.len() != 1 or cut.height > g.height - cut.height or not covered:
                 continue
             ranks = ", ".join(str(r) for r in sorted(cut["rank"].to_list()))
