@@ -235,9 +235,23 @@ PartitionName=main Nodes=node[1-4] Default=YES
 """
 
 
-@pytest.mark.skipif(shutil.which("sinfo") is None, reason="needs the Slurm client (slurm-wlm)")
-def test_the_real_sinfo_without_its_controller_stops_the_relaunch(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def sinfo() -> str:
+    """The real Slurm client, installed as the local cluster's fixture installs it (decided here, when the test
+    runs, not at collection: on a fresh machine Slurm is not there yet when the tests are collected)."""
+    from slurm_cluster import SlurmUnavailable, ensure_installed
+
+    try:
+        ensure_installed()
+    except SlurmUnavailable as e:
+        pytest.skip(f"needs the Slurm client (slurm-wlm): {e}")
+    path = shutil.which("sinfo")
+    assert path, "slurm-wlm installed but sinfo not on PATH"
+    return path
+
+
+def test_the_real_sinfo_without_its_controller_stops_the_relaunch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  sinfo: str) -> None:
     conf = tmp_path / "slurm.conf"
     conf.write_text(DEAD_CONTROLLER.format(port=_free_ports(1)[0]))  # nothing listens there
     monkeypatch.setenv("SLURM_CONF", str(conf))
