@@ -33,18 +33,30 @@ MAX_SHARE = 0.25  # more ranks than this share behind: a pattern of the job's, n
 TIER = 58  # above what the waiting ranks print after it (timeouts, user errors), below hardware and I/O faults
 
 
+# each attempt's last steps: where a rank that stopped first, and every rank waiting for it, left its last record
+_TAIL = """tail AS (SELECT run, attempt, last_step - $tail AS from_step FROM attempts
+                   WHERE last_step IS NOT NULL AND ($run IS NULL OR run = $run))"""
+
+
 def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float, hang_steps: float) -> pl.DataFrame:
     """One candidate row per attempt whose hang has a single suspect host (the `candidates` columns)."""
+    # NOTE: one pass, over each attempt's last steps only (a stopped rank is within MAX_BEHIND of the end): the
+    # per-rank table is the largest there is, and a pass over all of it would cost as much as attribution
+    tail = store.frame(con, f"""
+        WITH {_TAIL}
+        SELECT rs.run, rs.attempt, rs.rank, any_value(rs.host) AS host, max(rs.step) AS last_step,
+               max(rs.ts) AS last_ts, max_by(rs.file_id, rs.step) AS file_id, max_by(rs.line, rs.step) AS line,
+               avg(rs.step_s) AS step_s
+        FROM rank_steps rs JOIN tail USING (run, attempt)
+        -- (the tails' step numbers first, as a filter on the scan: a join alone would hash every row)
+        WHERE rs.step IN (SELECT unnest(range(from_step, from_step + $tail + 1)) FROM tail)
+          AND rs.step >= tail.from_step AND rs.rank IS NOT NULL
+        GROUP BY rs.run, rs.attempt, rs.rank
+    """, {"run": run, "tail": MAX_BEHIND + 1})
     found = store.frame(con, """
-        WITH r AS (
-            SELECT run, attempt, rank, any_value(host) AS host, max(step) AS last_step, max(ts) AS last_ts,
-                   arg_max(file_id, step) AS file_id, arg_max(line, step) AS line, median(step_s) AS step_s
-            FROM rank_steps WHERE run IS NOT NULL AND ($run IS NULL OR run = $run) AND step IS NOT NULL
-            GROUP BY run, attempt, rank
-        ),
-        j AS (
+        WITH j AS (
             SELECT run, attempt, max(last_step) AS job_step, max(last_ts) AS job_ts, count(*) AS ranks,
-                   median(step_s) AS step_s FROM r GROUP BY run, attempt
+                   avg(step_s) AS step_s FROM r GROUP BY run, attempt
         ),
         behind AS (
             SELECT r.*, j.job_step, j.job_ts, j.ranks, j.step_s AS job_step_s FROM r JOIN j USING (run, attempt)
@@ -53,12 +65,12 @@ def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float,
         )
         SELECT b.*, a.end_ts, f.path AS file FROM behind b JOIN attempts a USING (run, attempt)
         JOIN ingested_files f USING (file_id)
-    """, {"run": run, "max_behind": MAX_BEHIND, "near": NEAR_STEPS})
+    """, {"max_behind": MAX_BEHIND, "near": NEAR_STEPS}, r=tail)
     schema = {"run": pl.String, "attempt": pl.Int32, "ts": pl.Datetime("us"), "host": pl.String,
               "source": pl.String, "kind": pl.String, "failure_mode": pl.String, "xid": pl.Int32,
               "rank": pl.Int32, "peer": pl.String, "file": pl.String, "line": pl.Int64, "text": pl.String,
               "tier": pl.Int32, "detail": pl.String}
-    rows = _from_timeouts(con, run)
+    rows = _from_timeouts(con, run, tail)
     seen = {(r["run"], r["attempt"]) for r in rows}
     for (run_, attempt), g in found.group_by(["run", "attempt"], maintain_order=True):
         if (run_, attempt) in seen:
@@ -85,14 +97,16 @@ def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float,
     return pl.DataFrame(rows, schema=schema)
 
 
-def _from_timeouts(con: duckdb.DuckDBPyConnection, run: str | None) -> list[dict]:
-    """Suspects from the collective timeouts the waiting ranks printed (see the module's second list)."""
+def _from_timeouts(con: duckdb.DuckDBPyConnection, run: str | None, tail: pl.DataFrame) -> list[dict]:
+    """Suspects from the collective timeouts the waiting ranks printed (see the module's second list); `tail`: the
+    ranks' last records, as `suspects` read them."""
+    if not con.execute("""SELECT count(*) FROM events WHERE kind = 'watchdog_timeout' AND rank IS NOT NULL
+                          AND run IS NOT NULL AND ($run IS NULL OR run = $run)""", {"run": run}).fetchall()[0][0]:
+        return []
     t = store.frame(con, """
         WITH ranks AS (
-            SELECT run, attempt, rank, any_value(host) AS host, max(max(ts)) OVER (PARTITION BY run, attempt)
-                   AS job_ts FROM rank_steps
-            WHERE run IS NOT NULL AND ($run IS NULL OR run = $run) AND rank IS NOT NULL AND host IS NOT NULL
-            GROUP BY run, attempt, rank
+            SELECT run, attempt, rank, host, max(last_ts) OVER (PARTITION BY run, attempt) AS job_ts
+            FROM tail WHERE host IS NOT NULL
         ),
         tm AS (
             -- when the wait began: the timeout's time less how long the collective ran (where it says)
@@ -107,13 +121,24 @@ def _from_timeouts(con: duckdb.DuckDBPyConnection, run: str | None) -> list[dict
               AND ($run IS NULL OR e.run = $run)
             GROUP BY ALL
         )
-        -- (never before the job's last recorded step: a timeout's own arithmetic is not to be trusted further)
-        SELECT r.run, r.attempt, r.rank, r.host, greatest(tm.ts, r.job_ts) AS ts, tm.seq, tm.file, tm.line,
-               tm.rank IS NOT NULL AS timed_out,
-               coalesce(bool_or(tm.jobwide) OVER (PARTITION BY r.run, r.attempt), false) AS jobwide
-        FROM ranks r LEFT JOIN tm USING (run, attempt, rank)
-        WHERE (r.run, r.attempt) IN (SELECT (run, attempt) FROM tm)
-    """, {"run": run})
+        ,
+        j AS (
+            -- (never before the job's last recorded step: a timeout's own arithmetic is not to be trusted further)
+            SELECT r.run, r.attempt, r.rank, r.host, greatest(tm.ts, r.job_ts) AS ts, tm.seq, tm.file, tm.line,
+                   tm.rank IS NOT NULL AS timed_out,
+                   coalesce(bool_or(tm.jobwide) OVER (PARTITION BY r.run, r.attempt), false) AS jobwide
+            FROM ranks r LEFT JOIN tm USING (run, attempt, rank)
+            WHERE (r.run, r.attempt) IN (SELECT (run, attempt) FROM tm)
+        ),
+        -- the attempts worth a closer look: a few silent ranks on one host, or collectives of different numbers
+        worth AS (
+            SELECT run, attempt FROM j GROUP BY run, attempt
+            HAVING (count(*) FILTER (WHERE NOT timed_out) BETWEEN 1 AND count(*) // 2
+                    AND count(DISTINCT host) FILTER (WHERE NOT timed_out) = 1)
+                OR min(seq) < max(seq)
+        )
+        SELECT j.* FROM j SEMI JOIN worth USING (run, attempt)
+    """, {"run": run}, tail=tail)
     rows = []
     for (run_, attempt), g in t.group_by(["run", "attempt"], maintain_order=True):
         waited = g.filter("timed_out")

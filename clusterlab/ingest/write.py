@@ -171,7 +171,7 @@ def _drop_repeats(con: duckdb.DuckDBPyConnection, pf: ParsedFile) -> None:
                    FROM {table} WHERE file_id = $new) n
                 JOIN (SELECT *, row_number() OVER (PARTITION BY {", ".join(columns)}) AS k
                       FROM {table} WHERE list_contains($old, file_id)) o ON {same} AND n.k = o.k)""",
-                        {"new": plan.file_id, "old": list(plan.earlier)}).fetchone()[0]
+                        {"new": plan.file_id, "old": list(plan.earlier)}).fetchall()[0][0]
         if n and table in pf.result.rows:
             pf.result.rows[table] -= n
 
