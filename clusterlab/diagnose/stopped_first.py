@@ -70,11 +70,8 @@ def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float,
               "source": pl.String, "kind": pl.String, "failure_mode": pl.String, "xid": pl.Int32,
               "rank": pl.Int32, "peer": pl.String, "file": pl.String, "line": pl.Int64, "text": pl.String,
               "tier": pl.Int32, "detail": pl.String}
-    rows = _from_timeouts(con, run, tail)
-    seen = {(r["run"], r["attempt"]) for r in rows}
+    rows = []
     for (run_, attempt), g in found.group_by(["run", "attempt"], maintain_order=True):
-        if (run_, attempt) in seen:
-            continue
         first = g.row(0, named=True)
         hang = max(hang_min_s, hang_steps * (first["job_step_s"] or 0.0))
         hung = first["end_ts"] is not None and (first["end_ts"] - first["job_ts"]).total_seconds() >= hang
@@ -94,6 +91,9 @@ def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float,
                      f"stepped no more for {(first['end_ts'] - first['job_ts']).total_seconds() / 60:.0f} min"),
             "tier": TIER, "detail": None,
         })
+    # where the records name nobody, the timeouts the waiting ranks printed may
+    seen = {(r["run"], r["attempt"]) for r in rows}
+    rows += [r for r in _from_timeouts(con, run, tail) if (r["run"], r["attempt"]) not in seen]
     return pl.DataFrame(rows, schema=schema)
 
 
