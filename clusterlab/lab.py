@@ -225,7 +225,10 @@ class Lab:
     def incidents(self, run: str | None = None, settings: incidents.Settings | None = None) -> pl.DataFrame:
         """One row per incident, root cause first; GPU-hours lost where the run's ledger can be built."""
         s = settings or incidents.Settings()
-        runs = [run] if run else self.sql("SELECT DISTINCT run FROM attempts ORDER BY run")["run"].to_list()
+        known = self.sql("SELECT DISTINCT run FROM attempts ORDER BY run")["run"].to_list()
+        if run is not None and run not in known and not self.sql("SELECT 1 FROM runs WHERE run = ?", [run]).height:
+            raise KeyError(f"no run {run!r} in the store; runs: {', '.join(known) or 'none'}")
+        runs = [run] if run else known
         frames = []
         for r in runs:
             try:
@@ -236,7 +239,7 @@ class Lab:
         if not frames:
             return attribution.empty_incidents()
         out = pl.concat(frames, how="diagonal_relaxed")
-        return out.select([c for c in attribution.INCIDENT_COLUMNS if c in out.columns]).sort("root_ts", "incident_id")
+        return attribution.complete_incidents(out).sort("root_ts", "incident_id")
 
     def unmatched(self, run: str | None = None, limit: int | None = 50) -> pl.DataFrame:
         """Trouble-looking lines no rule matched, by template, commonest first (`clusterlab.ingest.unmatched`)."""

@@ -250,3 +250,25 @@ def test_demo_refuses_a_folder_it_did_not_make(tmp_path: Path) -> None:
     assert (out / "keep.md").read_text() == "mine"
     res = CliRunner().invoke(main, ["demo", "--out", str(tmp_path)], catch_exceptions=False)
     assert res.exit_code == 2 and (out / "keep.md").exists()
+
+
+def test_incidents_of_a_run_the_store_does_not_hold_is_one_line(tmp_path) -> None:
+    db = tmp_path / "i.duckdb"
+    assert CliRunner().invoke(main, ["--db", str(db), "ingest", str(SAMPLES / "bundle")]).exit_code == 0
+    res = CliRunner().invoke(main, ["--db", str(db), "incidents", "--run", "llama8b"])
+    assert res.exit_code == 2 and (res.exception is None or isinstance(res.exception, SystemExit)), res.output
+    assert "error: no run 'llama8b' in the store; runs: ds1b-ablation, hf-eval-sweep, llama8b-pretrain" in res.stderr
+
+
+def test_incidents_of_a_run_without_step_times_have_every_column(tmp_path) -> None:
+    import shutil
+
+    att = tmp_path / "b" / "runs" / "hf1" / "attempt-1"
+    att.mkdir(parents=True)
+    shutil.copy(SAMPLES / "hf_trainer" / "run_clm_resume.log", att / "train.log")  # a stock trainer log
+    db = tmp_path / "h.duckdb"
+    CliRunner().invoke(main, ["--db", str(db), "ingest", str(tmp_path / "b")])
+    res = CliRunner().invoke(main, ["--db", str(db), "incidents", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert rows and all("gpu_hours_lost" in r for r in rows), rows

@@ -29,15 +29,27 @@ SLOWDOWN_CAUSES = ("filesystem_io", "network", "pcie_error", "nvlink_error", "gp
 SLOWDOWN_LEAD_S = 60.0
 SLOWDOWN_ONSET_S = 120.0
 SLOWDOWN_MIN = 0.05  # a step counts as slowed when its unexplained excess is this share of the baseline
-INCIDENT_COLUMNS = ["incident_id", "run", "attempt", "kind", "root_ts", "exit_ts", "failure_mode", "blame", "host",
-                    "cluster", "provider", "action", "gpu_hours_lost", "usd_lost", "evidence_count", "overridden",
-                    "detected_failure_mode", "detected_host", "status", "ticket", "note", "first_step", "last_step",
-                    "confidence", "rejected"]
+INCIDENT_SCHEMA: dict[str, pl.DataType] = {
+    "incident_id": pl.String, "run": pl.String, "attempt": pl.Int32, "kind": pl.String, "root_ts": pl.Datetime("us"),
+    "exit_ts": pl.Datetime("us"), "failure_mode": pl.String, "blame": pl.String, "host": pl.String,
+    "cluster": pl.String, "provider": pl.String, "action": pl.String, "gpu_hours_lost": pl.Float64,
+    "usd_lost": pl.Float64, "evidence_count": pl.UInt32, "overridden": pl.Boolean, "detected_failure_mode": pl.String,
+    "detected_host": pl.String, "status": pl.String, "ticket": pl.String, "note": pl.String, "first_step": pl.Int64,
+    "last_step": pl.Int64, "confidence": pl.Float64, "rejected": root_cause.REJECTED,
+}
+INCIDENT_COLUMNS = list(INCIDENT_SCHEMA)
 
 
 def empty_incidents() -> pl.DataFrame:
     """An incidents frame with no rows."""
-    return pl.DataFrame(schema={c: pl.String for c in INCIDENT_COLUMNS})
+    return pl.DataFrame(schema=INCIDENT_SCHEMA)
+
+
+def complete_incidents(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every incident column, in order: the ones a run without a ledger cannot price (GPU-hours and dollars
+    lost, where it has no step times) are there, empty, so that every reader can sort and print them."""
+    return frame.with_columns([pl.lit(None, t).alias(c) for c, t in INCIDENT_SCHEMA.items() if c not in frame.columns]
+                              ).select(INCIDENT_COLUMNS)
 
 
 @dataclass

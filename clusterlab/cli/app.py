@@ -164,7 +164,10 @@ INCIDENT_TABLE_COLUMNS = ["incident_id", "gpu_hours_lost", "failure_mode", "blam
 def incidents(ctx, run, as_json):
     """One row per incident, costliest first: root-cause time, exit, failure mode, blame, host, GPU-hours lost."""
     with open_lab(ctx, read_only=True) as lab:
-        frame = lab.incidents(run)
+        try:
+            frame = lab.incidents(run)
+        except KeyError as e:
+            fail(str(e.args[0]))
     frame = (frame.select([c for c in [*INCIDENT_CLI_COLUMNS, "overridden", "status"] if c in frame.columns])
              .sort(["gpu_hours_lost", "root_ts"], descending=[True, False], nulls_last=True))
     if as_json:
