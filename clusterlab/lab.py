@@ -270,7 +270,16 @@ class Lab:
         return ev.sort("rank_in_incident")
 
     def annotate(self, incident_id: str, **fields) -> None:
-        """Confirm or override an incident's failure_mode / host / blame; add a note, ticket, status."""
+        """Confirm or override an incident's failure_mode / host / blame; add a note, ticket, status.
+
+        ValueError where there is no such incident. Over a lake without a database file it lasts as long as this
+        Lab (a notebook's session)."""
+        runs = [r for r in self.sql("SELECT DISTINCT run FROM attempts")["run"].to_list()
+                if incident_id.startswith(f"{r}:")]
+        ids = [] if not runs else self.incidents(max(runs, key=len))["incident_id"].to_list()
+        if incident_id not in ids:
+            raise ValueError(f"no incident {incident_id!r}" + (f"; {max(runs, key=len)} has {', '.join(ids)}"
+                                                                if runs else "; no run in the store is named so"))
         annotations.annotate(self.con, incident_id, **fields)
 
     def scorecard(self, week: str, providers: list[str] | None = None):

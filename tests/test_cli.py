@@ -272,3 +272,16 @@ def test_incidents_of_a_run_without_step_times_have_every_column(tmp_path) -> No
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
     assert rows and all("gpu_hours_lost" in r for r in rows), rows
+
+
+def test_annotating_an_incident_that_does_not_exist_is_refused(tmp_path) -> None:
+    db = tmp_path / "a.duckdb"
+    assert CliRunner().invoke(main, ["--db", str(db), "ingest", str(SAMPLES / "bundle")]).exit_code == 0
+    for bad, why in [("nope:1:end", "no run in the store is named so"),
+                     ("llama8b-pretrain:9:end", "llama8b-pretrain has")]:
+        res = CliRunner().invoke(main, ["--db", str(db), "annotate", bad, "--note", "x"])
+        assert res.exit_code == 2 and f"error: no incident '{bad}'; {why}" in res.stderr, res.output
+    with Lab(db, read_only=True) as lab:
+        assert lab.sql("SELECT count(*) AS n FROM annotations")["n"][0] == 0
+    ok = CliRunner().invoke(main, ["--db", str(db), "annotate", "llama8b-pretrain:1:end", "--note", "seen"])
+    assert ok.exit_code == 0 and "annotated llama8b-pretrain:1:end" in ok.output

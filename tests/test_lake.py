@@ -137,3 +137,10 @@ def test_reports_and_relaunch_plans_over_the_lake_are_the_database_ones(bundle_d
         assert repr(lk.report(incident)) == repr(db.report(incident))
         lk.annotate(incident, note="seen over the lake")  # written to the lake's own database, not the files
         assert lk.sql("SELECT note FROM annotations")["note"].to_list() == ["seen over the lake"]
+
+
+def test_annotate_over_a_lake_alone_says_nothing_would_keep_it(bundle_db_copy: Path, exported: Path) -> None:
+    with Lab(bundle_db_copy, read_only=True) as db:
+        incident = db.incidents()["incident_id"][0]
+    res = CliRunner().invoke(main, ["--lake", str(exported), "annotate", incident, "--note", "x"])
+    assert res.exit_code == 2 and "annotation over a lake is kept in a database" in res.stderr, res.output

@@ -249,6 +249,8 @@ def attribute(ctx, run, fmt, as_json):
 def annotate(ctx, incident_id, **fields):
     """Confirm or override an incident (mode, host, blame) and track its ticket; reports show the override."""
     with open_lab(ctx) as lab:
+        if lab.lake is not None and lab.path == ":memory:":  # the command ends, and the annotation with it
+            fail("an annotation over a lake is kept in a database: give one (--db FILE) beside --lake")
         try:
             lab.annotate(incident_id, **fields)
         except ValueError as e:
