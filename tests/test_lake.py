@@ -144,3 +144,17 @@ def test_annotate_over_a_lake_alone_says_nothing_would_keep_it(bundle_db_copy: P
         incident = db.incidents()["incident_id"][0]
     res = CliRunner().invoke(main, ["--lake", str(exported), "annotate", incident, "--note", "x"])
     assert res.exit_code == 2 and "annotation over a lake is kept in a database" in res.stderr, res.output
+
+
+def test_the_report_commands_over_a_lake_answer_as_over_the_database(bundle_db_copy: Path, exported: Path,
+                                                                      tmp_path: Path) -> None:
+    with Lab(bundle_db_copy, read_only=True) as db:
+        incident = db.incidents()["incident_id"][0]
+        run = db.runs().sort("gpus", descending=True)["run"][0]
+    for source in (["--db", str(bundle_db_copy)], ["--lake", str(exported)]):
+        week = CliRunner().invoke(main, [*source, "scorecard", "--week", "2026-W48", "--out", str(tmp_path / "s")])
+        assert week.exit_code == 0 and "No providers" not in week.output, (source, week.output)
+        rep = CliRunner().invoke(main, [*source, "report", incident, "--out", str(tmp_path / "r"), "--format", "md"])
+        assert rep.exit_code == 0, (source, rep.output)
+        plan = CliRunner().invoke(main, [*source, "relaunch", "--run", run, "--json"])
+        assert plan.exit_code == 0 and json.loads(plan.stdout)["run"] == run, (source, plan.output)

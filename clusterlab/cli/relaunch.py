@@ -10,6 +10,7 @@ import click
 
 from clusterlab import store
 from clusterlab.cli.common import EXIT_BAD_INPUT
+from clusterlab.lab import Lab
 from clusterlab.relaunch.backends import BACKENDS
 from clusterlab.relaunch.execute import RelaunchRefused, execute, release
 from clusterlab.relaunch.plan import RelaunchPlan, relaunch_plan
@@ -74,10 +75,15 @@ def relaunch(ctx: click.Context, run: str, backend: str | None, do_execute: bool
     if release_id is not None:
         _release(path, release_id)
         return
+    lake = (ctx.obj or {}).get("lake")
     if not do_execute and path != ":memory:" and not Path(path).exists():
         _fail(f"{path}: no database (run `clusterlab ingest` first)")
+    if do_execute and lake is not None and path == ":memory:":
+        _fail("relaunch --execute over a lake needs a database (--db FILE) to keep its audit and claims")
     try:
-        con = store.connect(path, read_only=not do_execute and path != ":memory:")
+        # (over a lake, the plan reads the lake's evidence through a Lab, which attaches it)
+        con = (Lab(path, read_only=not do_execute and path != ":memory:", lake=lake).con if lake is not None
+               else store.connect(path, read_only=not do_execute and path != ":memory:"))
     except store.DatabaseLocked as e:
         _fail(str(e))
     except Exception as e:  # a foreign file: say so in one line

@@ -23,12 +23,12 @@ DEFAULT_OUT = Path("clusterlab-reports")  # where `scorecard` writes without --o
 
 
 def _open(ctx: click.Context) -> Lab:
-    """The parent group's database, read-only when it exists (reports never write)."""
+    """The parent group's database (and its lake, with --lake), read-only when it exists (reports never write)."""
     path = (ctx.obj or {}).get("db") or db_path(None)
     if path != ":memory:" and not Path(path).exists():
         fail(f"{path}: no such database (clusterlab ingest creates it)")
     try:
-        return Lab(path, read_only=True)
+        return Lab(path, read_only=True, lake=(ctx.obj or {}).get("lake"))
     except Exception as e:  # a locked or foreign file: one line, exit 2, as every other command
         fail(open_error(path, e))
 
