@@ -285,3 +285,10 @@ def test_annotating_an_incident_that_does_not_exist_is_refused(tmp_path) -> None
         assert lab.sql("SELECT count(*) AS n FROM annotations")["n"][0] == 0
     ok = CliRunner().invoke(main, ["--db", str(db), "annotate", "llama8b-pretrain:1:end", "--note", "seen"])
     assert ok.exit_code == 0 and "annotated llama8b-pretrain:1:end" in ok.output
+
+
+def test_version() -> None:
+    import clusterlab
+
+    res = CliRunner().invoke(main, ["--version"])
+    assert res.exit_code == 0 and res.output.strip() == f"clusterlab {clusterlab.__version__}"

@@ -63,6 +63,7 @@ class _Main(click.Group):
 @click.option("--json", "as_json", is_flag=True, help="The command's --json: one JSON document on stdout.")
 @click.option("--lake", type=click.Path(path_type=Path),
               help="Read this Parquet lake (export --parquet, ingest --engine spark) instead of --db's evidence.")
+@click.version_option(package_name="clusterlab", prog_name="clusterlab", message="%(prog)s %(version)s")
 @click.pass_context
 def main(ctx: click.Context, db: str, as_json: bool, lake: Path | None) -> None:
     """Diagnostics and postmortems for training runs on rented GPU clusters."""
