@@ -63,7 +63,8 @@ class Lab:
                 with rw:
                     _attempts.refresh(rw)
                 self.notes.append("rebuilt the attempts an interrupted ingest left older than the evidence")
-            self.con = store.connect(self.path, read_only=True)
+            finally:
+                self.con = store.connect(self.path, read_only=True)
             return
         _attempts.refresh(self.con)
         self.notes.append("rebuilt the attempts an interrupted ingest left older than the evidence")
