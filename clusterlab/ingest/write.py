@@ -149,6 +149,9 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
         con.unregister("_batch")
 
 
+_UNMATCHED_COLUMNS = ("run", "attempt", "host", "line", "text")  # an unmatched line's, as the store keeps it
+
+
 def _drop_repeats(con: duckdb.DuckDBPyConnection, pf: ParsedFile) -> None:
     """Rows of a new file that its earlier versions or the log it was rotated from already stored: kept once.
 
@@ -158,9 +161,8 @@ def _drop_repeats(con: duckdb.DuckDBPyConnection, pf: ParsedFile) -> None:
     for table in store.FILE_TABLES:
         if not pf.result.rows.get(table) and table != UNMATCHED:
             continue
-        columns = [c for c in (evidence_schema(table) if table in TABLE_COLUMNS else
-                               {"run": 0, "attempt": 0, "host": 0, "line": 0, "text": 0})
-                   if c != "file_id" and (plan.same_lines or c != "line")]
+        stored = list(evidence_schema(table)) if table in TABLE_COLUMNS else list(_UNMATCHED_COLUMNS)
+        columns = [c for c in stored if c != "file_id" and (plan.same_lines or c != "line")]
         same = " AND ".join(f"n.{c} IS NOT DISTINCT FROM o.{c}" for c in columns)
         # NOTE: numbered within each side, so that k copies of a row in the new file drop only as many as the
         # earlier files had
