@@ -14,6 +14,7 @@ from clusterlab.diagnose import (
     counter_evidence,  # error counters weighed at an attempt's end
     incidents,
     root_cause,
+    straggler_evidence,  # a straggler's step records and the telemetry that explains them
     telemetry_incidents,  # slow stretches explained by telemetry (throttling, saturation)
     timeline,
 )
@@ -177,6 +178,7 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
     inc, evidence = incidents_of(con, run, s, slow, profile)
     tl = ledger.timeline(_steps(con, run, profile), att)
     b = ledger.baseline_step_s(tl)
+    tl = ledger.with_unlogged_steps(tl, inc.filter(pl.col("kind") == "attempt_end"), b)
     saves = store.frame(con, """SELECT DISTINCT ON (attempt, step) attempt AS s_attempt, step AS save_step, ts,
                                        coalesce(duration_s, 0) AS duration_s
                                 FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL
@@ -253,7 +255,7 @@ def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.S
     ends, ev = counter_evidence.with_counter_evidence(con, ends, ev, s)
     if slow is None:
         slow = incidents.slow_steps(incidents.step_profile(con, run), s)
-    strag, strag_ev = telemetry_incidents.throttled_stragglers(con, incidents.straggler_incidents(slow, s))
+    strag, strag_ev = straggler_evidence.stragglers(con, incidents.straggler_incidents(slow, s), slow)
     ckpt, ckpt_ev = incidents.checkpoint_incidents(con, run, s)
     inc = pl.concat([ends, strag, ckpt], how="diagonal_relaxed").sort("run", "root_ts", "incident_id")
     if ckpt_ev.height:

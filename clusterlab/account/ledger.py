@@ -59,11 +59,39 @@ def timeline(steps: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
         typical)
     s = s.with_columns(n=pl.coalesce(gap, first_n).clip(lower_bound=1).cast(pl.Int64))
     prev_end = pl.col("ts").shift(1).over("attempt")
-    first_guess = pl.col("ts") - pl.duration(microseconds=(pl.col("step_s").fill_null(0) * pl.col("n") * 1e6)
-                                             .cast(pl.Int64))
+    # A log that prints no step time (torchtitan prints throughput only) dates its first step's start by the
+    # attempt's typical time per step between records: else its first record's steps would count as startup.
+    per_step = (_secs(pl.col("ts") - prev_end) / pl.col("n")).median().over("attempt")
+    first_guess = pl.col("ts") - pl.duration(microseconds=(pl.coalesce("step_s", per_step).fill_null(0)
+                                                           * pl.col("n") * 1e6).cast(pl.Int64))
     start = pl.coalesce(prev_end, pl.max_horizontal(first_guess, pl.col("start_ts")))
     return s.with_columns(start=start).with_columns(interval_s=_secs(pl.col("ts") - pl.col("start"))).rename(
         {"ts": "end"}).select("attempt", "step", "n", "start", "end", "interval_s", "step_s", "data_s")
+
+
+def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float) -> pl.DataFrame:
+    """`tl` with one record per attempt for the whole steps that ran after its last step record and before its
+    failure (`roots`: `attempt, root_ts`, the root event of the incident that ended it).
+
+    A log that prints every N steps is silent for up to N - 1 steps that did run: a fault 30 s after the last
+    record of a 4 s step stopped a job that had trained 7 more steps. Without this, those steps were `hang`.
+    Only whole steps count (a step the fault cut short did no work), at most N - 1 of them (the Nth would have
+    printed a record), at the baseline speed; a root event before the last record adds nothing."""
+    if not tl.height or not roots.height or baseline_s <= 0:
+        return tl
+    last = (tl.sort("attempt", "step").group_by("attempt")
+            .agg(step=pl.col("step").last(), end=pl.col("end").last(), every=pl.col("n").median()))
+    r = (roots.select(pl.col("attempt").cast(pl.Int32), "root_ts").drop_nulls().group_by("attempt")
+         .agg(pl.col("root_ts").min()).join(last, on="attempt"))
+    whole = (_secs(pl.col("root_ts") - pl.col("end")) / baseline_s).floor()
+    r = r.with_columns(k=pl.min_horizontal(whole, pl.col("every").round() - 1).cast(pl.Int64)).filter(pl.col("k") >= 1)
+    if not r.height:
+        return tl
+    extra = r.select(
+        "attempt", step=pl.col("step") + pl.col("k"), n="k", start="end",
+        end=pl.col("end") + pl.duration(microseconds=(pl.col("k") * baseline_s * 1e6).cast(pl.Int64)),
+        interval_s=pl.col("k") * baseline_s, step_s=pl.lit(baseline_s), data_s=pl.lit(None, pl.Float64))
+    return pl.concat([tl, extra], how="vertical_relaxed").sort("attempt", "step")
 
 
 def baseline_step_s(tl: pl.DataFrame) -> float:
