@@ -30,13 +30,14 @@ class IncidentReport:
     timeline: pl.DataFrame  # ts, after_s, event, host, detail, file, line
     root_evidence: pl.DataFrame  # the lines that show the cause: ts, host, source, kind, xid, rank, file, line, text
     symptoms: pl.DataFrame  # what other hosts and ranks printed, one row per (host, source, kind)
-    ledger: pl.DataFrame  # the GPU-time this incident cost, by category and attempt
+    ledger: pl.DataFrame  # the GPU-time this incident cost, by category and attempt: seconds lost, span_s
     gpu_hours_lost: float | None
     usd_lost: float | None
     usd_per_gpu_hour: float | None
     action: str  # what to do, as the taxonomy words it ("drain node")
     guidance: list[str]  # why, and what the relaunch did about it: each fact once, the action not repeated
     relaunch: dict | None  # the next attempt: when, on which hosts, from which checkpoint
+    relaunch_note: str | None  # where `relaunch` is None, why: no later attempt, or the incident did not end one
     recorded_relaunches: pl.DataFrame  # rows a relaunch audit table holds for this incident, if any
     provider_support: str | None
     notes: list[str] = field(default_factory=list)
@@ -55,7 +56,7 @@ class IncidentReport:
         """The JSON document of `clusterlab report --json`."""
         doc = {k: getattr(self, k) for k in ("incident_id", "summary", "what", "gpu_hours_lost", "usd_lost",
                                              "usd_per_gpu_hour", "action", "guidance", "provider_support",
-                                             "notes", "confidence")}
+                                             "notes", "confidence", "relaunch_note")}
         doc["incident"] = records(pl.DataFrame([self.incident]))[0]
         for name in ("timeline", "root_evidence", "symptoms", "ledger", "recorded_relaunches", "rejected"):
             doc[name] = records(getattr(self, name))
@@ -146,9 +147,19 @@ def _step(ts, event: str, host=None, detail=None, file=None, line=None) -> dict:
     return {"ts": ts, "event": event, "host": host, "detail": detail, "file": file, "line": line}
 
 
+def _segment_detail(r: dict) -> str:
+    """A ledger row in words: the time lost, and the span it was lost in where that is longer (a straggler
+    loses seconds over minutes of slow steps)."""
+    lost, span = r["seconds"], r["span_s"]
+    if span is not None and span - lost > max(1.0, 0.01 * span):
+        return f"{r['category']}: {fmt.duration(lost)} lost in the {fmt.duration(span)} until {fmt.ts(r['end_ts'])}"
+    return f"{r['category']}: {fmt.duration(lost)} until {fmt.ts(r['end_ts'])}"
+
+
 def _timeline(inc: dict, roots: pl.DataFrame, symptoms: pl.DataFrame, ledger: pl.DataFrame,
-              nodes: pl.DataFrame, nxt: dict | None) -> pl.DataFrame:
-    """From the root cause to the first step after the restart, oldest first."""
+              nodes: pl.DataFrame, nxt: dict | None, not_a_hang: str | None = None) -> pl.DataFrame:
+    """From the root cause to the first step after the restart, oldest first; `not_a_hang`: why the ledger's hang
+    is the step under way (`_hang_or_step`), where it is."""
     out: list[dict] = []
     if roots.height:
         r = roots.row(0, named=True)
@@ -161,8 +172,10 @@ def _timeline(inc: dict, roots: pl.DataFrame, symptoms: pl.DataFrame, ledger: pl
                          s["line"]))
     t0 = out[0]["ts"]
     for r in ledger.filter(pl.col("category").is_in(list(_SEGMENTS))).sort("start_ts").iter_rows(named=True):
-        out.append(_step(r["start_ts"], _SEGMENTS[r["category"]],
-                         detail=f"{r['category']}: {fmt.duration(r['seconds'])} until {fmt.ts(r['end_ts'])}"))
+        event, detail = _SEGMENTS[r["category"]], _segment_detail(r)
+        if r["category"] == "hang" and not_a_hang:
+            event, detail = "last step logged; the next step was under way", f"{detail}, {not_a_hang}: not a hang"
+        out.append(_step(r["start_ts"], event, detail=detail))
     ends = {"attempt_end": f"attempt {inc['attempt']} exits", "checkpoint_stall": "the stalled save completes",
             "straggler": "last slow step", "checkpoint_lost": "resumed from an older checkpoint"}
     out.append(_step(inc["exit_ts"], ends.get(inc["kind"], "incident ends")))
@@ -251,6 +264,57 @@ def _rejected(con: duckdb.DuckDBPyConnection, candidates: list[dict] | None) -> 
     return fleet.short_paths(con, frame)
 
 
+def _step_gap_s(con: duckdb.DuckDBPyConnection, run: str, attempt: int) -> float | None:
+    """The attempt's ordinary time between step records at its end: the median gap of the finest source (the
+    log's step lines, the per-rank records) that was still recording at its own pace when the last record came."""
+    return con.execute("""
+        WITH recs AS (SELECT 'log:' || source AS src, step, max(ts) AS ts FROM steps
+                      WHERE run = $run AND attempt = $attempt AND step IS NOT NULL AND ts IS NOT NULL
+                      GROUP BY ALL
+                      UNION ALL
+                      SELECT 'ranks' AS src, step, max(ts) AS ts FROM rank_steps
+                      WHERE run = $run AND attempt = $attempt AND step IS NOT NULL AND ts IS NOT NULL
+                      GROUP BY ALL),
+             gaps AS (SELECT src, ts, epoch(ts) - epoch(lag(ts) OVER (PARTITION BY src ORDER BY step)) AS gap_s
+                      FROM recs),
+             per AS (SELECT src, median(gap_s) AS g, max(ts) AS last_ts FROM gaps GROUP BY src)
+        SELECT min(g) FROM per
+        WHERE epoch((SELECT max(last_ts) FROM per)) - epoch(last_ts) <= g""",
+                       {"run": run, "attempt": attempt}).fetchall()[0][0]
+
+
+def _hang_or_step(con: duckdb.DuckDBPyConnection, inc: dict, hang_s: float | None, s: incidents.Settings
+                  ) -> tuple[float | None, str | None]:
+    """(the hang worth the name, else why the ledger's is none): the ledger's `hang` is all the time after the
+    last step record, which at a kill of a healthy job (a time limit) is the step under way."""
+    if not hang_s:
+        return hang_s, None
+    gap = _step_gap_s(con, inc["run"], inc["attempt"])
+    # NOTE: the bound root-cause ranking uses for a job that had stopped stepping (Settings.late_steps)
+    if gap and hang_s <= s.late_steps * gap:
+        return None, (f"within {s.late_steps:g} of the attempt's ordinary gaps between step records "
+                      f"({fmt.duration(gap)} each)")
+    return hang_s, None
+
+
+def _relaunch_note(con: duckdb.DuckDBPyConnection, inc: dict, nxt: dict | None, inc_all: pl.DataFrame) -> str | None:
+    """Why the report shows no relaunch: no attempt followed this one, or the incident did not end its attempt."""
+    if nxt:
+        return None
+    run, k = inc["run"], inc["attempt"]
+    later = con.execute("SELECT min(attempt) FROM attempts WHERE run = ? AND attempt > ?", [run, k]).fetchall()[0][0]
+    after = f"attempt {later} followed it" if later is not None else "no later attempt of this run is in the store"
+    if inc["kind"] == "attempt_end":
+        return "No later attempt of this run in the store."
+    if inc["kind"] == "checkpoint_lost":
+        return (f"This incident is found in the relaunch itself: attempt {k} resumed from the checkpoint of step "
+                f"{inc.get('first_step') - 1 if inc.get('first_step') is not None else '?'}, not "
+                f"{inc.get('last_step')}.")
+    end = inc_all.filter(pl.col("kind") == "attempt_end", pl.col("attempt") == k)["incident_id"]
+    ended = f" to its end, incident {end[0]}" if end.len() else ""
+    return f"This incident did not end attempt {k}: the attempt ran on{ended}; {after}."
+
+
 def runs_of(con: duckdb.DuckDBPyConnection, incident_id: str) -> list[str]:
     """The runs an incident id can belong to, longest name first (a run's name may itself hold `:`)."""
     return store.frame(con, """
@@ -276,12 +340,14 @@ def incident_report(con: duckdb.DuckDBPyConnection, incident_id: str, settings: 
     inc = hit.select([c for c in attribution.INCIDENT_COLUMNS if c in hit.columns]).row(0, named=True)
     ev = fleet.short_paths(con, ev_all.filter(pl.col("incident_id") == incident_id))
     roots, symptoms = _split(ev, inc.get("host"))
+    # `seconds` is the time each GPU lost; `span_s` the wall time it was lost in (a straggler's is longer)
     ledger = (rows.filter(pl.col("incident_id") == incident_id).select(
         "category", "attempt", "start_ts", "end_ts", "seconds", "gpu_hours", "usd").sort("start_ts")
         if rows is not None else pl.DataFrame(schema={"category": pl.String, "attempt": pl.Int32,
                                                       "start_ts": pl.Datetime("us"), "end_ts": pl.Datetime("us"),
                                                       "seconds": pl.Float64, "gpu_hours": pl.Float64,
                                                       "usd": pl.Float64}))
+    ledger = ledger.with_columns(span_s=(pl.col("end_ts") - pl.col("start_ts")).dt.total_microseconds() / 1e6)
     nxt = _next_attempt(con, inc) if inc["kind"] == "attempt_end" else None
     horizon = (nxt or {}).get("first_step_ts") or inc["exit_ts"] + dt.timedelta(hours=1)
     nodes = fleet.short_paths(con, _node_actions(con, inc.get("host"), inc["root_ts"], horizon))
@@ -289,12 +355,18 @@ def incident_report(con: duckdb.DuckDBPyConnection, incident_id: str, settings: 
                        [inc.get("provider")])
     price, support = (prov.row(0) if prov.height else (None, None))
     what, xid = _what(inc, roots)
-    hang = ledger.filter(pl.col("category") == "hang")["seconds"].sum() if ledger.height else None
+    booked = ledger.filter(pl.col("category") == "hang")["seconds"].sum() if ledger.height else None
+    hang, not_a_hang = _hang_or_step(con, inc, booked, s)
+    if not_a_hang:
+        notes = [*notes, f"The ledger books the {fmt.duration(booked)} after the last step record as hang; "
+                 f"{not_a_hang}, it is the step under way when the job ended, not a hang."]
     return IncidentReport(
         incident_id=incident_id, incident=inc, summary=_summary(inc, what, hang), what=what,
-        timeline=_timeline(inc, roots, symptoms, ledger, nodes, nxt), root_evidence=roots, symptoms=symptoms,
+        timeline=_timeline(inc, roots, symptoms, ledger, nodes, nxt, not_a_hang), root_evidence=roots,
+        symptoms=symptoms,
         ledger=ledger, gpu_hours_lost=inc.get("gpu_hours_lost"), usd_lost=inc.get("usd_lost"),
         usd_per_gpu_hour=price, action=inc.get("action") or "none",
         guidance=_guidance(inc, xid, nxt, support) + (recommend.for_incident(con, att, inc) if att else []),
-        relaunch=nxt, recorded_relaunches=_recorded_relaunches(con, incident_id), provider_support=support,
+        relaunch=nxt, relaunch_note=_relaunch_note(con, inc, nxt, inc_all),
+        recorded_relaunches=_recorded_relaunches(con, incident_id), provider_support=support,
         notes=notes, confidence=inc.get("confidence"), rejected=_rejected(con, inc.get("rejected")))
