@@ -195,8 +195,8 @@ def test_attribute_json_has_the_documented_shape(tmp_path: Path) -> None:
     res = runner.invoke(main, ["--db", str(db), "attribute", "--run", "no-such-run"])
     assert res.exit_code == 2 and "no-such-run" in res.stderr
     res = runner.invoke(main, ["--db", str(db), "incidents", "--json"])
-    assert {"id", "run", "attempt", "start", "end", "failure_mode", "blame", "host", "cluster", "provider",
-            "gpu_hours_lost", "evidence_count"} <= set(json.loads(res.stdout)[0])
+    assert {"incident_id", "run", "attempt", "root_ts", "exit_ts", "failure_mode", "blame", "host", "cluster",
+            "provider", "gpu_hours_lost", "evidence_count"} <= set(json.loads(res.stdout)[0])
 
 
 def test_a_straggler_is_found_also_while_everyone_is_slowed() -> None:

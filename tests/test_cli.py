@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -292,3 +293,120 @@ def test_version() -> None:
 
     res = CliRunner().invoke(main, ["--version"])
     assert res.exit_code == 0 and res.output.strip() == f"clusterlab {clusterlab.__version__}"
+
+
+def _json(res) -> object:
+    assert res.exit_code == 0, res.output + res.stderr
+    return json.loads(res.stdout)
+
+
+def test_lake_is_accepted_before_and_after_the_command(bundle_db: Path, tmp_path: Path, monkeypatch) -> None:
+    lake = tmp_path / "lake"
+    assert CliRunner().invoke(main, ["--db", str(bundle_db), "export", "--parquet", str(lake)]).exit_code == 0
+    monkeypatch.chdir(tmp_path)  # without --db, a lake makes no ./clusterlab.duckdb
+    before = _json(CliRunner().invoke(main, ["--lake", str(lake), "incidents", "--json"]))
+    assert before and before == _json(CliRunner().invoke(main, ["incidents", "--lake", str(lake), "--json"]))
+    assert before == _json(CliRunner().invoke(main, ["incidents", "--json", "--lake", str(lake)]))
+    runs = _json(CliRunner().invoke(main, ["runs", "--json", "--lake", str(lake)]))
+    assert {r["run"] for r in runs} >= {"llama8b-pretrain", "mm7b-sft"}
+    res = CliRunner().invoke(main, ["annotate", "llama8b-pretrain:1:end", "--lake", str(lake), "--note", "x"])
+    assert res.exit_code == 2 and "give one (--db FILE) beside --lake" in res.stderr  # as before the command
+    assert not (tmp_path / "clusterlab.duckdb").exists()
+
+
+def test_a_command_group_takes_db_before_its_subcommand_too(bundle_db: Path, tmp_path: Path) -> None:
+    db = tmp_path / "t.duckdb"
+    shutil.copy(bundle_db, db)
+    res = CliRunner().invoke(main, ["change", "--db", str(db), "add", "--cluster", "acme-east", "--at",
+                                    "2026-11-24T12:00", "--what", "NCCL_IB_TIMEOUT=22"])
+    assert res.exit_code == 0, res.output + res.stderr
+    listed = _json(CliRunner().invoke(main, ["change", "--db", str(db), "list", "--json"]))
+    assert [c["what"] for c in listed] == ["NCCL_IB_TIMEOUT=22"]
+    assert listed == _json(CliRunner().invoke(main, ["change", "list", "--db", str(db), "--json"]))
+    res = CliRunner().invoke(main, ["ticket", "--db", str(db), "add", "T-1", "opened", "--at", "2026-11-24T09:00",
+                                    "--provider", "acme"])
+    assert res.exit_code == 0, res.output + res.stderr
+    missing = CliRunner().invoke(main, ["change", "--db", str(tmp_path / "typo.duckdb"), "list"])
+    assert missing.exit_code == 2 and "no such database" in missing.stderr
+    assert not (tmp_path / "typo.duckdb").exists()
+
+
+def test_ticket_list_prints_json(bundle_db: Path, tmp_path: Path) -> None:
+    db = tmp_path / "t.duckdb"
+    shutil.copy(bundle_db, db)
+    for step, at in (("opened", "2026-11-24T09:00"), ("acknowledged", "2026-11-24T11:30")):
+        res = CliRunner().invoke(main, ["--db", str(db), "ticket", "add", "ACME-1", step, "--at", at,
+                                        "--provider", "acme"])
+        assert res.exit_code == 0, res.output + res.stderr
+    doc = _json(CliRunner().invoke(main, ["--db", str(db), "ticket", "list", "--json"]))
+    assert [t["ticket"] for t in doc] == ["ACME-1"] and doc[0]["provider"] == "acme"
+    assert doc == _json(CliRunner().invoke(main, ["--db", str(db), "--json", "ticket", "list"]))
+
+
+def test_incidents_json_names_each_field_as_the_table_does(bundle_db: Path) -> None:
+    doc = _json(CliRunner().invoke(main, ["--db", str(bundle_db), "incidents", "--json"]))
+    res = CliRunner().invoke(main, ["--db", str(bundle_db), "incidents"], env={"COLUMNS": "400"})
+    header = res.stdout.splitlines()[0].split()
+    assert header and set(header) <= set(doc[0]), set(header) - set(doc[0])
+    assert {"incident_id", "root_ts", "exit_ts"} <= set(doc[0]) and not {"id", "start", "end"} & set(doc[0])
+    attributed = _json(CliRunner().invoke(main, ["--db", str(bundle_db), "attribute", "--run", "llama8b-pretrain",
+                                                 "--json"]))["incidents"]
+    assert {i["incident_id"] for i in attributed} <= {i["incident_id"] for i in doc}
+
+
+@pytest.mark.parametrize("columns", [80, 120, 160])
+def test_a_failure_mode_is_never_cut_beside_long_incident_ids(columns: int) -> None:
+    from clusterlab.cli.app import INCIDENT_TABLE_COLUMNS
+    from clusterlab.cli.common import format_table
+
+    t = dt.datetime(2026, 6, 1, 5, 24)
+    ids = ["pretrain-borealis-1:2:straggler:bor1-010:3245", "pretrain-acme-2:2:checkpoint-lost:2070"]
+    frame = pl.DataFrame({"incident_id": ids, "gpu_hours_lost": [20.684, 56.99],
+                          "failure_mode": ["gpu_fell_off_bus", "checkpoint_lost"], "blame": ["provider"] * 2,
+                          "host": ["bor1-010", None], "provider": ["borealis", "acme"],
+                          "cluster": ["borealis-1", "acme-2"], "root_ts": [t, t], "exit_ts": [t, t],
+                          "evidence_count": [3, 1], "overridden": [False, False], "status": ["open", "open"],
+                          "run": ["pretrain-borealis-1", "pretrain-acme-2"], "attempt": [2, 2]})
+    lines, _ = format_table(frame.select(INCIDENT_TABLE_COLUMNS), columns)
+    assert max(map(len, lines)) <= columns
+    assert "failure_mode" in lines[0].split()
+    assert "gpu_fell_off_bus" in lines[2].split() and "checkpoint_lost" in lines[3].split(), lines
+
+
+def test_unmatched_cuts_a_path_from_the_left_and_keeps_its_file_name(bundle_db: Path) -> None:
+    doc = _json(CliRunner().invoke(main, ["--db", str(bundle_db), "unmatched", "--json"]))
+    res = CliRunner().invoke(main, ["--db", str(bundle_db), "unmatched"], env={"COLUMNS": "100"})
+    rows = res.stdout.splitlines()[2:]
+    assert len(rows) == len(doc) and max(map(len, rows)) <= 100
+    assert any("…" in r for r in rows)  # the paths had to be cut at 100 columns
+    for r, u in zip(rows, doc, strict=True):
+        cell = r.split()[-2]  # file, then line
+        assert cell.endswith("/" + u["file"].rsplit("/", 1)[-1]) and u["file"].endswith(cell.lstrip("…")), r
+
+
+@pytest.mark.parametrize("make", ["empty folder", "missing path", "missing beside a good file"])
+def test_ingest_of_nothing_is_refused_and_creates_no_database(tmp_path: Path, make: str) -> None:
+    db = tmp_path / "new.duckdb"
+    empty = tmp_path / "empty"
+    (empty / "sub").mkdir(parents=True)  # folders, but no file
+    paths = {"empty folder": [empty], "missing path": [tmp_path / "nope"],
+             "missing beside a good file": [SAMPLES / "kernel" / "dmesg_iso.log", tmp_path / "nope"]}[make]
+    res = CliRunner().invoke(main, ["--db", str(db), "ingest", "--host", "h1", *map(str, paths)])
+    assert res.exit_code == 2, res.output
+    why = "no evidence files found (no files)" if make == "empty folder" else "no such file or directory"
+    assert res.stderr.splitlines() == [f"error: {paths[-1]}: {why}; nothing ingested"]
+    assert "files: 0" not in res.output and not db.exists()
+
+
+def test_the_readme_command_lines_paste_as_written() -> None:
+    """A ```bash block holds commands to paste (optional arguments in [..] go in a ```text block)."""
+    import re
+    import shlex
+
+    blocks = re.findall(r"```bash\n(.*?)```", README, re.S)
+    lines = [ln.split("#")[0].strip() for b in blocks for ln in b.splitlines()]
+    commands = [ln[ln.index("clusterlab ") + len("clusterlab "):] for ln in lines if "clusterlab " in ln]
+    assert any(c.startswith("demo") for c in commands)
+    for c in commands:
+        res = CliRunner().invoke(main, [*shlex.split(c), "--help"])  # parsed first: a stray word is exit 2
+        assert res.exit_code == 0, (c, res.output)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 
@@ -13,16 +14,17 @@ from clusterlab.account import goodput, steady_state
 from clusterlab.account.ledger import LedgerError
 from clusterlab.cli.changes import change_group
 from clusterlab.cli.common import (
-    db_option,
     emit_json,
     fail,
     json_flag,
     json_option,
+    nothing_to_ingest,
     open_error,
     open_lab,
     print_frame,
     records,
     run_ingest,
+    store_options,
 )
 from clusterlab.cli.lake import ENGINES, spark_ingest_status
 from clusterlab.cli.lake import export as export_command
@@ -70,10 +72,28 @@ def main(ctx: click.Context, db: str, as_json: bool, lake: Path | None) -> None:
     ctx.ensure_object(dict)
     if lake is not None and ctx.get_parameter_source("db") is click.core.ParameterSource.DEFAULT:
         db = ":memory:"  # a lake alone: what is written beside it (annotations) lasts as long as the command
-    ctx.obj.update(db=db, json=as_json, lake=lake)
+    given = ctx.get_parameter_source("db") is not click.core.ParameterSource.DEFAULT
+    ctx.obj.update(db=db, db_given=given, json=as_json, lake=lake)
     sub = main.commands.get(ctx.invoked_subcommand or "")
-    if as_json and sub is not None and not any(p.name == "as_json" for p in sub.params):
-        fail(f"{sub.name} has no --json output")
+    if as_json and sub is not None and not isinstance(sub, click.Group) and not _takes_json(sub):
+        fail(f"{sub.name} has no --json output")  # (a group's commands say so themselves: _refuse_json)
+
+
+def _takes_json(cmd: click.Command) -> bool:
+    return any(p.name == "as_json" for p in cmd.params)
+
+
+def _refuse_json(name: str, cmd: click.Command) -> None:
+    """A group's command without JSON output refuses a --json given before the group (`--json change add`)."""
+    run = cmd.callback
+
+    @functools.wraps(run)
+    def callback(*args, **kwargs):
+        if (click.get_current_context().obj or {}).get("json"):
+            fail(f"{name} has no --json output")
+        return run(*args, **kwargs)
+
+    cmd.callback = callback
 
 
 for _command in [*REPORT_COMMANDS, simulate, relaunch_command]:  # scorecard, report, simulate, relaunch
@@ -107,6 +127,8 @@ def ingest(ctx, paths, inventory, run, host, year, workers, engine, lake, master
         ctx.exit(spark_ingest_status(lake or ctx.obj.get("lake"), master, paths, inventory, run, host, year, as_json))
     if lake is not None or ctx.obj.get("lake") is not None:
         fail("--lake: the duckdb engine ingests into --db; --engine spark writes a lake")
+    if problem := nothing_to_ingest(paths):  # before the database is opened: a typo creates no empty one
+        fail(problem)
     with open_lab(ctx) as lab:
         ctx.exit(run_ingest(lab, paths, inventory, run, host, year, as_json, workers))
 
@@ -171,8 +193,8 @@ def incidents(ctx, run, as_json):
             fail(str(e.args[0]))
     frame = (frame.select([c for c in [*INCIDENT_CLI_COLUMNS, "overridden", "status"] if c in frame.columns])
              .sort(["gpu_hours_lost", "root_ts"], descending=[True, False], nulls_last=True))
-    if as_json:
-        emit_json(records(frame.rename({"incident_id": "id", "root_ts": "start", "exit_ts": "end"})))
+    if as_json:  # the table's names: one incident reads the same in both, and in `attribute --json`
+        emit_json(records(frame))
     else:
         print_frame(frame.select([c for c in INCIDENT_TABLE_COLUMNS if c in frame.columns]))
 
@@ -318,10 +340,12 @@ def demo(ctx, out: Path, samples: Path, force: bool):
 
 
 NO_DB = frozenset({"simulate", "preflight", "demo"})  # the commands that never open --db
+NO_LAKE = frozenset({"ingest", "watch", "metrics"})  # ingest's --lake is the one it writes; watch reads files
 
 
 def _share_group_options(group: click.Group) -> None:
-    """Every command that opens the database takes --db after it too; a --json before a command is its own."""
+    """Every command that opens the database takes --db (and --lake) after it too; a --json before a command is
+    its own."""
     for name, cmd in group.commands.items():
         for p in cmd.params:
             if p.name == "as_json":
@@ -329,12 +353,16 @@ def _share_group_options(group: click.Group) -> None:
         if name in NO_DB:
             continue
         if isinstance(cmd, click.Group):
-            # NOTE: on its subcommands, not the group: a group's options are checked before `change add --help`
-            # would print, so a missing database would hide the help
+            # NOTE: the group only notes them (`change --db X list`); its subcommands check: a group's options
+            # are handled before `change add --help` would print, so a missing database would hide the help
+            cmd.params.extend(store_options(check_db=False))
             _share_group_options(cmd)
+            for sub_name, sub in cmd.commands.items():
+                if not _takes_json(sub):
+                    _refuse_json(f"{name} {sub_name}", sub)
             continue
-        cmd.params.append(click.Option(["--db"], callback=db_option, expose_value=False, metavar="PATH",
-                                       help="DuckDB file (the same as --db before the command)."))
+        db, lake = store_options()
+        cmd.params.extend([db] if name in NO_LAKE else [db, lake])
 
 
 _share_group_options(main)

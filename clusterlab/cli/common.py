@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 import shutil
 import sys
@@ -24,7 +25,9 @@ EXIT_BAD_INPUT = 2
 CREATES_DB = frozenset({"ingest", "watch"})  # the commands that may create a missing database (demo makes its own)
 DB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB file
 TEXT_FLOOR = 20  # characters of log text a table keeps before it cuts or drops other columns
-KEEP_WHOLE = frozenset({"incident_id", "id", "run", "host"})  # identifiers to copy: a table never cuts them
+# identifiers to copy or grep for: a table never cuts them
+KEEP_WHOLE = frozenset({"incident_id", "id", "run", "host", "failure_mode"})
+PATHS = frozenset({"file", "path"})  # cut from the left: the file name is what tells two rows apart
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # kept off the terminal
 
 
@@ -82,6 +85,11 @@ def _fit(widths: list[int], floors: list[int], width: int, first: int | None) ->
     return widths
 
 
+def _name_room(paths: list[str]) -> int:
+    """Width that shows every path's file name whole, after the `…/` of a path cut from the left."""
+    return max((len(p.rsplit("/", 1)[-1]) + 2 for p in paths), default=0)
+
+
 def format_table(frame: pl.DataFrame, width: int) -> tuple[list[str], list[str]]:
     """A frame as plain text lines at most `width` wide, and the columns left out to get there.
 
@@ -92,8 +100,8 @@ def format_table(frame: pl.DataFrame, width: int) -> tuple[list[str], list[str]]
     right = [frame[c].dtype.is_numeric() for c in cols]
     natural = [max([len(c), *map(len, col)]) for c, col in zip(cols, cells, strict=True)]
     cuttable = [frame[c].dtype in (pl.String, pl.List(pl.String)) and c not in KEEP_WHOLE for c in cols]
-    floors = [min(n, TEXT_FLOOR if c == "text" else max(len(c), 10)) if cut else n
-              for c, n, cut in zip(cols, natural, cuttable, strict=True)]
+    floors = [min(n, TEXT_FLOOR if c == "text" else max(len(c), 10, _name_room(col) if c in PATHS else 0))
+              if cut else n for c, n, cut, col in zip(cols, natural, cuttable, cells, strict=True)]
     shown = list(range(len(cols)))
     # NOTE: the first column (the row's identifier) and the log text stay; the others go from the right
     droppable = [i for i in shown[1:] if cols[i] != "text"]
@@ -105,7 +113,8 @@ def format_table(frame: pl.DataFrame, width: int) -> tuple[list[str], list[str]]
     def line(values: list[str]) -> str:
         out = []
         for v, w, i in zip(values, widths, shown, strict=True):
-            v = v if len(v) <= w else v[: w - 1] + "…"
+            if len(v) > w:
+                v = "…" + v[len(v) - w + 1:] if cols[i] in PATHS else v[: w - 1] + "…"
             out.append(v.rjust(w) if right[i] else v.ljust(w))
         return "  ".join(out).rstrip()
 
@@ -174,10 +183,34 @@ def db_option(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     """`--db` after the command: it wins over the one before; either way the database is checked here."""
     obj = ctx.ensure_object(dict)
     if value is not None:
-        obj["db"] = value
+        obj.update(db=value, db_given=True)
     obj.setdefault("db", db_path(None))
     if not ctx.resilient_parsing and (problem := db_problem(obj["db"], ctx.command.name in CREATES_DB)):
         fail(problem)
+
+
+def record_db(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """`--db` between a group and its command (`change --db X list`): noted; the command checks it."""
+    if value is not None:
+        ctx.ensure_object(dict).update(db=value, db_given=True)
+
+
+def lake_option(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
+    """`--lake` after the command (or a group): the same as before it."""
+    obj = ctx.ensure_object(dict)
+    if value is not None:
+        obj["lake"] = value
+        if not obj.get("db_given"):
+            obj["db"] = ":memory:"  # a lake alone: what is written beside it lasts as long as the command
+
+
+def store_options(check_db: bool = True) -> list[click.Option]:
+    """`--db` and `--lake` for a command after its name (`check_db`: the command opens the database)."""
+    # NOTE: --lake is eager so that it is seen before --db's check, whichever comes first on the line
+    return [click.Option(["--db"], callback=db_option if check_db else record_db, expose_value=False,
+                         metavar="PATH", help="DuckDB file (the same as --db before the command)."),
+            click.Option(["--lake"], type=click.Path(path_type=Path), callback=lake_option, expose_value=False,
+                         is_eager=True, help="Parquet lake to read (the same as --lake before the command).")]
 
 
 def json_flag(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
@@ -218,6 +251,22 @@ def progress_bar(enabled: bool):
     return bar, update
 
 
+def _holds_a_file(folder: str) -> bool:
+    """Whether any file lies under `folder` (the walk stops at the first)."""
+    return any(files for _, _, files in os.walk(folder))
+
+
+def nothing_to_ingest(paths) -> str | None:
+    """Why `clusterlab ingest PATHS` has nothing to read (a path that is not there, folders without a file), or
+    None; said before any database is opened, so that nothing is created."""
+    missing = [str(p) for p in paths if not os.path.lexists(p)]
+    if missing:
+        return f"{', '.join(missing)}: no such file or directory; nothing ingested"
+    if all(os.path.isdir(p) and not _holds_a_file(p) for p in paths):
+        return f"{', '.join(map(str, paths))}: no evidence files found (no files); nothing ingested"
+    return None
+
+
 def run_ingest(lab: Lab, paths, inventory, run, host, year, as_json: bool, workers: int | None = None) -> int:
     """Ingest, print the summary; the exit status (2 when any input was bad)."""
     bar, update = progress_bar(not as_json and sys.stderr.isatty())
@@ -236,8 +285,8 @@ def run_ingest(lab: Lab, paths, inventory, run, host, year, as_json: bool, worke
         emit_json(summary.to_dict())
     else:
         c = summary.counts()
-        click.echo(f"files: {len(summary.files)} ("
-                   + ", ".join(f"{n} {s}" for s, n in sorted(c.items())) + ")")
+        click.echo(f"files: {len(summary.files)}" + (" (" + ", ".join(f"{n} {s}" for s, n in sorted(c.items()))
+                                                      + ")" if c else ""))
         click.echo("rows: " + ", ".join(f"{t} {n}" for t, n in summary.rows.items() if n))
         unparsed = sum(f.unparsed for f in summary.files)
         if unparsed:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from clusterlab.cli.common import fail, open_lab, print_frame
+from clusterlab.cli.common import emit_json, fail, json_option, open_lab, print_frame, records
 from clusterlab.triage import tickets
 
 
@@ -61,9 +61,11 @@ def import_command(ctx: click.Context, csv_file: Path) -> None:
 
 
 @ticket_group.command("list")
+@json_option
 @click.pass_context
-def list_command(ctx: click.Context) -> None:
+def list_command(ctx: click.Context, as_json: bool) -> None:
     """Every ticket's timeline: its steps' times, the answer, hours to acknowledge and to resolve."""
 
     with open_lab(ctx, read_only=True) as lab:
-        print_frame(tickets.timelines(lab.con))
+        frame = tickets.timelines(lab.con)
+    emit_json(records(frame)) if as_json else print_frame(frame)
