@@ -93,8 +93,7 @@ def watch(ctx, run, paths, interval, hang_min_s, hang_steps, events_file, on_ale
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
-    st = watcher.state
-    click.echo(f"watch: stopped; run {run} at step {st.last_step if st else None}", err=True)
+    click.echo(watcher.stopped_line(), err=True)
 
 
 @click.command()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # log text kept off the terminal
 LINE_CHARS = 300  # a terminal line is cut here
+HELD_CHARS = 160  # room kept at its end for what the rate limit held back
 PROGRAM_TIMEOUT_S = 30.0
 
 
@@ -27,12 +28,39 @@ def to_json(ev: dict) -> str:
     return json.dumps(ev, default=_jsonable, sort_keys=True)
 
 
-def terminal_line(ev: dict) -> str:
-    """One line for a person: time, kind, run, host, what; log text made harmless for a terminal."""
+def terminal_line(ev: dict, held: HeldBack | None = None) -> str:
+    """One line for a person: time, kind, run, host, what, and what the rate limit held back since the last line;
+    log text made harmless for a terminal."""
     when = dt.datetime.now(dt.UTC).strftime("%H:%M:%S")
     host = f" host={ev['host']}" if ev.get("host") else ""
     text = f"{when} {ev['kind'].upper()} run={ev['run']}{host} {ev['message']}"
+    if held:
+        text = f"{text[:LINE_CHARS - HELD_CHARS]} {held.note()}"
     return _CONTROL.sub("?", text)[:LINE_CHARS]
+
+
+@dataclass
+class HeldBack:
+    """What the rate limit kept off the terminal since the last line: counts by kind and host, the newest's words
+    (not the events: a flood of them is kept by the store, `watch_events`)."""
+
+    counts: dict[tuple[str, str | None], int] = field(default_factory=dict)
+    last: str = ""
+
+    def add(self, ev: dict) -> None:
+        key = (ev["kind"], ev.get("host"))
+        self.counts[key] = self.counts.get(key, 0) + 1
+        self.last = ev["message"]
+
+    def __len__(self) -> int:
+        return sum(self.counts.values())
+
+    def note(self) -> str:
+        """'(+3 held back by the rate limit: 3 NODE on node2, the last "Xid 79 ..."; all in watch_events)'."""
+        what = ", ".join(f"{n} {kind.upper()}" + (f" on {host}" if host else "")
+                         for (kind, host), n in self.counts.items())
+        last = self.last if len(self.last) <= 80 else self.last[:79] + "…"
+        return f'(+{len(self)} held back by the rate limit: {what}, the last "{last}"; all in watch_events)'
 
 
 @dataclass
@@ -40,7 +68,8 @@ class Alerter:
     """Sends new detections; the same (kind, host) at most once per `repeat_s`, and at most `burst` a minute.
 
     Deduplication by the event's key is the store's (`watch_events`); this rate limit keeps a flapping link or
-    a stream of Xids from flooding a pager. What it holds back is counted and said in the next line it sends.
+    a stream of Xids from flooding a pager. What it holds back is said, by kind and host, in the next line it
+    sends (the store keeps every detection: `watch_events`).
     """
 
     events_file: Path | None = None
@@ -51,20 +80,21 @@ class Alerter:
     clock: Callable[[], float] = time.monotonic
     _last: dict[tuple, float] = field(default_factory=dict)
     _sent: deque = field(default_factory=deque)
-    held_back: int = 0
+    held: HeldBack = field(default_factory=HeldBack)  # since the last line sent
+
+    @property
+    def held_back(self) -> int:
+        return len(self.held)
 
     def send(self, events: list[dict]) -> list[dict]:
         """Alert each event the limits let through; returns those."""
         sent = []
         for ev in events:
             if not self._allowed(ev):
-                self.held_back += 1
+                self.held.add(ev)
                 continue
-            line = terminal_line(ev)
-            if self.held_back:
-                line += f" (+{self.held_back} held back by the rate limit)"
-                self.held_back = 0
-            self.echo(line)
+            self.echo(terminal_line(ev, self.held))
+            self.held = HeldBack()
             if self.events_file is not None:
                 with open(self.events_file, "a", encoding="utf-8") as f:
                     f.write(to_json(ev) + "\n")

@@ -72,6 +72,7 @@ class Watcher:
         self.say = say
         self.state: LiveState | None = None
         self._missing_said: set[Path] = set()
+        self._problems_said: dict[str, tuple[str, ...]] = {}  # file (or "" for the whole ingest) -> its last words
 
     @contextlib.contextmanager
     def _connection(self):
@@ -146,11 +147,39 @@ class Watcher:
         try:
             summary = ingest(con, present, run=self.run_name)
         except InputError as e:  # a file cut or replaced under us mid-read: the next tick reads it again
-            self.say(f"watch: {e}")
+            self._tell("", [str(e)])
             return None
-        for msg in summary.errors:
-            self.say(f"watch: {msg}")
+        self._tell("", summary.notes)
+        for f in summary.files:
+            # NOTE: an unchanged file is not read again and says nothing: what it said before still holds
+            if f.messages or f.status != "unchanged":
+                self._tell(f.display, f.messages)
         return summary
+
+    def _tell(self, source: str, messages: list[str]) -> None:
+        """Say what ingest reported about a file (an error, a gzip cut short, a line it could not read) once:
+        a broken file read again every tick says it again only when what it says changes."""
+        words = tuple(messages)
+        before = self._problems_said.get(source, ())
+        if not words:
+            self._problems_said.pop(source, None)
+            return
+        if words != before:
+            for msg in words:
+                if msg not in before:
+                    self.say(f"watch: {msg}")
+            self._problems_said[source] = words
+
+    def stopped_line(self) -> str:
+        """The last line of a watch: where the run got to, or that none of its steps was seen."""
+        st = self.state
+        if st is None:
+            return f"watch: stopped before a tick completed; nothing of run {self.run_name} was read"
+        if st.last_step is None:
+            return (f"watch: stopped; no step of run {self.run_name} seen in the watched paths (step records, or "
+                    "a training log with step lines)")
+        attempt = f" (attempt {st.attempt})" if st.attempt is not None else ""
+        return f"watch: stopped; run {self.run_name} at step {st.last_step}{attempt}"
 
     def run(self, interval: float = 5.0, stop: threading.Event | None = None, max_ticks: int | None = None,
             on_tick: Callable[[TickResult], None] | None = None) -> None:
