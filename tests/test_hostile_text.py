@@ -162,10 +162,34 @@ def test_markdown_keeps_hostile_text_readable(hostile) -> None:
     assert "http://evil.example/phish" in rendered and "<a " not in rendered
 
 
-@pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
+# Addresses that only some matchers take for links: linkify's `//host`, IPs, IDN names, odd local parts.
+LINK_LOOKALIKES = ["http://localhost:8080/x", "file:///etc/passwd", "a=b@x.io", "_@127.0.0.1", "é.py", "©.io",
+                   "HTTP://EVIL.COM", "WWW.EVIL.COM", "evil.com/x", "x (evil.io)", "ssh://root@node1.io"]
+
+
+@pytest.mark.parametrize("text", HOSTILE + LINK_LOOKALIKES, ids=range(len(HOSTILE + LINK_LOOKALIKES)))
 def test_md_text_never_forms_a_link_or_image(text: str) -> None:
-    rendered = _markdown_html(f"x {render.md_text(text)} x")
-    assert "<a " not in rendered and "<img" not in rendered and "<script" not in rendered
+    for line in (f"x {render.md_text(text)} x", f"- {render.md_text(text)}", f"_{render.md_text(text)}_"):
+        rendered = _markdown_html(line)
+        assert "<a " not in rendered and "<img" not in rendered and "<script" not in rendered, line
+
+
+@pytest.mark.parametrize("text", ["torch.distributed.init_process_group", "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+                                  "nvidia-resiliency-ext's ft_launcher", "torchrun --max-restarts=N",
+                                  "nodes/east-003/dmesg:8", "runs/llama8b-pretrain/attempt-1/train.log:1869",
+                                  "Xid 79 (GPU has fallen off the bus)", "2026-11-24 08:20:25.556 UTC", "24/7",
+                                  "AT&T", "1,256 failures / 1,000 GPU-days", "a - b", "x_1 and y_2"])
+def test_md_text_leaves_text_that_forms_no_markup_as_written(text: str) -> None:
+    assert render.md_text(text) == text
+
+
+@pytest.mark.parametrize("text, md", [("support@acme.example", "support\\@acme.example"),
+                                      ("see http://evil.example/x now", "see http:\\//evil.example/x now"),
+                                      ("**bold**", "\\*\\*bold\\*\\*"), ("a_b _c_", "a_b \\_c\\_"),
+                                      ("- item", "\\- item"), ("1. one", "1\\. one"), ("<b>", "\\<b>"),
+                                      ("[x](y)", "\\[x\\](y)"), ("&amp;", "\\&amp;"), ("a|b", "a\\|b")])
+def test_md_text_escapes_once_where_markup_or_a_link_could_form(text: str, md: str) -> None:
+    assert render.md_text(text) == md
 
 
 def test_week_reports_of_hostile_names_are_written_under_short_names(tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 """Scorecards and incident reports as one self-contained HTML file or as Markdown (Jinja2 templates).
 
 Log text is untrusted: the HTML environment autoescapes everything, and the Markdown one passes
-every value through `md_text` (backslash-escaped punctuation, autolinks broken) or, for raw log
-lines, code spans and fenced blocks whose fences are longer than any backtick run inside them.
+every value through `md_text` (a backslash where markup or an autolink could form, nowhere else) or,
+for raw log lines, code spans and fenced blocks whose fences are longer than any backtick run inside them.
 """
 
 from __future__ import annotations
@@ -29,13 +29,22 @@ SCORE_NOTE = ("Score: the share of contracted GPU-time that was delivered and no
               "GPU-hours our runs used instead, (used − provider-lost) ÷ used, and its line says so.")
 # Control characters, and the bidirectional overrides that make text read other than it is stored.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
-# The ASCII punctuation that can open markup inline: emphasis, links and images (`[`), code, HTML,
-# entities, GFM tables, strikethrough and the `$` math of some renderers. Escaping `[` disarms `(`, `!`.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~&$@])")
-# NOTE: GFM and linkify turn text that merely looks like an address into a link: `http://…`, `mailto:`,
-# `www.…`, `user@host.tld` and, for linkify, any `name.tld`. An escape splits the text where the
-# matchers look (a scheme's colon, the second slash, `@`, a dot before letters), so none of them fires.
-_AUTOLINK = re.compile(r"(?i)(?<=[a-z]):(?=//)|(?<=mailto):|(?<=xmpp):|(?<=/)/|\.(?=[a-z])")
+# What can open markup anywhere in a line: emphasis (`*`), code, links and images (`[`, `]`; escaping `[`
+# disarms `!` and `(`), raw HTML and `<…>` autolinks, GFM table cells and strikethrough, `$` math of some
+# renderers, and a backslash that would escape the character after it (the template's, at the end).
+# `&` only where it spells an entity; `_` only where it can flank emphasis: between two letters or digits it
+# never does, so `init_process_group` stays as written.
+_MD_INLINE = re.compile(r"[`*\[\]<|~$]|\\(?=[!-/:-@\[-`{-~]|$)|&(?=#?\w+;)|_")
+# A line's start can open a block: a heading, a quote, a list item (`-`, `+`, `1.`, `1)`), a rule or a
+# setext underline (`---`, `===`); the value may start a line of the template (a list item, a paragraph).
+_MD_BLOCK_START = re.compile(r"^(\s*)(?:([#>])|([-+])(?=\s|$)|([-=])(?=[-=\s]*$)|(\d{1,9})([.)])(?=\s|$))")
+# NOTE: GFM and linkify turn text that merely looks like an address into a link: `scheme://…` (and linkify's
+# `//host`), `www.…`, `user@host.tld`, `mailto:`/`xmpp:` and, for linkify, a bare `name.tld` whose `tld` it
+# knows (two letters, or one of a few generic names). One escape splits the text where each matcher looks (the
+# first slash of `//`, the dot after `www`, the `@`, the scheme's colon, the dot before such a `tld`).
+_AUTOLINK = re.compile(r"(?i)/(?=/)|(?<![\w.-])www\.|(?<!\s)@(?=[\w-]+\.\w)|(?<![\w.-])(?:mailto|xmpp):"
+                       r"|(?<=[^\s.])\.(?=(?:[a-z]{2}|biz|com|edu|gov|net|org|pro|web|xxx|aero|asia|coop|info"
+                       r"|museum|name|shop)(?![\w-]))")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 NAME_LIMIT = 100  # characters of a file name's readable part (file systems stop at 255 bytes)
 log = logging.getLogger(__name__)
@@ -49,10 +58,32 @@ def clean(text) -> str:
 
 
 def md_text(value) -> str:
-    """Any value as inline Markdown that renders as exactly its text: no emphasis, link, HTML or cell break."""
+    """Any value as inline Markdown that renders as exactly its text: no emphasis, link, HTML or cell break.
+
+    Only what could form markup or a link is escaped, so that a report pasted into a ticket reads as written."""
     s = " ".join(clean(value).split("\n"))
-    s = _MD_SPECIAL.sub(r"\\\1", s)
-    return _AUTOLINK.sub(lambda m: "\\" + m.group(0), s)
+    s = _MD_INLINE.sub(lambda m: _escape_inline(s, m), s)
+    s = _AUTOLINK.sub(_escape_link, s)
+    return _MD_BLOCK_START.sub(_escape_block_start, s, count=1)
+
+
+def _escape_inline(s: str, m: re.Match) -> str:
+    i = m.start()
+    if m.group(0) == "_" and 0 < i < len(s) - 1 and s[i - 1].isalnum() and s[i + 1].isalnum():
+        return "_"  # intraword: flanked by letters or digits on both sides, `_` opens and closes nothing
+    return "\\" + m.group(0)
+
+
+def _escape_link(m: re.Match) -> str:
+    t = m.group(0)
+    return "\\" + t if len(t) == 1 else t[:-1] + "\\" + t[-1]  # `www.` and `mailto:`: their last character
+
+
+def _escape_block_start(m: re.Match) -> str:
+    lead, mark, item, rule, digits, delim = m.groups()
+    if digits is not None:
+        return f"{lead}{digits}\\{delim}"
+    return f"{lead}\\{mark or item or rule}"
 
 
 def md_code(value, cell: bool = False) -> str:
