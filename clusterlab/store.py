@@ -10,7 +10,13 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from clusterlab.tables import EVIDENCE_PREFIX, TABLE_COLUMNS, evidence_schema  # noqa: F401  (re-exported)
+from clusterlab.tables import (  # noqa: F401  (re-exported)
+    DATED_TABLES,
+    DATING,
+    EVIDENCE_PREFIX,
+    TABLE_COLUMNS,
+    evidence_schema,
+)
 
 DEFAULT_DB = "clusterlab.duckdb"
 
@@ -134,9 +140,14 @@ _DERIVED = ["CREATE TABLE derived (name VARCHAR PRIMARY KEY, evidence VARCHAR, b
 # limit), so that a watch killed between the two alerts it on its next start. What was there before was sent.
 _OUTBOX = ["ALTER TABLE watch_events ADD COLUMN sent_at TIMESTAMP", "UPDATE watch_events SET sent_at = detected_at"]
 
+# Issue 28: how a row without its own stamp was dated (tables.DATING): the interval its time lies in. A database
+# created after DATING was added has the columns from _V1 already.
+_DATING = [f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {c} {_DUCK_TYPES[ty]}" for t in DATED_TABLES
+           for c, ty in DATING.items()]
+
 # Index i holds the statements that take a database from version i to version i + 1.
 MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _WATCH, _TELEMETRY, _CHANGES, _DERIVED,
-                               _OUTBOX]
+                               _OUTBOX, _DATING]
 # tables whose rows belong to one ingested file (deleted with it, cut when it is re-read from a line)
 FILE_TABLES = [*TABLE_COLUMNS, "unmatched_lines"]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -109,7 +109,15 @@ TABLE_COLUMNS: dict[str, dict[str, pl.DataType]] = {
 # Every evidence table starts with these; `line` comes from the collector.
 EVIDENCE_PREFIX = {"file_id": pl.Int64, "source": pl.String, "run": pl.String, "attempt": pl.Int32}
 
+# How a row without a time of its own was dated (the engine adds these, after the collector's columns). A row
+# with its own stamp leaves all three empty: `ts` is its time. Otherwise its time lies in [ts_lo, ts_hi], the
+# stamped lines around it in its file (either may be unknown), `ts` is the engine's best point inside, and
+# `dated` says how: `between` (both stamps known), `after` (only an earlier one), `before` (only a later one).
+# A row with neither has `ts` empty: undated evidence, kept and classified all the same.
+DATING: dict[str, pl.DataType] = {"ts_lo": pl.Datetime("us"), "ts_hi": pl.Datetime("us"), "dated": pl.String}
+DATED_TABLES = ("events", "steps", "checkpoints")
+
 
 def evidence_schema(table: str) -> dict[str, pl.DataType]:
     """Column name → polars type of an evidence table, in storage order."""
-    return {**EVIDENCE_PREFIX, **TABLE_COLUMNS[table]}
+    return {**EVIDENCE_PREFIX, **TABLE_COLUMNS[table], **(DATING if table in DATED_TABLES else {})}

@@ -151,8 +151,10 @@ def test_bundle_week_48_golden_figures(sc) -> None:
     acme, bor = _row(sc.providers, provider="acme"), _row(sc.providers, provider="borealis")
     assert (acme["failures"], acme["provider_failures"], acme["interruptions"]) == (3, 3, 5)  # Xid 79, IB, preemption
     assert (bor["failures"], bor["provider_failures"]) == (0, 0)  # rank 5's CUDA OOM is the user's: no failure
-    # (each attempt's span is its sacct record: the ledger covers the allocation, to its End's whole second)
-    assert math.isclose(acme["usd_lost"], 73.241, abs_tol=0.01) and math.isclose(bor["usd_lost"], 19.802, abs_tol=0.01)
+    # (each attempt's span is its sacct record: the ledger covers the allocation, to its End's whole second; the
+    # 50 steps before DeepSpeed's first timed record ran at the attempt's pace, they are not startup; a step
+    # record a little long within the step times' noise is whole productive steps, not slowdown)
+    assert math.isclose(acme["usd_lost"], 73.082, abs_tol=0.01) and math.isclose(bor["usd_lost"], 19.774, abs_tol=0.01)
     # 10 contracted, 8 delivered, one of them (bor-008) a day late: (8 * 168 - 24) * 8 of 10 * 168 * 8 GPU-hours
     assert (bor["missing_nodes"], bor["contracted_nodes"], bor["late_nodes"]) == (2, 10, 1)
     assert bor["late_gpu_hours"] == 192 and math.isclose(bor["delivered_share"], (8 * 168 - 24) / (10 * 168))

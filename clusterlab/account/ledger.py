@@ -19,6 +19,10 @@ CATEGORIES = ["productive", "straggler", "slowdown", "checkpoint", "data_stall",
               "restart", "startup", "idle"]
 LOST = [c for c in CATEGORIES if c != "productive"]
 TOLERANCE = 1e-6
+# Step records whose time per step lies within NOISE_SIGMAS robust deviations of the baseline (and never more than
+# NOISE_MAX of it) are whole productive steps (see `split_intervals`).
+NOISE_SIGMAS = 3.0
+NOISE_MAX = 0.05
 
 
 class LedgerError(ValueError):
@@ -138,7 +142,15 @@ def split_intervals(tl: pl.DataFrame, saves: pl.DataFrame, slow: pl.DataFrame, k
     w = (tl.join(save_s, on=["attempt", "end"], how="left")
          .join(slow.select("attempt", "step", slow_host="host"), on=["attempt", "step"], how="left")
          .join(keep, on="attempt", how="left"))
-    productive = pl.min_horizontal(pl.col("interval_s"), pl.col("n") * b)
+    # A record's excess within the step times' own noise is not lost time: stamps to the whole second, a
+    # jittery step, a clock a few ms off make half the records a little long and half a little short, and only
+    # the long halves would count. The noise is measured (a robust spread of the per-step times around the
+    # baseline), and bounded by NOISE_MAX so that a run slow for most of its steps cannot hide its slowdown.
+    per_step = pl.col("interval_s") / pl.col("n")
+    spread = 1.4826 * (per_step - b).abs().median()
+    tol = tl.select(pl.min_horizontal(NOISE_SIGMAS * spread, pl.lit(NOISE_MAX * b))).item() or 0.0
+    productive = (pl.when((per_step - b).abs() <= tol).then(pl.col("interval_s"))
+                  .otherwise(pl.min_horizontal(pl.col("interval_s"), pl.col("n") * b)))
     excess = pl.col("interval_s") - productive
     w = w.with_columns(productive_raw=productive, excess=excess)
     w = w.with_columns(checkpoint=pl.min_horizontal("excess", pl.col("save_s").fill_null(0)))

@@ -55,6 +55,11 @@ def file_of_line() -> pl.Expr:
     return pl.col("line") // FILE_LINE_BASE
 
 
+# An events frame may carry this boolean column (not stored): the line was printed as its process died (the last
+# line of a traceback). Without a stamp of its own it is dated by the next stamped line, the death, not the last one.
+AT_EXIT = "at_exit"
+
+
 @dataclass(frozen=True)
 class Context:
     """What the engine knows about a file before reading it."""

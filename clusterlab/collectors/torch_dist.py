@@ -23,7 +23,16 @@ import signal
 
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed, cuda_mode, first_kind, json_detail, local_to_utc, rows_frame
+from clusterlab.collectors._base import (
+    AT_EXIT,
+    Context,
+    Parsed,
+    cuda_mode,
+    first_kind,
+    json_detail,
+    local_to_utc,
+    rows_frame,
+)
 
 NAME = "torch"
 EXCLUSIVE = False
@@ -159,6 +168,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         out.add("events", events.with_columns(host=pl.lit(None, pl.String)).sort("line").select(
             "line", "ts", "host", "kind", "failure_mode", "severity", "rank", "text",
             json_detail(_DETAIL).alias("detail"),
+            # the line that ends a traceback is printed as its process dies: dated by the exit (`parse._fill_ts`)
+            pl.col("exception").is_not_null().alias(AT_EXIT),
         ))
     out.add("events", children)
     # A launcher start anchors the attempt in time (and gives the lines after it a clock).

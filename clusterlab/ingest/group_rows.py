@@ -68,8 +68,8 @@ def split_rows(items: list[Item], c: ModuleType, table: str, frame: pl.DataFrame
         frame = _fill_ts(frame, stamps.filter(pl.col("ts").is_not_null()), table, by="_file")
     frame = frame.join(meta, on="_file", how="left", maintain_order="left")
     if "ts" in frame.columns:  # formats without a year: a line is not newer than its file (see _roll_year_back)
-        frame = frame.with_columns(pl.when(pl.col("ts") > pl.col("_late")).then(pl.col("ts").dt.offset_by("-1y"))
-                                   .otherwise(pl.col("ts")).alias("ts"))
+        frame = frame.with_columns(pl.when(pl.col(c) > pl.col("_late")).then(pl.col(c).dt.offset_by("-1y"))
+                                   .otherwise(pl.col(c)) for c in ("ts", "ts_lo", "ts_hi") if c in frame.columns)
     schema = evidence_schema(table)
     frame = frame.with_columns(file_id=pl.col("_fid"), source=pl.lit(c.NAME), run=pl.col("_run"),
                                attempt=pl.col("_attempt"))

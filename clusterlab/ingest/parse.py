@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from clusterlab.collectors import all_collectors
-from clusterlab.collectors._base import Context, Parsed
+from clusterlab.collectors._base import AT_EXIT, Context, Parsed
 from clusterlab.ingest.bundle import FileTask
 from clusterlab.ingest.reader import GZIP_MAGIC, HEAD_BYTES, InputError, ReadState, iter_batches, read_head_checked
-from clusterlab.tables import TABLE_COLUMNS, evidence_schema
+from clusterlab.tables import DATED_TABLES, TABLE_COLUMNS, evidence_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -534,14 +534,20 @@ def _aligned(frame: pl.DataFrame, schema: dict[str, pl.DataType], ctx: Context, 
 
 
 def _fill_ts(frame: pl.DataFrame, known: pl.DataFrame | None, table: str, by: str | None = None) -> pl.DataFrame:
-    """Lines without a time of their own take the nearest earlier stamped line's.
+    """Date the lines without a time of their own, and say how (tables.DATING).
 
-    Where there is none, only evidence events take the next stamped line's (an upper bound: srun's
-    error lines come just before slurmstepd's stamped one); rank maps and facts stay without a time,
-    since the next stamp may be the failure forty minutes later. A checkpoint load prefers the next
-    stamp: it starts a new launch, and the line before it belongs to the crashed one."""
-    if "ts" not in frame.columns or known is None or not frame["ts"].null_count():
+    The line's time lies between the stamped lines around it: `ts_lo`, `ts_hi`. The point `ts` is the nearest
+    earlier stamp, but an exception (`AT_EXIT`) takes the next one: a traceback is printed as its process dies, and the
+    next stamped line is that death (torchrun's `failed (exitcode: 1)`), while the line before may be a step
+    record minutes older. Where there is no earlier stamp, only evidence events take the next one (srun's error
+    lines come just before slurmstepd's stamped one); rank maps and facts stay without a time, since the next
+    stamp may be the failure forty minutes later. A checkpoint load prefers the next stamp: it starts a new
+    launch, and the line before it belongs to the crashed one."""
+    if "ts" not in frame.columns or not frame["ts"].null_count():
         return frame
+    dated = table in DATED_TABLES
+    if known is None or not known.height:
+        return frame.with_columns(dated=pl.when(pl.col("ts").is_null()).then(pl.lit("undated"))) if dated else frame
     frame = frame.with_columns(pl.col("line").cast(pl.Int64)).sort("line")
     k = known.rename({"ts": "_ts"}).with_columns(pl.col("line").cast(pl.Int64))
     load = (pl.col("action") == "load").fill_null(False) if "action" in frame.columns else pl.lit(False)
@@ -551,12 +557,21 @@ def _fill_ts(frame: pl.DataFrame, known: pl.DataFrame | None, table: str, by: st
     both = (frame.join_asof(k, on="line", by=by, strategy="backward", check_sortedness=by is None)
             .join_asof(k.rename({"_ts": "_next"}), on="line", by=by, strategy="forward", check_sortedness=by is None))
     later = pl.col("_next") if table == "events" else pl.lit(None, pl.Datetime("us"))
-    return both.with_columns(
-        pl.when(load)
+    error = pl.col(AT_EXIT).fill_null(False) if AT_EXIT in frame.columns else pl.lit(False)
+    own = pl.col("ts").is_not_null()
+    both = both.with_columns(
+        pl.when(load | error)
         .then(pl.col("ts").fill_null(pl.col("_next")).fill_null(pl.col("_ts")))
         .otherwise(pl.col("ts").fill_null(pl.col("_ts")).fill_null(later))
-        .alias("ts")
-    ).drop("_ts", "_next")
+        .alias("ts"),
+        *([pl.when(~own).then(pl.col("_ts")).alias("ts_lo"), pl.when(~own).then(pl.col("_next")).alias("ts_hi"),
+           pl.when(own).then(None)
+           .when(pl.col("_ts").is_not_null() & pl.col("_next").is_not_null()).then(pl.lit("between"))
+           .when(pl.col("_ts").is_not_null()).then(pl.lit("after"))
+           .when(pl.col("_next").is_not_null()).then(pl.lit("before"))
+           .otherwise(pl.lit("undated")).alias("dated")] if dated else []),
+    )
+    return both.drop("_ts", "_next")
 
 
 def _roll_year_back(frame: pl.DataFrame, mtime: dt.datetime | None) -> pl.DataFrame:
@@ -564,8 +579,9 @@ def _roll_year_back(frame: pl.DataFrame, mtime: dt.datetime | None) -> pl.DataFr
     December lines in a file last written in January belong to the year before."""
     if mtime is None or "ts" not in frame.columns:
         return frame
-    late = pl.col("ts") > pl.lit(mtime + dt.timedelta(days=2))
-    return frame.with_columns(pl.when(late).then(pl.col("ts").dt.offset_by("-1y")).otherwise(pl.col("ts")).alias("ts"))
+    late = pl.lit(mtime + dt.timedelta(days=2))
+    return frame.with_columns(pl.when(pl.col(c) > late).then(pl.col(c).dt.offset_by("-1y")).otherwise(pl.col(c))
+                              for c in ("ts", "ts_lo", "ts_hi") if c in frame.columns)
 
 
 __all__ = ["TABLE_COLUMNS", "FilePlan", "FileResult", "ParsedFile", "choose", "finish", "hold_open_block",
