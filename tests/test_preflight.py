@@ -77,3 +77,36 @@ def test_preflight_on_two_cpu_processes_flags_the_slowed_one(tmp_path: Path, mon
         assert summary.rows["events"] == 5 and summary.to_dict()["unparsed_lines"] == 0
         hosts = dict(lab.sql("SELECT host, severity FROM events WHERE kind = 'preflight_host'").rows())
     assert hosts == {"node0": "info", "node1": "error"}
+
+
+def test_preflight_without_out_keeps_its_records_in_the_state_folder_not_the_working_one(tmp_path: Path,
+                                                                                         monkeypatch) -> None:
+    import subprocess
+
+    from clusterlab.torchtools import preflight
+
+    pytest.importorskip("torch")
+    cwd, state = tmp_path / "checkout", tmp_path / "state"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    for var in ("RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    launched: list[list[str]] = []
+
+    def fake_torchrun(argv, **kwargs):  # the workers' part: rank 0 appends its records to --out
+        launched.append(argv)
+        out = Path(argv[argv.index("--out") + 1])
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({**_rank(0, "n0"), "flagged": False, "reason": ""}) + "\n")
+        return subprocess.CompletedProcess(argv, 0, b"", b"")
+
+    monkeypatch.setattr(preflight.subprocess, "run", fake_torchrun)
+    res = CliRunner().invoke(main, ["preflight", "--nproc", "2", "--json"])
+    assert res.exit_code == 0, res.output + res.stderr
+    assert json.loads(res.stdout)["ranks"][0]["host"] == "n0" and launched
+    assert list(cwd.iterdir()) == []
+    written = list((state / "clusterlab" / "preflight").glob("preflight-*.jsonl"))
+    assert len(written) == 1 and preflight.records_dir() == written[0].parent
+    monkeypatch.delenv("XDG_STATE_HOME")
+    assert preflight.records_dir() == Path.home() / ".local" / "state" / "clusterlab" / "preflight"

@@ -10,7 +10,7 @@ everyone. Figures more than `--threshold` below the fleet median are flagged, wi
 the median in `reason`. nccl on GPUs, gloo on CPU. Every record says what was measured: device,
 dtype, sizes, repetitions (the median is reported), and `injected_slowdown` where a test slowed a
 rank on purpose. Rank 0 writes the records as JSON Lines that `clusterlab ingest` reads
-(clusterlab/collectors/preflight.py).
+(clusterlab/collectors/preflight.py): to --out, else into clusterlab's state folder (`records_dir`).
 """
 
 from __future__ import annotations
@@ -340,10 +340,18 @@ def _default_nproc() -> int:
     return torch.cuda.device_count() or 2  # CPU: two processes, enough for a collective and a link
 
 
+def records_dir() -> Path:
+    """Where records go without --out: clusterlab's state folder ($XDG_STATE_HOME/clusterlab/preflight, by
+    default ~/.local/state/clusterlab/preflight), never the working folder (a stray file in a checkout)."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "clusterlab" / "preflight"
+
+
 @click.command("preflight")
 @click.option("--nproc", type=int, default=None, help="Processes on this node (default: GPUs, else 2).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Records file for `clusterlab ingest` (default: ./preflight-<UTC time>.jsonl).")
+              help="Records file for `clusterlab ingest` (default: preflight-<UTC time>.jsonl in "
+                   "$XDG_STATE_HOME/clusterlab/preflight, ~/.local/state/clusterlab/preflight without it).")
 @click.option("--threshold", type=float, default=0.2, show_default=True,
               help="Flag figures this fraction below the fleet median.")
 @click.option("--reps", type=int, default=5, show_default=True, help="Timed repetitions (the median is kept).")
@@ -357,7 +365,7 @@ def preflight(nproc, out, threshold, reps, timeout_s, slow_rank, slow_factor, as
     under torchrun unless already inside one. Exit status 1 when something is flagged."""
     if importlib.util.find_spec("torch") is None:
         raise click.ClickException("preflight needs PyTorch: pip install 'clusterlab[torch]' (torch==2.13.0)")
-    out = out or Path(f"preflight-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.jsonl")
+    out = out or records_dir() / f"preflight-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.jsonl"
     worker_args = ["--out", str(out), "--threshold", str(threshold), "--reps", str(reps)]
     if slow_rank is not None:
         worker_args += ["--slow-rank", str(slow_rank), "--slow-factor", str(slow_factor)]
