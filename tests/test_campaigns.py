@@ -1,8 +1,6 @@
 """Campaigns written outside the team (../shared/evidence/scenarios), generated and scored with their own scorer:
-every incident found on its failure mode and host, no decoy blamed, no false incident.
-
-The scorer also holds each ledger category to 2 %; that bar belongs to the timeline work still open, so it is
-printed here (the test output shows it) and not asserted."""
+every incident found on its failure mode and host, no decoy blamed, no false incident, every ledger category
+within the scorer's 2 % (or half a GPU-hour) and the sum exact, on the scorer's seed and on two more."""
 
 from __future__ import annotations
 
@@ -23,9 +21,12 @@ pytestmark = pytest.mark.skipif(not CAMPAIGNS, reason="../shared/evidence is not
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("seed", [None, 1, 2])
 @pytest.mark.parametrize("gen", CAMPAIGNS, ids=[p.stem for p in CAMPAIGNS])
-def test_campaign_incidents_all_found_and_no_decoy_blamed(gen: Path) -> None:
+def test_campaign_scores_every_incident_and_the_ledger(gen: Path, seed: int | None) -> None:
     env = {**os.environ, "HELDOUT_GEN": str(gen), "HELDOUT_BUDGET_S": "600"}
+    if seed is not None:
+        env["HELDOUT_SEED"] = str(seed)
     res = subprocess.run([sys.executable, str(EVIDENCE / "score_scenario.py")], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=900)
     out = res.stdout
@@ -36,3 +37,4 @@ def test_campaign_incidents_all_found_and_no_decoy_blamed(gen: Path) -> None:
     assert m[1] == m[2], summary
     problems = summary.split(" — FAIL: ", 1)[1].split("; ") if " — FAIL: " in summary else []
     assert not [p for p in problems if p.startswith(("missed ", "decoy ", "false "))], summary
+    assert res.returncode == 0 and not problems, summary  # the ledger's categories and sum too
