@@ -208,12 +208,29 @@ _CUT = """(els) => els.filter(e => e.offsetParent !== null).map(e => {
 }).filter(x => x.cut || x.past)"""
 
 
+def _open_file_browser(page) -> None:
+    """The file browser open beside the notebook, as a person works: the notebook keeps ~1,100 of 1,400 px."""
+    if not page.locator("#filebrowser").is_visible():
+        page.locator('.lm-TabBar-tab[data-id="filebrowser"]').first.click()
+        page.locator("#filebrowser").wait_for(state="visible", timeout=10_000)
+    page.wait_for_timeout(500)
+
+
 def _check_views_fit(page) -> None:
-    """At 1,400 px every view of the Explorer is readable: the evidence text has room, the buttons and the
-    relaunch command are whole, the figures are not cut; a screenshot of each is kept."""
+    """At 1,400 px with the file browser open every view of the Explorer is readable: the incidents table scrolls
+    in its box (never past the notebook's edge), the tab titles are whole, the evidence text has room, the buttons
+    and the relaunch command are whole, the figures are not cut; a screenshot of each is kept."""
+    _open_file_browser(page)
     explorer = page.locator(".jp-CodeCell").last.locator(".jp-OutputArea-output")
+    explorer.evaluate("e => e.scrollIntoView({block: 'start'})")
     _shoot(page, "explorer-1400.png")
     assert page.evaluate(_CUT, explorer.locator("img.widget-image").element_handles()) == []
+    assert page.evaluate(_CUT, explorer.locator(".lm-TabBar-tabLabel").element_handles()) == []
+    incidents = explorer.locator(".cl-box").first  # the incidents table, wider than the notebook
+    right, edge = incidents.evaluate("b => [b.getBoundingClientRect().right, "
+                                     "Math.min(window.innerWidth, b.closest('.jp-OutputArea-output')"
+                                     ".getBoundingClientRect().right)]")
+    assert right <= edge + 1, f"the incidents table runs {right - edge:.0f} px past the notebook's edge"
 
     pane = _open_tab(explorer, "Evidence")
     pane.locator("td.cl-text").first.wait_for(timeout=30_000)

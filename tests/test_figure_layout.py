@@ -97,3 +97,22 @@ def test_the_explorers_fixed_layouts_fit_their_labels(demo: Lab) -> None:
         fig = ex.figure(lambda ax, n=n: plots.run_timeline(attempts.head(n), incidents, checkpoints, ax=ax),
                         ex.timeline_size(n), ex.TIMELINE_MARGINS)
         assert layout_problems(fig) == [], n
+
+
+def test_the_scorecards_failure_mode_mix_keeps_its_colour_key_inside_the_png(demo: Lab) -> None:
+    from clusterlab.reports.scorecard import scorecard
+
+    fig = figures.failure_modes(scorecard(demo.con, "2026-W48").failure_modes)
+    assert layout_problems(fig) == []
+    assert {t.get_text() for t in fig.legends[0].get_texts()} >= {"provider's fault", "user's fault"}
+
+
+def test_the_explorers_failure_mix_keeps_a_long_legend_inside_the_png() -> None:
+    from clusterlab import taxonomy
+    from clusterlab.widgets import explorer as ex
+
+    modes = list(taxonomy.MODES)[:14]
+    mix = pl.DataFrame({"provider": ["acme"] * len(modes), "failure_mode": modes,
+                        "gpu_hours_lost": [float(len(modes) - i) for i in range(len(modes))]})
+    fig = ex.figure(lambda ax: plots.failure_mix(mix, ax=ax), (7.5, 1.6 + 0.5))  # the Explorer's size, one provider
+    assert layout_problems(fig) == []

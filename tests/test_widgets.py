@@ -194,7 +194,7 @@ def test_lazy_tabs_show_stragglers_losses_and_provider_mix(ex: Explorer) -> None
     assert slow["ts"].min() >= inc["root_ts"] - dt.timedelta(minutes=2)
     assert slow["ts"].max() <= inc["exit_ts"] + dt.timedelta(minutes=2)
     assert bytes(ex.steps_series_image.value).startswith(b"\x89PNG")
-    ex.tabs.selected_index = ex.tabs.titles.index("Lost by host × day")
+    ex.tabs.selected_index = ex.tabs.titles.index("Loss heatmap")
     heat = ex.heatmap_frame
     assert heat["host"][0] == "east-003"
     assert heat.select(pl.exclude("host")).sum_horizontal().sum() == pytest.approx(
@@ -297,3 +297,35 @@ def test_frames_time_marks_and_overlap() -> None:
     assert marks[0] == a and marks[-1] == b and len(marks) == 5
     f = pl.DataFrame({"s": [a, b], "e": [a + dt.timedelta(minutes=5), None]})
     assert frames.overlapping(f, "s", "e", a + dt.timedelta(minutes=10), None)["s"].to_list() == [b]
+
+
+def test_tab_titles_fit_a_jupyterlab_tab(ex: Explorer) -> None:
+    from clusterlab.widgets import explorer
+
+    assert ex.tabs.titles == explorer.TABS
+    assert max(map(len, explorer.TABS)) <= 14  # a tab is 144 px: "Lost by host × day" read "Lost by host × da"
+
+
+def test_the_provider_mix_draws_no_empty_provider(ex: Explorer) -> None:
+    from matplotlib.figure import Figure
+
+    from clusterlab.plots import charts
+
+    ex.tabs.selected_index = ex.tabs.titles.index("Providers")
+    assert set(ex.mix_frame["provider"]) == {"acme", "borealis"}  # hf-eval-sweep's incident: its cluster's provider
+    assert ex.mix_frame.filter(pl.col("failure_mode") == "manual_stop")["provider"].to_list() == ["acme"]
+    ax = charts.failure_mix(ex.mix_frame, ax=Figure().subplots())
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["acme", "borealis"]
+    assert "manual_stop" not in [t.get_text() for t in ax.get_legend().get_texts()]  # no bar, no legend entry
+    unknown = pl.DataFrame({"provider": ["acme", "none"], "failure_mode": ["network", "manual_stop"],
+                            "incidents": [1, 1], "gpu_hours_lost": [2.0, 0.0]})
+    ax = charts.failure_mix(unknown, ax=Figure().subplots())
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["acme"]
+
+
+def test_tables_scroll_in_their_box_instead_of_running_past_the_explorer(ex: Explorer) -> None:
+    for view in (ex.incidents_html, ex.evidence_html, ex.host_html):
+        assert "cl-html" in view._dom_classes
+    # the HTML widget's content may shrink below its table's width, so the table's box scrolls sideways
+    assert ".cl-html>.widget-html-content,.cl-html>.jupyter-widget-html-content{min-width:0}" in ex.incidents_html.value
+    assert "max-width:100%" in ex.incidents_html.value

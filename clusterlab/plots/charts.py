@@ -305,10 +305,14 @@ def failure_mix(mix: pl.DataFrame, ax: Axes | None = None, value: str = "gpu_hou
 
     mix: provider, failure_mode, and the `value` column; one row per (provider, failure_mode).
     """
+    # what would draw nothing (incidents that cost nothing known) is left out: an empty bar or a legend entry
+    # without a bar says nothing
+    had, label = mix.height, "GPU-hours lost" if value == "gpu_hours_lost" else value
+    mix = mix.filter(pl.col(value).fill_null(0) > 0)
     providers = mix["provider"].unique(maintain_order=True).to_list() if mix.height else []
     ax = _axes(ax, (8, 1.5 + 0.5 * max(len(providers), 1)))
     if not mix.height:
-        return _empty(ax, "failure modes by provider", "no incidents")
+        return _empty(ax, "failure modes by provider", f"no {label} known" if had else "no incidents")
     lefts = dict.fromkeys(providers, 0.0)
     for mode in mix["failure_mode"].unique(maintain_order=True).to_list():
         part = mix.filter(pl.col("failure_mode") == mode)
@@ -320,7 +324,9 @@ def failure_mix(mix: pl.DataFrame, ax: Axes | None = None, value: str = "gpu_hou
             lefts[p] += v
     ax.set_yticks(range(len(providers)), [plain(p) for p in providers])
     ax.invert_yaxis()
-    ax.set_xlabel("GPU-hours lost" if value == "gpu_hours_lost" else value)
-    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_xlabel(label)
+    # NOTE: a column of more than eight entries outgrows a one- or two-provider figure and is cut at its bottom
+    modes = mix["failure_mode"].n_unique()
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0), ncol=1 + (modes - 1) // 8)
     ax.set_title("failure modes by provider")
     return ax

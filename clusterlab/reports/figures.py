@@ -52,21 +52,29 @@ def ledger_by_provider(frame: pl.DataFrame):
 # Blame → bar colour in the failure-mode mix. `none` is the ledger's loss that no incident caused:
 # routine checkpoint saves and start-up, which is nobody's fault and not "unknown".
 BLAME_COLORS = {"provider": "#c44e52", "user": "#4c72b0", "unknown": "#8c8c8c", "none": "#c9dcb8"}
+BLAME_LABELS = {"provider": "provider's fault", "user": "user's fault", "unknown": "blame unknown",
+                "none": "no incident (routine)"}
 
 
 def failure_modes(frame: pl.DataFrame):
     """Horizontal bars: lost GPU-hours by failure mode, one group per provider (`Scorecard.failure_modes`)."""
     rows = frame.filter(pl.col("gpu_hours_lost") > 0).sort(["provider", "gpu_hours_lost"], descending=[False, True])
     labels = [f"{r['provider']} · {fmt.mode_label(r['failure_mode'])}" for r in rows.iter_rows(named=True)]
-    fig = _figure(8, 0.7 + 0.3 * max(len(labels), 1))
+    fig = _figure(8, 1.1 + 0.3 * max(len(labels), 1))
     ax = fig.subplots()
+    blames = [b if b in BLAME_COLORS else "unknown" for b in rows["blame"]]
     # NOTE: bars by position, labels set after: two providers' labels never merge into one bar
-    ax.barh(range(len(labels)), rows["gpu_hours_lost"].to_list(),
-            color=[BLAME_COLORS.get(b, BLAME_COLORS["unknown"]) for b in rows["blame"]])
+    ax.barh(range(len(labels)), rows["gpu_hours_lost"].to_list(), color=[BLAME_COLORS[b] for b in blames])
     ax.set_yticks(range(len(labels)), [plots.plain(x) for x in labels])
-    ax.set_xlabel("GPU-hours lost (red: provider, blue: user, grey: unknown blame, green: no incident, routine)")
+    ax.set_xlabel("GPU-hours lost")
     ax.set_title("Failure-mode mix")
     ax.invert_yaxis()
+    # the colour key as a legend the layout makes room for (a key spelled in the axis label ran off the figure)
+    from matplotlib.patches import Patch
+
+    shown = [b for b in BLAME_COLORS if b in blames]
+    fig.legend([Patch(color=BLAME_COLORS[b]) for b in shown], [BLAME_LABELS[b] for b in shown], ncol=len(shown),
+               loc="outside lower center", fontsize=8, frameon=False)
     return fig
 
 

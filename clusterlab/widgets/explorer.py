@@ -24,8 +24,9 @@ from clusterlab.widgets import frames, html
 ALL = "(all)"
 DPI = 80  # small PNGs: a re-render stays well under a second for a 1,024-node run
 FIGURES_KEPT = 32  # drawn figures kept per run (two per time range viewed)
-TABS = ("Evidence", "Host history", "Review", "Step times", "Lost by host × day", "Providers", "Relaunch",
-        "What-if")
+HEATMAP = "Loss heatmap"  # lost GPU-hours by host × day
+# NOTE: a tab is 144 px wide in JupyterLab and cuts a longer title ("Lost by host × da"): 14 characters at most
+TABS = ("Evidence", "Host history", "Review", "Step times", HEATMAP, "Providers", "Relaunch", "What-if")
 
 
 @dataclass
@@ -145,9 +146,9 @@ class Explorer(w.VBox):
         self.incident = w.Dropdown(description="incident", layout=w.Layout(width="560px"),
                                    style={"description_width": "60px"})
         self.host = w.Dropdown(description="host", **dd)
-        self.summary, self.incidents_html, self.error = w.HTML(), w.HTML(), w.HTML()
+        self.summary, self.incidents_html, self.error = w.HTML(), html.scrolling(), w.HTML()
         self.ledger_image, self.timeline_image = _image(), _image()
-        self.evidence_html, self.host_html = w.HTML(), w.HTML()
+        self.evidence_html, self.host_html = html.scrolling(), html.scrolling()
         self.steps_image, self.heatmap_image, self.mix_image = _image(), _image(), _image()
         self.steps_series_image = _image()
         self.relaunch_box = w.VBox(layout=w.Layout(width="100%"))
@@ -214,7 +215,7 @@ class Explorer(w.VBox):
         self.host_frame = self.host_events_frame = self.step_stats_frame = pl.DataFrame()
         self.step_series_frame = pl.DataFrame()
         self.heatmap_frame = self.mix_frame = pl.DataFrame()
-        self._dirty = {"Step times", "Lost by host × day", "Providers", "Relaunch", "What-if"}
+        self._dirty = {"Step times", HEATMAP, "Providers", "Relaunch", "What-if"}
         with self._hold():
             self.incident.options, self.host.options = [], []
 
@@ -349,7 +350,7 @@ class Explorer(w.VBox):
             self.host.options = hosts
             self.host.value = keep or (hosts[0] if hosts else None)
         self._show_incident()
-        self._dirty = {"Step times", "Lost by host × day", "Relaunch", "What-if"} | (self._dirty & {"Providers"})
+        self._dirty = {"Step times", HEATMAP, "Relaunch", "What-if"} | (self._dirty & {"Providers"})
         self._render_tab()
         self.error.value = ""  # the whole view is the new run's: an earlier error no longer applies
         self.render_s["run"] = time.perf_counter() - t0
@@ -446,7 +447,7 @@ class Explorer(w.VBox):
             return
         self._dirty.discard(title)
         t0 = time.perf_counter()
-        {"Step times": self._render_steps, "Lost by host × day": self._render_heatmap,
+        {"Step times": self._render_steps, HEATMAP: self._render_heatmap,
          "Providers": self._render_mix, "Relaunch": self._render_relaunch, "What-if": self._render_what_if}[title]()
         self.render_s[title] = time.perf_counter() - t0
 
@@ -477,6 +478,8 @@ class Explorer(w.VBox):
         # costs need every listed run's ledger: built only when this tab is opened, then kept
         incs = [self.data(r).incidents for r in self._run_names(self.provider.value, ALL)]
         inc = pl.concat(incs, how="diagonal_relaxed") if incs else attribution.empty_incidents()
+        # a run without a ledger has incidents without a provider: the inventory still names its provider
+        inc = frames.with_run_provider(inc, self.runs_frame)
         if self.provider.value != ALL:
             inc = inc.filter(pl.col("provider") == self.provider.value)
         self.mix_frame = frames.failure_mix(inc)

@@ -171,6 +171,15 @@ def failure_mix(incidents: pl.DataFrame) -> pl.DataFrame:
             .drop("total"))
 
 
+def with_run_provider(incidents: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """Incidents with a missing provider given their run's (`runs`: run, provider; `(none)` where unknown)."""
+    if not incidents.height or "run" not in incidents.columns:
+        return incidents
+    known = runs.select("run", run_provider="provider").filter(pl.col("run_provider") != "(none)")
+    return (incidents.join(known, on="run", how="left")
+            .with_columns(provider=pl.coalesce("provider", "run_provider")).drop("run_provider"))
+
+
 def host_history(incidents: pl.DataFrame, host: str) -> pl.DataFrame:
     """Every incident pinned on `host`, in any run, oldest first."""
     cols = [c for c in ("run", "attempt", "incident_id", "root_ts", "failure_mode", "kind", "gpu_hours_lost",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 
+import ipywidgets as w
 import polars as pl
 
 MAX_ROWS = 50  # rows a table shows; the frame behind it has them all
@@ -17,10 +18,20 @@ _STYLE = ("<style>.cl-t{border-collapse:collapse;font-size:12px;font-family:var(
           ".cl-t td.cl-text{min-width:420px}.cl-t td.cl-path{white-space:normal;word-break:break-all;"
           "min-width:140px;max-width:260px;font-size:11px}.cl-t .cl-src{color:#666;font-size:11px;word-break:break-all}"
           ".cl-t code{white-space:pre-wrap;word-break:break-all;font-size:11px}"
-          ".cl-box{overflow:auto;border:1px solid #e5e5e5}"
+          ".cl-box{overflow:auto;max-width:100%;box-sizing:border-box;border:1px solid #e5e5e5}"
+          # an HTML widget's content is a flex item, never narrower than its widest table unless allowed to shrink;
+          # otherwise a table wider than the notebook runs past its edge, cut off, instead of scrolling in its box
+          ".cl-html>.widget-html-content,.cl-html>.jupyter-widget-html-content{min-width:0}"
           ".cl-note{color:#555;font-size:12px}.cl-warn{color:#8a4b00;font-weight:bold}"
           ".cl-error{color:#8b1a1a;background:#fdecea;border:1px solid #f5c2c0;padding:4px 8px;font-size:12px}"
           "</style>")
+
+
+def scrolling() -> w.HTML:
+    """An HTML view for tables: a table wider than the view scrolls in its box, never past the view's edge."""
+    view = w.HTML()  # NOTE: no width of 100%: with a widget's 2 px margin it would run 2 px past the notebook
+    view.add_class("cl-html")
+    return view
 
 
 def esc(value: object) -> str:
