@@ -191,7 +191,8 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
                            ).select("attempt", "step", "host", "strag_id") if strag.height else slow.head(0).select(
         "attempt", "step", "host", strag_id=pl.lit(None, pl.String))
     wide = ledger.split_intervals(tl, saves, straggling, _keep_points(att, saves, inc, con, run), b)
-    tails = ledger.tails(tl, att, saves)
+    ended = inc.filter(pl.col("kind") == "attempt_end")["attempt"].to_list()
+    tails = ledger.tails(tl, att, saves, [a for a in att["attempt"].to_list() if a not in ended])
     slow_steps, slow_inc, slow_ev = _slowdowns(con, run, wide, b)
     if slow_inc.height:
         inc = pl.concat([inc, _finish_incidents(con, slow_inc, slow_ev)], how="diagonal_relaxed").sort(

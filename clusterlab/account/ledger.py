@@ -80,15 +80,21 @@ def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float
     A log that prints every N steps is silent for up to N - 1 steps that did run: a fault 30 s after the last
     record of a 4 s step stopped a job that had trained 7 more steps. Without this, those steps were `hang`.
     Only whole steps count (a step the fault cut short did no work), at most N - 1 of them (the Nth would have
-    printed a record), at the baseline speed; a root event before the last record adds nothing."""
+    printed a record), at the baseline speed; a root event before the last record, or after the next record was
+    due, adds nothing."""
     if not tl.height or not roots.height or baseline_s <= 0:
         return tl
     last = (tl.sort("attempt", "step").group_by("attempt")
             .agg(step=pl.col("step").last(), end=pl.col("end").last(), every=pl.col("n").median()))
     r = (roots.select(pl.col("attempt").cast(pl.Int32), "root_ts").drop_nulls().group_by("attempt")
          .agg(pl.col("root_ts").min()).join(last, on="attempt"))
-    whole = (_secs(pl.col("root_ts") - pl.col("end")) / baseline_s).floor()
-    r = r.with_columns(k=pl.min_horizontal(whole, pl.col("every").round() - 1).cast(pl.Int64)).filter(pl.col("k") >= 1)
+    gap = _secs(pl.col("root_ts") - pl.col("end"))
+    whole = (gap / baseline_s).floor()
+    # a root event after the next record was due (a hang detected by a watchdog minutes later) says nothing of
+    # how long the steps went on: no record came when one should have, so progress had stopped before it
+    due = gap <= pl.col("every").round() * baseline_s * (1 + NOISE_MAX)
+    r = (r.with_columns(k=pl.when(due).then(pl.min_horizontal(whole, pl.col("every").round() - 1)).otherwise(0)
+                        .cast(pl.Int64)).filter(pl.col("k") >= 1))
     if not r.height:
         return tl
     extra = r.select(
@@ -168,8 +174,12 @@ def split_intervals(tl: pl.DataFrame, saves: pl.DataFrame, slow: pl.DataFrame, k
     return w.with_columns(productive=pl.col("productive_raw") - pl.col("recompute"))
 
 
-def tails(tl: pl.DataFrame, attempts: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
-    """Per attempt: startup, the tail after the last step (save → checkpoint, rest → hang), restart."""
+def tails(tl: pl.DataFrame, attempts: pl.DataFrame, saves: pl.DataFrame, finished: list[int] | None = None
+          ) -> pl.DataFrame:
+    """Per attempt: startup, the tail after the last step (save → checkpoint, rest → hang), restart.
+
+    `finished` attempts ended without a failure: after their final save nothing hung, the job wrote its last
+    checkpoint and exited, so their whole tail is `checkpoint` where a save ran in it."""
     first = tl.group_by("attempt").agg(first_start=pl.col("start").min(), last_end=pl.col("end").max(),
                                        last_step=pl.col("step").max())
     a = attempts.sort("attempt").join(first, on="attempt", how="left").with_columns(
@@ -188,7 +198,9 @@ def tails(tl: pl.DataFrame, attempts: pl.DataFrame, saves: pl.DataFrame) -> pl.D
         startup=_secs(pl.col("first_start") - pl.col("start_ts")),
         tail=_secs(pl.col("end_ts") - pl.col("last_end")),
         restart=_secs(pl.col("next_start") - pl.col("end_ts")).fill_null(0.0))
-    a = a.with_columns(tail_checkpoint=pl.min_horizontal("tail", pl.col("tail_save_s").fill_null(0)))
+    done = pl.col("attempt").is_in(finished or []) & pl.col("tail_save_s").is_not_null()
+    a = a.with_columns(tail_checkpoint=pl.when(done).then(pl.col("tail").clip(lower_bound=0))
+                       .otherwise(pl.min_horizontal("tail", pl.col("tail_save_s").fill_null(0))))
     return a.with_columns(hang=pl.col("tail") - pl.col("tail_checkpoint"))
 
 

@@ -94,8 +94,12 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
                    AS next_start
             FROM attempts LEFT JOIN p USING (run, attempt) WHERE ($run IS NULL OR attempts.run = $run)
         ),
+        -- a line without its own stamp is placed at the latest moment its interval allows (tables.DATING): a
+        -- borrowed time must not outrank a stamped line inside that interval (srun's "Node failure on" line is
+        -- printed when srun learns of it, not at the last step record before it)
         ev AS (
-            SELECT e.*, f.path AS file, {_tier_sql()} AS tier FROM events e JOIN ingested_files f USING (file_id)
+            SELECT e.* REPLACE (coalesce(e.ts_hi, e.ts) AS ts), f.path AS file, {_tier_sql()} AS tier
+            FROM events e JOIN ingested_files f USING (file_id)
             WHERE e.failure_mode IS NOT NULL AND e.ts IS NOT NULL
               AND NOT (e.source = 'kernel' AND e.kind = 'xid' AND list_contains($not_causes, e.xid))
         )

@@ -248,9 +248,69 @@ def rank_profile(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
 
 
 def logged_steps(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
-    """The training log's step lines of a run: `attempt, step, ts, step_s, file_id, line`."""
-    return store.frame(con, """SELECT attempt, step, ts, step_s, file_id, line FROM steps
-                               WHERE run = ? AND ts IS NOT NULL""", [run])
+    """The training log's step lines of a run: `attempt, step, ts, step_s, file_id, line`, each on the step clock
+    (`step_clock`) where the line has no stamp of its own."""
+    logged = store.frame(con, """SELECT attempt, step, ts, step_s, file_id, line, dated IS NOT NULL AS borrowed
+                                 FROM steps WHERE run = ? AND ts IS NOT NULL""", [run])
+    if not logged["borrowed"].any():
+        return logged.drop("borrowed")
+    saves = store.frame(con, """SELECT DISTINCT attempt, step FROM checkpoints
+                                WHERE run = ? AND action = 'save' AND step IS NOT NULL""", [run])
+    return step_clock(logged, saves)
+
+
+def step_clock(logged: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
+    """Step lines without a stamp of their own (`borrowed`: the engine gave them the last stamped line's time),
+    dated by the step times the log prints, anchored on the lines that have a stamp.
+
+    Megatron-DeepSpeed prints its iteration line without a time, and a stamped line only every `steps_per_print`:
+    dated by their neighbour, nine records in ten would end at one instant and their steps' time pile up on the
+    tenth. Between two anchors each record ends at the first anchor plus the step times since; what the anchors
+    put between them beyond those times (a save, a stall) goes after the save where one ran in between, else is
+    spread over the records in proportion to their steps. After the last anchor the step times run on; before the
+    first they run back from it. A file with no stamped step line at all keeps the borrowed times."""
+    cols = logged.columns
+    g = ["attempt", "file_id"]
+    x = logged.sort(*g, "step", "line").with_columns(
+        _n=(pl.col("step") - pl.col("step").shift(1).over(g)).fill_null(1).clip(lower_bound=1))
+    per = (pl.col("step_s").fill_null(pl.col("step_s").median().over(g))).fill_null(0.0)
+    x = x.with_columns(_d=per * pl.col("_n") * 1e6, _anchor=~pl.col("borrowed"),
+                       _us=pl.col("ts").dt.epoch("us"))
+    x = x.with_columns(_seg=pl.col("_anchor").cast(pl.Int32).cum_sum().over(g))
+    # forward from the segment's anchor (the segment's first row; rows before a file's first anchor: segment 0)
+    x = x.with_columns(_cum=pl.when(pl.col("_anchor")).then(0.0).otherwise(pl.col("_d")).cum_sum().over(*g, "_seg"),
+                       _a_us=pl.col("_us").filter(pl.col("_anchor")).first().over(*g, "_seg"))
+    # the next anchor: its time, and the step times from this segment's anchor to it
+    nxt = (x.filter("_anchor").select(*g, "_seg", _b_us="_us", _b_d="_d")
+           .with_columns(pl.col("_seg") - 1))
+    seg = x.group_by(*g, "_seg").agg(_tot=pl.col("_d").filter(~pl.col("_anchor")).sum())
+    x = x.join(nxt, on=[*g, "_seg"], how="left").join(seg, on=[*g, "_seg"], how="left")
+    resid = pl.col("_b_us") - pl.col("_a_us") - pl.col("_tot") - pl.col("_b_d")
+    # the first save between the segment's anchor and the next: what the anchors hold beyond the step times ran
+    # there (the records after it end that much later), else it is spread over the records
+    bounds = (x.filter("_anchor").select(*g, "_seg", _a_step="step")
+              .join(nxt.join(x.filter("_anchor").select(*g, "_seg", _b_step="step").with_columns(pl.col("_seg") - 1),
+                             on=[*g, "_seg"]).select(*g, "_seg", "_b_step"), on=[*g, "_seg"]))
+    sv = saves.select(pl.col("attempt").cast(x.schema["attempt"]), _save="step")
+    seg_save = (bounds.join(sv, on="attempt").filter(pl.col("_save") >= pl.col("_a_step"),
+                                                       pl.col("_save") < pl.col("_b_step"))
+                .group_by(*g, "_seg").agg(pl.col("_save").min()))
+    x = x.join(seg_save, on=[*g, "_seg"], how="left")
+    share = pl.when(pl.col("_save").is_not_null()).then((pl.col("step") > pl.col("_save")).cast(pl.Float64)).otherwise(
+        pl.col("_cum") / (pl.col("_tot") + pl.col("_b_d")))
+    fwd = pl.col("_a_us") + pl.col("_cum") + pl.when(pl.col("_b_us").is_not_null()).then(resid * share).otherwise(0.0)
+    # before the file's first anchor: back from it
+    first = x.filter("_anchor").group_by(g).agg(_f_us=pl.col("_us").first(), _f_step=pl.col("step").first())
+    x = x.join(first, on=g, how="left")
+    back_d = (pl.col("_d").reverse().cum_sum().reverse().over(*g, "_seg") - pl.col("_d")
+              + pl.col("_d").filter(pl.col("step") == pl.col("_f_step")).first().over(g).fill_null(0.0))
+    back = pl.col("_f_us") - back_d
+    us = (pl.when(pl.col("_anchor")).then(pl.col("_us"))
+          .when(pl.col("_a_us").is_not_null()).then(fwd)
+          .when(pl.col("_f_us").is_not_null()).then(back)
+          .otherwise(pl.col("_us")))
+    return x.with_columns(ts=pl.from_epoch(us.round().cast(pl.Int64), time_unit="us")).select(
+        [c for c in cols if c != "borrowed"])
 
 
 # A log's stamps are coarse when every one of a file's stamps is a whole second (strftime's `%H:%M:%S`).

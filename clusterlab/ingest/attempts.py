@@ -13,6 +13,9 @@ _TS_TABLES = [t for t, cols in TABLE_COLUMNS.items() if "ts" in cols and t != "j
 # An in-job restart (ft_launcher restarting its worker group) is printed by every node's launcher within
 # seconds; restart lines of one launch group closer than this are one restart.
 RESTART_CLUSTER_S = 120.0
+# Facts a launch prints first (`torchrun`'s start, the trainer's world size): where a log appended by each launch
+# (`sbatch --requeue --open-mode=append`) begins its next attempt.
+LAUNCH_FACTS = ("launcher_start", "world_size")
 Restart = tuple[str, int | None, dt.datetime, list[tuple[int, int]]]  # run, path attempt, time, (file, line)s
 
 
@@ -33,10 +36,14 @@ def _split_unsplit_logs(con: duckdb.DuckDBPyConnection) -> None:
                            AND c.line > s.prev_line AND c.line < s.line) AS load_line
             FROM s WHERE prev_line IS NOT NULL
         )
-        -- the new attempt starts at its checkpoint load where one is logged, else at its first step
-        SELECT file_id, coalesce(load_line, line) AS line FROM gaps
-        WHERE step <= prev OR load_line IS NOT NULL
-    """)
+        -- the new attempt starts at its launch where the log shows one (the launcher's start, the trainer's world
+        -- size: what each appended instance prints first), else at its checkpoint load, else at its first step
+        SELECT file_id, coalesce((SELECT min(x.line) FROM facts x
+                                  WHERE x.file_id = gaps.file_id AND list_contains($launch, x.key)
+                                    AND x.line > gaps.prev_line AND x.line <= coalesce(gaps.load_line, gaps.line)),
+                                 load_line, line) AS line
+        FROM gaps WHERE step <= prev OR load_line IS NOT NULL
+    """, {"launch": list(LAUNCH_FACTS)})
     for t in _TS_TABLES:
         con.execute(f"""
             UPDATE {t} SET attempt = 1 + (SELECT count(*) FROM _restarts r

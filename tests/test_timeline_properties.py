@@ -1,0 +1,54 @@
+"""The timeline real jobs leave (issue 28): the same campaign written as requeued jobs append it, with its iteration
+lines unstamped, or with one host's clock off, gives the same attempts and the same ledger, and the ledger the
+campaign's own timeline says (tests/timeline_cases.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+import timeline_cases as tc
+
+from clusterlab import Lab
+
+
+def _attribute(tmp_path: Path, **kw) -> tuple[pl.DataFrame, dict[str, float]]:
+    bundle = tc.write(tmp_path, **kw)
+    lab = Lab(tmp_path / "c.duckdb")
+    lab.ingest(bundle)
+    a = lab.attribute(tc.RUN)
+    return lab.attempts(tc.RUN), dict(a.ledger.select("category", "gpu_hours").iter_rows())
+
+
+def _close(got: dict[str, float], want: dict[str, float], rel: float, total: float) -> list[str]:
+    """Categories more than `rel` off (and more than 0.1 % of the whole run off, for categories near zero)."""
+    return [f"{c}: {got.get(c, 0.0):.4f} vs {v:.4f}" for c, v in want.items()
+            if abs(got.get(c, 0.0) - v) > max(rel * abs(v), 0.001 * total)]
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> tuple[pl.DataFrame, dict[str, float]]:
+    return _attribute(tmp_path_factory.mktemp("folders"), layout="folders")
+
+
+def test_a_requeued_job_gives_the_ledger_of_its_own_timeline(folders) -> None:
+    att, led = folders
+    want = tc.expected_ledger()
+    total = sum(want.values())
+    assert att.height == 3
+    assert abs(sum(led.values()) - total) < 1e-6 * total  # the sum exact
+    assert not _close(led, want, 0.02, total)
+
+
+def test_appending_every_instance_to_one_log_gives_the_same_attempts_and_ledger(tmp_path: Path, folders) -> None:
+    att, led = _attribute(tmp_path, layout="appended")
+    assert att.select("attempt", "start_ts", "end_ts", "first_step", "last_step").equals(
+        folders[0].select("attempt", "start_ts", "end_ts", "first_step", "last_step"))
+    assert not _close(led, folders[1], 0.01, sum(folders[1].values()))
+
+
+def test_nine_stamps_in_ten_deleted_change_no_category_by_more_than_one_percent(tmp_path: Path, folders) -> None:
+    _, led = _attribute(tmp_path, layout="appended", stamp_every=10)
+    assert not _close(led, folders[1], 0.01, sum(folders[1].values()))
+    assert not _close(led, tc.expected_ledger(), 0.02, sum(folders[1].values()))
