@@ -153,6 +153,29 @@ FILE_TABLES = [*TABLE_COLUMNS, "unmatched_lines"]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+# The job id in the name sbatch gives its output by default: `slurm-71400.out`, `slurm-71400_3.out` (arrays).
+SLURM_OUTPUT_NAME = r"(?:^|/)slurm-(\d+(?:_\d+)?)\.(?:out|err)(?:\.gz)?$"
+# CTEs `named (run, attempt, job_id)`: the scheduler jobs each attempt's lines name (a job id fact or an
+# event's detail); attempts that share a file (an in-job restart split one launch's logs) share its job.
+NAMED_JOBS = f"""
+    fa AS (SELECT DISTINCT run, file_id, attempt FROM events WHERE run IS NOT NULL
+           UNION SELECT DISTINCT run, file_id, attempt FROM steps WHERE run IS NOT NULL),
+    named0 AS (
+        SELECT DISTINCT run, attempt, json_extract_string(detail, '$.job_id') AS job_id FROM events
+        WHERE run IS NOT NULL AND json_extract_string(detail, '$.job_id') IS NOT NULL
+        UNION SELECT DISTINCT run, attempt, value FROM facts WHERE run IS NOT NULL AND key = 'slurm_job_id'
+        -- sbatch's own name for the output it writes (`slurm-%j.out`, `slurm-%A_%a.out`)
+        UNION SELECT DISTINCT fa.run, fa.attempt, regexp_extract(f.path, '{SLURM_OUTPUT_NAME}', 1)
+        FROM fa JOIN ingested_files f USING (file_id)
+        WHERE regexp_matches(f.path, '{SLURM_OUTPUT_NAME}')
+    ),
+    named AS (
+        SELECT * FROM named0
+        UNION SELECT x.run, x.attempt, n.job_id FROM named0 n JOIN fa y ON y.run = n.run AND y.attempt = n.attempt
+              JOIN fa x ON x.run = y.run AND x.file_id = y.file_id AND x.attempt <> y.attempt
+    )"""
+
+
 def db_path(path: str | os.PathLike | None = None) -> str:
     """The database path: explicit, else $CLUSTERLAB_DB, else ./clusterlab.duckdb."""
     return str(path or os.environ.get("CLUSTERLAB_DB") or DEFAULT_DB)

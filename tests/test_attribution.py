@@ -54,10 +54,15 @@ def test_ledger_adds_up_to_gpus_times_wall_time(plan: list[Attempt], gaps: list[
         _conserves(lab.attribute("r"))
 
 
-def test_overlapping_attempts_raise_rather_than_clamp(lab: Lab) -> None:
+def test_overlapping_attempts_give_a_flagged_ledger_naming_the_sources(lab: Lab) -> None:
+    # attempt 1's logs run 30 s past attempt 2's first line: the answer is still a ledger, exact over the run, and
+    # it says which evidence disagreed and by how much (issue 28: never refuse a run)
     write_run(lab.con, "r", 8, [Attempt(0, 10, [5.0] * 10), Attempt(30, 10, [5.0] * 10, first_step=11)])
-    with pytest.raises(ledger.LedgerError, match="overlap"):
-        lab.attribute("r")
+    a = lab.attribute("r")
+    flags = [n for n in a.notes if n.startswith("ledger flagged")]
+    assert flags and "attempt 1 (end from its logs) overlaps attempt 2 (start from its logs) by 30 s" in flags[0]
+    assert (a.rows["seconds"] >= 0).all()
+    _conserves(a)
 
 
 def test_flood_of_watchdog_timeouts_points_to_the_xid_host(lab: Lab) -> None:
@@ -244,3 +249,18 @@ def test_a_slowdown_with_concurrent_evidence_is_an_incident_on_its_host(tmp_path
     assert "r:1:slowdown:21" in listed["incident_id"].to_list()
     assert evidence["text"].to_list() == ["nfs: server fs1 not responding, timed out"]
     assert "slow steps begin" in report and "nfs: server fs1 not responding" in report
+
+
+def test_a_ledger_that_still_contradicts_itself_is_flagged_not_refused() -> None:
+    rows = pl.DataFrame({"category": ["productive", "restart", "hang"], "attempt": [1, 1, 2],
+                         "seconds": [100.0, -20.0, 30.0]})
+    with pytest.raises(ledger.LedgerError) as refused:
+        ledger.check(rows, 110.0)
+    fixed, note = ledger.flagged(rows, 110.0, refused.value)
+    ledger.check(fixed, 110.0)  # exact over the run, nothing negative
+    assert note.startswith("ledger flagged: category restart of attempt 1 would be -20.000 s")
+    assert fixed["seconds"].to_list() == pytest.approx([100 * 110 / 130, 0.0, 30 * 110 / 130])
+    short = pl.DataFrame({"category": ["productive", "restart"], "attempt": [1, 1], "seconds": [100.0, -20.0]})
+    fixed, note = ledger.flagged(short, 130.0, refused.value)
+    ledger.check(fixed, 130.0)
+    assert fixed.filter(pl.col("category") == "idle")["seconds"].to_list() == [30.0] and "idle" in note

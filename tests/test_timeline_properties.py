@@ -13,12 +13,13 @@ import timeline_cases as tc
 from clusterlab import Lab
 
 
-def _attribute(tmp_path: Path, **kw) -> tuple[pl.DataFrame, dict[str, float]]:
+def _attribute(tmp_path: Path, **kw) -> tuple[pl.DataFrame, dict[str, float], pl.DataFrame]:
     bundle = tc.write(tmp_path, **kw)
     lab = Lab(tmp_path / "c.duckdb")
     lab.ingest(bundle)
     a = lab.attribute(tc.RUN)
-    return lab.attempts(tc.RUN), dict(a.ledger.select("category", "gpu_hours").iter_rows())
+    ends = a.incidents.filter(pl.col("kind") == "attempt_end").select("attempt", "failure_mode", "host", "root_ts")
+    return lab.attempts(tc.RUN), dict(a.ledger.select("category", "gpu_hours").iter_rows()), ends
 
 
 def _close(got: dict[str, float], want: dict[str, float], rel: float, total: float) -> list[str]:
@@ -28,27 +29,44 @@ def _close(got: dict[str, float], want: dict[str, float], rel: float, total: flo
 
 
 @pytest.fixture(scope="module")
-def folders(tmp_path_factory) -> tuple[pl.DataFrame, dict[str, float]]:
+def folders(tmp_path_factory) -> tuple[pl.DataFrame, dict[str, float], pl.DataFrame]:
     return _attribute(tmp_path_factory.mktemp("folders"), layout="folders")
 
 
 def test_a_requeued_job_gives_the_ledger_of_its_own_timeline(folders) -> None:
-    att, led = folders
+    att, led, ends = folders
     want = tc.expected_ledger()
     total = sum(want.values())
     assert att.height == 3
+    assert ends.select("attempt", "failure_mode", "host").rows() == [(1, "gpu_fell_off_bus", "gpu-02"),
+                                                                     (2, "preemption", "gpu-01")]
     assert abs(sum(led.values()) - total) < 1e-6 * total  # the sum exact
     assert not _close(led, want, 0.02, total)
 
 
 def test_appending_every_instance_to_one_log_gives_the_same_attempts_and_ledger(tmp_path: Path, folders) -> None:
-    att, led = _attribute(tmp_path, layout="appended")
+    att, led, ends = _attribute(tmp_path, layout="appended")
     assert att.select("attempt", "start_ts", "end_ts", "first_step", "last_step").equals(
         folders[0].select("attempt", "start_ts", "end_ts", "first_step", "last_step"))
     assert not _close(led, folders[1], 0.01, sum(folders[1].values()))
+    assert ends.equals(folders[2])
 
 
 def test_nine_stamps_in_ten_deleted_change_no_category_by_more_than_one_percent(tmp_path: Path, folders) -> None:
-    _, led = _attribute(tmp_path, layout="appended", stamp_every=10)
+    _, led, ends = _attribute(tmp_path, layout="appended", stamp_every=10)
+    assert ends.select("attempt", "failure_mode", "host").equals(folders[2].select("attempt", "failure_mode", "host"))
     assert not _close(led, folders[1], 0.01, sum(folders[1].values()))
     assert not _close(led, tc.expected_ledger(), 0.02, sum(folders[1].values()))
+
+
+@pytest.mark.parametrize("minutes", [-5, 5])
+def test_one_hosts_clock_five_minutes_off_changes_no_category_by_more_than_one_percent(
+        tmp_path: Path, folders, minutes: int) -> None:
+    # its torchrun lines start the attempt's evidence before the allocation did; its Xid and its ranks' timings
+    # are minutes off the log: the scheduler bounds the attempts, the ranks' shared step ends measure the clock
+    att, led, ends = _attribute(tmp_path, layout="appended", skew={"gpu-02": 60.0 * minutes})
+    assert att.height == 3
+    assert not _close(led, folders[1], 0.01, sum(folders[1].values()))
+    assert ends.select("attempt", "failure_mode", "host").equals(folders[2].select("attempt", "failure_mode", "host"))
+    late = (ends["root_ts"] - folders[2]["root_ts"]).dt.total_seconds().abs().max()
+    assert late < 5, late  # the Xid on the log's clock, not five minutes off

@@ -8,7 +8,8 @@ same campaign is written
   `--open-mode=append` leaves), or `layout="folders"`: one folder an instance;
 - `stamp_every=N`: one iteration line in N with its `[timestamp]` (Megatron-DeepSpeed prints its iteration
   line without one; a stamped line comes with DeepSpeed's own every `steps_per_print`);
-- `skew={host: seconds}`: that host's own clock (its kernel log, its per-rank timings) off by that much.
+- `skew={host: seconds}`: that host's own clock (its kernel log, its torchrun's lines, its per-rank timings) off
+  by that much.
 
 sacct -D lists each instance as a row of the same JobID (NODE_FAIL, REQUEUED, COMPLETED). `expected_ledger` is
 computed here from the campaign's own timeline by the ledger's conventions: startup (Start → first step's
@@ -113,13 +114,15 @@ def _iteration(step: int, t: dt.datetime, stamped: bool) -> str:
     return f" [{_stamp(t)}] {line}" if stamped else f" {line}"
 
 
-def _instance_log(k: int, inst: Instance, stamp_every: int) -> list[str]:
+def _instance_log(k: int, inst: Instance, stamp_every: int, skew: dict[str, float]) -> list[str]:
     out = ["+ srun --kill-on-bad-exit=1 torchrun --nnodes=2 --nproc_per_node=8 pretrain_gpt.py --log-interval 10 "
            "--save-interval 200 --save /lustre/ckpt/req-7b --load /lustre/ckpt/req-7b"]
-    boot = inst.start + dt.timedelta(seconds=20)
-    out.append(f"W{boot:%m%d %H:%M:%S}.114000 2219 torch/distributed/run.py:793] Setting OMP_NUM_THREADS environment "
-               "variable for each process to be 1 in default, to avoid your system being overloaded, please further "
-               "tune the variable for optimal performance in your application as needed.")
+    for i, host in enumerate(HOSTS):  # torchrun on each node, on that node's clock (srun gathers their output)
+        boot = inst.start + dt.timedelta(seconds=20 + i + skew.get(host, 0.0))
+        out.append(f"W{boot:%m%d %H:%M:%S}.114000 {2219 + i} torch/distributed/run.py:793] Setting OMP_NUM_THREADS "
+                   "environment variable for each process to be 1 in default, to avoid your system being "
+                   "overloaded, please further tune the variable for optimal performance in your application as "
+                   "needed.")
     out.append("using world size: 16, data-parallel size: 2, context-parallel size: 1, tensor-model-parallel size: 8, "
                "pipeline-model-parallel size: 1")
     first = inst.start + dt.timedelta(seconds=inst.startup_s)
@@ -195,7 +198,7 @@ def write(out: Path, layout: str = "appended", stamp_every: int = 1, skew: dict[
         'gpus_per_node = 8\nnodes = "gpu-[01-02]"\n')
     (run_dir / "run.toml").write_text(f'cluster = "c1"\ngpus = {GPUS}\ntokens_per_step = 1048576\n'
                                       'flops_per_token = 4.2e10\nlauncher = "slurm"\n')
-    logs = [_instance_log(k, inst, stamp_every) for k, inst in enumerate(insts, 1)]
+    logs = [_instance_log(k, inst, stamp_every, skew) for k, inst in enumerate(insts, 1)]
     if layout == "appended":
         (run_dir / f"slurm-{JOB}.out").write_text("\n".join(line for log in logs for line in log) + "\n")
     else:
@@ -203,6 +206,19 @@ def write(out: Path, layout: str = "appended", stamp_every: int = 1, skew: dict[
             d = run_dir / f"attempt-{k}"
             d.mkdir()
             (d / f"slurm-{JOB}.out").write_text("\n".join(log) + "\n")
+    # per-rank timings of one rank on each host, every step, on that host's clock (appended like the log)
+    for rank, host in ((0, HOSTS[0]), (8, HOSTS[1])):
+        recs = [[] for _ in insts]
+        for k, inst in enumerate(insts):
+            for s in range(inst.load + 1, inst.last + 1):
+                t = inst.step_end[s] + dt.timedelta(seconds=skew.get(host, 0.0) + 0.002 * rank / 8)
+                recs[k].append(f'{{"ts": {t.replace(tzinfo=dt.UTC).timestamp():.3f}, "rank": {rank}, "host": "{host}", '
+                               f'"step": {s}, "step_s": {STEP_S + _jitter(s):.4f}}}')
+        if layout == "appended":
+            (run_dir / f"rank{rank}.jsonl").write_text("\n".join(r for k in recs for r in k) + "\n")
+        else:
+            for k, lines in enumerate(recs, 1):
+                (run_dir / f"attempt-{k}" / f"rank{rank}.jsonl").write_text("\n".join(lines) + "\n")
     sched = bundle / "scheduler"
     sched.mkdir()
     (sched / "sacct.txt").write_text(_sacct(insts))

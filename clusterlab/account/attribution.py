@@ -167,8 +167,8 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
     att = timeline.attempt_spans(con, run)  # the scheduler's span of each attempt where it has one
     if not att.height:
         raise KeyError(f"run {run!r} has no attempts with times")
+    att, notes = timeline.disjoint_spans(att)
     gpus = int(info.get("gpus") or 0)
-    notes: list[str] = []
     if not gpus:
         gpus = int(store.frame(con, "SELECT coalesce(max(rank) + 1, 0) AS g FROM rank_steps WHERE run = ?",
                                [run]).item() or 1)
@@ -200,7 +200,11 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
         evidence = pl.concat([evidence, slow_ev], how="diagonal_relaxed")
     rows = _tie(wide, tails, straggling, inc, att, slow_steps)
     total_s = (att["end_ts"].max() - att["start_ts"].min()).total_seconds()
-    ledger.check(rows, total_s)
+    try:
+        ledger.check(rows, total_s)
+    except ledger.LedgerError as e:  # never no answer: the best ledger there is, flagged, saying what disagreed
+        rows, note = ledger.flagged(rows, total_s, e)
+        notes.append(note)
     steady, source = _mfu(con, info, b, notes)
     inv = _inventory(con, pl.concat([rows["own_host"], inc["host"].cast(pl.String)]), profile["slow_host"])
     rows = _place(inv, rows, inc, info, gpus)

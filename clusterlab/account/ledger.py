@@ -204,6 +204,23 @@ def tails(tl: pl.DataFrame, attempts: pl.DataFrame, saves: pl.DataFrame, finishe
     return a.with_columns(hang=pl.col("tail") - pl.col("tail_checkpoint"))
 
 
+def flagged(rows: pl.DataFrame, total_s: float, error: LedgerError) -> tuple[pl.DataFrame, str]:
+    """The ledger that `check` refused, made usable: negative rows set to zero, then every category scaled down
+    where the rows now exceed the run, or what they miss of it booked as `idle`, so that the categories still
+    add up to the run; with the sentence that flags it. The attempts' spans were made disjoint before
+    (`timeline.disjoint_spans`): this is the last resort for evidence that still contradicts itself."""
+    fixed = rows.with_columns(seconds=pl.col("seconds").clip(lower_bound=0.0))
+    got = fixed["seconds"].sum()
+    if got > total_s > 0:  # time counted twice somewhere: every category gives up its share
+        return fixed.with_columns(seconds=pl.col("seconds") * (total_s / got)), (
+            f"ledger flagged: {error}; negative categories set to 0 and every category scaled by "
+            f"{total_s / got:.4f} so that the ledger still adds up to the run")
+    extra = fixed.head(1).with_columns(category=pl.lit("idle"), seconds=pl.lit(total_s - got))
+    return pl.concat([fixed, extra], how="vertical_relaxed"), (
+        f"ledger flagged: {error}; negative categories set to 0 and {total_s - got:,.1f} s the evidence does not "
+        "place booked as idle")
+
+
 def check(rows: pl.DataFrame, total_s: float) -> None:
     """Raise unless every category is non-negative and they add up to the total exactly."""
     worst = rows.filter(pl.col("seconds") < -TOLERANCE * max(total_s, 1.0))

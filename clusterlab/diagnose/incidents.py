@@ -104,19 +104,23 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
               AND NOT (e.source = 'kernel' AND e.kind = 'xid' AND list_contains($not_causes, e.xid))
         )
         , hits AS (
-            SELECT a.*, ev.* EXCLUDE (run, attempt) FROM a JOIN ev ON ev.run = a.run AND ev.attempt = a.attempt
+            SELECT a.*, ev.* EXCLUDE (run, attempt), true AS own
+            FROM a JOIN ev ON ev.run = a.run AND ev.attempt = a.attempt
             UNION ALL
             -- node-side evidence (kernel, slurmctld) names no run: it counts on the attempt's hosts
-            SELECT a.* EXCLUDE (a_host), ev.* EXCLUDE (run, attempt)
+            SELECT a.* EXCLUDE (a_host), ev.* EXCLUDE (run, attempt), false AS own
             FROM (SELECT *, unnest(hosts) AS a_host FROM a) a
             JOIN ev ON ev.run IS NULL AND ev.host = a.a_host
               AND ev.ts BETWEEN a.start_ts AND a.end_ts + to_seconds($grace)
         )
-        SELECT run, attempt, ts, host, source, kind, failure_mode, xid, rank, peer, file, line, text, tier, detail
+        SELECT run, attempt, ts, host, source, kind, failure_mode, xid, rank, peer, file, line, text, tier, detail,
+               dated IS NULL AS own_stamp
         FROM hits
         WHERE ts >= greatest(start_ts, least(coalesce(last_ts, end_ts), end_ts) - to_seconds($window))
           AND ts <= end_ts + to_seconds($grace)
-          AND (next_start IS NULL OR ts < next_start)
+          -- node-side lines go to the attempt running then; the run's own lines are its attempt's already (a host's
+          -- clock minutes off can start the next attempt's evidence before this one's last line)
+          AND (own OR next_start IS NULL OR ts < next_start)
     """, {"run": run, "window": s.window_s, "grace": s.grace_s, "not_causes": _NOT_CAUSES}, **frames)
 
 

@@ -41,28 +41,35 @@ def _sacct_verdicts(con: duckdb.DuckDBPyConnection, run: str | None) -> pl.DataF
     states = ", ".join(f"('{k}', '{v}')" for k, v in SACCT_VERDICTS.items())
     return store.frame(con, f"""
         WITH a AS (SELECT run, attempt, start_ts, end_ts FROM attempts WHERE ($run IS NULL OR run = $run)),
-        {timeline.NAMED_JOBS},
+        {store.NAMED_JOBS},
         v(state, mode) AS (VALUES {states}),
-        j AS (SELECT DISTINCT ON (job_id) j.*, f.path AS file, v.mode FROM jobs j
+        -- each instance of a job (a requeued job has one row per instance under one JobID: `sacct -D`)
+        j AS (SELECT DISTINCT ON (job_id, start_ts) j.*, f.path AS file, v.mode FROM jobs j
               JOIN ingested_files f USING (file_id) JOIN v ON split_part(j.state, ' ', 1) = v.state
-              WHERE NOT contains(j.job_id, '.') AND j.end_ts IS NOT NULL ORDER BY job_id, j.line),
+              WHERE NOT contains(j.job_id, '.') AND j.end_ts IS NOT NULL ORDER BY job_id, start_ts, j.line),
+        -- as timeline.attempt_spans matches them: a job that holds the attempt, or a named one holding most of it
         c AS (
-            SELECT a.run, a.attempt, a.end_ts AS a_end, j.*, n.job_id IS NOT NULL AS named FROM a
-            JOIN j ON j.start_ts <= a.start_ts + INTERVAL 60 SECOND AND j.end_ts >= a.end_ts - INTERVAL 60 SECOND
+            SELECT a.run, a.attempt, a.end_ts AS a_end, j.*, n.job_id IS NOT NULL AS named,
+                   j.start_ts <= a.start_ts + INTERVAL 60 SECOND AND j.end_ts >= a.end_ts - INTERVAL 60 SECOND
+                       AS holds,
+                   epoch(least(j.end_ts, a.end_ts) - greatest(j.start_ts, a.start_ts))
+                       / greatest(epoch(a.end_ts - a.start_ts), 1) AS share
+            FROM a JOIN j ON j.start_ts <= a.end_ts AND j.end_ts >= a.start_ts
             LEFT JOIN named n ON n.run = a.run AND n.attempt = a.attempt AND n.job_id = j.job_id
             WHERE n.job_id IS NOT NULL OR j.job_name = a.run
         ),
-        best AS (SELECT DISTINCT ON (run, attempt) * FROM c
-                 ORDER BY run, attempt, named DESC, end_ts - start_ts, job_id)
+        best AS (SELECT DISTINCT ON (run, attempt) * FROM c WHERE holds OR (named AND share >= 0.5)
+                 ORDER BY run, attempt, named DESC, holds DESC, share DESC, end_ts - start_ts, job_id)
         SELECT run, attempt, end_ts AS ts, NULL::VARCHAR AS host, 'sacct' AS source, 'sacct_state' AS kind,
                mode AS failure_mode, NULL::INTEGER AS xid, NULL::INTEGER AS rank, NULL::VARCHAR AS peer, file, line,
                'JobID ' || job_id || ' State ' || state AS text, NULL::VARCHAR AS detail
-        FROM best QUALIFY a_end = max(a_end) OVER (PARTITION BY run, job_id)
+        FROM best QUALIFY a_end = max(a_end) OVER (PARTITION BY run, job_id, start_ts)
     """, {"run": run}).with_columns(tier=pl.col("failure_mode").replace_strict(_TIERS, return_dtype=pl.Int32))
 
 
 def _progress(con: duckdb.DuckDBPyConnection, run: str | None, cand: pl.DataFrame, skew: dt.timedelta,
-              profile: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+              profile: pl.DataFrame | None = None, clocks: pl.DataFrame | None = None
+              ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Step records: per (run, attempt, step) for the job (the training log and per-rank timings), and per
     (run, attempt, host, step) from the per-rank timings (ranks without a host get it from NCCL's rank map).
 
@@ -72,10 +79,19 @@ def _progress(con: duckdb.DuckDBPyConnection, run: str | None, cand: pl.DataFram
     (past the clock skew): `_steps_after` counts the records after a candidate, and a host record ends
     after that time exactly when one of its rows does."""
     if profile is not None and run is not None:
+        ranked = profile.filter(pl.col("first_ts").is_not_null()).select("run", "attempt", "step", ts="first_ts")
+        if clocks is not None and clocks.height:
+            # hosts' clocks measured apart: the ranks' common clock, moved onto the log's (the first rank's end on
+            # a host minutes behind would make the job look stopped minutes before it did)
+            shift = clocks.group_by("attempt").agg(pl.col("shift_us").first())
+            ranked = (profile.filter(pl.col("ts").is_not_null()).with_columns(pl.col("attempt").cast(pl.Int32))
+                      .join(shift, on="attempt", how="left")
+                      .select("run", "attempt", "step", ts=pl.col("ts") - pl.duration(
+                          microseconds=pl.col("shift_us").fill_null(0))))
         job = pl.concat([
             store.frame(con, """SELECT run, attempt, step, ts FROM steps WHERE run = $run AND ts IS NOT NULL
                                 AND step IS NOT NULL""", {"run": run}),
-            profile.filter(pl.col("first_ts").is_not_null()).select("run", "attempt", "step", ts="first_ts"),
+            ranked,
         ], how="vertical_relaxed").group_by("run", "attempt", "step").agg(pl.col("ts").min())
         job = job.sort("run", "attempt", "ts")
     else:
@@ -97,6 +113,8 @@ def _progress(con: duckdb.DuckDBPyConnection, run: str | None, cand: pl.DataFram
         join = "JOIN since s USING (run, attempt, step)"
     if not since.height:
         return job, none
+    if clocks is not None and clocks.height:  # read on each host's own clock, compared on the run's
+        since = since.with_columns(pl.col("t0") - dt.timedelta(microseconds=int(clocks["corr_us"].abs().max())))
     # NOTE: rows that name their host (nearly all) need no rank map: only the others are joined with it.
     host = store.frame(con, f"""
         WITH m AS (SELECT DISTINCT ON (run, attempt, rank) run, attempt, rank, host FROM nccl_ranks
@@ -109,6 +127,8 @@ def _progress(con: duckdb.DuckDBPyConnection, run: str | None, cand: pl.DataFram
               WHERE r.host IS NULL AND ($run IS NULL OR r.run = $run) AND r.step IS NOT NULL AND r.ts > s.t0)
         SELECT run, attempt, host, step, max(ts) AS ts FROM r GROUP BY ALL ORDER BY run, attempt, host, ts""",
                        {"run": run}, since=since)
+    if clocks is not None and clocks.height:
+        host = timeline.on_log_clock(host, clocks).sort("run", "attempt", "host", "ts")
     return job, host
 
 
@@ -163,6 +183,10 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
         SELECT run, attempt, start_ts, end_ts, hosts, attempt = max(attempt) OVER (PARTITION BY run) AS is_last
         FROM attempts WHERE ($run IS NULL OR run = $run) ORDER BY run, attempt""", {"run": run})
     cand = incidents.with_hosts(con, incidents.candidates(con, run, s, profile))
+    # each host's lines on the run's clock, where the moments all hosts share measure how far off it is
+    clocks = timeline.host_clocks(con, run, profile) if run is not None and cand.height else None
+    if clocks is not None:
+        cand = timeline.on_log_clock(cand, clocks)
     first = stopped_first.suspects(con, run, s.hang_min_s, s.hang_steps)
     if first.height:  # the rank that stopped first in a hang: what the others print after it are symptoms
         cand = pl.concat([cand, first.with_columns(peer_host=pl.lit(None, pl.String))], how="diagonal_relaxed")
@@ -170,7 +194,7 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
     if sacct.height:
         cand = pl.concat([cand, sacct.with_columns(peer_host=pl.lit(None, pl.String))], how="diagonal_relaxed")
     skew = dt.timedelta(seconds=s.skew_s)
-    job, host = _progress(con, run, cand, skew, profile)
+    job, host = _progress(con, run, cand, skew, profile, clocks)
     cand = _steps_after(cand, job, ["run", "attempt"], skew, "job")
     cand = _steps_after(cand, host, ["run", "attempt", "host"], skew, "host")
     last = (job.group_by("run", "attempt").agg(last_ts=pl.col("ts").max(), last_step=pl.col("step").max(),

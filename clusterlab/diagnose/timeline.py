@@ -36,23 +36,6 @@ OFFSET_RUN_SAMPLES = 4096
 OFFSET_MIN_SAMPLES = 16
 
 
-# CTEs `named (run, attempt, job_id)`: the scheduler jobs each attempt's lines name (a job id fact or an
-# event's detail); attempts that share a file (an in-job restart split one launch's logs) share its job.
-NAMED_JOBS = """
-    named0 AS (
-        SELECT DISTINCT run, attempt, json_extract_string(detail, '$.job_id') AS job_id FROM events
-        WHERE run IS NOT NULL AND json_extract_string(detail, '$.job_id') IS NOT NULL
-        UNION SELECT DISTINCT run, attempt, value FROM facts WHERE run IS NOT NULL AND key = 'slurm_job_id'
-    ),
-    fa AS (SELECT DISTINCT run, file_id, attempt FROM events WHERE run IS NOT NULL
-           UNION SELECT DISTINCT run, file_id, attempt FROM steps WHERE run IS NOT NULL),
-    named AS (
-        SELECT * FROM named0
-        UNION SELECT x.run, x.attempt, n.job_id FROM named0 n JOIN fa y ON y.run = n.run AND y.attempt = n.attempt
-              JOIN fa x ON x.run = y.run AND x.file_id = y.file_id AND x.attempt <> y.attempt
-    )"""
-
-
 def attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     """Per attempt: `attempt, start_ts, end_ts` (the span the ledger divides), `ev_start_ts, ev_end_ts`
     (first and last line of its evidence), `job_id` (the scheduler record used, or null) and `resume_step`
@@ -65,21 +48,27 @@ def attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     are the evidence's."""
     spans = store.frame(con, f"""
         WITH a AS (SELECT attempt, start_ts, end_ts FROM attempts WHERE run = $run),
-{NAMED_JOBS},
+{store.NAMED_JOBS},
         -- the allocation's own record: `1234`, `1234_7`, `1234+0`; never a step (`1234.0`, `1234.batch`)
         j AS (
             SELECT DISTINCT job_id, job_name, start_ts AS job_start, end_ts AS job_end FROM jobs
             WHERE job_id IS NOT NULL AND NOT contains(job_id, '.') AND start_ts IS NOT NULL
               AND end_ts IS NOT NULL AND end_ts >= start_ts
         ),
+        -- a job that contains the attempt's evidence; or, for a job its lines name, one that holds most of it (a
+        -- host's clock minutes off puts that host's first line before the allocation began)
         c AS (
-            SELECT a.attempt, j.job_id, j.job_start, j.job_end, n.job_id IS NOT NULL AS named
-            FROM a JOIN j ON j.job_start <= a.start_ts + to_seconds($slack)
-                         AND j.job_end >= a.end_ts - to_seconds($slack)
+            SELECT a.attempt, j.job_id, j.job_start, j.job_end, n.job_id IS NOT NULL AS named,
+                   j.job_start <= a.start_ts + to_seconds($slack) AND j.job_end >= a.end_ts - to_seconds($slack)
+                       AS holds,
+                   epoch(least(j.job_end, a.end_ts) - greatest(j.job_start, a.start_ts))
+                       / greatest(epoch(a.end_ts - a.start_ts), 1) AS share
+            FROM a JOIN j ON j.job_start <= a.end_ts AND j.job_end >= a.start_ts
             LEFT JOIN named n ON n.run = $run AND n.attempt = a.attempt AND n.job_id = j.job_id
             WHERE n.job_id IS NOT NULL OR j.job_name = $run
         ),
-        best AS (SELECT DISTINCT ON (attempt) * FROM c ORDER BY attempt, named DESC, job_end - job_start, job_id),
+        best AS (SELECT DISTINCT ON (attempt) * FROM c WHERE holds OR (named AND share >= 0.5)
+                 ORDER BY attempt, named DESC, holds DESC, share DESC, job_end - job_start, job_id),
         loads AS (SELECT attempt, min(step) AS resume_step FROM checkpoints
                   WHERE run = $run AND action = 'load' GROUP BY attempt)
         SELECT a.attempt, a.start_ts AS ev_start_ts, a.end_ts AS ev_end_ts, b.job_id, b.job_start, b.job_end,
@@ -90,10 +79,79 @@ def attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     first_in_job = pl.col("attempt") == pl.col("attempt").min().over(job)
     last_in_job = pl.col("attempt") == pl.col("attempt").max().over(job)
     has_job = pl.col("job_id").is_not_null()
-    return spans.with_columns(
+    spans = spans.with_columns(
         start_ts=pl.when(has_job & first_in_job).then("job_start").otherwise("ev_start_ts"),
         end_ts=pl.when(has_job & last_in_job).then("job_end").otherwise("ev_end_ts"),
-    ).select("attempt", "start_ts", "end_ts", "ev_start_ts", "ev_end_ts", "job_id", "resume_step")
+        start_by=pl.when(has_job & first_in_job).then(pl.format("sacct {}", "job_id")).otherwise(pl.lit("its logs")),
+        end_by=pl.when(has_job & last_in_job).then(pl.format("sacct {}", "job_id")).otherwise(pl.lit("its logs")),
+    )
+    return spans.select("attempt", "start_ts", "end_ts", "ev_start_ts", "ev_end_ts", "job_id", "resume_step",
+                        "start_by", "end_by")
+
+
+def disjoint_spans(spans: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """`attempt_spans` made disjoint, and a sentence for each overlap it removed (naming the sources).
+
+    Attempts of one run follow each other. Where one's span runs past the next one's start (a host's clock minutes
+    off stretched an attempt's first or last line; a log that could not be split by its launches), the
+    scheduler's record is believed over the logs, and the earlier attempt's end otherwise gives way: the ledger
+    is then still exact over the run, and says which evidence disagreed and by how much."""
+    s = spans.sort("attempt")
+    if s.height < 2:
+        return spans, []
+    notes: list[str] = []
+    rows = s.to_dicts()
+    for prev, nxt in zip(rows, rows[1:], strict=False):  # NOTE: one row per attempt: a handful per run
+        if prev["end_ts"] is None or nxt["start_ts"] is None or prev["end_ts"] <= nxt["start_ts"]:
+            continue
+        over = (prev["end_ts"] - nxt["start_ts"]).total_seconds()
+        if nxt["start_by"] != "its logs" and prev["end_by"] == "its logs" or nxt["start_by"] == prev["end_by"]:
+            prev["end_ts"] = max(nxt["start_ts"], prev["start_ts"])
+            moved = f"attempt {prev['attempt']} now ends at attempt {nxt['attempt']}'s start"
+        else:
+            nxt["start_ts"] = prev["end_ts"]
+            nxt["end_ts"] = max(nxt["end_ts"], nxt["start_ts"])
+            moved = f"attempt {nxt['attempt']} now starts at attempt {prev['attempt']}'s end"
+        notes.append(f"ledger flagged: attempt {prev['attempt']} (end from {prev['end_by']}) overlaps attempt "
+                     f"{nxt['attempt']} (start from {nxt['start_by']}) by {over:,.0f} s; {moved}")
+    return pl.DataFrame(rows, schema=s.schema), notes
+
+
+# Sources whose stamps are the scheduler's clock, not the clock of the host a line names.
+SCHEDULER_SOURCES = ("sacct", "slurmctld", "slurm_jobcomp")
+
+
+def host_clocks(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per (attempt, host): `corr_us`, how far that host's clock runs ahead of the attempt's log clock (the clock
+    the ledger's timeline is on), and `shift_us`, how far the ranks' common clock (`rank_profile`'s `ts`) does,
+    where they can be measured: from the moments every host shares, the ends of the
+    synchronous steps in the per-rank timings (`host_offsets`), carried onto the log's clock as `merge` does.
+    A host with no per-rank timings has no shared moment to measure it by and is not listed."""
+    empty = pl.DataFrame(schema={"attempt": pl.Int32, "host": pl.String, "corr_us": pl.Int64, "shift_us": pl.Int64})
+    offsets = host_offsets(con, run)
+    if not offsets.height:
+        return empty
+    profile = rank_profile(con, run) if profile is None else profile
+    log = _one_log(logged_steps(con, run)).with_columns(pl.col("attempt").cast(pl.Int32))
+    timed = profile.filter(pl.col("ts").is_not_null()).select(pl.col("attempt").cast(pl.Int32), "step", rank_ts="ts")
+    shift = (log.join(timed, on=["attempt", "step"]).group_by("attempt")
+             .agg(shift_us=(_us(pl.col("rank_ts")) - _us(pl.col("ts"))).median()))
+    return (offsets.with_columns(pl.col("attempt").cast(pl.Int32)).join(shift, on="attempt", how="left")
+            .select("attempt", "host", corr_us=(pl.col("off_us") + pl.col("shift_us").fill_null(0)).round()
+                    .cast(pl.Int64), shift_us=pl.col("shift_us").fill_null(0).round().cast(pl.Int64)))
+
+
+def on_log_clock(frame: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
+    """`frame` (events with `attempt, host, source, ts`, and `own_stamp` where known) with each line stamped by a
+    host's own clock moved onto the log's clock (`host_clocks`); scheduler lines and borrowed times stay."""
+    if not clocks.height or not frame.height:
+        return frame
+    own = pl.col("own_stamp").fill_null(True) if "own_stamp" in frame.columns else pl.lit(True)
+    if "source" in frame.columns:
+        own = own & ~pl.col("source").is_in(SCHEDULER_SOURCES).fill_null(False)
+    moved = frame.with_columns(pl.col("attempt").cast(pl.Int32)).join(clocks, on=["attempt", "host"], how="left")
+    shift = pl.when(own).then(pl.col("corr_us")).otherwise(0).fill_null(0)
+    return moved.with_columns(ts=pl.col("ts") - pl.duration(microseconds=shift)).drop("corr_us", "shift_us")
 
 
 def _us(expr: pl.Expr) -> pl.Expr:

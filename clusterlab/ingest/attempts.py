@@ -6,7 +6,7 @@ import datetime as dt
 
 import duckdb
 
-from clusterlab import hostlist
+from clusterlab import hostlist, store
 from clusterlab.tables import TABLE_COLUMNS
 
 _TS_TABLES = [t for t, cols in TABLE_COLUMNS.items() if "ts" in cols and t != "jobs"]
@@ -25,9 +25,11 @@ def _split_unsplit_logs(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("""
         CREATE OR REPLACE TEMP TABLE _restarts AS
         WITH unsplit AS (SELECT file_id FROM ingested_files WHERE run IS NOT NULL AND attempt IS NULL),
+        -- a per-rank timing file appended by each launch restarts its step counter too
         s AS (
             SELECT file_id, line, step, lag(step) OVER w AS prev, lag(line) OVER w AS prev_line
-            FROM steps WHERE file_id IN (SELECT file_id FROM unsplit)
+            FROM (SELECT file_id, line, step FROM steps WHERE file_id IN (SELECT file_id FROM unsplit)
+                  UNION ALL SELECT file_id, line, step FROM rank_steps WHERE file_id IN (SELECT file_id FROM unsplit))
             WINDOW w AS (PARTITION BY file_id ORDER BY line)
         ),
         gaps AS (
@@ -201,12 +203,8 @@ def _hosts_of_jobs(con: duckdb.DuckDBPyConnection) -> None:
     """Add to an attempt's hosts the nodes of the scheduler's record of its job (sacct NodeList), where its
     own lines name the job (srun, slurmstepd) or the job is named after the run: a node that printed
     nothing into the run's logs was still part of the job, and its kernel log is evidence about the attempt."""
-    named = con.execute("""
-        WITH ids AS (
-            SELECT DISTINCT run, attempt, json_extract_string(detail, '$.job_id') AS job_id FROM events
-            WHERE run IS NOT NULL AND detail IS NOT NULL AND json_extract_string(detail, '$.job_id') IS NOT NULL
-            UNION SELECT DISTINCT run, attempt, value FROM facts WHERE run IS NOT NULL AND key = 'slurm_job_id'
-        )
+    named = con.execute(f"""
+        WITH {store.NAMED_JOBS}, ids AS (SELECT * FROM named)
         SELECT DISTINCT ids.run, coalesce(ids.attempt, 1), j.nodelist FROM ids
         JOIN jobs j ON j.job_id = ids.job_id
         WHERE j.nodelist IS NOT NULL AND j.nodelist NOT IN ('None assigned', '(null)', '')
