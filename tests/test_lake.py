@@ -158,3 +158,20 @@ def test_the_report_commands_over_a_lake_answer_as_over_the_database(bundle_db_c
         assert rep.exit_code == 0, (source, rep.output)
         plan = CliRunner().invoke(main, [*source, "relaunch", "--run", run, "--json"])
         assert plan.exit_code == 0 and json.loads(plan.stdout)["run"] == run, (source, plan.output)
+
+
+def test_a_lake_written_before_a_column_was_added_reads_it_as_empty(exported: Path, tmp_path: Path) -> None:
+    # issue 28 added the dating columns: a lake exported by the version before has none of them
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    old = tmp_path / "old"
+    shutil.copytree(exported, old)
+    for f in lake.files_of(old, "events"):
+        t = pq.read_table(f)
+        pq.write_table(t.drop_columns([c for c in ("ts_lo", "ts_hi", "dated") if c in t.column_names]), f)
+    with Lab(lake=old) as lk:
+        ev = lk.sql("SELECT count(*) AS n, count(ts_lo) AS lo FROM events")
+        assert ev["n"][0] > 0 and ev["lo"][0] == 0
+        assert lk.incidents().height  # and the analyses read it

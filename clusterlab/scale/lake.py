@@ -208,7 +208,11 @@ def scan(con: duckdb.DuckDBPyConnection, lake: Path, table: str) -> str | None:
     glob = sql_path(Path(lake).resolve() / table / "**" / "*.parquet")
     source = (f"read_parquet({glob}, hive_partitioning = true, union_by_name = true"
               + (f", hive_types = {{{hive}}})" if hive else ")"))
-    cols = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in columns(con, table))
+    # a lake written before a column was added (the dating columns of issue 28) lacks it: empty, as a migration
+    # would leave it in a database
+    present = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+    cols = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' if c in present else f'NULL::{t} AS "{c}"'
+                     for c, t in columns(con, table))
     return f"SELECT {cols} FROM {source}"
 
 
