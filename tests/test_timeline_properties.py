@@ -70,3 +70,14 @@ def test_one_hosts_clock_five_minutes_off_changes_no_category_by_more_than_one_p
     assert ends.select("attempt", "failure_mode", "host").equals(folders[2].select("attempt", "failure_mode", "host"))
     late = (ends["root_ts"] - folders[2]["root_ts"]).dt.total_seconds().abs().max()
     assert late < 5, late  # the Xid on the log's clock, not five minutes off
+
+
+@pytest.mark.parametrize("layout", ["folders", "appended"])
+def test_a_huggingface_trainer_job_steps_by_its_progress_bar(tmp_path: Path, folders, layout: str) -> None:
+    # its loss dicts carry no step and no time; tqdm's bar carries both (elapsed since it began), and a save
+    # ends with the files it wrote
+    att, led, ends = _attribute(tmp_path, layout=layout, trainer="hf")
+    assert att.select("attempt", "first_step", "last_step").equals(
+        folders[0].select("attempt", "first_step", "last_step"))
+    assert not _close(led, tc.expected_ledger(), 0.02, sum(folders[1].values()))
+    assert ends.select("attempt", "failure_mode", "host").equals(folders[2].select("attempt", "failure_mode", "host"))

@@ -159,6 +159,57 @@ def _instance_log(k: int, inst: Instance, stamp_every: int, skew: dict[str, floa
     return out
 
 
+def _hf_stamp(t: dt.datetime) -> str:
+    return t.strftime("%Y-%m-%d %H:%M:%S,") + f"{t.microsecond // 1000:03d}"
+
+
+def _hf_log(inst: Instance, skew: dict[str, float]) -> list[str]:
+    """The instance as a HuggingFace Trainer job prints it: INFO lines with their stamps, tqdm's bar (its states
+    joined by carriage returns on one physical line until the next line is printed), a loss dict every 10 steps
+    without step or time, and a save's start line and the files it wrote."""
+    first = inst.start + dt.timedelta(seconds=inst.startup_s)
+    bar0 = first - dt.timedelta(seconds=0.4)
+    out = ["+ srun --kill-on-bad-exit=1 torchrun --nnodes=2 --nproc_per_node=8 run_clm.py --logging_steps 10 "
+           "--save_steps 200 --output_dir out/req-7b"]
+    if inst.load:
+        t = first - dt.timedelta(seconds=40)
+        out.append(f"[INFO|trainer.py:2250] {_hf_stamp(t)} >> Loading model from out/req-7b/checkpoint-{inst.load}.")
+    info = "[INFO|trainer.py:{}] " + _hf_stamp(bar0 - dt.timedelta(seconds=1)) + " >> {}"
+    out += [info.format(2128, "***** Running training *****"), info.format(2129, "  Num examples = 256,000"),
+            info.format(2130, "  Num Epochs = 1"), info.format(2136, f"  Total optimization steps = {TOTAL:,}")]
+    if inst.load:
+        out.append(info.format(2157, f"  Continuing training from global step {inst.load}"))
+    line = ""
+    for s in range(inst.load + 1, inst.last + 1):
+        el = int((inst.step_end[s] - bar0).total_seconds())
+        line += f"\r {100 * s // TOTAL:3d}%|#         | {s}/{TOTAL} [{el // 60:02d}:{el % 60:02d}<00:00,  5.00s/it]"
+        if s % LOG_EVERY == 0:
+            out.append(line + f"{{'loss': {8.0 - s / 500:.4f}, 'grad_norm': 0.512, 'learning_rate': 3e-05, "
+                              f"'epoch': {s / TOTAL:.2f}}}")
+            line = ""
+        if s in inst.saves:
+            a, b = inst.saves[s]
+            d = f"out/req-7b/checkpoint-{s}"
+            out.append(line + f"[INFO|trainer.py:3705] {_hf_stamp(a)} >> Saving model checkpoint to {d}")
+            out.append(f"[INFO|configuration_utils.py:472] {_hf_stamp(a + dt.timedelta(seconds=0.01))} >> "
+                       f"Configuration saved in {d}/config.json")
+            out.append(f"[INFO|modeling_utils.py:2598] {_hf_stamp(b)} >> Model weights saved in {d}/model.safetensors")
+            line = ""
+    if line:
+        out.append(line)
+    if inst.state == "NODE_FAIL":
+        out.append("srun: error: Node failure on gpu-02")
+        out.append(f"slurmstepd: error: *** JOB {JOB} ON gpu-01 CANCELLED AT {inst.end:%Y-%m-%dT%H:%M:%S} DUE TO "
+                   "NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***")
+    elif inst.state == "REQUEUED":
+        out.append(f"slurmstepd: error: *** JOB {JOB} ON gpu-01 CANCELLED AT {inst.root:%Y-%m-%dT%H:%M:%S} DUE TO "
+                   "PREEMPTION ***")
+    else:
+        out.append(f"{{'train_runtime': {(inst.end - first).total_seconds():.4f}, 'train_samples_per_second': 51.2, "
+                   "'train_steps_per_second': 0.2, 'train_loss': 7.1, 'epoch': 1.0}")
+    return out
+
+
 def _sacct(insts: list[Instance]) -> str:
     rows = ["JobID|JobName|Partition|Account|AllocCPUS|State|ExitCode|Submit|Start|End|Elapsed|NNodes|NodeList"]
     for inst in insts:
@@ -186,8 +237,9 @@ def _kernel(host: str, insts: list[Instance], skew_s: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(out: Path, layout: str = "appended", stamp_every: int = 1, skew: dict[str, float] | None = None) -> Path:
-    """The campaign's bundle under `out` (returned)."""
+def write(out: Path, layout: str = "appended", stamp_every: int = 1, skew: dict[str, float] | None = None,
+          trainer: str = "megatron") -> Path:
+    """The campaign's bundle under `out` (returned); `trainer="hf"` writes the HuggingFace Trainer's log."""
     skew = skew or {}
     insts = plan()
     bundle = out / "bundle"
@@ -198,7 +250,8 @@ def write(out: Path, layout: str = "appended", stamp_every: int = 1, skew: dict[
         'gpus_per_node = 8\nnodes = "gpu-[01-02]"\n')
     (run_dir / "run.toml").write_text(f'cluster = "c1"\ngpus = {GPUS}\ntokens_per_step = 1048576\n'
                                       'flops_per_token = 4.2e10\nlauncher = "slurm"\n')
-    logs = [_instance_log(k, inst, stamp_every, skew) for k, inst in enumerate(insts, 1)]
+    logs = [_instance_log(k, inst, stamp_every, skew) if trainer == "megatron" else _hf_log(inst, skew)
+            for k, inst in enumerate(insts, 1)]
     if layout == "appended":
         (run_dir / f"slurm-{JOB}.out").write_text("\n".join(line for log in logs for line in log) + "\n")
     else:

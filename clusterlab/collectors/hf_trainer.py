@@ -1,10 +1,14 @@
 """HuggingFace Trainer logs: the printed log dicts, checkpoint save/load, the run banner.
 
 `{'loss': 1.2345, 'grad_norm': 0.5, 'learning_rate': 4.9e-05, 'epoch': 0.01}` (since 2025 the
-values print as strings, `'loss': '1.234'`). A dict line has neither step nor time: its row keeps
-`step` null and takes its time from the nearest line that has one (the engine). The final
-`{'train_runtime': ..., ...}` dict becomes facts. `Saving model checkpoint to out/checkpoint-500`
-gives step 500; the Trainer prints no line when a save completes, so `ok` stays unknown. Times of
+values print as strings, `'loss': '1.234'`). A dict line has neither step nor time. tqdm's progress bar has
+both (`100/5625 [01:02<57:01,  1.61it/s]`: the step, and the time since the bar began, which is the last
+stamped line before its first state), its updates joined by carriage returns on one physical line: the
+line's last state is a step record dated by the bar, and a dict takes the bar's step on its line or before
+it; without a bar, its epoch times the steps per epoch of the banner, rounded to `logging_steps`, and its
+time from the nearest stamped line (the engine). The final `{'train_runtime': ..., ...}` dict becomes
+facts. `Saving model checkpoint to out/checkpoint-500` gives step 500 and starts the save; the files it
+writes into that folder (`Model weights saved in out/checkpoint-500/model.safetensors`) end it. Times of
 `transformers` log lines (`[INFO|trainer.py:2314] 2026-11-24 08:10:00,123 >> ...` or the example
 scripts' `11/24/2026 08:10:00 - INFO - ...`) are the node's local time (`ctx.tz`). Fact keys:
 num_examples, num_epochs, micro_batch_size, global_batch_size, gradient_accumulation_steps,
@@ -37,6 +41,9 @@ EXCLUSIVE = False
 _LOSS_DICT = r"\{'loss': "
 _END_DICT = r"\{'train_runtime': "
 _SAVE = r"Saving model checkpoint to (\S+)"
+# what a save writes into its checkpoint folder, each file as it is written (the last one ends the save)
+_SAVED = (r"(?:Model weights|Configuration|Model config \w+|tokenizer config file|Special tokens file|chat template)"
+          r" saved in (\S*checkpoint-\d+)/")
 _LOAD = r"Loading model from (\S*checkpoint-\d+)/?\.?\s*$"
 _RESUME = r"Continuing training from global step (\d+)"
 _BANNER = {
@@ -52,8 +59,16 @@ _END = {"train_runtime_s": "train_runtime", "train_samples_per_second": "train_s
 _TS_EXPLICIT = r"\[[A-Z]+\|[\w.]+:\d+\] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) >> "
 _TS_EXAMPLES = r"^(\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}) - [A-Z]+ - "
 
+# tqdm's progress bar, as the Trainer draws it on stderr: `100/5625 [01:02<57:01,  1.61it/s]`, step and the time
+# since the bar began (`h:mm:ss` past an hour). Its updates are joined by carriage returns on one physical line:
+# the line's last state is the newest.
+_BAR = r"(\d+)/(\d+) \[(?:(\d+):)?(\d+):(\d\d)<"
+_BAR_LAST = r"(?s:.*\D)?" + _BAR  # greedy: the last bar state on the line, its step whole
+_ARGS_LOGGING = r"logging_steps=(\d+)"
+
 PATTERN = "|".join([
-    _LOSS_DICT, _END_DICT, r"Saving model checkpoint to ", r"Loading model from \S*checkpoint-\d",
+    _LOSS_DICT, _END_DICT, r"\d/\d+ \[\d+:\d\d", _ARGS_LOGGING,
+    r"Saving model checkpoint to ", r"Loading model from \S*checkpoint-\d", r" saved in \S*checkpoint-\d+/",
     r"Continuing training from global step \d",
     r"  (?:Num examples|Num Epochs|Instantaneous batch size per device|Total train batch size \(w\. parallel[^)]*\)"
     r"|Gradient Accumulation steps|Total optimization steps|Number of trainable parameters) = \d",
@@ -78,25 +93,64 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     df = prepare(lines, ctx).with_columns(
         ts=pl.coalesce(local_time(pl.col("msg").str.extract(_TS_EXPLICIT, 1), TS_FORMAT, ctx),
                        local_time(pl.col("msg").str.extract(_TS_EXAMPLES, 1), "%m/%d/%Y %H:%M:%S", ctx)))
-    rows = df.filter(pl.col("msg").str.contains(_LOSS_DICT)).with_columns(
-        step=pl.lit(None, pl.Int64), loss=num(_value("loss")), grad_norm=num(_value("grad_norm")),
-        lr=num(_value("learning_rate")))
+    df = _bar_clock(df)
+    dicts = pl.col("msg").str.contains(_LOSS_DICT)
+    # a loss dict has no step: the bar's step on its line, else the bar's last step before it, else its epoch
+    # times the steps per epoch (the banner), rounded to the logging interval (the printed arguments)
+    rows = df.filter(dicts | (pl.col("bar_step").is_not_null() & pl.col("ts").is_null())).with_columns(
+        step=pl.coalesce("bar_step", pl.when(dicts).then(pl.coalesce("last_bar_step", "epoch_step"))),
+        loss=num(_value("loss")), grad_norm=num(_value("grad_norm")), lr=num(_value("learning_rate")),
+        ts=pl.when(pl.col("bar_step").is_not_null()).then("bar_ts").otherwise("ts"))
     # NOTE: a dict cut short (a dying process's last write) is not trusted: it must close.
-    steps = flag_nonfinite(rows.filter(pl.col("loss").is_not_null() & pl.col("msg").str.contains(r"\}\s*$")))
+    closed = pl.col("loss").is_not_null() & pl.col("msg").str.contains(r"\}\s*$")
+    steps = flag_nonfinite(rows.filter(closed | (~dicts & pl.col("ts").is_not_null())))
     ops = _checkpoint_ops(df)
     facts = _facts(df)
     return step_result(lines, [steps, ops, facts], steps=steps, checkpoints=checkpoint_rows(ops, missing_ok=None),
                        facts=facts, events=loss_events(steps))
 
 
+def _bar_clock(df: pl.DataFrame) -> pl.DataFrame:
+    """`bar_step`, `bar_ts`: the step of the line's last progress-bar state and when it was drawn (the bar's start,
+    the last stamped line before its first state, plus the elapsed time it shows); `last_bar_step`, the newest
+    bar step at or before the line; `epoch_step`, a loss dict's step from its epoch where the banner gives the
+    steps per epoch. The bar's clock is whole seconds: a record's end is known to a second, as stamped lines'."""
+    bar = pl.col("msg").str.extract_groups(_BAR_LAST)
+    h, m, sec = (bar.struct.field(str(i)).cast(pl.Int64, strict=False) for i in (3, 4, 5))
+    df = df.with_columns(bar_step=bar.struct.field("1").cast(pl.Int64, strict=False),
+                         _elapsed=h.fill_null(0) * 3600 + m * 60 + sec)
+    # a new bar where the elapsed time goes back (a relaunch draws its own); it began at the last stamped line
+    new_bar = (pl.col("_elapsed") < pl.col("_elapsed").forward_fill().shift(1)).fill_null(True)
+    df = df.with_columns(_prev_ts=pl.col("ts").forward_fill().shift(1).fill_null(pl.col("ts")))
+    df = df.with_columns(_bar=pl.when(pl.col("_elapsed").is_not_null()).then(new_bar).cum_sum().forward_fill())
+    start = pl.when(pl.col("_elapsed").is_not_null()).then(pl.col("_prev_ts")).first().over("_bar")
+    df = df.with_columns(bar_ts=start + pl.duration(seconds=pl.col("_elapsed")))
+    total = df.filter(pl.col("msg").str.contains(_BANNER["train_iters"])).select(
+        pl.col("msg").str.extract(_BANNER["train_iters"], 1).str.replace_all(",", "").cast(pl.Float64)).to_series()
+    epochs = df.filter(pl.col("msg").str.contains(_BANNER["num_epochs"])).select(
+        pl.col("msg").str.extract(_BANNER["num_epochs"], 1).str.replace_all(",", "").cast(pl.Float64)).to_series()
+    every = df.select(pl.col("msg").str.extract(_ARGS_LOGGING, 1).cast(pl.Float64).drop_nulls().first()).item()
+    per_epoch = (total[-1] / epochs[-1]) if len(total) and len(epochs) and epochs[-1] else None
+    epoch = num(_value("epoch"))
+    est = epoch * per_epoch if per_epoch else pl.lit(None, pl.Float64)
+    if every:
+        est = (est / every).round() * every
+    launch = pl.col("msg").str.contains(_BANNER["num_examples"]).cum_sum()  # each launch prints its banner
+    return df.with_columns(last_bar_step=pl.col("bar_step").forward_fill().over(launch),
+                           epoch_step=est.round().cast(pl.Int64, strict=False)).drop("_elapsed", "_prev_ts", "_bar")
+
+
 def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:
-    """`Saving model checkpoint to` and `Loading model from` lines (step from `checkpoint-N`)."""
+    """`Saving model checkpoint to` and `Loading model from` lines (step from `checkpoint-N`), and the files the
+    save wrote into that checkpoint (`Model weights saved in .../checkpoint-N/model.safetensors`): the last one
+    ends it, which gives the save its duration."""
     parts = []
-    for pattern, action in ((_SAVE, "save"), (_LOAD, "load")):
+    for pattern, action, phase in ((_SAVE, "save", "start"), (_LOAD, "load", "start"), (_SAVED, "save", "finish")):
         path = pl.col("msg").str.extract(pattern, 1)
         parts.append(checkpoint_ops(
-            df, pattern, action, "start", path=path.str.strip_suffix("."),
-            step=path.str.extract(r"checkpoint-(\d+)", 1).cast(pl.Int64, strict=False)))
+            df, pattern, action, phase, path=path.str.strip_suffix("."),
+            step=path.str.extract(r"checkpoint-(\d+)", 1).cast(pl.Int64, strict=False),
+            **({"ok": pl.lit(True)} if phase == "finish" else {})))
     return pl.concat(parts).sort("line")
 
 
