@@ -176,3 +176,30 @@ def test_the_jobs_final_state_goes_to_the_last_part_of_a_restarted_launch(tmp_pa
         inc = lab.incidents("ftjob").filter(pl.col("kind") == "attempt_end").sort("attempt")
     assert inc["attempt"].to_list() == [1, 2]
     assert inc["failure_mode"].to_list() == ["nccl_timeout", "time_limit"]
+
+
+def test_torchrun_restarting_its_workers_in_one_allocation_ends_an_attempt(tmp_path: Path) -> None:
+    # torchrun --max-restarts=3, no ft_launcher: a worker fails, the agent restarts the group in the same job
+    # (torch/distributed/elastic/agent/server/api.py logs the restart at INFO in c10's format)
+    d = tmp_path / "runs" / "trrun" / "attempt-1"
+    d.mkdir(parents=True)
+    fail = HANG
+    lines = [*_iters(10, 100, T0),
+             "[rank3]: Traceback (most recent call last):",
+             '[rank3]:   File "pretrain_gpt.py", line 210, in <module>',
+             "[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered",
+             f"E{fail:%m%d %H:%M:%S}.000000 2219 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+             "(exitcode: 1) local_rank: 3 (pid: 2234) of binary: /usr/bin/python3",
+             f"I{RESTART:%m%d %H:%M:%S}.000000 2219 torch/distributed/elastic/agent/server/api.py:704] [default] "
+             "Worker group FAILED. 2/3 attempts left; will restart worker group",
+             *_iters(60, 120, RESUMED)]
+    (d / "train.log").write_text("\n".join(lines) + "\n")
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path)
+        att = lab.sql("SELECT * FROM attempts WHERE run = 'trrun' ORDER BY attempt")
+        assert att["attempt"].to_list() == [1, 2]
+        assert att["last_step"][0] == 100 and att["first_step"][1] == 60
+        assert att["start_ts"][1] == RESTART  # the restarted group's attempt begins with the restart
+        a = lab.attribute("trrun")
+        inc = a.incidents.filter(pl.col("kind") == "attempt_end", pl.col("attempt") == 1)
+        assert inc["failure_mode"].to_list() == ["cuda_error"]

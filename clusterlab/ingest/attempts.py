@@ -10,9 +10,14 @@ from clusterlab import hostlist, store
 from clusterlab.tables import TABLE_COLUMNS
 
 _TS_TABLES = [t for t, cols in TABLE_COLUMNS.items() if "ts" in cols and t != "jobs"]
-# An in-job restart (ft_launcher restarting its worker group) is printed by every node's launcher within
+# An in-job restart (ft_launcher, or torchrun with --max-restarts, restarting its worker group) is printed by every
+# node's launcher within
 # seconds; restart lines of one launch group closer than this are one restart.
 RESTART_CLUSTER_S = 120.0
+# The launcher lines that restart a worker group: ft_launcher's, and torchrun's (`--max-restarts`)
+# "Worker group FAILED. 2/3 attempts left; will restart worker group".
+RESTART_LINES = ("((source = 'ft_launcher' AND kind = 'restart') "
+                 "OR (source = 'torch' AND kind = 'worker_group_restart'))")
 # Facts a launch prints first (`torchrun`'s start, the trainer's world size): where a log appended by each launch
 # (`sbatch --requeue --open-mode=append`) begins its next attempt.
 LAUNCH_FACTS = ("launcher_start", "world_size")
@@ -57,9 +62,9 @@ def _split_unsplit_logs(con: duckdb.DuckDBPyConnection) -> None:
 def _in_job_restarts(con: duckdb.DuckDBPyConnection) -> list[Restart]:
     """The in-job restarts of each launch group (run, attempt of the path): `(run, path_attempt, t, marks)`,
     `t` the first restart line's time, `marks` the first restart line of each file that printed one."""
-    rows = con.execute("""
+    rows = con.execute(f"""
         SELECT e.run, f.attempt, e.ts, e.file_id, e.line FROM events e JOIN ingested_files f USING (file_id)
-        WHERE e.source = 'ft_launcher' AND e.kind = 'restart' AND e.run IS NOT NULL AND e.ts IS NOT NULL
+        WHERE {RESTART_LINES} AND e.run IS NOT NULL AND e.ts IS NOT NULL
         ORDER BY e.run, f.attempt NULLS FIRST, e.ts, e.file_id, e.line
     """).fetchall()
     out: list[Restart] = []
@@ -75,7 +80,7 @@ def _in_job_restarts(con: duckdb.DuckDBPyConnection) -> list[Restart]:
 
 
 def _split_in_job_restarts(con: duckdb.DuckDBPyConnection) -> None:
-    """Split an attempt where ft_launcher restarted its workers inside one allocation.
+    """Split an attempt where a launcher (ft_launcher, torchrun) restarted its workers inside one allocation.
 
     The rows from the restart on (in the file that printed it, from its line; in the launch group's other
     files, from its time) become the next attempt, so that the failed part ends at the failure and the
@@ -84,7 +89,7 @@ def _split_in_job_restarts(con: duckdb.DuckDBPyConnection) -> None:
     between the restart and that load join it. A restart before the attempt's first step splits nothing."""
     # rows of attempt directories start from their directory's number (split anew); only in runs with restart
     # lines, the only ones split here: elsewhere this would rescan every table on every ingest
-    restarted = "SELECT DISTINCT run FROM events WHERE source = 'ft_launcher' AND kind = 'restart' AND run IS NOT NULL"
+    restarted = f"SELECT DISTINCT run FROM events WHERE {RESTART_LINES} AND run IS NOT NULL"
     if not con.execute(restarted + " LIMIT 1").fetchall():
         return
     for t in _TS_TABLES:
@@ -93,8 +98,8 @@ def _split_in_job_restarts(con: duckdb.DuckDBPyConnection) -> None:
                     f"AND {t}.attempt IS DISTINCT FROM f.attempt")
     for run, path_attempt, t0, marks in _in_job_restarts(con):
         first_file, first_line = marks[0]
-        got = con.execute("SELECT attempt FROM events WHERE file_id = ? AND line = ? AND source = 'ft_launcher' "
-                          "AND kind = 'restart'", [first_file, first_line]).fetchall()
+        got = con.execute(f"SELECT attempt FROM events WHERE file_id = ? AND line = ? AND {RESTART_LINES}",
+                          [first_file, first_line]).fetchall()
         if not got or got[0][0] is None:
             continue
         k = got[0][0]
