@@ -60,3 +60,35 @@ def test_a_database_from_before_the_dating_columns_gains_them(tmp_path: Path) ->
                                       "WHERE table_name = 'events'").fetchall()}
     assert {"ts_lo", "ts_hi", "dated"} <= cols
     con.close()
+
+
+def _logged(steps: list[int], secs: list[float], own: list[bool], step_s: float | None):
+    import polars as pl
+
+    t0 = dt.datetime(2026, 12, 1, 10, 0, 0)
+    return pl.DataFrame({"attempt": [1] * len(steps), "step": steps,
+                         "ts": [t0 + dt.timedelta(seconds=x) for x in secs],
+                         "step_s": [step_s] * len(steps), "file_id": [1] * len(steps), "line": list(range(len(steps))),
+                         "borrowed": [not o for o in own]},
+                        schema_overrides={"step_s": pl.Float64, "ts": pl.Datetime("us")})
+
+
+def test_unstamped_step_lines_run_on_the_step_clock_and_a_save_takes_its_time_after_it() -> None:
+    import polars as pl
+
+    from clusterlab.diagnose import timeline
+
+    # records every 10 steps of 2 s; a 30 s save after step 20; stamps only on steps 10 and 50
+    lg = _logged([10, 20, 30, 40, 50], [20.0, 0, 0, 0, 130.0], [True, False, False, False, True], 2.0)
+    got = timeline.step_clock(lg, pl.DataFrame({"attempt": [1], "step": [20]}))
+    assert [(t - got["ts"][0]).total_seconds() for t in got["ts"]] == [0, 20, 70, 90, 110]
+
+
+def test_a_log_without_step_times_spaces_its_unstamped_records_by_their_steps() -> None:
+    import polars as pl
+
+    from clusterlab.diagnose import timeline
+
+    lg = _logged([10, 20, 30, 50], [0.0, 0, 0, 80.0], [True, False, False, True], None)
+    got = timeline.step_clock(lg, pl.DataFrame(schema={"attempt": pl.Int32, "step": pl.Int64}))
+    assert [(t - got["ts"][0]).total_seconds() for t in got["ts"]] == [0, 20, 40, 80]

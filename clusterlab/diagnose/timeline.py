@@ -326,13 +326,16 @@ def step_clock(logged: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
     tenth. Between two anchors each record ends at the first anchor plus the step times since; what the anchors
     put between them beyond those times (a save, a stall) goes after the save where one ran in between, else is
     spread over the records in proportion to their steps. After the last anchor the step times run on; before the
-    first they run back from it. A file with no stamped step line at all keeps the borrowed times."""
+    first they run back from it. A file that prints no step time spaces its records between two anchors by their
+    steps. A file with no stamped step line at all keeps the borrowed times."""
     cols = logged.columns
     g = ["attempt", "file_id"]
     x = logged.sort(*g, "step", "line").with_columns(
         _n=(pl.col("step") - pl.col("step").shift(1).over(g)).fill_null(1).clip(lower_bound=1))
-    per = (pl.col("step_s").fill_null(pl.col("step_s").median().over(g))).fill_null(0.0)
-    x = x.with_columns(_d=per * pl.col("_n") * 1e6, _anchor=~pl.col("borrowed"),
+    # a file that prints no step time at all spaces its records between the anchors by their steps alone
+    unit = pl.col("step_s").is_null().all().over(g)
+    per = pl.when(unit).then(1e-6).otherwise(pl.col("step_s").fill_null(pl.col("step_s").median().over(g)))
+    x = x.with_columns(_d=per * pl.col("_n") * 1e6, _anchor=~pl.col("borrowed"), _unit=unit,
                        _us=pl.col("ts").dt.epoch("us"))
     x = x.with_columns(_seg=pl.col("_anchor").cast(pl.Int32).cum_sum().over(g))
     # forward from the segment's anchor (the segment's first row; rows before a file's first anchor: segment 0)
@@ -354,9 +357,14 @@ def step_clock(logged: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
                                                        pl.col("_save") < pl.col("_b_step"))
                 .group_by(*g, "_seg").agg(pl.col("_save").min()))
     x = x.join(seg_save, on=[*g, "_seg"], how="left")
-    share = pl.when(pl.col("_save").is_not_null()).then((pl.col("step") > pl.col("_save")).cast(pl.Float64)).otherwise(
-        pl.col("_cum") / (pl.col("_tot") + pl.col("_b_d")))
-    fwd = pl.col("_a_us") + pl.col("_cum") + pl.when(pl.col("_b_us").is_not_null()).then(resid * share).otherwise(0.0)
+    whole = pl.col("_tot") + pl.col("_b_d")
+    spread = pl.when(whole > 0).then(pl.col("_cum") / whole).otherwise(0.0)
+    share = pl.when(pl.col("_save").is_not_null() & ~pl.col("_unit")).then(
+        (pl.col("step") > pl.col("_save")).cast(pl.Float64)).otherwise(spread)
+    fwd = (pl.when(pl.col("_unit")).then(
+        pl.when(pl.col("_b_us").is_not_null()).then(pl.col("_a_us") + (pl.col("_b_us") - pl.col("_a_us")) * spread))
+        .otherwise(pl.col("_a_us") + pl.col("_cum")
+                   + pl.when(pl.col("_b_us").is_not_null()).then(resid * share).otherwise(0.0)))
     # before the file's first anchor: back from it
     first = x.filter("_anchor").group_by(g).agg(_f_us=pl.col("_us").first(), _f_step=pl.col("step").first())
     x = x.join(first, on=g, how="left")
@@ -365,8 +373,8 @@ def step_clock(logged: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
     back = pl.col("_f_us") - back_d
     us = (pl.when(pl.col("_anchor")).then(pl.col("_us"))
           .when(pl.col("_a_us").is_not_null()).then(fwd)
-          .when(pl.col("_f_us").is_not_null()).then(back)
-          .otherwise(pl.col("_us")))
+          .when(pl.col("_f_us").is_not_null() & ~pl.col("_unit")).then(back)
+          .otherwise(None)).fill_null(pl.col("_us").cast(pl.Float64))
     return x.with_columns(ts=pl.from_epoch(us.round().cast(pl.Int64), time_unit="us")).select(
         [c for c in cols if c != "borrowed"])
 
