@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import statistics
 import time
 import types
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -15,6 +17,7 @@ from clusterlab import Lab
 from clusterlab.ingest import attempts
 from clusterlab.simulator.big_run import write_big_run
 from clusterlab.widgets import Explorer, RelaunchPanel, frames, html
+from conftest import ROOT
 
 RUN = "llama8b-pretrain"
 XID_INCIDENT = f"{RUN}:1:end"  # Xid 79 on east-003, then watchdog timeouts on every rank
@@ -46,18 +49,25 @@ def test_run_selector_updates_ledger_incidents_and_timeline_together(ex: Explore
     assert ex.incident.value in ex.incidents_frame["incident_id"].to_list()
 
 
-def test_a_run_without_a_ledger_shows_its_incidents_and_why_it_has_no_ledger(ex: Explorer) -> None:
+def test_a_run_without_a_ledger_shows_its_incidents_and_why_it_has_no_ledger(lab: Lab, tmp_path: Path) -> None:
+    # a run whose only log is torchrun's failure output: incidents, and no step to price them by
+    write_run(lab.con, "r1", 16, [Attempt(0, 10, [5.0] * 20, tail_s=30)])
+    log = tmp_path / "runs" / "oom-only" / "attempt-1" / "train.log"
+    log.parent.mkdir(parents=True)
+    shutil.copy(ROOT / "data_samples" / "torch" / "legacy_1_13.log", log)
+    lab.ingest(log)
+    ex = Explorer(lab, run="r1")
     before = bytes(ex.timeline_image.value)
     assert bytes(ex.ledger_image.value).startswith(b"\x89PNG")
-    ex.run.value = "hf-eval-sweep"
-    assert "no GPU-time ledger for hf-eval-sweep" in ex.summary.value and "no step times" in ex.summary.value
-    assert RUN not in ex.summary.value and ex.error.value == ""
+    ex.run.value = "oom-only"
+    assert "no GPU-time ledger for oom-only" in ex.summary.value and "no step times" in ex.summary.value
+    assert "r1" not in ex.summary.value and ex.error.value == ""
     assert ex.ledger_image.value == b"" and not ex.ledger_frame.height  # no waterfall, least of all the last run's
     timeline = bytes(ex.timeline_image.value)
     assert timeline.startswith(b"\x89PNG") and timeline != before
-    assert ex.incidents_frame["incident_id"].to_list() == ["hf-eval-sweep:1:end"]
-    assert ex.incident.value == "hf-eval-sweep:1:end" and ex.evidence_frame.height
-    assert set(ex.evidence_frame["incident_id"]) == {"hf-eval-sweep:1:end"}
+    ends = [i for i in ex.incidents_frame["incident_id"].to_list() if i.endswith(":end")]
+    assert ends and ex.incident.value in ex.incidents_frame["incident_id"].to_list() and ex.evidence_frame.height
+    assert set(ex.evidence_frame["incident_id"]) == {ex.incident.value}
 
 
 def test_a_callback_error_shows_in_the_widget_and_clears_the_figures_before_it(lab: Lab) -> None:

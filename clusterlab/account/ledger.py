@@ -19,10 +19,8 @@ CATEGORIES = ["productive", "straggler", "slowdown", "checkpoint", "data_stall",
               "restart", "startup", "idle"]
 LOST = [c for c in CATEGORIES if c != "productive"]
 TOLERANCE = 1e-6
-# Step records whose time per step lies within NOISE_SIGMAS robust deviations of the baseline (and never more than
-# NOISE_MAX of it) are whole productive steps (see `split_intervals`).
-NOISE_SIGMAS = 3.0
-NOISE_MAX = 0.05
+# How late a record may be and still be the step under way when a failure came, as a share of its step time.
+DUE_SLACK = 0.05
 
 
 class LedgerError(ValueError):
@@ -69,8 +67,10 @@ def timeline(steps: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
     first_guess = pl.col("ts") - pl.duration(microseconds=(pl.coalesce("step_s", per_step).fill_null(0)
                                                            * pl.col("n") * 1e6).cast(pl.Int64))
     start = pl.coalesce(prev_end, pl.max_horizontal(first_guess, pl.col("start_ts")))
-    return s.with_columns(start=start).with_columns(interval_s=_secs(pl.col("ts") - pl.col("start"))).rename(
-        {"ts": "end"}).select("attempt", "step", "n", "start", "end", "interval_s", "step_s", "data_s")
+    own = pl.col("stamp_err_s").fill_null(0.0) if "stamp_err_s" in s.columns else pl.lit(0.0)
+    err = own + own.shift(1).over("attempt").fill_null(0.0)
+    return s.with_columns(start=start, err_s=err).with_columns(interval_s=_secs(pl.col("ts") - pl.col("start"))).rename(
+        {"ts": "end"}).select("attempt", "step", "n", "start", "end", "interval_s", "step_s", "data_s", "err_s")
 
 
 def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float) -> pl.DataFrame:
@@ -92,7 +92,7 @@ def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float
     whole = (gap / baseline_s).floor()
     # a root event after the next record was due (a hang detected by a watchdog minutes later) says nothing of
     # how long the steps went on: no record came when one should have, so progress had stopped before it
-    due = gap <= pl.col("every").round() * baseline_s * (1 + NOISE_MAX)
+    due = gap <= pl.col("every").round() * baseline_s * (1 + DUE_SLACK)
     r = (r.with_columns(k=pl.when(due).then(pl.min_horizontal(whole, pl.col("every").round() - 1)).otherwise(0)
                         .cast(pl.Int64)).filter(pl.col("k") >= 1))
     if not r.height:
@@ -101,7 +101,7 @@ def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float
         "attempt", step=pl.col("step") + pl.col("k"), n="k", start="end",
         end=pl.col("end") + pl.duration(microseconds=(pl.col("k") * baseline_s * 1e6).cast(pl.Int64)),
         interval_s=pl.col("k") * baseline_s, step_s=pl.lit(baseline_s), data_s=pl.lit(None, pl.Float64))
-    return pl.concat([tl, extra], how="vertical_relaxed").sort("attempt", "step")
+    return pl.concat([tl, extra], how="diagonal_relaxed").sort("attempt", "step")
 
 
 def baseline_step_s(tl: pl.DataFrame) -> float:
@@ -148,14 +148,12 @@ def split_intervals(tl: pl.DataFrame, saves: pl.DataFrame, slow: pl.DataFrame, k
     w = (tl.join(save_s, on=["attempt", "end"], how="left")
          .join(slow.select("attempt", "step", slow_host="host"), on=["attempt", "step"], how="left")
          .join(keep, on="attempt", how="left"))
-    # A record's excess within the step times' own noise is not lost time: stamps to the whole second, a
-    # jittery step, a clock a few ms off make half the records a little long and half a little short, and only
-    # the long halves would count. The noise is measured (a robust spread of the per-step times around the
-    # baseline), and bounded by NOISE_MAX so that a run slow for most of its steps cannot hide its slowdown.
-    per_step = pl.col("interval_s") / pl.col("n")
-    spread = 1.4826 * (per_step - b).abs().median()
-    tol = tl.select(pl.min_horizontal(NOISE_SIGMAS * spread, pl.lit(NOISE_MAX * b))).item() or 0.0
-    productive = (pl.when((per_step - b).abs() <= tol).then(pl.col("interval_s"))
+    # A record's excess within what its stamps can tell is not lost time: a whole-second stamp the step times
+    # could not refine puts its end anywhere in a second, so half such records look a second long and half a
+    # second short, and only the long halves would count (the interval's error is its two ends' errors).
+    err = (pl.col("err_s").fill_null(0.0) if "err_s" in tl.columns else pl.lit(0.0))
+    within = (pl.col("interval_s") - pl.col("n") * b).abs() <= err
+    productive = (pl.when(within & (err > 0)).then(pl.col("interval_s"))
                   .otherwise(pl.min_horizontal(pl.col("interval_s"), pl.col("n") * b)))
     excess = pl.col("interval_s") - productive
     w = w.with_columns(productive_raw=productive, excess=excess)

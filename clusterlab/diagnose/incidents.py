@@ -94,11 +94,13 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
                    AS next_start
             FROM attempts LEFT JOIN p USING (run, attempt) WHERE ($run IS NULL OR attempts.run = $run)
         ),
-        -- a line without its own stamp is placed at the latest moment its interval allows (tables.DATING): a
-        -- borrowed time must not outrank a stamped line inside that interval (srun's "Node failure on" line is
-        -- printed when srun learns of it, not at the last step record before it)
+        -- srun's lines without a stamp report what it learned from the controller: placed at the latest moment
+        -- their interval allows (tables.DATING), not at the last step record before them ("Node failure on" is
+        -- printed when the node is declared down); other lines are printed as it happens (a traceback's last
+        -- line was dated by its process's death at ingest)
         ev AS (
-            SELECT e.* REPLACE (coalesce(e.ts_hi, e.ts) AS ts), f.path AS file, {_tier_sql()} AS tier
+            SELECT e.* REPLACE (CASE WHEN e.source = 'slurm' THEN coalesce(e.ts_hi, e.ts) ELSE e.ts END AS ts),
+                   f.path AS file, {_tier_sql()} AS tier
             FROM events e JOIN ingested_files f USING (file_id)
             WHERE e.failure_mode IS NOT NULL AND e.ts IS NOT NULL
               AND NOT (e.source = 'kernel' AND e.kind = 'xid' AND list_contains($not_causes, e.xid))
@@ -114,7 +116,7 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
               AND ev.ts BETWEEN a.start_ts AND a.end_ts + to_seconds($grace)
         )
         SELECT run, attempt, ts, host, source, kind, failure_mode, xid, rank, peer, file, line, text, tier, detail,
-               dated IS NULL AS own_stamp
+               dated IS NULL AS own_stamp, coalesce(ts_lo, ts) AS ts_lo
         FROM hits
         WHERE ts >= greatest(start_ts, least(coalesce(last_ts, end_ts), end_ts) - to_seconds($window))
           AND ts <= end_ts + to_seconds($grace)

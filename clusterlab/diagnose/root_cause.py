@@ -88,11 +88,11 @@ def _progress(con: duckdb.DuckDBPyConnection, run: str | None, cand: pl.DataFram
                       .join(shift, on="attempt", how="left")
                       .select("run", "attempt", "step", ts=pl.col("ts") - pl.duration(
                           microseconds=pl.col("shift_us").fill_null(0))))
-        job = pl.concat([
-            store.frame(con, """SELECT run, attempt, step, ts FROM steps WHERE run = $run AND ts IS NOT NULL
-                                AND step IS NOT NULL""", {"run": run}),
-            ranked,
-        ], how="vertical_relaxed").group_by("run", "attempt", "step").agg(pl.col("ts").min())
+        # the log's step lines on the step clock (a line without its own stamp is not at the last stamp's time)
+        logged = timeline.logged_steps(con, run).filter(pl.col("step").is_not_null()).select(
+            pl.lit(run, pl.String).alias("run"), pl.col("attempt").cast(pl.Int32), "step", "ts")
+        job = pl.concat([logged, ranked], how="vertical_relaxed").group_by("run", "attempt", "step").agg(
+            pl.col("ts").min())
         job = job.sort("run", "attempt", "ts")
     else:
         job = store.frame(con, """
@@ -352,7 +352,7 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
     ev = ev.with_columns(incident_id=pl.lit(iid), rank_in_incident=pl.int_range(1, pl.len() + 1).cast(pl.Int64))
     rejected = _rejected(c, reasons, s.max_rejected)
     inc = {"incident_id": iid, "run": a["run"], "attempt": a["attempt"], "kind": "attempt_end",
-           "root_ts": winner["ts"] if winner else a["end_ts"], "exit_ts": a["end_ts"], "failure_mode": mode,
+           "root_ts": _root_time(winner, live) if winner else a["end_ts"], "exit_ts": a["end_ts"], "failure_mode": mode,
            "host": host, "tier": winner["tier"] if winner else None, "confidence": round(confidence, 2),
            "rejected": rejected}
     return inc, ev.select(list(EVIDENCE_SCHEMA))
@@ -424,7 +424,10 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
             if shared:
                 conf_base = 0.8
         incs[k] = {"incident_id": f"{a['run']}:{a['attempt']}:end", "run": a["run"], "attempt": a["attempt"],
-                   "kind": "attempt_end", "root_ts": winner["ts"] if winner else a["end_ts"], "exit_ts": a["end_ts"],
+                   "kind": "attempt_end", "exit_ts": a["end_ts"],
+                   "root_ts": (_root_time(winner, live.filter(pl.col("run") == a["run"],
+                                                              pl.col("attempt") == a["attempt"]))
+                               if winner else a["end_ts"]),
                    "failure_mode": mode, "host": host, "tier": winner["tier"] if winner else None,
                    "_conf": conf_base, "_winner": winner}
         winners.append({"run": a["run"], "attempt": a["attempt"], "_has_w": winner is not None,
@@ -510,18 +513,32 @@ def _rejected(c: pl.DataFrame, reasons: dict[int, str], limit: int) -> list[dict
             for x in r.iter_rows(named=True)]
 
 
+def _root_time(winner: dict, cands: pl.DataFrame) -> dt.datetime:
+    """When the cause happened: the winner's time, or, for a winner without its own stamp (a traceback dated by
+    its process's death), the first stamped line of the same failure mode inside its interval (the NFS server's
+    first "not responding" before the `OSError` it caused)."""
+    lo = winner.get("ts_lo")
+    if lo is None or lo >= winner["ts"] or "own_stamp" not in cands.columns:
+        return winner["ts"]
+    same = cands.filter(pl.col("failure_mode") == winner["failure_mode"], pl.col("own_stamp").fill_null(True),
+                        pl.col("ts") >= lo, pl.col("ts") <= winner["ts"])
+    return same["ts"].min() if same.height else winner["ts"]
+
+
 def _shared_service(con: duckdb.DuckDBPyConnection, winner: dict, host: str | None, exit_ts: dt.datetime | None,
                     s: incidents.Settings) -> tuple[str | None, bool]:
     """A filesystem server or the fabric that several hosts report from around the cause to the attempt's exit:
-    blamed as that service. NOTE: up to the exit, because the cause's own time may be only a lower bound
-    (a traceback line carries no stamp of its own and takes the time of the line before it)."""
+    blamed as that service. NOTE: from before the earliest the cause can have happened to the exit, because a
+    traceback line carries no stamp of its own: it lies between the stamped lines around it (`ts_lo`, its `ts`)."""
     until = max(winner["ts"] + dt.timedelta(seconds=s.shared_window_s), exit_ts or winner["ts"])
+    # a cause without its own stamp happened somewhere in its interval: the window opens before its earliest
+    since = min(winner["ts"], winner.get("ts_lo") or winner["ts"])
     near = store.frame(con, """
         SELECT host, kind, coalesce(json_extract_string(detail, '$.server'),
                                     json_extract_string(detail, '$.target')) AS svc
         FROM events WHERE failure_mode = $mode AND source = 'kernel' AND host IS NOT NULL
           AND ts BETWEEN $ts - to_seconds($w) AND $until""",
-                       {"mode": winner["failure_mode"], "ts": winner["ts"], "w": s.shared_window_s, "until": until})
+                       {"mode": winner["failure_mode"], "ts": since, "w": s.shared_window_s, "until": until})
     if not near.height:
         return host, False
     if winner["failure_mode"] == "filesystem_io":

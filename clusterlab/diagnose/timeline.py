@@ -314,7 +314,30 @@ def logged_steps(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
         return logged.drop("borrowed")
     saves = store.frame(con, """SELECT DISTINCT attempt, step FROM checkpoints
                                 WHERE run = ? AND action = 'save' AND step IS NOT NULL""", [run])
-    return step_clock(logged, saves)
+    return step_clock(_refined_anchors(logged), saves)
+
+
+def _refined_anchors(logged: pl.DataFrame) -> pl.DataFrame:
+    """`logged` with its stamped step lines' whole-second stamps refined (`refine_coarse_stamps`) on the step
+    times of every record between them, so that the step clock runs from a stamp known to the ms, not to a
+    second (Megatron-DeepSpeed stamps `[2022-07-14 10:00:01]`)."""
+    g = ["attempt", "file_id"]
+    x = logged.sort(*g, "step", "line").with_columns(
+        _n=(pl.col("step") - pl.col("step").shift(1).over(g)).fill_null(1).clip(lower_bound=1))
+    x = x.with_columns(_d=pl.col("step_s") * pl.col("_n"), _seg=(~pl.col("borrowed")).cast(pl.Int32).cum_sum().over(g))
+    # an anchor's time per step since the anchor before it, from every record in between (its own covers its own)
+    seg = x.filter("borrowed").group_by(*g, "_seg").agg(_sd=pl.col("_d").sum(), _sn=pl.col("_n").sum(),
+                                                        _known=pl.col("_d").is_not_null().all())
+    anchors = (x.filter(~pl.col("borrowed")).join(seg.with_columns(pl.col("_seg") + 1), on=[*g, "_seg"], how="left")
+               .with_columns(step_s=pl.when(pl.col("_known").fill_null(True) & pl.col("_d").is_not_null())
+                             .then((pl.col("_d") + pl.col("_sd").fill_null(0)) / (pl.col("_n") + pl.col("_sn")
+                                                                                 .fill_null(0)))))
+    if not anchors.height:
+        return logged
+    fine = refine_coarse_stamps(anchors.select(logged.columns).with_columns(
+        step=pl.col("step")))  # NOTE: the anchors' gaps in steps make refine's `n` the steps between them
+    return logged.join(fine.select("file_id", "line", _fine="ts"), on=["file_id", "line"], how="left").with_columns(
+        ts=pl.coalesce("_fine", "ts")).drop("_fine")
 
 
 def step_clock(logged: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
@@ -331,7 +354,8 @@ def step_clock(logged: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
     cols = logged.columns
     g = ["attempt", "file_id"]
     x = logged.sort(*g, "step", "line").with_columns(
-        _n=(pl.col("step") - pl.col("step").shift(1).over(g)).fill_null(1).clip(lower_bound=1))
+        # (a second line of the same step, a loss dict after its bar, adds no time)
+        _n=(pl.col("step") - pl.col("step").shift(1).over(g)).fill_null(1).clip(lower_bound=0))
     # a file that prints no step time at all spaces its records between the anchors by their steps alone
     unit = pl.col("step_s").is_null().all().over(g)
     per = pl.when(unit).then(1e-6).otherwise(pl.col("step_s").fill_null(pl.col("step_s").median().over(g)))
@@ -379,14 +403,15 @@ def step_clock(logged: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
         [c for c in cols if c != "borrowed"])
 
 
-# A log's stamps are coarse when every one of a file's stamps is a whole second (strftime's `%H:%M:%S`).
+# A log's stamps are coarse when every one of a file's stamps is a whole second (strftime's `%H:%M:%S`), or a
+# whole number of seconds from one moment (a progress bar's elapsed time).
 COARSE_US = 1_000_000
 # Consecutive records whose stamps differ from their reported step times by more than this are not one
 # chain (a save, a stall or a pause ran between them; Megatron's iteration timer stops while it saves).
 CHAIN_BREAK_US = 1_500_000
-# A chain is refined in windows of this many records. A log's step times are averages printed to 0.1 ms
-# (Megatron: `elapsed time per iteration (ms): 4100.5` over 10 iterations), so their sum drifts from the true
-# ends by a few ms over a hundred records, while the stamps of a long chain pin its offset to within a ms: a
+# A chain that no one offset fits is refined in windows of this many records. A log's step times are averages
+# printed to 0.1 ms (Megatron: `elapsed time per iteration (ms): 4100.5` over 10 iterations), so their sum drifts
+# from the true ends by a few ms over a hundred records, while the stamps of a long chain pin its offset to a ms: a
 # whole chain would find no offset that fits every stamp, and keep its ±1 s stamps. 16 records pin the offset
 # to a few tens of ms and drift by about one.
 CHAIN_WINDOW = 16
@@ -406,22 +431,35 @@ def refine_coarse_stamps(logged: pl.DataFrame) -> pl.DataFrame:
     g = ["attempt", "file_id"]
     us = _us(pl.col("ts"))
     x = logged.sort("attempt", "file_id", "step", "line").with_columns(
-        _us=us, _coarse=((us % COARSE_US) == 0).all().over(g))
+        # whole seconds, or whole seconds from one start (tqdm's elapsed time after the bar's first stamp)
+        _us=us, _coarse=((us % COARSE_US).n_unique() == 1).over(g) & (pl.len().over(g) > 1))
     n = (pl.col("step") - pl.col("step").shift(1).over(g)).fill_null(1).clip(lower_bound=1)
     x = x.with_columns(_d=(pl.col("step_s") * n * 1e6), _gap=pl.col("_us") - pl.col("_us").shift(1).over(g))
     brk = (pl.col("_gap").is_null() | pl.col("_d").is_null() | ~pl.col("_coarse")
            | ((pl.col("_gap") - pl.col("_d")).abs() > CHAIN_BREAK_US))
     x = x.with_columns(_chain=brk.cum_sum().over(g))
-    x = x.with_columns(_chain=pl.col("_chain") * 1_000_000 + pl.int_range(pl.len()).over(*g, "_chain") // CHAIN_WINDOW)
-    brk = brk | (pl.col("_chain") != pl.col("_chain").shift(1).over(g)).fill_null(True)
-    c = [*g, "_chain"]
+    # the whole chain where one offset fits all its stamps; else windows of CHAIN_WINDOW records
+    x = x.with_columns(_win=pl.col("_chain") * 1_000_000 + pl.int_range(pl.len()).over(*g, "_chain") // CHAIN_WINDOW)
+    x = _chain_fit(x, [*g, "_chain"], brk, "_c").with_columns(
+        _wbrk=brk | (pl.col("_win") != pl.col("_win").shift(1).over(g)).fill_null(True))
+    x = _chain_fit(x, [*g, "_win"], pl.col("_wbrk"), "_w")
+    usable = pl.col("_coarse") & pl.col("step_s").is_not_null()
+    fine = (pl.when(usable & pl.col("_c_ok")).then("_c_fine").when(usable & pl.col("_w_ok")).then("_w_fine"))
+    return x.with_columns(ts=pl.coalesce(pl.from_epoch(fine, time_unit="us"), pl.col("ts")),
+                          stamp_err_s=pl.when(pl.col("_coarse") & fine.is_null()).then(COARSE_US / 1e6).otherwise(0.0)
+                          ).drop("_us", "_coarse", "_d", "_gap", "_chain", "_win", "_wbrk", "_c_ok", "_c_fine",
+                                 "_w_ok", "_w_fine")
+
+
+def _chain_fit(x: pl.DataFrame, c: list[str], brk: pl.Expr, tag: str) -> pl.DataFrame:
+    """For each chain `c`: `{tag}_ok`, whether one offset fits every stamp of it, and `{tag}_fine`, each row's end
+    (epoch us) at the middle of the offsets that fit (see `refine_coarse_stamps`)."""
     x = x.with_columns(_cum=pl.when(brk).then(0.0).otherwise(pl.col("_d")).cum_sum().over(c))
     x = x.with_columns(_lo=(pl.col("_us") - pl.col("_cum")).max().over(c),
                        _hi=(pl.col("_us") + COARSE_US - pl.col("_cum")).min().over(c))
-    fine = ((pl.col("_lo") + pl.col("_hi")) / 2 + pl.col("_cum")).round().cast(pl.Int64)
-    ok = pl.col("_coarse") & pl.col("step_s").is_not_null() & (pl.col("_lo") <= pl.col("_hi"))
-    return x.with_columns(ts=pl.when(ok).then(pl.from_epoch(fine, time_unit="us")).otherwise(pl.col("ts"))).drop(
-        "_us", "_coarse", "_d", "_gap", "_chain", "_cum", "_lo", "_hi")
+    return x.with_columns(**{f"{tag}_ok": (pl.col("_lo") <= pl.col("_hi")).fill_null(False),
+                             f"{tag}_fine": ((pl.col("_lo") + pl.col("_hi")) / 2 + pl.col("_cum")).round()
+                             .cast(pl.Int64)}).drop("_cum", "_lo", "_hi")
 
 
 def _one_log(logged: pl.DataFrame) -> pl.DataFrame:
@@ -429,7 +467,7 @@ def _one_log(logged: pl.DataFrame) -> pl.DataFrame:
     with the most step lines); a step the main log lacks comes from another file, shifted by that file's
     median difference to the main log at the steps both print."""
     if not logged.height:
-        return logged.select("attempt", "step", "ts", "step_s")
+        return logged.select("attempt", "step", "ts", "step_s", stamp_err_s=pl.lit(0.0))
     # NOTE: a log without step numbers counts its own lines, in time order.
     logged = refine_coarse_stamps(logged.sort("attempt", "file_id", "ts", "line").with_columns(
         step=pl.coalesce("step", pl.int_range(1, pl.len() + 1).over("attempt", "file_id").cast(pl.Int64))))
@@ -445,11 +483,13 @@ def _one_log(logged: pl.DataFrame) -> pl.DataFrame:
     # a step printed twice in one file (a repeated line) keeps its last record
     order = ["attempt", "step", "is_main", "file_id", "line"]
     return (shifted.sort(order, descending=[False, False, True, False, True])
-            .unique(["attempt", "step"], keep="first", maintain_order=True).select("attempt", "step", "ts", "step_s"))
+            .unique(["attempt", "step"], keep="first", maintain_order=True)
+            .select("attempt", "step", "ts", "step_s", "stamp_err_s"))
 
 
 def merge(logged: pl.DataFrame, profile: pl.DataFrame) -> pl.DataFrame:
-    """The merged step records: `attempt, step, ts, step_s, data_s, source` (`rank` | `log`).
+    """The merged step records: `attempt, step, ts, step_s, data_s, source` (`rank` | `log`), `stamp_err_s` (how
+    far its end may be off: a second for a whole-second stamp the step times could not refine, else none).
 
     `logged` are the log's step lines (`logged_steps`), `profile` the per-rank timings per step
     (`rank_profile`). A step with per-rank timings takes them; every other logged step keeps its line.
@@ -460,7 +500,8 @@ def merge(logged: pl.DataFrame, profile: pl.DataFrame) -> pl.DataFrame:
     log = _one_log(logged).with_columns(pl.col("attempt").cast(pl.Int32), data_s=pl.lit(None, pl.Float64),
                                         source=pl.lit("log"))
     timed = profile.filter(pl.col("ts").is_not_null()).select(
-        pl.col("attempt").cast(pl.Int32), "step", "ts", "step_s", "data_s", source=pl.lit("rank"))
+        pl.col("attempt").cast(pl.Int32), "step", "ts", "step_s", "data_s", source=pl.lit("rank"),
+        stamp_err_s=pl.lit(0.0))
     shift = (log.join(timed.select("attempt", "step", rank_ts="ts"), on=["attempt", "step"])
              .group_by("attempt").agg(shift_us=(_us(pl.col("rank_ts")) - _us(pl.col("ts"))).median()))
     timed = timed.join(shift, on="attempt", how="left").with_columns(

@@ -30,12 +30,15 @@ def _split_unsplit_logs(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("""
         CREATE OR REPLACE TEMP TABLE _restarts AS
         WITH unsplit AS (SELECT file_id FROM ingested_files WHERE run IS NOT NULL AND attempt IS NULL),
-        -- a per-rank timing file appended by each launch restarts its step counter too
+        -- a per-rank timing file appended by each launch restarts its step counter too (each rank's own counter:
+        -- one file may hold every rank's records, one rank after another)
         s AS (
-            SELECT file_id, line, step, lag(step) OVER w AS prev, lag(line) OVER w AS prev_line
-            FROM (SELECT file_id, line, step FROM steps WHERE file_id IN (SELECT file_id FROM unsplit)
-                  UNION ALL SELECT file_id, line, step FROM rank_steps WHERE file_id IN (SELECT file_id FROM unsplit))
-            WINDOW w AS (PARTITION BY file_id ORDER BY line)
+            SELECT file_id, rank, line, step, lag(step) OVER w AS prev, lag(line) OVER w AS prev_line
+            FROM (SELECT file_id, line, step, NULL::INTEGER AS rank FROM steps
+                  WHERE file_id IN (SELECT file_id FROM unsplit)
+                  UNION ALL SELECT file_id, line, step, rank FROM rank_steps
+                  WHERE file_id IN (SELECT file_id FROM unsplit))
+            WINDOW w AS (PARTITION BY file_id, rank ORDER BY line)
         ),
         gaps AS (
             SELECT s.*, (SELECT min(c.line) FROM checkpoints c
@@ -45,16 +48,19 @@ def _split_unsplit_logs(con: duckdb.DuckDBPyConnection) -> None:
         )
         -- the new attempt starts at its launch where the log shows one (the launcher's start, the trainer's world
         -- size: what each appended instance prints first), else at its checkpoint load, else at its first step
-        SELECT file_id, coalesce((SELECT min(x.line) FROM facts x
+        SELECT file_id, rank, coalesce((SELECT min(x.line) FROM facts x
                                   WHERE x.file_id = gaps.file_id AND list_contains($launch, x.key)
                                     AND x.line > gaps.prev_line AND x.line <= coalesce(gaps.load_line, gaps.line)),
                                  load_line, line) AS line
         FROM gaps WHERE step <= prev OR load_line IS NOT NULL
     """, {"launch": list(LAUNCH_FACTS)})
     for t in _TS_TABLES:
+        # a per-rank record counts its own rank's restarts; every other line the log's (rank-less) ones
+        rank = f"{t}.rank" if t == "rank_steps" else "NULL"
         con.execute(f"""
             UPDATE {t} SET attempt = 1 + (SELECT count(*) FROM _restarts r
-                                          WHERE r.file_id = {t}.file_id AND r.line <= {t}.line)
+                                          WHERE r.file_id = {t}.file_id AND r.line <= {t}.line
+                                            AND r.rank IS NOT DISTINCT FROM {rank})
             WHERE file_id IN (SELECT file_id FROM ingested_files WHERE run IS NOT NULL AND attempt IS NULL)
         """)
 

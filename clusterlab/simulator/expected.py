@@ -3,8 +3,7 @@
 Per attempt: `startup` (start → first step begins: its end minus its step time), one interval
 per step (the first is its own step time, then end to end), the tail (last step end → attempt
 end: a completed save in it is `checkpoint`, the rest `hang`) and `restart` (end → next start).
-An interval is `productive` up to the run's baseline b (median step time of all its steps), or whole
-where it lies within the step times' noise around b (`noise_ms`);
+An interval is `productive` up to the run's baseline b (median step time of all its steps);
 the excess goes to `checkpoint` (up to the save that ran in it), then `data_stall` (the step's
 data wait above the run's median data wait), then `straggler` (a host was slow at that step) or
 else `slowdown`. The productive part of steps past the checkpoint the next attempt resumed from
@@ -20,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from clusterlab.account import ledger as ledger_rules
 from clusterlab.simulator import endings
 from clusterlab.simulator.timeline import Attempt, Run
 
@@ -47,21 +45,14 @@ def intervals_ms(att: Attempt) -> np.ndarray:
     return np.concatenate([[att.steps.step_ms[0]], np.diff(att.steps.end)]).astype(float)
 
 
-def noise_ms(run: Run, b: float) -> float:
-    """The step times' noise band around the baseline (the ledger's rule, `clusterlab.account.ledger`): within
-    it a step's whole interval is productive."""
-    dev = np.abs(np.concatenate([intervals_ms(a) for a in run.attempts]) - b)
-    return min(ledger_rules.NOISE_SIGMAS * 1.4826 * float(np.median(dev)), ledger_rules.NOISE_MAX * b)
-
-
-def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float, alloc: bool = True,
-               tol: float = 0.0) -> dict[str, float]:
+def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float, alloc: bool = True
+               ) -> dict[str, float]:
     """One attempt's milliseconds by category (restart: up to the next attempt's start)."""
     start, end = span_ms(att, alloc)
     s = att.steps
     interval = intervals_ms(att)
     save_in = np.concatenate([[0], s.save_after[:-1]]).astype(float)
-    productive = np.where(np.abs(interval - b) <= tol, interval, np.minimum(interval, b))
+    productive = np.minimum(interval, b)
     excess = interval - productive
     ckpt = np.minimum(excess, save_in)
     rest = excess - ckpt
@@ -90,10 +81,9 @@ def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float, al
 def ledger(run: Run, alloc: bool = True) -> dict:
     """The run's expected ledger: GPU-hours per category, the baseline, and the total."""
     b, data_base = baseline_ms(run)
-    tol = noise_ms(run, b)
     total_ms = {c: 0.0 for c in CATEGORIES}
     for att, nxt in zip(run.attempts, [*run.attempts[1:], None], strict=True):
-        for c, v in attempt_ms(att, nxt, b, data_base, alloc, tol).items():
+        for c, v in attempt_ms(att, nxt, b, data_base, alloc).items():
             total_ms[c] += v
     wall_ms = span_ms(run.attempts[-1], alloc)[1] - span_ms(run.attempts[0], alloc)[0]
     to_h = run.gpus / 3_600_000

@@ -95,6 +95,9 @@ class Run:
     stall_pending: bool = False  # the scenario's stalled save is still to come
     normal_saves: int = 0  # completed saves that did not stall, so far
     log_every: int = 10  # Megatron's --log-interval
+    # one iteration line in this many carries its time: Megatron-DeepSpeed prints its iteration line without one
+    # (a stamped DeepSpeed line comes every steps_per_print); 1: Megatron-LM, every line stamped
+    stamp_every: int = 1
     limit_ms: int | None = None  # each job's Slurm time limit (sbatch --time); None: only the window's end
     hang_ms: int | None = None  # a hang detector's timeout (Config.hang_timeout_s); None: the NCCL watchdog's
 

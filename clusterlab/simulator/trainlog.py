@@ -130,12 +130,15 @@ def training(out: Out, run: Run, att: Attempt, r: random.Random, junk: bool,
     every = run.log_every
     extra = extra or {}
     junk_at = int(s.step[len(s) // 3]) // every * every if junk else -1
-    for i in np.nonzero(s.step % every == 0)[0]:
+    for n, i in enumerate(np.nonzero(s.step % every == 0)[0]):
         step = int(s.step[i])
         avg = float(interval[max(0, i - every + 1):i + 1].mean())
         loss = 2.1 + 8.6 * np.exp(-step / 160.0) + 0.9 * np.exp(-step / 2500.0) + r.gauss(0, 0.01)
-        lines.append(iteration_line(from_ms(int(s.end[i])), step, 5_000_000, gbs, avg, flops / (avg / 1000),
-                                    3e-4 * min(1.0, step / 2000), loss, 0.9 + abs(r.gauss(0, 0.05))))
+        line = iteration_line(from_ms(int(s.end[i])), step, 5_000_000, gbs, avg, flops / (avg / 1000),
+                              3e-4 * min(1.0, step / 2000), loss, 0.9 + abs(r.gauss(0, 0.05)))
+        # Megatron-DeepSpeed's line: the same without its time (the first of an attempt keeps one, as DeepSpeed's
+        # own stamped line would be near it)
+        lines.append(line if n % run.stamp_every == 0 else " " + line.split("] ", 1)[1])
         lines += extra.get(int(i), [])
         if step in saves:
             lines += save_lines(run, saves[step])
