@@ -12,7 +12,7 @@ import polars as pl
 from clusterlab import store
 from clusterlab.account import attribution
 from clusterlab.account.ledger import LedgerError
-from clusterlab.diagnose import incidents
+from clusterlab.diagnose import incidents, timeline
 from clusterlab.ingest import attempts as _attempts
 from clusterlab.ingest import driver as _ingest
 from clusterlab.triage import annotations
@@ -147,6 +147,18 @@ class Lab:
         """Attempts (launches) of runs, with their time span and step range."""
         where = "WHERE run = ?" if run else ""
         return self.sql(f"SELECT * FROM attempts {where} ORDER BY run, attempt", [run] if run else [])
+
+    def spans(self, run: str) -> tuple[pl.DataFrame, list[str], pl.DataFrame]:
+        """The attempts of `run` as the ledger divides them: each one's span (`start_ts`, `end_ts`), what gave it
+        (`start_by`, `end_by`: a scheduler record or its logs), its evidence's own first and last line and the job
+        it ran as; the sentences that say which overlapping evidence was reconciled; and each host's clock offset
+        from the run's log (`attempt, host, offset_s`), where the step ends its ranks share measure it."""
+        spans = timeline.attempt_spans(self.con, run)
+        if not spans.height:
+            raise KeyError(f"run {run!r} has no attempts with times")
+        spans, notes = timeline.disjoint_spans(spans)
+        clocks = timeline.host_clocks(self.con, run).select("attempt", "host", offset_s=pl.col("corr_us") / 1e6)
+        return spans, notes, clocks.sort("attempt", "host")
 
     def events(
         self,

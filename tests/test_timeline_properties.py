@@ -81,3 +81,23 @@ def test_a_huggingface_trainer_job_steps_by_its_progress_bar(tmp_path: Path, fol
         folders[0].select("attempt", "first_step", "last_step"))
     assert not _close(led, tc.expected_ledger(), 0.02, sum(folders[1].values()))
     assert ends.select("attempt", "failure_mode", "host").equals(folders[2].select("attempt", "failure_mode", "host"))
+
+
+def test_attempts_shows_what_bounds_each_attempt_and_each_hosts_clock(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from clusterlab.cli import main
+
+    bundle = tc.write(tmp_path, layout="appended", skew={"gpu-02": 300.0})
+    db = str(tmp_path / "c.duckdb")
+    assert CliRunner().invoke(main, ["ingest", str(bundle), "--db", db]).exit_code == 0
+    res = CliRunner().invoke(main, ["attempts", "--run", tc.RUN, "--db", db, "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert [a["start_by"] for a in doc["attempts"]] == ["sacct 71400"] * 3  # each requeued instance its own row
+    off = {(c["attempt"], c["host"]): c["offset_s"] for c in doc["host_clocks"]}
+    assert all(abs(off[(k, "gpu-02")] - 300) < 2 and abs(off[(k, "gpu-01")]) < 2 for k in (1, 2, 3))
+    res = CliRunner().invoke(main, ["attempts", "--run", "nope", "--db", db])
+    assert res.exit_code != 0 and "no run 'nope'" in res.output

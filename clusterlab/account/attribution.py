@@ -29,6 +29,7 @@ NONE = "none"
 SLOWDOWN_CAUSES = ("filesystem_io", "network", "pcie_error", "nvlink_error", "gpu_hw_other", "host_hw")
 SLOWDOWN_LEAD_S = 60.0
 SLOWDOWN_ONSET_S = 120.0
+CLOCK_NOTE_S = 5.0  # a host clock this far off the log's is said in the notes (NTP keeps them within ms)
 SLOWDOWN_MIN = 0.05  # a step counts as slowed when its unexplained excess is this share of the baseline
 INCIDENT_SCHEMA: dict[str, pl.DataType] = {
     "incident_id": pl.String, "run": pl.String, "attempt": pl.Int32, "kind": pl.String, "root_ts": pl.Datetime("us"),
@@ -71,6 +72,8 @@ class Attribution:
     mfu_source: str | None = None
     notes: list[str] = field(default_factory=list)
     checkpoint_advice: advice.CheckpointAdvice | None = None
+    # per (attempt, host): how far the host's clock runs ahead of the run's log clock, where measured
+    clocks: pl.DataFrame | None = None
 
     @property
     def ledger(self) -> pl.DataFrame:
@@ -112,6 +115,7 @@ class Attribution:
             "incidents": incs,
             "checkpoint_advice": self.checkpoint_advice.to_dict() if self.checkpoint_advice else None,
             "notes": self.notes,
+            "host_clocks": self.clocks.to_dicts() if self.clocks is not None else [],
         }
 
     def plot(self, ax=None):
@@ -174,6 +178,12 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
                                [run]).item() or 1)
         notes.append(f"run.toml gives no gpus: {gpus} from the per-rank timings")
     profile = timeline.rank_profile(con, run)  # per-rank timings per step, each host's clock corrected
+    clocks = timeline.host_clocks(con, run, profile).select(
+        "attempt", "host", offset_s=pl.col("corr_us") / 1e6).sort("attempt", "host")
+    for r in clocks.filter(pl.col("offset_s").abs() >= CLOCK_NOTE_S).iter_rows(named=True):
+        notes.append(f"host clock: {r['host']} runs {r['offset_s']:+,.1f} s off the run's log in attempt "
+                     f"{r['attempt']} (measured at the step ends its ranks share with the others); its lines are "
+                     "placed on the log's clock")
     slow = incidents.slow_steps(profile, s)
     inc, evidence = incidents_of(con, run, s, slow, profile)
     tl = ledger.timeline(_steps(con, run, profile), att)
@@ -214,7 +224,7 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
     return Attribution(
         run=run, gpus=gpus, cluster=info.get("cluster"), wall_hours=total_s / 3600, gpu_hours=gpu_hours,
         steady_mfu=steady, effective_mfu=None if steady is None else steady * productive / gpu_hours,
-        baseline_step_s=b, rows=rows, incidents=inc, evidence=evidence, mfu_source=source, notes=notes,
+        baseline_step_s=b, rows=rows, incidents=inc, evidence=evidence, mfu_source=source, notes=notes, clocks=clocks,
         checkpoint_advice=advice.advise(con, run, gpus, gpu_hours, _with_cluster_runs(con, run, inc, s)))
 
 

@@ -143,6 +143,35 @@ def runs(ctx, as_json):
     emit_json(records(frame)) if as_json else print_frame(frame)
 
 
+@main.command("attempts")
+@click.option("--run", required=True, help="The run.")
+@json_option
+@click.pass_context
+def attempts_cmd(ctx, run, as_json):
+    """A run's attempts as the ledger divides them: span, what gave it (sacct or its logs), job, steps; and each
+    host's clock offset from the run's log where the ranks' shared step ends measure it."""
+    with open_lab(ctx, read_only=True) as lab:
+        if run not in set(lab.runs()["run"].to_list()):
+            fail(f"no run {run!r} in the store")
+        try:
+            spans, notes, clocks = lab.spans(run)
+        except KeyError as e:
+            fail(str(e.args[0]))
+        steps = lab.attempts(run).select("attempt", "first_step", "last_step", "n_hosts")
+    frame = spans.join(steps, on="attempt", how="left").select(
+        "attempt", "start_ts", "end_ts", "start_by", "end_by", "job_id", "first_step", "last_step", "n_hosts",
+        "ev_start_ts", "ev_end_ts")
+    if as_json:
+        emit_json({"attempts": records(frame), "notes": notes, "host_clocks": records(clocks)})
+        return
+    print_frame(frame)
+    for n in notes:
+        click.echo(n)
+    if clocks.height:
+        click.echo("host clocks (seconds ahead of the run's log):")
+        print_frame(clocks)
+
+
 EVENTS_SHOWN = 50  # table rows of `events` without --limit
 
 

@@ -363,10 +363,13 @@ class Explorer(w.VBox):
                                 ("incidents", self.incidents_frame.height)])
                     + html.note(d.note or "no GPU-time ledger", warn=True))
         lost = float(a.rows.filter(pl.col("category") != "productive")["usd"].sum() or 0.0)
-        return html.facts([("run", run), ("GPUs", a.gpus), ("wall", f"{a.wall_hours:.2f} h"),
-                           ("GPU-hours", f"{a.gpu_hours:,.1f}"), ("steady MFU", _pct(a.steady_mfu)),
-                           ("effective MFU", _pct(a.effective_mfu)), ("lost", f"${lost:,.0f}"),
-                           ("incidents", self.incidents_frame.height)])
+        facts = html.facts([("run", run), ("GPUs", a.gpus), ("wall", f"{a.wall_hours:.2f} h"),
+                            ("GPU-hours", f"{a.gpu_hours:,.1f}"), ("steady MFU", _pct(a.steady_mfu)),
+                            ("effective MFU", _pct(a.effective_mfu)), ("lost", f"${lost:,.0f}"),
+                            ("incidents", self.incidents_frame.height)])
+        # what the ledger had to reconcile: host clocks off the log's, attempts whose evidence overlapped
+        said = [n for n in a.notes if n.startswith(("host clock:", "ledger flagged"))]
+        return facts + "".join(html.note(n, warn=n.startswith("ledger flagged")) for n in said)
 
     def _set_incidents(self) -> None:
         """Incident choices in table order; the previous choice is kept when it is still listed."""
