@@ -303,7 +303,8 @@ def test_hf_trainer_dict_lines_read_numbers_and_quoted_numbers():
         "{'eval_loss': 3.3102, 'eval_runtime': 12.3012, 'epoch': 0.09}",
     )
     got = [(r["step"], r["loss"], r["grad_norm"], r["lr"]) for r in rows(parsed, "steps")]
-    assert got == [(None, 3.9813, 2.2116, 4.9911e-05), (None, 2.341, 1.12, 1.98e-05)]
+    # the second dict follows tqdm's bar on its line: the bar's step is its step (the first has no bar, no banner)
+    assert got == [(None, 3.9813, 2.2116, 4.9911e-05), (100, 2.341, 1.12, 1.98e-05)]
 
 
 def test_hf_trainer_nan_loss_event_and_truncated_dict_unparsed():
