@@ -177,15 +177,16 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
         gpus = int(store.frame(con, "SELECT coalesce(max(rank) + 1, 0) AS g FROM rank_steps WHERE run = ?",
                                [run]).item() or 1)
         notes.append(f"run.toml gives no gpus: {gpus} from the per-rank timings")
-    profile = timeline.rank_profile(con, run)  # per-rank timings per step, each host's clock corrected
-    clocks = timeline.host_clocks(con, run, profile).select(
-        "attempt", "host", offset_s=pl.col("corr_us") / 1e6).sort("attempt", "host")
+    # per-rank timings per step, each host's clock corrected; how far each host's clock is off the log's
+    profile, offsets = timeline.rank_profile_and_offsets(con, run)
+    host_clocks = timeline.host_clocks(con, run, profile, offsets)
+    clocks = host_clocks.select("attempt", "host", offset_s=pl.col("corr_us") / 1e6).sort("attempt", "host")
     for r in clocks.filter(pl.col("offset_s").abs() >= CLOCK_NOTE_S).iter_rows(named=True):
         notes.append(f"host clock: {r['host']} runs {r['offset_s']:+,.1f} s off the run's log in attempt "
                      f"{r['attempt']} (measured at the step ends its ranks share with the others); its lines are "
                      "placed on the log's clock")
     slow = incidents.slow_steps(profile, s)
-    inc, evidence = incidents_of(con, run, s, slow, profile)
+    inc, evidence = incidents_of(con, run, s, slow, profile, host_clocks)
     tl = ledger.timeline(_steps(con, run, profile), att)
     b = ledger.baseline_step_s(tl)
     tl = ledger.with_unlogged_steps(tl, inc.filter(pl.col("kind") == "attempt_end"), b)
@@ -262,11 +263,11 @@ def _with_cluster_runs(con: duckdb.DuckDBPyConnection, run: str, inc: pl.DataFra
 
 
 def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.Settings,
-                 slow: pl.DataFrame | None = None, profile: pl.DataFrame | None = None
-                 ) -> tuple[pl.DataFrame, pl.DataFrame]:
+                 slow: pl.DataFrame | None = None, profile: pl.DataFrame | None = None,
+                 clocks: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """All incidents of a run (or every run) with human overrides applied, and their evidence; `profile`
     (`timeline.rank_profile` of the run, where the caller has it) spares a second read of the per-rank table."""
-    ends, ev = root_cause.attempt_end_incidents(con, run, s, profile=profile)
+    ends, ev = root_cause.attempt_end_incidents(con, run, s, profile=profile, clocks=clocks)
     ends, ev = counter_evidence.with_counter_evidence(con, ends, ev, s)
     if slow is None:
         slow = incidents.slow_steps(incidents.step_profile(con, run), s)

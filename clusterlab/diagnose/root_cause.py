@@ -173,10 +173,12 @@ def _service(row: dict) -> str | None:
 
 def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None,
                           settings: incidents.Settings | None = None, *, profile: pl.DataFrame | None = None,
-                          reference: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
+                          reference: bool = False, clocks: pl.DataFrame | None = None
+                          ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One incident per attempt that ended badly (with `confidence` and `rejected`), and its evidence.
 
-    `profile` is `timeline.rank_profile(con, run)` where the caller has it already (see `_progress`);
+    `profile` is `timeline.rank_profile(con, run)` and `clocks` `timeline.host_clocks(con, run)` where the caller
+    has them already (see `_progress`);
     `reference` decides every attempt one at a time (`_decide`), as the set-wise path is checked against."""
     s = settings or incidents.Settings()
     att = store.frame(con, """
@@ -184,8 +186,9 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
         FROM attempts WHERE ($run IS NULL OR run = $run) ORDER BY run, attempt""", {"run": run})
     cand = incidents.with_hosts(con, incidents.candidates(con, run, s, profile))
     # each host's lines on the run's clock, where the moments all hosts share measure how far off it is
-    clocks = timeline.host_clocks(con, run, profile) if run is not None and cand.height else None
-    if clocks is not None:
+    if clocks is None and run is not None and cand.height:
+        clocks = timeline.host_clocks(con, run)
+    if clocks is not None and cand.height:
         cand = timeline.on_log_clock(cand, clocks)
     first = stopped_first.suspects(con, run, s.hang_min_s, s.hang_steps)
     if first.height:  # the rank that stopped first in a hang: what the others print after it are symptoms
@@ -425,9 +428,7 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
                 conf_base = 0.8
         incs[k] = {"incident_id": f"{a['run']}:{a['attempt']}:end", "run": a["run"], "attempt": a["attempt"],
                    "kind": "attempt_end", "exit_ts": a["end_ts"],
-                   "root_ts": (_root_time(winner, live.filter(pl.col("run") == a["run"],
-                                                              pl.col("attempt") == a["attempt"]))
-                               if winner else a["end_ts"]),
+                   "root_ts": _root_time(winner, live, a) if winner else a["end_ts"],
                    "failure_mode": mode, "host": host, "tier": winner["tier"] if winner else None,
                    "_conf": conf_base, "_winner": winner}
         winners.append({"run": a["run"], "attempt": a["attempt"], "_has_w": winner is not None,
@@ -513,13 +514,15 @@ def _rejected(c: pl.DataFrame, reasons: dict[int, str], limit: int) -> list[dict
             for x in r.iter_rows(named=True)]
 
 
-def _root_time(winner: dict, cands: pl.DataFrame) -> dt.datetime:
+def _root_time(winner: dict, cands: pl.DataFrame, a: dict | None = None) -> dt.datetime:
     """When the cause happened: the winner's time, or, for a winner without its own stamp (a traceback dated by
     its process's death), the first stamped line of the same failure mode inside its interval (the NFS server's
-    first "not responding" before the `OSError` it caused)."""
+    first "not responding" before the `OSError` it caused). `a`: the attempt, where `cands` holds others too."""
     lo = winner.get("ts_lo")
     if lo is None or lo >= winner["ts"] or "own_stamp" not in cands.columns:
         return winner["ts"]
+    if a is not None:
+        cands = cands.filter(pl.col("run") == a["run"], pl.col("attempt") == a["attempt"])
     same = cands.filter(pl.col("failure_mode") == winner["failure_mode"], pl.col("own_stamp").fill_null(True),
                         pl.col("ts") >= lo, pl.col("ts") <= winner["ts"])
     return same["ts"].min() if same.height else winner["ts"]

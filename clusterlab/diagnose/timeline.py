@@ -121,17 +121,19 @@ def disjoint_spans(spans: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
 SCHEDULER_SOURCES = ("sacct", "slurmctld", "slurm_jobcomp")
 
 
-def host_clocks(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFrame | None = None) -> pl.DataFrame:
+def host_clocks(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFrame | None = None,
+                offsets: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per (attempt, host): `corr_us`, how far that host's clock runs ahead of the attempt's log clock (the clock
     the ledger's timeline is on), and `shift_us`, how far the ranks' common clock (`rank_profile`'s `ts`) does,
     where they can be measured: from the moments every host shares, the ends of the
     synchronous steps in the per-rank timings (`host_offsets`), carried onto the log's clock as `merge` does.
-    A host with no per-rank timings has no shared moment to measure it by and is not listed."""
+    A host with no per-rank timings has no shared moment to measure it by and is not listed. `profile` and `offsets`
+    are `rank_profile_and_offsets(con, run)` where the caller has them."""
     empty = pl.DataFrame(schema={"attempt": pl.Int32, "host": pl.String, "corr_us": pl.Int64, "shift_us": pl.Int64})
-    offsets = host_offsets(con, run)
+    if offsets is None or profile is None:  # `rank_profile_and_offsets` gives both where the caller has them
+        profile, offsets = rank_profile_and_offsets(con, run)
     if not offsets.height:
         return empty
-    profile = rank_profile(con, run) if profile is None else profile
     log = _one_log(logged_steps(con, run)).with_columns(pl.col("attempt").cast(pl.Int32))
     timed = profile.filter(pl.col("ts").is_not_null()).select(pl.col("attempt").cast(pl.Int32), "step", rank_ts="ts")
     shift = (log.join(timed, on=["attempt", "step"]).group_by("attempt")
@@ -273,9 +275,15 @@ def rank_profile(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     `incidents.step_profile` (end, step time, data wait, the ranks' mean, fastest and slowest compute
     with the slowest rank's host), and `first_ts`, `last_ts`: the first and the last rank's end, each on
     its own host's clock (for the progress of `root_cause`)."""
+    return rank_profile_and_offsets(con, run)[0]
+
+
+def rank_profile_and_offsets(con: duckdb.DuckDBPyConnection, run: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`rank_profile`, and the `host_offsets` it was put on the common clock with (for `host_clocks`)."""
     ranges = _step_ranges(con, run)
+    all_offsets = host_offsets(con, run, ranges)
     # only hosts whose clock is off need the join: a host at offset 0 is on the common clock already
-    offsets = host_offsets(con, run, ranges).filter(pl.col("off_us") != 0)
+    offsets = all_offsets.filter(pl.col("off_us") != 0)
     # NOTE: shifted in integer microseconds and made a time once per step (the same microseconds): subtracting
     # an interval from every row's time took 3.4 of the 9.1 CPU seconds of this pass at 102M rows
     shifted = "make_timestamp(max(epoch_us(ts) - coalesce(off_us, 0)))" if offsets.height else "max(ts)"
@@ -296,13 +304,15 @@ def rank_profile(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
         finally:
             con.execute(f"SET perfect_ht_threshold = {int(before)}")
         profile = _with_attempt(per_step, ranges)
-        return profile.select(pl.lit(run, pl.String).alias("run"), "attempt", "step", *per_step.columns[1:])
+        profile = profile.select(pl.lit(run, pl.String).alias("run"), "attempt", "step", *per_step.columns[1:])
+        return profile, all_offsets
     # NOTE: one GROUP BY (attempt, step) over all ranks, as incidents.step_profile; the offsets are a
     # hash join against a table of attempts x hosts rows. Not grouped by the run's name: it is one run.
-    return store.frame(con, f"""
+    profile = store.frame(con, f"""
         SELECT $run AS run, attempt, step, {_PROFILE_AGGREGATES.format(shifted_max=shifted)}
         FROM {rows}
         GROUP BY attempt, step""", {"run": run}, **frames)
+    return profile, all_offsets
 
 
 def logged_steps(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
