@@ -145,9 +145,12 @@ _OUTBOX = ["ALTER TABLE watch_events ADD COLUMN sent_at TIMESTAMP", "UPDATE watc
 _DATING = [f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {c} {_DUCK_TYPES[ty]}" for t in DATED_TABLES
            for c, ty in DATING.items()]
 
+# Issue 28: an array task's raw job id beside its `71400_3` (a database created after it was added has it).
+_RAW_JOB_ID = ["ALTER TABLE jobs ADD COLUMN IF NOT EXISTS job_id_raw VARCHAR"]
+
 # Index i holds the statements that take a database from version i to version i + 1.
 MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _WATCH, _TELEMETRY, _CHANGES, _DERIVED,
-                               _OUTBOX, _DATING]
+                               _OUTBOX, _DATING, _RAW_JOB_ID]
 # tables whose rows belong to one ingested file (deleted with it, cut when it is re-read from a line)
 FILE_TABLES = [*TABLE_COLUMNS, "unmatched_lines"]
 SCHEMA_VERSION = len(MIGRATIONS)

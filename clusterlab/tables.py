@@ -86,6 +86,9 @@ TABLE_COLUMNS: dict[str, dict[str, pl.DataType]] = {
         "nodelist": pl.String,
         "nnodes": pl.Int32,
         "ngpus": pl.Int32,
+        # an array task's own job id (sacct's JobIDRaw `71403` of JobID `71400_3`): what slurmstepd and
+        # $SLURM_JOB_ID name
+        "job_id_raw": pl.String,
     },
     "facts": {  # what a log states about its run: world size, parameter count, job id, ...
         "line": pl.Int64,

@@ -101,3 +101,26 @@ def test_attempts_shows_what_bounds_each_attempt_and_each_hosts_clock(tmp_path: 
     assert all(abs(off[(k, "gpu-02")] - 300) < 2 and abs(off[(k, "gpu-01")]) < 2 for k in (1, 2, 3))
     res = CliRunner().invoke(main, ["attempts", "--run", "nope", "--db", db])
     assert res.exit_code != 0 and "no run 'nope'" in res.output
+
+
+def test_an_array_task_named_by_its_own_job_id_links_to_its_sacct_row(tmp_path: Path) -> None:
+    # sacct prints the task as 71400_3 (JobIDRaw 71403); slurmstepd names the raw id; the job's name is not the run's
+    log = tmp_path / "runs" / "sweep-7" / "attempt-1" / "train.log"
+    log.parent.mkdir(parents=True)
+    t0 = tc.T0
+    lines = [tc._iteration(s, t0 + tc.dt.timedelta(seconds=60 + 5 * s), True) for s in range(10, 201, 10)]
+    end = t0 + tc.dt.timedelta(seconds=60 + 5 * 200 + 30)
+    lines.append(f"slurmstepd: error: *** JOB 71403 ON gpu-01 CANCELLED AT {end:%Y-%m-%dT%H:%M:%S} DUE TO TIME "
+                 "LIMIT ***")
+    log.write_text("\n".join(lines) + "\n")
+    (tmp_path / "scheduler").mkdir()
+    (tmp_path / "scheduler" / "sacct.txt").write_text(
+        "JobID|JobIDRaw|JobName|State|ExitCode|Start|End|NNodes|NodeList\n"
+        f"71400_2|71402|lr-sweep|COMPLETED|0:0|{t0 - tc.dt.timedelta(hours=2):%Y-%m-%dT%H:%M:%S}|"
+        f"{t0 - tc.dt.timedelta(hours=1):%Y-%m-%dT%H:%M:%S}|1|gpu-07\n"
+        f"71400_3|71403|lr-sweep|TIMEOUT|0:0|{t0:%Y-%m-%dT%H:%M:%S}|{end:%Y-%m-%dT%H:%M:%S}|2|gpu-[01-02]\n")
+    with Lab(tmp_path / "c.duckdb") as lab:
+        lab.ingest(tmp_path)
+        spans, _, _ = lab.spans("sweep-7")
+        assert spans["job_id"].to_list() == ["71400_3"] and spans["start_ts"][0] == t0
+        assert lab.attempts("sweep-7")["hosts"][0].to_list() == ["gpu-01", "gpu-02"]  # the allocation's nodes

@@ -115,4 +115,5 @@ def jobs_frame(frame: pl.DataFrame, col: dict[str, pl.Expr], ctx: Context) -> pl
         known(col["nodelist"]).alias("nodelist"),
         known(col["nnodes"]).cast(pl.Int32, strict=False).alias("nnodes"),
         gpus(known(col["tres"])).alias("ngpus"),
+        known(col.get("job_id_raw", pl.lit(None, pl.String))).alias("job_id_raw"),
     )

@@ -52,6 +52,7 @@ _FIXED_HEAD = r"^\s*[A-Za-z][A-Za-z0-9]*(?:\s+[A-Za-z][A-Za-z0-9]*)*\s*$"
 # sacct field name (lower case) → what we read it as; the first present of each list wins.
 FIELDS: dict[str, tuple[str, ...]] = {
     "job_id": ("jobid", "jobidraw"),
+    "job_id_raw": ("jobidraw",),
     "job_name": ("jobname",),
     "state": ("state",),
     "exit": ("exitcode",),
@@ -330,6 +331,7 @@ def _json_rows(job: dict, line: int) -> list[dict]:
     times = job.get("time") if isinstance(job.get("time"), dict) else {}
     rows = [{
         "line": line, "job_id": name, "job_name": job.get("name") if isinstance(job.get("name"), str) else None,
+        "job_id_raw": None if jid is None else str(jid),
         "state": _word(state.get("current") if isinstance(state, dict) else state), "exit": _exit(job.get("exit_code")),
         "start": _num(times.get("start")), "end": _num(times.get("end")), "submit": _num(times.get("submission")),
         "nodelist": job.get("nodes") if isinstance(job.get("nodes"), str) else None,

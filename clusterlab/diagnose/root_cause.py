@@ -55,7 +55,7 @@ def _sacct_verdicts(con: duckdb.DuckDBPyConnection, run: str | None) -> pl.DataF
                    epoch(least(j.end_ts, a.end_ts) - greatest(j.start_ts, a.start_ts))
                        / greatest(epoch(a.end_ts - a.start_ts), 1) AS share
             FROM a JOIN j ON j.start_ts <= a.end_ts AND j.end_ts >= a.start_ts
-            LEFT JOIN named n ON n.run = a.run AND n.attempt = a.attempt AND n.job_id = j.job_id
+            LEFT JOIN named n ON n.run = a.run AND n.attempt = a.attempt AND n.job_id IN (j.job_id, j.job_id_raw)
             WHERE n.job_id IS NOT NULL OR j.job_name = a.run
         ),
         best AS (SELECT DISTINCT ON (run, attempt) * FROM c WHERE holds OR (named AND share >= 0.5)

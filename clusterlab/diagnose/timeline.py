@@ -51,7 +51,7 @@ def attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
 {store.NAMED_JOBS},
         -- the allocation's own record: `1234`, `1234_7`, `1234+0`; never a step (`1234.0`, `1234.batch`)
         j AS (
-            SELECT DISTINCT job_id, job_name, start_ts AS job_start, end_ts AS job_end FROM jobs
+            SELECT DISTINCT job_id, job_id_raw, job_name, start_ts AS job_start, end_ts AS job_end FROM jobs
             WHERE job_id IS NOT NULL AND NOT contains(job_id, '.') AND start_ts IS NOT NULL
               AND end_ts IS NOT NULL AND end_ts >= start_ts
         ),
@@ -64,7 +64,8 @@ def attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
                    epoch(least(j.job_end, a.end_ts) - greatest(j.job_start, a.start_ts))
                        / greatest(epoch(a.end_ts - a.start_ts), 1) AS share
             FROM a JOIN j ON j.job_start <= a.end_ts AND j.job_end >= a.start_ts
-            LEFT JOIN named n ON n.run = $run AND n.attempt = a.attempt AND n.job_id = j.job_id
+            -- an array task is named by its array id (`slurm-71400_3.out`) or its own (`JOB 71403`)
+            LEFT JOIN named n ON n.run = $run AND n.attempt = a.attempt AND n.job_id IN (j.job_id, j.job_id_raw)
             WHERE n.job_id IS NOT NULL OR j.job_name = $run
         ),
         best AS (SELECT DISTINCT ON (attempt) * FROM c WHERE holds OR (named AND share >= 0.5)

@@ -217,7 +217,7 @@ def _hosts_of_jobs(con: duckdb.DuckDBPyConnection) -> None:
     named = con.execute(f"""
         WITH {store.NAMED_JOBS}, ids AS (SELECT * FROM named)
         SELECT DISTINCT ids.run, coalesce(ids.attempt, 1), j.nodelist FROM ids
-        JOIN jobs j ON j.job_id = ids.job_id
+        JOIN jobs j ON ids.job_id IN (j.job_id, j.job_id_raw)
         WHERE j.nodelist IS NOT NULL AND j.nodelist NOT IN ('None assigned', '(null)', '')
         UNION
         -- a job named after the run whose allocation holds the attempt (as clusterlab.diagnose.timeline matches spans)
