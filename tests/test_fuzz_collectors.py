@@ -177,6 +177,17 @@ def test_mutated_bundle_ingests_with_named_problems_and_in_bounded_time(tmp_path
         assert lab.sql("SELECT count(*) AS n FROM ingested_files WHERE ends_with(path, '\\xff')")["n"][0] == 1
         again = lab.ingest(tmp_path / "bundle")  # again: nothing new, a name that is not UTF-8 included
         assert set(again.counts()) <= {"unchanged", "error", "skipped"}, again.counts()
+        # then logrotate: one log renamed `.1` and a new one begun, another copied and truncated in place
+        before = lab.sql("SELECT count(*) AS n FROM events")["n"][0]
+        logs = [f for f in files if f.exists() and f != gz and not f.name.endswith(".gz") and f.stat().st_size]
+        moved, cut = rng.sample(logs, 2)
+        head = moved.read_text(encoding="utf-8", errors="replace").split("\n")[:3]
+        os.rename(moved, moved.with_name(moved.name + ".1"))
+        moved.write_text("\n".join(head) + "\n")
+        shutil.copy(cut, cut.with_name(cut.name + ".1"))
+        cut.write_text("")
+        lab.ingest(tmp_path / "bundle")
+        assert lab.sql("SELECT count(*) AS n FROM events")["n"][0] >= before  # rotation erases nothing stored
     assert time.monotonic() - t < 120
     for problem in res.problems:
         assert problem.startswith("bundle/"), problem
