@@ -59,6 +59,7 @@ class Settings:
     shared_window_s: float = 120.0  # ... within this long of the cause is blamed as that service
     max_rejected: int = 10  # rejected candidates listed per incident
     straggler_ratio: float = 1.10  # a host is slow at a step when its compute is this much above the median
+    straggler_floor: float = 1.03  # ... or less, down to this, where the run's own noise is small (slow_steps)
     straggler_min_steps: int = 5  # a stretch of at least this many slow steps opens an incident
     stall_ratio: float = 3.0  # a save this many times the run's median save time is a stall
     stall_min_s: float = 60.0  # ... and at least this much longer than the median
@@ -161,18 +162,29 @@ def step_profile(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.D
         GROUP BY run, attempt, step""", {"run": run})
 
 
+STRAGGLER_SIGMAS = 6.0
+
+
 def slow_steps(profile: pl.DataFrame, s: Settings) -> pl.DataFrame:
     """Steps at which one host computed markedly slower than the attempt's usual while others did not."""
     if not profile.height:
         return pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, "step": pl.Int64, "host": pl.String,
                                     "ts": pl.Datetime("us"), "excess_s": pl.Float64})
     typical = pl.col("avg_c").median().over("run", "attempt")
+    # How far above the usual the slowest rank is on an ordinary step, and how much that varies: the run's own
+    # noise. A host is slow where it is STRAGGLER_SIGMAS of that variation above it (a GPU 6 % slow stands out
+    # of a run whose slowest rank wanders by 1 %), never less than straggler_floor above the usual, never
+    # more than straggler_ratio (what was required before the noise was measured).
+    lead = pl.col("max_c") / typical
+    spread = 1.4826 * (lead - lead.median().over("run", "attempt")).abs().median().over("run", "attempt")
+    ratio = pl.min_horizontal(pl.lit(s.straggler_ratio), pl.max_horizontal(
+        pl.lit(s.straggler_floor), lead.median().over("run", "attempt") + STRAGGLER_SIGMAS * spread))
     # The slowest rank is well above the usual step, and the fastest is not (one host, not everyone),
     # or, while everyone is slowed (contention, throttling), the slowest is still well above the fastest.
-    slow = (pl.col("max_c") > typical * s.straggler_ratio) & (
-        (pl.col("min_c") < typical * (1 + (s.straggler_ratio - 1) / 2))
-        | (pl.col("max_c") > pl.col("min_c") * s.straggler_ratio))
-    return (profile.with_columns(typical=typical).filter(slow, pl.col("slow_host").is_not_null())
+    slow = (pl.col("max_c") > typical * pl.col("_ratio")) & (
+        (pl.col("min_c") < typical * (1 + (pl.col("_ratio") - 1) / 2))
+        | (pl.col("max_c") > pl.col("min_c") * pl.col("_ratio")))
+    return (profile.with_columns(typical=typical, _ratio=ratio).filter(slow, pl.col("slow_host").is_not_null())
             .select("run", "attempt", "step", host="slow_host", ts="ts",
                     excess_s=pl.col("max_c") - pl.col("typical")).sort("run", "attempt", "step"))
 
