@@ -147,13 +147,8 @@ def _instance_log(k: int, inst: Instance, stamp_every: int, skew: dict[str, floa
             out.append("(min, max) time across ranks (ms):")
             out.append(f"    save-checkpoint ................................: ({SAVE_S * 1000 - 120:.2f}, "
                        f"{SAVE_S * 1000:.2f})")
-    if inst.state == "NODE_FAIL":
-        out.append("srun: error: Node failure on gpu-02")
-        out.append(f"slurmstepd: error: *** JOB {JOB} ON gpu-01 CANCELLED AT {inst.end:%Y-%m-%dT%H:%M:%S} DUE TO "
-                   "NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***")
-    elif inst.state == "REQUEUED":
-        out.append(f"slurmstepd: error: *** JOB {JOB} ON gpu-01 CANCELLED AT {inst.root:%Y-%m-%dT%H:%M:%S} DUE TO "
-                   "PREEMPTION ***")
+    if inst.state != "COMPLETED":
+        out += _slurm_end(inst)
     else:
         out.append(f"[after training is done] datetime: {_stamp(inst.end - dt.timedelta(seconds=2))} ")
     return out
@@ -197,17 +192,22 @@ def _hf_log(inst: Instance, skew: dict[str, float]) -> list[str]:
             line = ""
     if line:
         out.append(line)
-    if inst.state == "NODE_FAIL":
-        out.append("srun: error: Node failure on gpu-02")
-        out.append(f"slurmstepd: error: *** JOB {JOB} ON gpu-01 CANCELLED AT {inst.end:%Y-%m-%dT%H:%M:%S} DUE TO "
-                   "NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***")
-    elif inst.state == "REQUEUED":
-        out.append(f"slurmstepd: error: *** JOB {JOB} ON gpu-01 CANCELLED AT {inst.root:%Y-%m-%dT%H:%M:%S} DUE TO "
-                   "PREEMPTION ***")
+    if inst.state != "COMPLETED":
+        out += _slurm_end(inst)
     else:
         out.append(f"{{'train_runtime': {(inst.end - first).total_seconds():.4f}, 'train_samples_per_second': 51.2, "
                    "'train_steps_per_second': 0.2, 'train_loss': 7.1, 'epoch': 1.0}")
     return out
+
+
+def _slurm_end(inst: Instance) -> list[str]:
+    """What srun and slurmstepd print when the instance is ended for it: a node failure, a preemption."""
+    if inst.state == "NODE_FAIL":
+        return ["srun: error: Node failure on gpu-02",
+                f"slurmstepd: error: *** JOB {JOB} ON gpu-01 CANCELLED AT {inst.end:%Y-%m-%dT%H:%M:%S} DUE TO "
+                "NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***"]
+    return [f"slurmstepd: error: *** JOB {JOB} ON gpu-01 CANCELLED AT {inst.root:%Y-%m-%dT%H:%M:%S} DUE TO "
+            "PREEMPTION ***"]
 
 
 def _sacct(insts: list[Instance]) -> str:
