@@ -7,8 +7,9 @@ in it is `checkpoint`, the rest `hang`), then `restart` (attempt end → next st
 interval is `productive` up to the run's baseline step time; the excess goes to `checkpoint` when
 a save ran in it, then `data_stall`, then `straggler` when one host was slow, else `slowdown`.
 The productive part of steps the next attempt threw away (after the checkpoint it resumed from)
-is `recompute`. Categories never overlap and are never clamped: a timeline that would make one
-negative raises `LedgerError`.
+is `recompute`. Categories never overlap and are never clamped silently: a timeline that would make one
+negative raises `LedgerError`, which attribution turns into a flagged ledger (`flagged`) with a note saying
+what disagreed.
 """
 
 from __future__ import annotations
@@ -213,7 +214,10 @@ def flagged(rows: pl.DataFrame, total_s: float, error: LedgerError) -> tuple[pl.
         return fixed.with_columns(seconds=pl.col("seconds") * (total_s / got)), (
             f"ledger flagged: {error}; negative categories set to 0 and every category scaled by "
             f"{total_s / got:.4f} so that the ledger still adds up to the run")
-    extra = fixed.head(1).with_columns(category=pl.lit("idle"), seconds=pl.lit(total_s - got))
+    # the unplaced time belongs to no incident and no host: only its category, attempt and seconds are set
+    extra = pl.DataFrame([{c: None for c in fixed.columns}], schema=fixed.schema).with_columns(
+        category=pl.lit("idle"), attempt=pl.lit(fixed["attempt"].min()).cast(fixed.schema["attempt"]),
+        seconds=pl.lit(total_s - got))
     return pl.concat([fixed, extra], how="vertical_relaxed"), (
         f"ledger flagged: {error}; negative categories set to 0 and {total_s - got:,.1f} s the evidence does not "
         "place booked as idle")
