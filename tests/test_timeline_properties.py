@@ -124,3 +124,11 @@ def test_an_array_task_named_by_its_own_job_id_links_to_its_sacct_row(tmp_path: 
         spans, _, _ = lab.spans("sweep-7")
         assert spans["job_id"].to_list() == ["71400_3"] and spans["start_ts"][0] == t0
         assert lab.attempts("sweep-7")["hosts"][0].to_list() == ["gpu-01", "gpu-02"]  # the allocation's nodes
+
+
+@pytest.mark.parametrize("after", [0, 3, 9])
+def test_an_unstamped_decoy_anywhere_in_its_interval_changes_no_root_cause(tmp_path: Path, folders, after: int) -> None:
+    # one stamp in ten: the warning's interval spans ten records wherever it sits; the job steps on past it
+    _, led, ends = _attribute(tmp_path, layout="appended", stamp_every=10, decoy_after=after)
+    assert ends.select("attempt", "failure_mode", "host").equals(folders[2].select("attempt", "failure_mode", "host"))
+    assert not _close(led, folders[1], 0.01, sum(folders[1].values()))

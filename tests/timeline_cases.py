@@ -237,9 +237,14 @@ def _kernel(host: str, insts: list[Instance], skew_s: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+# A harmless NCCL warning the job steps past (an IB GID table change), with no stamp of its own
+DECOY = "gpu-02:2231:2301 [3] NCCL WARN NET/IB : mlx5_3:1 Got async event : GID table change"
+
+
 def write(out: Path, layout: str = "appended", stamp_every: int = 1, skew: dict[str, float] | None = None,
-          trainer: str = "megatron") -> Path:
-    """The campaign's bundle under `out` (returned); `trainer="hf"` writes the HuggingFace Trainer's log."""
+          trainer: str = "megatron", decoy_after: int | None = None) -> Path:
+    """The campaign's bundle under `out` (returned); `trainer="hf"` writes the HuggingFace Trainer's log;
+    `decoy_after=k`: DECOY printed k lines after instance 2's first iteration line."""
     skew = skew or {}
     insts = plan()
     bundle = out / "bundle"
@@ -252,6 +257,9 @@ def write(out: Path, layout: str = "appended", stamp_every: int = 1, skew: dict[
                                       'flops_per_token = 4.2e10\nlauncher = "slurm"\n')
     logs = [_instance_log(k, inst, stamp_every, skew) if trainer == "megatron" else _hf_log(inst, skew)
             for k, inst in enumerate(insts, 1)]
+    if decoy_after is not None:
+        first = next(i for i, line in enumerate(logs[1]) if "consumed samples" in line or "{'loss'" in line)
+        logs[1].insert(first + 1 + decoy_after, DECOY)
     if layout == "appended":
         (run_dir / f"slurm-{JOB}.out").write_text("\n".join(line for log in logs for line in log) + "\n")
     else:
