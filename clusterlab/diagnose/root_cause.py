@@ -44,22 +44,12 @@ def _sacct_verdicts(con: duckdb.DuckDBPyConnection, run: str | None) -> pl.DataF
         {store.NAMED_JOBS},
         v(state, mode) AS (VALUES {states}),
         -- each instance of a job (a requeued job has one row per instance under one JobID: `sacct -D`)
-        j AS (SELECT DISTINCT ON (job_id, start_ts) j.*, f.path AS file, v.mode FROM jobs j
-              JOIN ingested_files f USING (file_id) JOIN v ON split_part(j.state, ' ', 1) = v.state
+        j AS (SELECT DISTINCT ON (job_id, start_ts) j.*, j.start_ts AS job_start, j.end_ts AS job_end,
+                     f.path AS file, v.mode
+              FROM jobs j JOIN ingested_files f USING (file_id) JOIN v ON split_part(j.state, ' ', 1) = v.state
               WHERE NOT contains(j.job_id, '.') AND j.end_ts IS NOT NULL ORDER BY job_id, start_ts, j.line),
-        -- as timeline.attempt_spans matches them: a job that holds the attempt, or a named one holding most of it
-        c AS (
-            SELECT a.run, a.attempt, a.end_ts AS a_end, j.*, n.job_id IS NOT NULL AS named,
-                   j.start_ts <= a.start_ts + INTERVAL 60 SECOND AND j.end_ts >= a.end_ts - INTERVAL 60 SECOND
-                       AS holds,
-                   epoch(least(j.end_ts, a.end_ts) - greatest(j.start_ts, a.start_ts))
-                       / greatest(epoch(a.end_ts - a.start_ts), 1) AS share
-            FROM a JOIN j ON j.start_ts <= a.end_ts AND j.end_ts >= a.start_ts
-            LEFT JOIN named n ON n.run = a.run AND n.attempt = a.attempt AND n.job_id IN (j.job_id, j.job_id_raw)
-            WHERE n.job_id IS NOT NULL OR j.job_name = a.run
-        ),
-        best AS (SELECT DISTINCT ON (run, attempt) * FROM c WHERE holds OR (named AND share >= 0.5)
-                 ORDER BY run, attempt, named DESC, holds DESC, share DESC, end_ts - start_ts, job_id)
+        -- matched as timeline.attempt_spans matches them
+{timeline.MATCHED_JOBS}
         SELECT run, attempt, end_ts AS ts, NULL::VARCHAR AS host, 'sacct' AS source, 'sacct_state' AS kind,
                mode AS failure_mode, NULL::INTEGER AS xid, NULL::INTEGER AS rank, NULL::VARCHAR AS peer, file, line,
                'JobID ' || job_id || ' State ' || state AS text, NULL::VARCHAR AS detail

@@ -36,6 +36,27 @@ OFFSET_RUN_SAMPLES = 4096
 OFFSET_MIN_SAMPLES = 16
 
 
+# CTEs `c` (every job a run's attempt may have run as) and `best` (the one it did, per attempt), from CTEs
+# `a (run, attempt, start_ts, end_ts)`, `named` (store.NAMED_JOBS) and `j (job_id, job_id_raw, job_name, job_start,
+# job_end, ...)`: a job that contains the attempt's evidence (within SPAN_SLACK_S); or, for a job its lines name,
+# one that holds most of it (a host's clock minutes off puts that host's first line before the allocation began).
+# An array task is named by its array id (`slurm-71400_3.out`) or its own (`JOB 71403`). The named job wins, then
+# the one that holds it, then the shortest.
+MATCHED_JOBS = f"""
+        c AS (
+            SELECT a.run, a.attempt, a.end_ts AS a_end, j.*, n.job_id IS NOT NULL AS named,
+                   j.job_start <= a.start_ts + INTERVAL {SPAN_SLACK_S} SECOND
+                       AND j.job_end >= a.end_ts - INTERVAL {SPAN_SLACK_S} SECOND AS holds,
+                   epoch(least(j.job_end, a.end_ts) - greatest(j.job_start, a.start_ts))
+                       / greatest(epoch(a.end_ts - a.start_ts), 1) AS share
+            FROM a JOIN j ON j.job_start <= a.end_ts AND j.job_end >= a.start_ts
+            LEFT JOIN named n ON n.run = a.run AND n.attempt = a.attempt AND n.job_id IN (j.job_id, j.job_id_raw)
+            WHERE n.job_id IS NOT NULL OR j.job_name = a.run
+        ),
+        best AS (SELECT DISTINCT ON (run, attempt) * FROM c WHERE holds OR (named AND share >= 0.5)
+                 ORDER BY run, attempt, named DESC, holds DESC, share DESC, job_end - job_start, job_id)"""
+
+
 def attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     """Per attempt: `attempt, start_ts, end_ts` (the span the ledger divides), `ev_start_ts, ev_end_ts`
     (first and last line of its evidence), `job_id` (the scheduler record used, or null) and `resume_step`
@@ -47,7 +68,7 @@ def attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     share it: the first starts at the job's start, the last ends at its end, the boundaries between them
     are the evidence's."""
     spans = store.frame(con, f"""
-        WITH a AS (SELECT attempt, start_ts, end_ts FROM attempts WHERE run = $run),
+        WITH a AS (SELECT run, attempt, start_ts, end_ts FROM attempts WHERE run = $run),
 {store.NAMED_JOBS},
         -- the allocation's own record: `1234`, `1234_7`, `1234+0`; never a step (`1234.0`, `1234.batch`)
         j AS (
@@ -55,27 +76,13 @@ def attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
             WHERE job_id IS NOT NULL AND NOT contains(job_id, '.') AND start_ts IS NOT NULL
               AND end_ts IS NOT NULL AND end_ts >= start_ts
         ),
-        -- a job that contains the attempt's evidence; or, for a job its lines name, one that holds most of it (a
-        -- host's clock minutes off puts that host's first line before the allocation began)
-        c AS (
-            SELECT a.attempt, j.job_id, j.job_start, j.job_end, n.job_id IS NOT NULL AS named,
-                   j.job_start <= a.start_ts + to_seconds($slack) AND j.job_end >= a.end_ts - to_seconds($slack)
-                       AS holds,
-                   epoch(least(j.job_end, a.end_ts) - greatest(j.job_start, a.start_ts))
-                       / greatest(epoch(a.end_ts - a.start_ts), 1) AS share
-            FROM a JOIN j ON j.job_start <= a.end_ts AND j.job_end >= a.start_ts
-            -- an array task is named by its array id (`slurm-71400_3.out`) or its own (`JOB 71403`)
-            LEFT JOIN named n ON n.run = $run AND n.attempt = a.attempt AND n.job_id IN (j.job_id, j.job_id_raw)
-            WHERE n.job_id IS NOT NULL OR j.job_name = $run
-        ),
-        best AS (SELECT DISTINCT ON (attempt) * FROM c WHERE holds OR (named AND share >= 0.5)
-                 ORDER BY attempt, named DESC, holds DESC, share DESC, job_end - job_start, job_id),
+{MATCHED_JOBS},
         loads AS (SELECT attempt, min(step) AS resume_step FROM checkpoints
                   WHERE run = $run AND action = 'load' GROUP BY attempt)
         SELECT a.attempt, a.start_ts AS ev_start_ts, a.end_ts AS ev_end_ts, b.job_id, b.job_start, b.job_end,
                l.resume_step
         FROM a LEFT JOIN best b USING (attempt) LEFT JOIN loads l USING (attempt) ORDER BY a.attempt
-    """, {"run": run, "slack": SPAN_SLACK_S})
+    """, {"run": run})
     job = pl.struct("job_id", "job_start", "job_end")
     first_in_job = pl.col("attempt") == pl.col("attempt").min().over(job)
     last_in_job = pl.col("attempt") == pl.col("attempt").max().over(job)
