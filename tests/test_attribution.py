@@ -213,7 +213,7 @@ def test_a_straggler_is_found_also_while_everyone_is_slowed() -> None:
         slow = "h7" if 10 <= step <= 20 else "h3" if 25 <= step <= 35 else None
         mins, maxs = fleet * 0.99, fleet * (1.25 if slow else 1.01)
         rows.append({"run": "r", "attempt": 1, "step": step, "ts": None, "step_s": maxs, "data_s": 0.0,
-                     "avg_c": fleet, "min_c": mins, "max_c": maxs, "slow_host": slow or "h1"})
+                     "avg_c": fleet, "min_c": mins, "max_c": maxs, "n_c": 8, "slow_host": slow or "h1"})
     profile = pl.DataFrame(rows, schema_overrides={"attempt": pl.Int32, "ts": pl.Datetime("us")})
     s = incidents.Settings()
     found = incidents.straggler_incidents(incidents.slow_steps(profile, s), s)

@@ -277,7 +277,7 @@ def _profile(slow_factor: float, jitter: float = 0.005, seed: int = 3) -> pl.Dat
         slowest = max(c, key=c.get)
         rows.append({"run": "r", "attempt": 1, "step": step,
                      "ts": dt.datetime(2026, 12, 1) + dt.timedelta(seconds=5 * step), "avg_c": sum(c.values()) / 8,
-                     "min_c": min(c.values()), "max_c": c[slowest], "slow_host": slowest})
+                     "min_c": min(c.values()), "max_c": c[slowest], "n_c": 8, "slow_host": slowest})
     return pl.DataFrame(rows, schema_overrides={"attempt": pl.Int32})
 
 

@@ -156,7 +156,7 @@ def step_profile(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.D
     # 100M rows, and the slowest rank's host is what a straggler incident needs.
     return store.frame(con, """
         SELECT run, attempt, step, max(ts) AS ts, max(step_s) AS step_s, max(data_s) AS data_s,
-               avg(c) AS avg_c, min(c) AS min_c, max(c) AS max_c, arg_max(host, c) AS slow_host
+               avg(c) AS avg_c, min(c) AS min_c, max(c) AS max_c, count(c) AS n_c, arg_max(host, c) AS slow_host
         FROM (SELECT *, coalesce(compute_s, step_s - coalesce(comm_s, 0)) AS c FROM rank_steps
               WHERE run IS NOT NULL AND ($run IS NULL OR run = $run) AND step IS NOT NULL)
         GROUP BY run, attempt, step""", {"run": run})
@@ -166,24 +166,25 @@ STRAGGLER_SIGMAS = 6.0
 
 
 def slow_steps(profile: pl.DataFrame, s: Settings) -> pl.DataFrame:
-    """Steps at which one host computed markedly slower than the attempt's usual while others did not."""
+    """Steps at which one host computed markedly slower than its peers at the same step, beyond the run's noise."""
     if not profile.height:
         return pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, "step": pl.Int64, "host": pl.String,
                                     "ts": pl.Datetime("us"), "excess_s": pl.Float64})
     typical = pl.col("avg_c").median().over("run", "attempt")
-    # How far above the usual the slowest rank is on an ordinary step, and how much that varies: the run's own
-    # noise. A host is slow where it is STRAGGLER_SIGMAS of that variation above it (a GPU 6 % slow stands out
-    # of a run whose slowest rank wanders by 1 %), never less than straggler_floor above the usual, never
-    # more than straggler_ratio (what was required before the noise was measured).
-    lead = pl.col("max_c") / typical
-    spread = 1.4826 * (lead - lead.median().over("run", "attempt")).abs().median().over("run", "attempt")
+    # The slowest rank against its peers at the same step (their mean without it): step-to-step noise that moves
+    # every rank (a loaded CPU, a slow batch) cancels out, which the attempt's usual step would not. How far that
+    # lead is above its usual, and how much it varies, is the run's own noise: a host is slow where it is
+    # STRAGGLER_SIGMAS of that variation above the usual lead (a GPU 6 % slow stands out of a run whose slowest
+    # rank wanders by 1 %), never less than straggler_floor, never more than straggler_ratio (what was required
+    # before the noise was measured).
+    n = pl.col("n_c")
+    peers = (pl.col("avg_c") * n - pl.col("max_c")) / (n - 1)
+    lead = pl.when(n > 1).then(pl.col("max_c") / peers.clip(lower_bound=1e-9))
+    usual = lead.median().over("run", "attempt")
+    spread = 1.4826 * (lead - usual).abs().median().over("run", "attempt")
     ratio = pl.min_horizontal(pl.lit(s.straggler_ratio), pl.max_horizontal(
-        pl.lit(s.straggler_floor), lead.median().over("run", "attempt") + STRAGGLER_SIGMAS * spread))
-    # The slowest rank is well above the usual step, and the fastest is not (one host, not everyone),
-    # or, while everyone is slowed (contention, throttling), the slowest is still well above the fastest.
-    slow = (pl.col("max_c") > typical * pl.col("_ratio")) & (
-        (pl.col("min_c") < typical * (1 + (pl.col("_ratio") - 1) / 2))
-        | (pl.col("max_c") > pl.col("min_c") * pl.col("_ratio")))
+        pl.lit(s.straggler_floor), usual + STRAGGLER_SIGMAS * spread))
+    slow = lead > pl.col("_ratio")
     return (profile.with_columns(typical=typical, _ratio=ratio).filter(slow, pl.col("slow_host").is_not_null())
             .select("run", "attempt", "step", host="slow_host", ts="ts",
                     excess_s=pl.col("max_c") - pl.col("typical")).sort("run", "attempt", "step"))

@@ -261,8 +261,8 @@ def host_offsets(con: duckdb.DuckDBPyConnection, run: str, ranges: pl.DataFrame 
 # 1.0 of 5.6 CPU seconds less than hashing (attempt, step) at 100M rows. Its size is 2^bits groups per thread.
 PERFECT_MAX_BITS = 20
 _PROFILE_AGGREGATES = """{shifted_max} AS ts, max(step_s) AS step_s, max(data_s) AS data_s, avg(c) AS avg_c,
-               min(c) AS min_c, max(c) AS max_c, arg_max(host, c) AS slow_host, min(ts) AS first_ts,
-               max(ts) AS last_ts"""
+               min(c) AS min_c, max(c) AS max_c, count(c) AS n_c, arg_max(host, c) AS slow_host,
+               min(ts) AS first_ts, max(ts) AS last_ts"""
 
 
 def _with_attempt(frame: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
