@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,15 @@ from clusterlab.triage import annotations
 def connect(path: str | os.PathLike | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection to a clusterlab database (created and migrated if needed)."""
     return store.connect(path, read_only=read_only)
+
+
+def _as_datetime(day: dt.date | dt.datetime | None) -> dt.datetime | None:
+    """Naive UTC midnight of a date (a datetime as given, an aware one in UTC)."""
+    if day is None or (isinstance(day, dt.datetime) and day.tzinfo is None):
+        return day
+    if isinstance(day, dt.datetime):
+        return day.astimezone(dt.UTC).replace(tzinfo=None)
+    return dt.datetime(day.year, day.month, day.day)
 
 
 class Lab:
@@ -100,12 +110,15 @@ class Lab:
         year: int | None = None,
         progress: Callable[[int, int, str], None] | None = None,
         workers: int | None = None,
+        epoch: dt.date | dt.datetime | None = None,
     ) -> _ingest.IngestSummary:
-        """Ingest evidence files or bundle directories (idempotent; `workers` parsing processes, default the cores)."""
+        """Ingest evidence files or bundle directories (idempotent; `workers` parsing processes, default the cores).
+
+        `epoch`: day 0 (UTC) of files that count relative days, such as a fault trace's `event_time`."""
         if self.lake is not None:
             raise ValueError(f"{self.lake}: a lake is read here, not written; clusterlab.scale.spark_ingest adds to it")
         return _ingest.ingest(self.con, list(paths), inventory, run=run, host=host, year=year, progress=progress,
-                              workers=workers)
+                              workers=workers, epoch=_as_datetime(epoch))
 
     def watch(self, run: str, paths: list[str | Path], interval: float = 5.0, *, ticks: int | None = None, **options):
         """Follow a running job's evidence (`clusterlab.watch.Watcher`): tick every `interval` s, `ticks` times

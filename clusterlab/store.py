@@ -148,9 +148,13 @@ _DATING = [f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {c} {_DUCK_TYPES[ty]}" for
 # Issue 28: an array task's raw job id beside its `71400_3` (a database created after it was added has it).
 _RAW_JOB_ID = ["ALTER TABLE jobs ADD COLUMN IF NOT EXISTS job_id_raw VARCHAR"]
 
+# Issue 31: node fault episodes (tables.TABLE_COLUMNS["fault_episodes"]; a database created after it was added has
+# the table from _V1 already).
+_FAULT_EPISODES = [_create_evidence("fault_episodes").replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1)]
+
 # Index i holds the statements that take a database from version i to version i + 1.
 MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _WATCH, _TELEMETRY, _CHANGES, _DERIVED,
-                               _OUTBOX, _DATING, _RAW_JOB_ID]
+                               _OUTBOX, _DATING, _RAW_JOB_ID, _FAULT_EPISODES]
 # tables whose rows belong to one ingested file (deleted with it, cut when it is re-read from a line)
 FILE_TABLES = [*TABLE_COLUMNS, "unmatched_lines"]
 SCHEMA_VERSION = len(MIGRATIONS)

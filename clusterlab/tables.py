@@ -107,6 +107,18 @@ TABLE_COLUMNS: dict[str, dict[str, pl.DataType]] = {
         "metric": pl.String,
         "value": pl.Float64,
     },
+    # Issue 31: a node out of service from `ts` to `end_ts` (null: still open), from a fault trace, an episode
+    # CSV (collectors/fault_episodes.py); the fleet's memory (account/fleet.py) reads it beside the incidents.
+    "fault_episodes": {
+        "line": pl.Int64,
+        "ts": pl.Datetime("us"),  # the fault's start
+        "end_ts": pl.Datetime("us"),  # back in service
+        "host": pl.String,
+        "level": pl.String,  # the trace's coarsest class (Hardware / Software / Other Failure); null in a CSV
+        "fault_class": pl.String,  # GPU, NIC, Power Supply, ... as the source names it
+        "detail": pl.String,  # its description or the operator's reason, as written
+        "failure_mode": pl.String,  # the taxonomy's mode for class and detail
+    },
 }
 
 # Every evidence table starts with these; `line` comes from the collector.

@@ -115,13 +115,15 @@ main.add_command(export_command)  # clusterlab export --parquet DIR: the store a
 @click.option("--host", help="Host for files whose lines and path name none.")
 @click.option("--year", type=int, help="Year for log formats that print none (default: the file's mtime).")
 @click.option("--workers", type=click.IntRange(min=1), help="Parsing processes (default: the number of cores).")
+@click.option("--epoch", type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]),
+              help="Day 0 (UTC) of files that count days since their start (a fault trace's event_time).")
 @click.option("--engine", type=click.Choice(ENGINES), default="duckdb", show_default=True,
               help="spark: parse on Spark executors into the Parquet lake --lake (pip install 'clusterlab[spark]').")
 @click.option("--lake", type=click.Path(path_type=Path), help="The Parquet lake --engine spark writes (and adds to).")
 @click.option("--master", help="Spark master URL (default: spark-submit's, else local[*]).")
 @json_option
 @click.pass_context
-def ingest(ctx, paths, inventory, run, host, year, workers, engine, lake, master, as_json):
+def ingest(ctx, paths, inventory, run, host, year, workers, epoch, engine, lake, master, as_json):
     """Ingest evidence files and directories (idempotent; a grown log adds only what is new)."""
     if engine == "spark":
         ctx.exit(spark_ingest_status(lake or ctx.obj.get("lake"), master, paths, inventory, run, host, year, as_json))
@@ -130,7 +132,7 @@ def ingest(ctx, paths, inventory, run, host, year, workers, engine, lake, master
     if problem := nothing_to_ingest(paths):  # before the database is opened: a typo creates no empty one
         fail(problem)
     with open_lab(ctx) as lab:
-        ctx.exit(run_ingest(lab, paths, inventory, run, host, year, as_json, workers))
+        ctx.exit(run_ingest(lab, paths, inventory, run, host, year, as_json, workers, epoch))
 
 
 @main.command()

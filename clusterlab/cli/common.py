@@ -267,14 +267,15 @@ def nothing_to_ingest(paths) -> str | None:
     return None
 
 
-def run_ingest(lab: Lab, paths, inventory, run, host, year, as_json: bool, workers: int | None = None) -> int:
+def run_ingest(lab: Lab, paths, inventory, run, host, year, as_json: bool, workers: int | None = None,
+               epoch: dt.datetime | None = None) -> int:
     """Ingest, print the summary; the exit status (2 when any input was bad)."""
     bar, update = progress_bar(not as_json and sys.stderr.isatty())
     try:
         if bar:
             bar.start()
         summary = lab.ingest(*paths, inventory=inventory, run=run, host=host, year=year, progress=update,
-                             workers=workers)
+                             workers=workers, epoch=epoch)
     except InputError as e:
         click.echo(f"error: {e}", err=True)
         return EXIT_BAD_INPUT

@@ -74,6 +74,7 @@ class Context:
     known_hosts: frozenset[str] = frozenset()
     header: str | None = None  # the file's first non-blank line (a structured format's header)
     mtime: dt.datetime | None = None  # naive UTC; set when `year` was taken from it
+    epoch: dt.datetime | None = None  # naive UTC: day 0 of formats that count relative days (fault traces)
 
     @property
     def zone(self) -> ZoneInfo:

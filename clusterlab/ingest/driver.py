@@ -88,11 +88,12 @@ def ingest(
     year: int | None = None,
     progress: Callable[[int, int, str], None] | None = None,
     workers: int | None = None,
+    epoch: dt.datetime | None = None,
 ) -> IngestSummary:
     """Ingest files and directories; returns what was read, skipped and why.
 
     `workers`: parsing processes (default: the core count; 1 parses in this process). The rows stored never
-    depend on it.
+    depend on it. `epoch`: day 0 of files that count relative days (a fault trace's `event_time`).
     """
     summary = IngestSummary()
     roots = [Path(p) for p in paths]
@@ -102,7 +103,7 @@ def ingest(
         # (a fleet's walk takes a second); elsewhere, once the files that changed are known to be worth them
         fresh = not con.execute("SELECT count(*) FROM ingested_files").fetchall()[0][0]
         tasks = walk_tasks(con, roots, Path(inventory_file) if inventory_file else None, run, host, year, summary,
-                           found=pool.found if fresh else None)
+                           found=pool.found if fresh else None, epoch=epoch)
         results = _ingest_tasks(con, tasks, Path(spill), workers, progress, pool=pool)
     summary.files += results
     attempts.refresh(con)
@@ -124,7 +125,8 @@ def _fewer_collections() -> Iterator[None]:
 
 def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file: Path | None, run: str | None,
                host: str | None, year: int | None, summary: IngestSummary,
-               found: Callable[[int | None], None] | None = None) -> list[tuple[bundle.FileTask, Context]]:
+               found: Callable[[int | None], None] | None = None,
+               epoch: dt.datetime | None = None) -> list[tuple[bundle.FileTask, Context]]:
     """The files to ingest and their contexts; loads the inventory and the runs' run.toml on the way.
 
     Problems (a bad inventory, an unreadable directory) go into `summary`. The Spark engine walks with it too.
@@ -163,11 +165,11 @@ def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file
     zones = dict(con.execute(
         "SELECT n.host, coalesce(c.timezone, 'UTC') FROM nodes n JOIN clusters c USING (cluster)"
     ).fetchall())
-    return [(task, _context(task, walked, zones, known, run, host, year)) for task in walked.files]
+    return [(task, _context(task, walked, zones, known, run, host, year, epoch)) for task in walked.files]
 
 
 def _context(task: bundle.FileTask, walked: bundle.Walk, zones: dict[str, str], known: frozenset[str],
-             run: str | None, host: str | None, year: int | None) -> Context:
+             run: str | None, host: str | None, year: int | None, epoch: dt.datetime | None = None) -> Context:
     boot = walked.boot_times.get(task.path.parent) if walked.boot_times else None
     stamp = task.mtime if task.mtime is not None else task.path.stat().st_mtime
     mtime = dt.datetime.fromtimestamp(stamp, dt.UTC).replace(tzinfo=None)
@@ -181,6 +183,7 @@ def _context(task: bundle.FileTask, walked: bundle.Walk, zones: dict[str, str], 
         tz=zones.get(task.host or host or "", "UTC"),
         boot_time=bundle.read_boot_time(boot) if boot else None,
         known_hosts=known,
+        epoch=epoch,
     )
 
 

@@ -2,7 +2,7 @@
 
 `python -m clusterlab.ingest.golden FILE...` prints the rows a sample gives (to review by hand and keep as
 its expected file); the tests compare the two. An optional `<case>.context.toml` sets the
-context the engine would have had (host, run, attempt, year, tz, boot_time).
+context the engine would have had (host, run, attempt, year, tz, boot_time, epoch).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from clusterlab.ingest.bundle import FileTask
 from clusterlab.ingest.driver import ingest_file
 from clusterlab.tables import TABLE_COLUMNS
 
-SAMPLE_SUFFIXES = (".log", ".txt", ".jsonl", ".gz", ".out", ".err", ".psv")
+SAMPLE_SUFFIXES = (".log", ".txt", ".jsonl", ".gz", ".out", ".err", ".psv", ".json", ".csv")
 
 
 def is_sample(p: Path) -> bool:
@@ -46,9 +46,12 @@ def context_for(p: Path) -> Context:
     boot = doc.get("boot_time")
     if isinstance(boot, dt.datetime):
         boot = boot.astimezone(dt.UTC).replace(tzinfo=None) if boot.tzinfo else boot
+    epoch = doc.get("epoch")
+    if isinstance(epoch, dt.date) and not isinstance(epoch, dt.datetime):
+        epoch = dt.datetime(epoch.year, epoch.month, epoch.day)
     return Context(path=p.name, host=doc.get("host"), run=doc.get("run"), attempt=doc.get("attempt"),
                    year=doc.get("year", 2026), tz=doc.get("tz", "UTC"), boot_time=boot,
-                   known_hosts=frozenset(doc.get("known_hosts", [])))
+                   known_hosts=frozenset(doc.get("known_hosts", [])), epoch=epoch)
 
 
 def _jsonable(v):
