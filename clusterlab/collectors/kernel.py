@@ -43,7 +43,7 @@ PATTERN = "|".join([
     r"NVRM: .*(?:fallen off the bus|NVLink.*(?i:fatal|error)|(?i:row remap|uncorrectable|double.bit)|\bDBE\b"
     r"|GSP Timeout|GSP RM heartbeat timed out|Heartbeat timed out|GSP RPC error prints|GSP-CrashCat Report"
     r"|RmInitAdapter failed|\[NV_ERR_RESET_REQUIRED\])",
-    r"SXid \([^)]*\): \d+, (?:Fatal|FATAL|Non-fatal)",
+    r"SXid \([^)]*\): \d+, (?:Fatal|FATAL|Non-fatal|Severity [01] )",
     r"AER: (?:Multiple )?(?:Correct|Uncorrect)(?:ed|able) ",
     r"AER: device recovery failed",
     r"PCIe Bus Error: severity=",
@@ -154,6 +154,10 @@ RULES: tuple[Rule, ...] = (
     Rule("gpu", "gpu_reset_required", r"NVRM: .*\[NV_ERR_RESET_REQUIRED\]", "gpu_hw_other", "error"),
     Rule("sxid", "sxid", r"SXid \([^)]*\): \d+, (?:Fatal|FATAL)", "nvlink_error", "error"),
     Rule("sxid", "sxid", r"SXid \([^)]*\): \d+, Non-fatal", None, "warning"),
+    # newer NVSwitch drivers print `Severity <n> Engine instance ..` (then a `Data {..}` line): the
+    # driver's NVSWITCH_ERROR_SEVERITY_NONFATAL is 0, _FATAL is 1
+    Rule("sxid", "sxid", r"SXid \([^)]*\): \d+, Severity 1 ", "nvlink_error", "error"),
+    Rule("sxid", "sxid", r"SXid \([^)]*\): \d+, Severity 0 ", None, "warning"),
     Rule("aer", "pcie_aer", r"AER: (?:Multiple )?Uncorrect(?:ed|able) \(Fatal\) ", "pcie_error", "critical"),
     Rule("aer", "pcie_aer", r"AER: (?:Multiple )?Uncorrect(?:ed|able) \(Non-Fatal\) ", "pcie_error", "error"),
     Rule("aer", "pcie_aer", r"AER: (?:Multiple )?Correct(?:ed|able) ", None, "warning"),
