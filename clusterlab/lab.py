@@ -274,10 +274,20 @@ class Lab:
         return unmatched(self.con, run, limit)
 
     def hosts(self, week: str | None = None) -> pl.DataFrame:
-        """The costliest hosts across runs (of an ISO week, `2026-W48`), with their incident history."""
+        """The fleet's memory (of an ISO week, `2026-W48`): each host's incidents across runs, GPU-hours lost, fault
+        episodes, time in repair and jobs killed, costliest first (`clusterlab.account.fleet`)."""
+        from clusterlab.account.fleet import fleet_memory
         from clusterlab.reports.hosts import costliest_hosts
+        from clusterlab.reports.scorecard import week_bounds
 
-        return costliest_hosts(self.incidents(), week)
+        since, until = week_bounds(week) if week is not None else (None, None)
+        return fleet_memory(self.con, costliest_hosts(self.incidents(), week), since, until)
+
+    def episodes(self) -> pl.DataFrame:
+        """Every host's fault episodes (a fault trace, an episode CSV, slurmctld's DOWN / DRAIN to RESUME)."""
+        from clusterlab.account.fleet import episodes
+
+        return episodes(self.con)
 
     def evidence(self, incident_id: str) -> pl.DataFrame:
         """The ranked evidence lines of one incident (root cause first), with file and line."""

@@ -235,7 +235,8 @@ def incidents(ctx, run, as_json):
 @json_option
 @click.pass_context
 def hosts_cmd(ctx, week, as_json):
-    """The costliest hosts across runs: incidents, failure modes, GPU-hours and $ lost, first and last incident."""
+    """The fleet's memory per host across runs and weeks: incidents, failure modes, GPU-hours and $ lost, fault
+    episodes (a fault trace, an episode CSV, slurmctld DOWN / DRAIN to RESUME), hours in repair, jobs killed."""
     with open_lab(ctx, read_only=True) as lab:
         try:
             frame = lab.hosts(week)

@@ -1,0 +1,132 @@
+"""Fleet memory: each host's history across runs and weeks (fault episodes, incidents, jobs killed, GPU-hours lost,
+time in repair), from the evidence the store holds.
+
+A host's fault episodes come from two places: the `fault_episodes` table (a fault trace or an episode CSV,
+collectors/fault_episodes.py) and the node states slurmctld logged: a node set DOWN or DRAIN(ED) (or lost to
+a missed ResumeTimeout) opens an episode that its return to service (RESUME /
+IDLE / `now responding` / `returned to service`) closes, with the operator's reason as its detail.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+import polars as pl
+
+from clusterlab import store
+from clusterlab.collectors.fault_episodes import failure_mode
+
+EPISODE_COLUMNS = {"host": pl.String, "ts": pl.Datetime("us"), "end_ts": pl.Datetime("us"), "source": pl.String,
+                   "fault_class": pl.String, "detail": pl.String, "failure_mode": pl.String}
+# the incident history's columns (reports.hosts.HOST_COLUMNS, which this room sits below), then the episodes
+HOST_COLUMNS = ["host", "cluster", "provider", "incidents", "runs", "failure_modes", "gpu_hours_lost", "usd_lost",
+                "first_incident", "last_incident"]
+FLEET_COLUMNS = [*HOST_COLUMNS, "episodes", "open_episodes", "repair_hours", "repair_gpu_hours", "episode_modes",
+                 "jobs_killed", "first_episode", "last_episode"]
+
+# slurmctld's event kinds that take a node out of service, and those that bring it back (`unexpectedly rebooted` is
+# logged as the node registers again: back, not out)
+_OUT = ("slurm_node_down", "slurm_node_drain", "slurm_node_resume_timeout")
+_BACK = ("slurm_node_resume", "slurm_node_responding")
+# jobs the controller killed or requeued because of a node (the event's host is that node)
+_KILLED = ("slurm_job_node_fail", "slurm_job_requeue")
+
+
+def episodes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Every host's fault episodes, from `fault_episodes` and from slurmctld's node states, by host and start."""
+    given = store.frame(con, """
+        SELECT host, ts, end_ts, source, fault_class, detail, failure_mode FROM fault_episodes
+        WHERE host IS NOT NULL AND ts IS NOT NULL""")
+    out = pl.concat([given.cast(EPISODE_COLUMNS), slurm_episodes(con)], how="vertical")  # type: ignore[arg-type]
+    return out.sort("host", "ts", "end_ts", nulls_last=True)
+
+
+def slurm_episodes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Episodes of slurmctld's node states: out of service at the first DOWN / DRAIN after the node was last back,
+    until it is back again (null: not back in the evidence)."""
+    ev = store.frame(con, f"""
+        SELECT host, ts, kind, failure_mode, json_extract_string(detail, '$.reason') AS reason,
+               json_extract_string(detail, '$.state') AS state
+        FROM events WHERE source = 'slurmctld' AND host IS NOT NULL AND ts IS NOT NULL
+          AND kind IN {tuple(_OUT + _BACK)!r}""")
+    if not ev.height:
+        return pl.DataFrame(schema=EPISODE_COLUMNS)
+    # NOTE: `now responding` ends only an episode of a node that stopped answering; a drained node answers pings
+    # all the while and stays out until an operator resumes it
+    ev = ev.sort("host", "ts").with_columns(out=pl.col("kind").is_in(_OUT))
+    ev = ev.with_columns(_drained=pl.when(pl.col("out")).then(pl.col("kind") == "slurm_node_drain")
+                         .when(pl.col("kind") == "slurm_node_resume").then(False).forward_fill().over("host"))
+    back = ~pl.col("out") & ((pl.col("kind") == "slurm_node_resume") | ~pl.col("_drained").fill_null(False))
+    ev = ev.with_columns(back=back).filter(pl.col("out") | pl.col("back"))
+    # an episode: the run of `out` rows after the last `back` row; it ends at the next `back`
+    ev = ev.with_columns(_ep=pl.col("back").cast(pl.Int32).cum_sum().over("host"))
+    starts = ev.filter(pl.col("out")).group_by("host", "_ep").agg(
+        ts=pl.col("ts").min(), detail=pl.col("reason").drop_nulls().first(),
+        failure_mode=pl.col("failure_mode").drop_nulls().first(), state=pl.col("state").drop_nulls().first())
+    ends = ev.filter(pl.col("back")).select("host", _ep=pl.col("_ep") - 1, end_ts="ts")
+    eps = starts.join(ends, on=["host", "_ep"], how="left")
+    return eps.select(
+        "host", "ts", "end_ts", source=pl.lit("slurmctld"), fault_class=pl.col("state").fill_null("DOWN"),
+        detail="detail",
+        failure_mode=pl.coalesce("failure_mode", pl.when(pl.col("detail").is_not_null())
+                                 .then(failure_mode(pl.col("detail")))),
+    ).cast(EPISODE_COLUMNS)  # type: ignore[arg-type]
+
+
+def fleet_memory(con: duckdb.DuckDBPyConnection, hosts: pl.DataFrame, since: dt.datetime | None = None,
+                 until: dt.datetime | None = None) -> pl.DataFrame:
+    """One row per host with an incident or a fault episode: its incident history (`hosts`, the frame of
+    `reports.hosts.costliest_hosts`), its episodes, time in repair (closed episodes) and the jobs the scheduler
+    killed for it; costliest first, then the most episodes.
+
+    `since` / `until`: only episodes and kills that started in [since, until). `repair_gpu_hours` is the time in
+    repair times the host's GPUs where the inventory knows them (null where it does not).
+    """
+    inc = hosts
+    eps = episodes(con)
+    killed = _jobs_killed(con)
+    if since is not None:
+        eps, killed = eps.filter(pl.col("ts") >= since), killed.filter(pl.col("ts") >= since)
+    if until is not None:
+        eps, killed = eps.filter(pl.col("ts") < until), killed.filter(pl.col("ts") < until)
+    per_host = _episode_summary(eps).join(
+        killed.group_by("host").agg(jobs_killed=pl.col("job_id").n_unique()), on="host", how="full", coalesce=True)
+    inv = store.frame(con, "SELECT host, cluster, provider, gpus_per_node FROM inventory")
+    out = inc.join(per_host, on="host", how="full", coalesce=True).join(
+        inv.rename({"cluster": "_cluster", "provider": "_provider"}), on="host", how="left")
+    out = out.with_columns(
+        cluster=pl.coalesce("cluster", "_cluster"), provider=pl.coalesce("provider", "_provider"),
+        incidents=pl.col("incidents").fill_null(0), runs=pl.col("runs").fill_null(0),
+        episodes=pl.col("episodes").fill_null(0), open_episodes=pl.col("open_episodes").fill_null(0),
+        repair_hours=pl.col("repair_hours").fill_null(0.0), jobs_killed=pl.col("jobs_killed").fill_null(0),
+    ).with_columns(repair_gpu_hours=pl.col("repair_hours") * pl.col("gpus_per_node"))
+    return (out.select(FLEET_COLUMNS)
+            .sort(["gpu_hours_lost", "incidents", "episodes", "host"], descending=[True, True, True, False],
+                  nulls_last=True))
+
+
+def _episode_summary(eps: pl.DataFrame) -> pl.DataFrame:
+    """Per host: episodes, those still open, hours in repair (closed ones), modes most frequent first."""
+    modes = (eps.group_by("host", "failure_mode").len()
+             .sort(["host", "len", "failure_mode"], descending=[False, True, False])
+             .with_columns(m=pl.when(pl.col("len") > 1)
+                           .then(pl.format("{} x{}", pl.col("failure_mode").fill_null("unknown"), pl.col("len")))
+                           .otherwise(pl.col("failure_mode").fill_null("unknown")))
+             .group_by("host", maintain_order=True).agg(episode_modes=pl.col("m").str.join(", ")))
+    hours = (pl.col("end_ts") - pl.col("ts")).dt.total_microseconds() / 3.6e9
+    return eps.group_by("host").agg(
+        episodes=pl.len().cast(pl.UInt32), open_episodes=pl.col("end_ts").is_null().sum().cast(pl.UInt32),
+        repair_hours=hours.clip(lower_bound=0).sum(),
+        first_episode=pl.col("ts").min(), last_episode=pl.col("ts").max(),
+    ).join(modes, on="host", how="left")
+
+
+def _jobs_killed(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Scheduler jobs slurmctld killed or requeued because a node failed: host, job id, when."""
+    return store.frame(con, f"""
+        SELECT DISTINCT host, json_extract_string(detail, '$.job_id') AS job_id, min(ts) OVER w AS ts
+        FROM events
+        WHERE source = 'slurmctld' AND host IS NOT NULL AND kind IN {_KILLED!r} AND failure_mode = 'node_failure'
+          AND json_extract_string(detail, '$.job_id') IS NOT NULL
+        WINDOW w AS (PARTITION BY host, json_extract_string(detail, '$.job_id'))""")
