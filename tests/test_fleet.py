@@ -80,3 +80,13 @@ def test_the_trace_worst_host_has_its_14_episodes_first(tmp_path: Path) -> None:
     assert hosts.row(0, named=True)["episodes"] == 14
     ends = {e["node_id"] for e in json.loads(TRACE.read_text())}
     assert set(hosts["host"]) == ends
+
+
+def test_repair_time_counts_overlapping_episodes_once(tmp_path: Path) -> None:
+    csv = ("host,start,end,class,detail\n"
+           "gpu-m01,2026-03-01T00:00:00Z,2026-03-01T10:00:00Z,Parameter Plane Cable,Link Down\n"
+           "gpu-m01,2026-03-01T00:00:00Z,2026-03-01T04:00:00Z,NIC,Rnic Gid Error\n"
+           "gpu-m01,2026-03-01T08:00:00Z,2026-03-01T12:00:00Z,NIC,NIC Lost\n"
+           "gpu-m01,2026-03-02T00:00:00Z,2026-03-02T01:00:00Z,Fan,Speed Critical\n")
+    row = _lab(tmp_path, {"m.csv": csv}).hosts().row(0, named=True)
+    assert (row["episodes"], row["repair_hours"]) == (4, pytest.approx(13.0))

@@ -114,12 +114,20 @@ def _episode_summary(eps: pl.DataFrame) -> pl.DataFrame:
                            .then(pl.format("{} x{}", pl.col("failure_mode").fill_null("unknown"), pl.col("len")))
                            .otherwise(pl.col("failure_mode").fill_null("unknown")))
              .group_by("host", maintain_order=True).agg(episode_modes=pl.col("m").str.join(", ")))
-    hours = (pl.col("end_ts") - pl.col("ts")).dt.total_microseconds() / 3.6e9
     return eps.group_by("host").agg(
         episodes=pl.len().cast(pl.UInt32), open_episodes=pl.col("end_ts").is_null().sum().cast(pl.UInt32),
-        repair_hours=hours.clip(lower_bound=0).sum(),
         first_episode=pl.col("ts").min(), last_episode=pl.col("ts").max(),
-    ).join(modes, on="host", how="left")
+    ).join(modes, on="host", how="left").join(_repair_hours(eps), on="host", how="left")
+
+
+def _repair_hours(eps: pl.DataFrame) -> pl.DataFrame:
+    """Per host: the hours its closed episodes cover, overlaps once (a cable and its NIC down together)."""
+    closed = eps.filter(pl.col("end_ts").is_not_null(), pl.col("end_ts") >= pl.col("ts")).sort("host", "ts")
+    reach = pl.col("end_ts").cum_max().shift(1).over("host")  # the latest end of the host's episodes before
+    closed = closed.with_columns(_block=(reach.is_null() | (pl.col("ts") > reach)).cum_sum().over("host"))
+    spans = closed.group_by("host", "_block").agg(
+        h=(pl.col("end_ts").max() - pl.col("ts").min()).dt.total_microseconds() / 3.6e9)
+    return spans.group_by("host").agg(repair_hours=pl.col("h").sum())
 
 
 def _jobs_killed(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
