@@ -69,17 +69,38 @@ def test_cancel_reason_decides_kind(why: str, kind: str, mode: str | None) -> No
     assert (ev["kind"], ev["failure_mode"], ev["detail"]["job_step"]) == (kind, mode, "0")
 
 
-def test_job_cancel_is_manual_stop_but_bare_step_cancel_blames_nobody() -> None:
-    # NOTE: srun --kill-on-bad-exit cancels a step after a task failed: that is not a person.
+def test_a_persons_job_cancel_and_a_bare_step_cancel_raise_no_failure() -> None:
+    # NOTE: a person's scancel is no failure of the job's (root cause still reads slurm_cancelled as the user's
+    # stop); srun --kill-on-bad-exit cancels a step after a task failed: that is not a person.
     job, step = events(slurm, "slurmstepd: error: *** JOB 18 ON node3 CANCELLED AT 2026-12-03T08:43:53 ***",
                        "slurmstepd-node1: error: *** STEP 12.0 ON node1 CANCELLED AT 2026-12-03T08:41:03 ***")
-    assert (job["kind"], job["failure_mode"]) == ("slurm_cancelled", "manual_stop")
+    assert (job["kind"], job["failure_mode"]) == ("slurm_cancelled", None)
     assert (step["kind"], step["failure_mode"]) == ("slurm_step_cancelled", None)
 
 
 def test_task_exit_gives_exit_code_rank_and_host() -> None:
     (ev,) = events(slurm, "srun: error: node2: task 3: Exited with exit code 1")
     assert (ev["kind"], ev["host"], ev["rank"], ev["detail"]["exit_code"]) == ("slurm_task_exit", "node2", 3, 1)
+
+
+def test_a_non_zero_task_exit_is_the_applications_failure_and_zero_none() -> None:
+    bad, ok = events(slurm, "srun: error: node2: tasks 0-3: Exited with exit code 2",
+                     "srun: error: node2: task 4: Exited with exit code 0")
+    assert (bad["failure_mode"], ok["failure_mode"], ok["severity"]) == ("user_code_error", None, "info")
+
+
+def test_a_launch_that_cannot_exec_is_the_job_scripts_error() -> None:
+    (ev,) = events(slurm, "slurmstepd: error: execve(): torchrun: No such file or directory")
+    assert (ev["kind"], ev["failure_mode"]) == ("slurm_exec_failed", "user_code_error")
+    assert ev["detail"] == {"command": "torchrun", "error": "No such file or directory"}
+
+
+def test_nodes_that_never_booted_and_a_failed_prolog_are_node_failures() -> None:
+    rows = events(slurm, "srun: error: Nodes cloud-[3-4] are still not ready",
+                  "srun: error: Something is wrong with the boot of the nodes.",
+                  "salloc: Prolog failure on node gpu-102")
+    assert [(r["host"], r["failure_mode"]) for r in rows] == [
+        ("cloud-3", "node_failure"), ("cloud-4", "node_failure"), (None, "node_failure"), ("gpu-102", "node_failure")]
 
 
 def test_task_signal_name_becomes_its_number() -> None:
@@ -115,12 +136,12 @@ def test_salloc_node_failure_names_every_node() -> None:
 @pytest.mark.parametrize(("banner", "kind", "mode", "reason"), [
     # 25.05+ names the signal of a scancel, with a lower-case "to"
     ("*** JOB 18 ON node3 CANCELLED AT 2026-12-03T08:43:53 DUE to SIGNAL Terminated ***", "slurm_cancelled",
-     "manual_stop", "signal terminated"),
+     None, "signal terminated"),
     ("*** STEP 18.0 ON node3 CANCELLED AT 2026-12-03T08:43:53 DUE to SIGNAL Killed ***", "slurm_step_cancelled",
      None, "signal killed"),
-    # 25.05+ srun --kill-on-bad-exit: a consequence of a task that failed, no cause of its own
+    # 25.05+ srun --kill-on-bad-exit: a task of the step failed, the application's failure
     ("*** STEP 18.0 ON node3 CANCELLED AT 2026-12-03T08:43:53 DUE TO TASK FAILURE ***", "slurm_task_failure_cancel",
-     None, "task failure"),
+     "user_code_error", "task failure"),
 ])
 def test_slurm_25_05_cancel_banners(banner: str, kind: str, mode: str | None, reason: str) -> None:
     (ev,) = events(slurm, f"slurmstepd: error: {banner}")

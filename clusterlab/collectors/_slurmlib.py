@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from clusterlab import hostlist
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, classify, local_to_utc
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, classify, json_detail, local_to_utc
 
 
 @dataclass(frozen=True)
@@ -117,3 +117,59 @@ def jobs_frame(frame: pl.DataFrame, col: dict[str, pl.Expr], ctx: Context) -> pl
         gpus(known(col["tres"])).alias("ngpus"),
         known(col.get("job_id_raw", pl.lit(None, pl.String))).alias("job_id_raw"),
     )
+
+
+# A job's final State → the failure it states, severity. CANCELLED is no failure: a person's (or their
+# script's) own scancel. COMPLETED, RUNNING, PENDING, REQUEUED, ... state none either.
+STATE_MODES: dict[str, tuple[str, str]] = {
+    "TIMEOUT": ("time_limit", "error"), "DEADLINE": ("time_limit", "error"),
+    "PREEMPTED": ("preemption", "warning"), "NODE_FAIL": ("node_failure", "critical"),
+    "BOOT_FAIL": ("node_failure", "critical"), "OUT_OF_MEMORY": ("host_oom", "error"),
+    "FAILED": ("user_code_error", "error"),
+}
+
+
+def job_events(jobs: pl.DataFrame, lines: pl.DataFrame | None) -> pl.DataFrame:
+    """One event per job allocation (not its steps) whose final state is a failure (`STATE_MODES`), so that a
+    pasted sacct table or jobcomp log alone names what ended its jobs; `lines` gives each row's text (None: a
+    JSON document, whose job spans many lines: the text says the job and its state)."""
+    # NOTE: the allocation's row says why the job ended; its steps repeat it (CANCELLED by the time limit's
+    # signal, FAILED with the batch script): one event per job. A fixed-width id cut short (`4711_3+`) may be
+    # a step's: it is counted as printed. root_cause reads the same states from the jobs table (incidents.py
+    # leaves these events out of the candidates).
+    table = pl.DataFrame({"state": list(STATE_MODES), "failure_mode": [m for m, _ in STATE_MODES.values()],
+                          "severity": [s for _, s in STATE_MODES.values()]})
+    alloc = jobs.filter(~pl.col("job_id").str.contains(".", literal=True)).join(table, on="state", how="inner")
+    schema = TABLE_COLUMNS["events"]
+    said = pl.format("JobID {} State {} ExitCode {}:{}", "job_id", "state", pl.col("exit_code").fill_null(0),
+                     pl.col("signal").fill_null(0))
+    if lines is None:
+        alloc = alloc.with_columns(said.alias("text"))
+    else:
+        alloc = alloc.join(lines.select(pl.col("line").cast(pl.Int64), "text"), on="line", how="left")
+    out = alloc.select(
+        pl.col("line").cast(pl.Int64), pl.col("ts").cast(schema["ts"]), pl.lit(None, pl.String).alias("host"),
+        pl.lit("slurm_job_state").alias("kind"), "failure_mode", "severity",
+        pl.col("text").str.slice(0, 2000).alias("text"),
+        json_detail({"job_id": pl.col("job_id"), "state": pl.col("state"), "exit_code": pl.col("exit_code"),
+                     "signal": pl.col("signal"), "nodelist": pl.col("nodelist")}).alias("detail"),
+    )
+    return out
+
+
+# A node's reason (`scontrol show node`, `sinfo -R`, slurmctld's `reason set to:`) that says the node itself
+# failed: what slurmctld and slurmd set (Not responding, Kill task failed, Prolog error, ...), a node health
+# check's verdict (NHC, a cloud daemon's "Scheduler health check failed"), a cloud integration's failed boot
+# (`cyclecloud_node_fail`, ResumeTimeout). A person's free text ("maintenance", "upgrade") says no failure.
+NODE_LOST_REASON = (
+    r"(?i)^\s*(?:Not responding|Node unexpectedly rebooted|Kill task failed|ResumeTimeout reached|reboot timed out"
+    r"|Prolog error|Epilog error|batch job complete failure|Low RealMemory|Low socket\*core\*thread count"
+    r"|gres/gpu count reported lower|Duplicate jobid|NO NETWORK ADDRESS FOUND)"
+    r"|health ?check (?:fail|error)|\bNHC\b|node[_ -]?fail|(?:boot|launch|resume|power[_ -]?up)[_ -]?(?:fail|timeout)"
+    r"|failed to (?:boot|launch|resume|power up)"
+)
+
+
+def node_reason_mode(reason: pl.Expr) -> pl.Expr:
+    """node_failure where a node's reason says the node itself failed (`NODE_LOST_REASON`), else null."""
+    return pl.when(reason.str.contains(NODE_LOST_REASON)).then(pl.lit("node_failure"))

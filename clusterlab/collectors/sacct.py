@@ -32,12 +32,14 @@ from dataclasses import dataclass
 import polars as pl
 
 from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, search
-from clusterlab.collectors._slurmlib import jobs_frame
+from clusterlab.collectors._slurmlib import job_events, jobs_frame
 
 NAME = "sacct"
 EXCLUSIVE = True
 SNIFF_HINT = (b"jobid", b'"jobs"')  # a header naming JobID (any case), or sacct --json
 PATTERN = None  # structured: every line is a header or a row
+# The jobs' events name no host: a failed job's NodeList is every node it ran on, not the one to blame.
+FILL_HOST = False
 
 # A header: `|`-separated field names, one of them a job id, optional trailing `|` (--parsable).
 _HEADER = r"^[A-Za-z][A-Za-z0-9]*(?:\|[A-Za-z][A-Za-z0-9]*)+\|?$"
@@ -48,6 +50,9 @@ _NAMES_ID = r"(?i)(?:^|\|)jobid(?:raw)?(?:\||$)"
 _RULE = r"^-+(?: +-+)*\s*$"
 _WORDS_ID = r"(?i)^\s*(?:[A-Za-z][A-Za-z0-9]*\s+)*jobid(?:raw)?(?:\s|$)"
 _FIXED_HEAD = r"^\s*[A-Za-z][A-Za-z0-9]*(?:\s+[A-Za-z][A-Za-z0-9]*)*\s*$"
+# A shell prompt and the sacct command a user pasted with its output (`$ sacct ...`, `[me@login1 ~]$ sacct ...`)
+_PROMPT = r"^\s*(?:\[[^\]]{1,200}\]|[\w.@:~/-]{0,200})\s?[$#%>]\s+\S*sacct\b"
+_PROMPT_RE = re.compile(_PROMPT)
 
 # sacct field name (lower case) → what we read it as; the first present of each list wins.
 FIELDS: dict[str, tuple[str, ...]] = {
@@ -95,7 +100,8 @@ def sniff(head: bytes, path: str) -> bool:
     if text.lstrip().startswith("{"):
         # NOTE: squeue --json has "jobs" too, with "job_state" where sacct has "state": {"current": ...}.
         return bool(_JSON_JOBS.search(text) and '"job_id"' in text and '"job_state"' not in text)
-    lines = [ln for ln in text.splitlines()[:6] if ln.strip()]
+    # NOTE: a table pasted with the command that printed it (`$ sacct -j 4711 ...`) above its header
+    lines = [ln for ln in text.splitlines()[:8] if ln.strip() and not _PROMPT_RE.match(ln)][:6]
     if not lines:
         return False
     first = lines[0].strip()
@@ -117,7 +123,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         return _parse_json(lines, ctx)
     out = Parsed()
     text = pl.col("text").str.strip_chars_end("\r\n")
-    frame = lines.with_columns(text.alias("text")).filter(pl.col("text").str.strip_chars() != "")
+    frame = lines.with_columns(text.alias("text")).filter(pl.col("text").str.strip_chars() != "",
+                                                          ~pl.col("text").str.contains(_PROMPT))
     rule = pl.col("text").str.contains(_RULE)
     pipe_hdr = pl.col("text").str.strip_chars().str.contains(_HEADER) & pl.col("text").str.contains(_NAMES_ID)
     fixed_hdr = (rule.shift(-1).fill_null(False) & pl.col("text").str.contains(_FIXED_HEAD)
@@ -144,6 +151,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         jobs, bad = (read_fixed(rows, layout, ctx) if layout.spans is not None
                      else read_rows(rows, list(layout.names), ctx))
         out.add("jobs", jobs)
+        out.add("events", job_events(jobs, rows))
         if bad.height:
             out.unparsed += bad.height
             out.warnings.append(f"line {bad['line'][0]}: {bad.height} sacct rows that do not fit the header")
@@ -274,6 +282,7 @@ def _parse_json(lines: pl.DataFrame, ctx: Context) -> Parsed:
                                       for k, e in when.items()})
         jobs = jobs_frame(frame, {k: pl.col(k) for k in FIELDS}, dataclasses.replace(ctx, tz="UTC"))
         out.add("jobs", jobs.cast(TABLE_COLUMNS["jobs"]))
+        out.add("events", job_events(jobs, None))
     return out
 
 

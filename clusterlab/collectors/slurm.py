@@ -39,6 +39,8 @@ PATTERN = "|".join([
     r"srun: job \d+ (?:queued and waiting|has been allocated)",
     r"oom[_-]kill event",
     r"exceeded (?:virtual )?memory limit \(",
+    r"slurmstepd: error: execve\(\): ",
+    r"(?:srun|salloc|sbatch): (?:error: )?Prolog failure on node ",
 ])
 
 
@@ -73,10 +75,13 @@ RULES: tuple[Rule, ...] = (
     # NOTE: a whole job cancelled with no reason is scancel (SIGTERM/SIGKILL from a person or their
     # script); a step alone is also cancelled by srun --kill-on-bad-exit after a task failed.
     # NOTE: 25.05+ names the signal (`DUE to SIGNAL Terminated`, lower-case `to`) where older releases print
-    # none; `DUE TO TASK FAILURE` (25.05+) is srun --kill-on-bad-exit: a consequence of a failed task.
-    Rule("slurm_task_failure_cancel", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ DUE TO TASK FAILURE", None,
-         "warning"),
-    Rule("slurm_cancelled", r"\*\*\* JOB \S+ ON \S+ CANCELLED AT \S+ (?:\*\*\*|DUE to SIGNAL )", "manual_stop",
+    # none; `DUE TO TASK FAILURE` (25.05+) is srun --kill-on-bad-exit after a task of the step failed: the
+    # application's own failure, whose task line may not be in the file.
+    Rule("slurm_task_failure_cancel", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ DUE TO TASK FAILURE",
+         "user_code_error", "error"),
+    # NOTE: a person's own scancel is no failure: the event keeps its kind (root cause reads it as the user's
+    # stop of an attempt, incidents.py) but carries no failure mode, so a file of it alone raises none.
+    Rule("slurm_cancelled", r"\*\*\* JOB \S+ ON \S+ CANCELLED AT \S+ (?:\*\*\*|DUE to SIGNAL )", None,
          "warning"),
     Rule("slurm_step_cancelled", r"\*\*\* STEP \S+ ON \S+ CANCELLED AT ", None, "warning"),
     Rule("slurm_step_failed", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ FAILED \(", None, "error"),
@@ -84,7 +89,11 @@ RULES: tuple[Rule, ...] = (
     Rule("slurm_stepd_terminated", r"\*\*\* (?:JOB|STEP) \S+ STEPD TERMINATED ON ", None, "error"),
     Rule("slurm_cancel_reason", r"\*\*\* REASON: ", None, "info"),
     Rule("slurm_oom", r"srun: error: \S+: tasks? [\d,-]+: Out Of Memory", "host_oom", "error"),
-    Rule("slurm_task_exit", r"srun: error: \S+: tasks? [\d,-]+: Exited with exit code \d+", None, "error"),
+    # NOTE: a task that exited non-zero is the application's failure as srun saw it; the weakest evidence
+    # there is (a rank killed by a hung collective exits 1 too), ranked below every other cause (incidents.py).
+    Rule("slurm_task_exit", r"srun: error: \S+: tasks? [\d,-]+: Exited with exit code 0*[1-9]\d*", "user_code_error",
+         "error"),
+    Rule("slurm_task_exit", r"srun: error: \S+: tasks? [\d,-]+: Exited with exit code \d+", None, "info"),
     # NOTE: srun SIGTERMs the surviving tasks of a failed or cancelled step: a consequence, not a cause.
     Rule("slurm_task_signal", r"srun: error: \S+: tasks? [\d,-]+: Terminated(?: \(core dumped\))?$", None,
          "warning"),
@@ -93,6 +102,15 @@ RULES: tuple[Rule, ...] = (
     # A task line whose ending is no status srun prints (a truncated line) is kept, as unrecognised.
     Rule("unrecognised", r"srun: error: \S+: tasks? [\d,-]+: ", "unknown", "warning"),
     Rule("slurm_node_fail", r"(?:srun|salloc): error: Node failure on \S+", "node_failure", "critical"),
+    # a cloud / powered-down node the allocation waited for never booted (srun gives up on it)
+    Rule("slurm_node_fail", r"(?:srun|salloc): error: (?:Nodes \S+ are still not ready"
+         r"|Something is wrong with the boot of the nodes)", "node_failure", "critical"),
+    # the node's prolog failed: slurmctld drains the node and revokes (or requeues) the allocation
+    Rule("slurm_prolog_fail", r"(?:srun|salloc|sbatch): (?:error: )?Prolog failure on node \S+", "node_failure",
+         "error"),
+    # slurmstepd could not start the task's program: a missing or non-executable command in the job script
+    Rule("slurm_exec_failed", r"slurmstepd: error: execve\(\): .+: (?:No such file or directory|Permission denied"
+         r"|Exec format error|Not a directory)", "user_code_error", "error"),
     Rule("slurm_alloc_failed", r"srun: error: Unable to allocate resources", None, "error"),
     Rule("slurm_srun_error", r"srun: error: \S", None, "warning"),
     Rule("slurm_step_aborted", r"srun: Job step aborted", None, "warning"),
@@ -112,7 +130,9 @@ EXTRACTORS: tuple[str, ...] = (
     r"\*\*\* REASON: (?P<reason>.*?)(?: \*\*\*)?$",
     r"srun: error: (?P<thost>[^\s:]+): tasks? (?P<tasks>[\d,-]+): (?:Exited with exit code (?P<texit>\d+)"
     r"|(?P<tsig>[^(]*[^\s(])(?P<core> \(core dumped\))?)",
-    r"(?:srun|salloc): error: Node failure on (?P<nfnodes>\S+)",
+    r"(?:srun|salloc): error: Node failure on (?P<nfnodes>\S+)|error: Nodes (?P<nrnodes>\S+) are still not ready"
+    r"|Prolog failure on node (?P<pfnode>\S+)",
+    r"execve\(\): (?P<exe>.+): (?P<exerr>[^:]+)$",
     r"srun: error: (?P<emsg>.+)$",
     r"Job step aborted(?:: Waiting up to (?P<wait>\d+) seconds)?",
     rf"(?:Terminat(?:ed|ing)) (?:Step|Job)Id=(?P<tid>{_ID})",
@@ -156,7 +176,7 @@ def _timestamp(ctx: Context) -> pl.Expr:
 
 def _host_expr() -> pl.Expr:
     """The node a line names: the banner's `ON node`, srun's task or node-failure host, the stepd name."""
-    return pl.coalesce("bnode", "thost", "nfnodes", "phost").alias("host")
+    return pl.coalesce("bnode", "thost", "nfnodes", "nrnodes", "pfnode", "phost").alias("host")
 
 
 def job_and_step(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
@@ -186,6 +206,7 @@ def _finish(frame: pl.DataFrame) -> pl.DataFrame:
         "memory_limit": pl.col("limit").cast(pl.Int64, strict=False),
         "virtual_memory": pl.when(pl.col("virt").is_not_null()).then(pl.lit(True)),
         "message": pl.when(pl.col("kind").is_in(["slurm_srun_error", "slurm_alloc_failed"])).then(pl.col("emsg")),
+        "command": pl.col("exe"), "error": pl.col("exerr"),
     })
     schema = TABLE_COLUMNS["events"]
     return frame.select(

@@ -20,12 +20,14 @@ import re
 import polars as pl
 
 from clusterlab.collectors._base import Context, Parsed
-from clusterlab.collectors._slurmlib import jobs_frame
+from clusterlab.collectors._slurmlib import job_events, jobs_frame
 
 NAME = "slurm_jobcomp"
 EXCLUSIVE = True
 SNIFF_HINT = (b"jobid=",)
 PATTERN = r"^JobId=\d+ "
+# The jobs' events name no host: a failed job's NodeList is every node it ran on, not the one to blame.
+FILL_HOST = False
 
 _RECORD = re.compile(r"^JobId=\d+ .*\bJobState=\S+")
 
@@ -72,5 +74,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         pl.col("_id"),
     )
     col = {k: pl.col(k) for k in FIELDS if not k.startswith("_")} | {"job_id": job_id}
-    out.add("jobs", jobs_frame(frame, col, ctx))
+    jobs = jobs_frame(frame, col, ctx)
+    out.add("jobs", jobs)
+    out.add("events", job_events(jobs, frame))
     return out

@@ -34,7 +34,7 @@ from clusterlab.collectors._base import (
     search,
     syslog_time,
 )
-from clusterlab.collectors._slurmlib import Rule, classify_lines, explode_hosts
+from clusterlab.collectors._slurmlib import Rule, classify_lines, explode_hosts, node_reason_mode
 
 NAME = "slurmctld"
 EXCLUSIVE = False
@@ -201,12 +201,10 @@ def _reason_xid(frame: pl.DataFrame) -> pl.DataFrame:
     table = pl.DataFrame({"xid": pl.Series(codes, dtype=pl.Int32),
                           "_xmode": pl.Series([taxonomy.xid(c).failure_mode for c in codes], dtype=pl.String)})
     frame = frame.with_columns(xid=xid).join(table, on="xid", how="left")
-    # NOTE: slurmctld's own reason for a node it lost; a person's drain reason is free text.
+    # NOTE: slurmctld's own reason for a node it lost, or a health check's; a person's drain reason is free text.
     # `Kill task failed`: slurmstepd could not kill the step's processes (stuck in the kernel: a hung GPU or
     # filesystem) and drained the node itself; 25.05+ appends `(JobId=.. StepId=..)`.
-    lost = pl.col("reason").str.contains(
-        r"^(?:Not responding|Node unexpectedly rebooted|Kill task failed|ResumeTimeout reached|reboot timed out)")
-    mode = pl.coalesce("failure_mode", "_xmode", pl.when(lost).then(pl.lit("node_failure")))
+    mode = pl.coalesce("failure_mode", "_xmode", node_reason_mode(pl.col("reason")))
     return frame.with_columns(failure_mode=mode).drop("_xmode")
 
 

@@ -19,6 +19,8 @@ from clusterlab.diagnose import checkpoint_files
 
 # NOTE: order matters: the first matching rule gives an event its tier.
 TIERS: list[tuple[int, str]] = [
+    # srun's "Exited with exit code N": every rank of a job that died of anything exits non-zero
+    (25, "source = 'slurm' AND kind = 'slurm_task_exit'"),
     (100, "failure_mode IN ('gpu_fell_off_bus','gpu_memory_ecc','gpu_hw_other','nvlink_error','pcie_error',"
           "'host_hw')"),
     (100, "failure_mode = 'network' AND source = 'kernel'"),  # link down / NIC health on the host itself
@@ -99,10 +101,15 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
         -- their interval allows (tables.DATING), not at the last step record before them ("Node failure on" is
         -- printed when the node is declared down); other lines are printed as it happens (a traceback's last
         -- line was dated by its process's death at ingest)
+        -- a person's scancel carries no failure mode (no failure of the job's) but is the user's stop of the attempt;
+        -- sacct / jobcomp states are the scheduler's record, read by root_cause._sacct_verdicts, never twice
         ev AS (
-            SELECT e.* REPLACE (CASE WHEN e.source = 'slurm' THEN coalesce(e.ts_hi, e.ts) ELSE e.ts END AS ts),
-                   f.path AS file, {_tier_sql()} AS tier
-            FROM events e JOIN ingested_files f USING (file_id)
+            SELECT e.*, f.path AS file, {_tier_sql()} AS tier
+            FROM (SELECT * REPLACE (CASE WHEN source = 'slurm' THEN coalesce(ts_hi, ts) ELSE ts END AS ts,
+                                    coalesce(failure_mode, CASE WHEN source = 'slurm' AND kind = 'slurm_cancelled'
+                                             THEN 'manual_stop' END) AS failure_mode)
+                  FROM events WHERE source NOT IN ('sacct', 'slurm_jobcomp')) e
+            JOIN ingested_files f USING (file_id)
             WHERE e.failure_mode IS NOT NULL AND e.ts IS NOT NULL
               AND NOT (e.source = 'kernel' AND e.kind = 'xid' AND list_contains($not_causes, e.xid))
         )
