@@ -1,0 +1,103 @@
+"""`ibstat` output (infiniband-diags) → one event per HCA port: its link state, and whether the fabric lost it.
+
+ibstat prints each channel adapter, then each of its ports, indented by tabs (or spaces, when pasted):
+
+    CA 'mlx5_3'
+            CA type: MT4129
+            Number of ports: 1
+            Firmware version: 28.39.1002
+            Port 1:
+                    State: Down
+                    Physical state: Polling
+                    Rate: 10
+                    Link layer: InfiniBand
+
+What a port's state means (the IB logical state, then the physical one):
+- `State: Active` over `Physical state: LinkUp`: the port is up (info).
+- `Physical state: Polling` (the port looks for a peer and finds none: a cable, transceiver or switch port gone) or
+  `LinkErrorRecovery`, or `State: Down` with any physical state but `Disabled`: the link is down (network, error).
+- `State: Initializing` / `Armed` over `LinkUp`: the cable is fine but no subnet manager brought the port up; traffic
+  cannot use it yet (network, warning).
+- `Physical state: Disabled`: switched off on purpose (or an unused port): a warning without a failure mode.
+The output names no host (the bundle's `nodes/<host>/` does) and no time: its events are undated.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, json_detail
+
+NAME = "ibstat"
+EXCLUSIVE = True
+SNIFF_HINT = (b"ca '",)
+
+_CA = r"^CA '(?P<ca>[^']+)'\s*$"
+_PORT = r"^\s+Port (?P<port>\d+):\s*$"
+_KV = r"^\s+(?P<key>CA type|Firmware version|State|Physical state|Rate|Link layer):\s*(?P<val>.*?)\s*$"
+PATTERN = "|".join([_CA, _PORT, _KV])
+BLOCK_START = _CA
+
+_DOWN_PHYS = ["Polling", "LinkErrorRecovery", "Sleep", "PortConfigurationTraining", "PhyTest"]
+_NOT_ACTIVE = ["Initializing", "Init", "Armed"]
+
+
+def sniff(head: bytes, path: str) -> bool:
+    """ibstat output: a `CA '<name>'` line followed by its `CA type:` or `Number of ports:` line."""
+    lines = [ln.strip() for ln in head.decode("utf-8", "replace").splitlines()[:400] if ln.strip()]
+    return any(ln.startswith("CA '") and ln.endswith("'") and i + 1 < len(lines)
+               and lines[i + 1].startswith(("CA type:", "Number of ports:")) for i, ln in enumerate(lines))
+
+
+def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
+    """One event per port of the batch's adapters."""
+    out = Parsed()
+    frame = lines.select(
+        "line", "text",
+        pl.col("text").str.extract(_CA, 1).alias("ca"),
+        pl.col("text").str.extract(_PORT, 1).cast(pl.Int32, strict=False).alias("port"),
+        pl.col("text").str.extract_groups(_KV).alias("_kv"),
+    ).unnest("_kv")
+    # NOTE: a port belongs to the adapter above it; a key to the port above it (the adapter's own keys come first)
+    frame = frame.with_columns(pl.col("ca").forward_fill(), block=pl.col("ca").is_not_null().cum_sum())
+    frame = frame.with_columns(pl.col("port").forward_fill().over("block"))
+    adapters = frame.filter(pl.col("port").is_null() & pl.col("key").is_not_null()).group_by("block").agg(
+        _val("CA type").alias("ca_type"), _val("Firmware version").alias("firmware"))
+    ports = frame.filter(pl.col("port").is_not_null())
+    out.unparsed = frame.filter(pl.col("ca").is_null()).height  # keys before any adapter line: not guessed
+    if not ports.height:
+        return out
+    g = ports.group_by("block", "ca", "port").agg(
+        pl.col("line").first(), _val("State").alias("state"), _val("Physical state").alias("phys"),
+        _val("Rate").alias("rate"), _val("Link layer").alias("link_layer"),
+    ).join(adapters, on="block", how="left").sort("line")
+    out.add("events", _events(g, ctx))
+    return out
+
+
+def _val(key: str) -> pl.Expr:
+    return pl.col("val").filter(pl.col("key") == key).first()
+
+
+def _events(g: pl.DataFrame, ctx: Context) -> pl.DataFrame:
+    """Kind, failure mode and severity of each port from its logical and physical state."""
+    state, phys = pl.col("state").fill_null(""), pl.col("phys").fill_null("")
+    disabled = phys == "Disabled"
+    down = phys.is_in(_DOWN_PHYS) | ((state == "Down") & ~disabled)
+    idle = state.is_in(_NOT_ACTIVE)
+    kind = (pl.when(down).then(pl.lit("ib_port_down")).when(idle).then(pl.lit("ib_port_not_active"))
+            .when(disabled).then(pl.lit("ib_port_disabled")).otherwise(pl.lit("ib_port_state")))
+    mode = pl.when(down | idle).then(pl.lit("network")).otherwise(pl.lit(None, pl.String))
+    severity = (pl.when(down).then(pl.lit("error")).when(idle | disabled).then(pl.lit("warning"))
+                .when(state == "Active").then(pl.lit("info")).otherwise(pl.lit("warning")))
+    rate = pl.col("rate").str.extract(r"^(\d+)", 1).cast(pl.Int64, strict=False)
+    return g.select(
+        pl.col("line").cast(pl.Int64), pl.lit(None, TABLE_COLUMNS["events"]["ts"]).alias("ts"),
+        pl.lit(ctx.host, pl.String).alias("host"), kind.alias("kind"), mode.alias("failure_mode"),
+        severity.alias("severity"), pl.lit(None, pl.Int32).alias("xid"), pl.lit(None, pl.String).alias("pci_bus"),
+        pl.format("ibstat: {} port {}: State {}, Physical state {}, Rate {}", "ca", "port",
+                  state, phys, pl.col("rate").fill_null("?")).alias("text"),
+        json_detail({"ca": pl.col("ca"), "port": pl.col("port"), "state": pl.col("state"),
+                     "physical_state": pl.col("phys"), "rate_gbps": rate, "link_layer": pl.col("link_layer"),
+                     "ca_type": pl.col("ca_type"), "firmware": pl.col("firmware")}).fill_null("{}").alias("detail"),
+    )
