@@ -110,7 +110,6 @@ def test_info_spam_does_not_match_pattern() -> None:
         "gpu-a01:18301:18342 [0] NCCL INFO Connected all rings",
         "gpu-a01:18301:18342 [0] NCCL INFO comm 0x55d4c0a3e2b0 rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0",
         "gpu-a01:18301:18342 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB ib0:10.10.0.1<0>",
-        "gpu-a01:18301:18398 [1] NCCL INFO transport/net.cc:1298 -> 6",
         "gpu-a01:18301:18342 [0] NCCL INFO [Service thread] Connection closed by localRank 1",
         "gpu-a01:18301:18342 [0] NCCL INFO 16 coll channels, 16 collnet channels, 0 nvls channels, 16 p2p channels",
         "gpu-a01:18301:18342 [0] NCCL INFO Init timings - ncclCommInitRank: rank 0 nranks 8 total 1.02 (kernels 0.21)",
@@ -210,3 +209,36 @@ def test_cuda_failure_echo_after_last_error_names_the_cuda_error(line: str, mode
 
 def test_cuda_failure_in_prose_is_no_echo() -> None:
     assert not parse(["the job hit a Cuda failure 'unknown error' yesterday"]).tables.get("events")
+
+
+def test_unclassified_warn_takes_the_mode_of_the_result_its_call_returns() -> None:
+    # NCCLCHECK traces a failed call as "file.cc:LINE -> RES" under its WARN: the ncclResult_t names the class
+    p = parse([
+        "ws-01:1582:1705 [0] graph/xml.cc:332 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:01/../..",
+        "ws-01:1582:1705 [0] NCCL INFO graph/xml.cc:469 -> 2",
+        "ws-01:1582:1705 [0] NCCL INFO init.cc:581 -> 2",
+        "ws-01:1590:1710 [1] enqueue.cc:102 NCCL WARN Kernel launch refused",
+        "ws-01:1590:1710 [1] NCCL INFO enqueue.cc:110 -> 1",
+        "ws-01:1599:1720 [2] bootstrap.cc:77 NCCL WARN Bootstrap peer gone",
+        "ws-01:1599:1720 [2] NCCL INFO bootstrap.cc:80 -> 6",
+    ])
+    assert [(e["kind"], e["failure_mode"], e["severity"]) for e in events(p)] == [
+        ("nccl_warn", "unknown", "error"), ("nccl_warn", "cuda_error", "error"), ("nccl_warn", "network", "error")]
+    assert p.unparsed == 0
+
+
+def test_benign_warn_takes_no_mode_from_another_thread_or_a_later_failure() -> None:
+    lines = ["ws-01:1582:1582 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",
+             "ws-01:1582:1705 [0] NCCL INFO graph/xml.cc:469 -> 2"]  # another thread's trace
+    lines += [f"ws-01:1582:1582 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<{i}>" for i in range(8)]
+    lines += ["ws-01:1582:1582 [0] NCCL INFO group.cc:418 -> 2"]  # its own thread, long after
+    (e,) = events(parse(lines))
+    assert (e["kind"], e["failure_mode"], e["severity"]) == ("nccl_warn", None, "warning")
+
+
+def test_warn_behind_a_foreign_prefix_is_read_as_its_message() -> None:
+    line = ("[0604/1024][2026-02-16 22:31:34,422] [misc/socket.cc:586] [gn3064:pid=3942408] NCCL WARN "
+            "socketPollConnect: Connect to 10.0.4.2<39953> returned 111(Connection refused)")
+    assert nccl.sniff(line.encode() + b"\n", "rank_604.log")
+    (e,) = events(parse([line]))
+    assert (e["kind"], e["failure_mode"], e["peer"]) == ("socket_error", "network", "10.0.4.2")

@@ -36,6 +36,7 @@ PATTERN = (
     r"|NCCL INFO NCCL version \d|NCCL INFO Bootstrap ?: Using "
     r"|Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
     r"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'"
+    r"|NCCL INFO [\w./-]+:\d+ -> [1-9]"
 )
 
 _HEAD = (
@@ -46,6 +47,13 @@ _HEAD = (
 # "Cuda failure 999 'unknown error'" after "Last error:" names the CUDA error behind ncclUnhandledCudaError
 _ECHO = (r"Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
          r"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'")
+# NCCLCHECK's trace of a failed call, "NCCL INFO file.cc:LINE -> RES" (an ncclResult_t), under the WARN that began it
+_CHAIN = r"^[\w./-]+:\d+ -> ([1-9])"
+# What each ncclResult_t says of a WARN no message rule classifies: 1 ncclUnhandledCudaError, 2 ncclSystemError,
+# 3 ncclInternalError, 4 ncclInvalidArgument, 5 ncclInvalidUsage, 6 ncclRemoteError.
+_RESULT_MODE = {"1": "cuda_error", "2": "unknown", "3": "unknown", "4": "user_code_error", "5": "user_code_error",
+                "6": "network"}
+_CHAIN_LINES = 8  # a failed call's trace follows its WARN at once; a later one on the thread is another story
 _PEER = r"(?:peer|[Cc]onnect to|recv from) ([^\s<>]+)<(\d+)>"
 _SNIFF = r"[^\s:\[\]]+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ (?:\(\w+\) )?)?NCCL (?:INFO|WARN) "
 # The same, for one short ASCII line: Python's engine matches it in microseconds where a polars call costs a
@@ -95,6 +103,11 @@ def sniff(head: bytes, path: str) -> bool:
     """NCCL lines (`host:pid:tid [dev] NCCL INFO|WARN`) in the head of the file."""
     # NOTE: a match lies within one line holding "NCCL ": the first few such lines are asked alone (a regex over
     # the whole 64 KiB head cost a third of a millisecond, on every NCCL log), the rest of the head only if needed
+    # NOTE: or NCCL's own words behind another prefix (a custom logger's, a masked host) or none: a WARN, an IB error
+    return _prefixed(head) or b"NCCL WARN " in head or b"Got completion from peer " in head
+
+
+def _prefixed(head: bytes) -> bool:
     at = head.find(b"NCCL ")
     for _ in range(4):
         if at < 0:
@@ -136,15 +149,17 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     warns = _warn_fields(f.filter(pl.col("level") == "WARN"), ctx)
     # A bare echo of a WARN text (after "Last error:" in a PyTorch error); TRACE lines never count.
     echoes = f.filter(pl.col("level").is_null() & text.str.contains(_ECHO) & ~text.str.contains("NCCL TRACE "))
-    events = pl.concat([warns.filter(pl.col("pid").is_not_null()), echoes.with_columns(echo=pl.lit(True))],
-                       how="diagonal_relaxed")
-    out.add("events", _warn_events(events, rank_of))
+    # NOTE: a WARN whose prefix is not NCCL's own (a custom logger's, a masked host) is read as its message alone
+    events = pl.concat([warns, echoes.with_columns(echo=pl.lit(True))], how="diagonal_relaxed")
+    chains = info.filter(pl.col("msg").str.contains(_CHAIN)).select(
+        "line", "host", "pid", "tid", res=pl.col("msg").str.extract(_CHAIN, 1))
+    out.add("events", _warn_events(events, rank_of, chains))
     # TRACE lines and INFO retries ("Call to ibv_modify_qp failed ..., retrying") repeat an echo phrase:
     # understood and not wanted, so not unreadable either.
     ignored = [f.filter(pl.col("level").is_null() & text.str.contains("NCCL TRACE ", literal=True))["line"],
                info.filter(pl.col("what").is_null() & pl.col("fact_key").is_null()
                            & pl.col("msg").str.contains(_ECHO))["line"]]
-    read = pl.concat([init["line"], facts["line"], events["line"], *ignored]).to_frame("line")
+    read = pl.concat([init["line"], facts["line"], events["line"], chains["line"], *ignored]).to_frame("line")
     # by number, not only counted: files parsed together get their own counts (clusterlab.ingest.groups_text)
     out.unparsed_lines = f.select("line").join(read, on="line", how="anti")["line"].sort()
     out.unparsed = len(out.unparsed_lines)
@@ -158,7 +173,7 @@ def _info_fields(info: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     # `[launcher prefix:]host:pid:tid` is the word before `[cudaDev]`.
     hpt = pl.col("left").str.split(" ").list.get(-2, null_on_oob=True)
     f = f.with_columns(
-        hp=hpt.str.extract_groups(r"(?P<host>[^\s:\[\]]+):(?P<pid>\d+):\d+$"),
+        hp=hpt.str.extract_groups(r"(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+)$"),
         ts=_stamp(pl.col("left").str.extract(r"\[(\d{4}-\d\d-\d\d[ T][\d:.,]+)\] ?\S+ \[\d+\]$", 1), ctx),
         i=pl.col("msg").str.extract_groups(
             r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda_dev>\d+) "),
@@ -170,7 +185,8 @@ def _info_fields(info: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     ).unnest("hp", "i")
     # NOTE: non-strict: a number past its type's range is no rank or device, and must not cost the batch.
     return f.with_columns([pl.col(c).cast(t, strict=False) for c, t in
-                           (("pid", pl.Int64), ("rank", pl.Int32), ("nranks", pl.Int32), ("cuda_dev", pl.Int32))])
+                           (("pid", pl.Int64), ("tid", pl.Int64), ("rank", pl.Int32), ("nranks", pl.Int32),
+                            ("cuda_dev", pl.Int32))])
 
 
 def _warn_fields(warns: pl.DataFrame, ctx: Context) -> pl.DataFrame:
@@ -215,7 +231,7 @@ def _aborts(aborts: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _warn_events(w: pl.DataFrame, rank_of: pl.DataFrame) -> pl.DataFrame:
+def _warn_events(w: pl.DataFrame, rank_of: pl.DataFrame, chains: pl.DataFrame) -> pl.DataFrame:
     """One event per WARN line (or echo): kind and failure mode from the message, peer and IB fields."""
     if not w.height:
         return w
@@ -234,13 +250,34 @@ def _warn_events(w: pl.DataFrame, rank_of: pl.DataFrame) -> pl.DataFrame:
         severity=pl.when((pl.col("kind") == "ib_async_event") & pl.col("m").str.contains("non-fatal"))
         .then(pl.lit("warning")).otherwise(pl.col("severity")),
     )
-    w = _ib_fields(w).with_columns(_f=file_of_line()).join(rank_of, on=["_f", "host", "pid"], how="left")
+    w = _ib_fields(w).with_columns(_f=file_of_line())
+    w = _by_result(w, chains).join(rank_of, on=["_f", "host", "pid"], how="left")
     cols = ["via", "pid", "tid", "cuda_dev", "src", "func", "peer_port", "status", "status_name", "opcode",
             "vendor_err", "req", "local_gid", "remote_gid", "hca", "ib_dev", "call", "error"]
     return w.sort("line").select(
         "line", "ts", "host", "kind", "failure_mode", "severity",
         rank=pl.coalesce("prefix_rank", "rank"), peer="peer", text="text", detail=json_detail(cols),
     )
+
+
+def _by_result(w: pl.DataFrame, chains: pl.DataFrame) -> pl.DataFrame:
+    """A WARN no message rule classifies takes the mode of the ncclResult_t its call's trace returns."""
+    # NOTE: benign WARNs (no libibverbs, CollNet unsupported, a retry) return success and leave no trace after them
+    open_ = (pl.col("kind") == "nccl_warn") & pl.col("failure_mode").is_null() & pl.col("tid").is_not_null()
+    if not chains.height or not w.select(open_.any()).item():
+        return w
+    keys = ["_f", "host", "pid", "tid"]
+    warns = w.filter(pl.col("tid").is_not_null()).select(*keys, wline="line").sort("wline")
+    traced = (chains.with_columns(_f=file_of_line()).sort("line")
+              .join_asof(warns, left_on="line", right_on="wline", by=keys, strategy="backward", check_sortedness=False)
+              .filter(pl.col("line") - pl.col("wline") <= _CHAIN_LINES)
+              .group_by("wline").agg(pl.col("res").sort_by("line").first()))
+    w = w.join(traced.rename({"wline": "line"}), on="line", how="left")
+    result = pl.col("res").replace_strict(_RESULT_MODE, default=None, return_dtype=pl.String)
+    return w.with_columns(
+        failure_mode=pl.when(open_).then(result).otherwise(pl.col("failure_mode")),
+        severity=pl.when(open_ & result.is_not_null()).then(pl.lit("error")).otherwise(pl.col("severity")),
+    ).drop("res")
 
 
 def _ib_fields(w: pl.DataFrame) -> pl.DataFrame:
