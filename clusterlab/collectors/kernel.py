@@ -42,10 +42,10 @@ PATTERN = "|".join([
     # NOTE: one `NVRM: .*` branch for all: separate ones cost the engine's prefilter half again on every line.
     r"NVRM: .*(?:fallen off the bus|NVLink.*(?i:fatal|error)|(?i:row remap|uncorrectable|double.bit)|\bDBE\b"
     r"|GSP Timeout|GSP RM heartbeat timed out|Heartbeat timed out|GSP RPC error prints|GSP-CrashCat Report"
-    r"|RmInitAdapter failed|\[NV_ERR_RESET_REQUIRED\])",
+    r"|RmInitAdapter failed|\[NV_ERR_RESET_REQUIRED\]|kflcnCoreDump\w*_IMPL: |RPC (?:event )?history \(CPU)",
     r"SXid \([^)]*\): \d+, (?:Fatal|FATAL|Non-fatal|Severity [01] )",
     r"AER: (?:Multiple )?(?:Correct|Uncorrect)(?:ed|able) ",
-    r"AER: device recovery failed",
+    r"AER: (?:device recovery failed|can't recover)",
     r"PCIe Bus Error: severity=",
     r"Port module event",
     r"mlx5_core .*health compromised",
@@ -56,9 +56,11 @@ PATTERN = "|".join([
     r"oom-kill:constraint=",
     r" invoked oom-killer: ",
     r"INFO: task .*:\d+ blocked for more than ",
+    r"task:\S+ +state:D ",
     r"\b(?:nfs|nfs4|lockd): server \S+ (?:not responding|OK\b)",
     r"LustreError: |LNetError: ",
-    r"Lustre: .*(?:Connection to .* was lost|Connection restored to |Request sent has timed out)",
+    r"Lustre: .*(?:Connection to .* was lost|Connection restored to |Request sent has (?:timed out|failed due to))",
+    r"LNet: .*(?:Timed out tx|Timed out RDMA|[Cc]losing conn)",
     r"\[Hardware Error\]: (?:Machine check events logged|CPU \d+: Machine Check|event severity: )",
     r"Uncorrected hardware memory error|Memory failure: 0x",
     r"EDAC (?:\S+ )?MC\d+: \d+ (?:CE|UE|Fatal) ",
@@ -81,22 +83,28 @@ PATTERN = "|".join([
 #   2026-11-25T10:00:01,123456+00:00 msg                   dmesg --time-format iso
 #   2026-11-25T10:00:01[.123456]+0000 host kernel: msg     journalctl -k -o short-iso[-precise], RFC 3339 syslog
 #   Nov 25 10:00:01[.123456] host kernel: [12345.6] msg    syslog, journalctl short[-precise] (local, no year)
+#   10.0.0.7: kern: warning: [2026-11-25T10:00:01.1Z]: msg talosctl dmesg (UTC; the node first)
 # An optional `kern  :err   : ` (dmesg -x) comes first. The weekday of dmesg -T is skipped: a
 # parser that checks it would drop a line over a mismatch that says nothing about the time.
 _DELTA = r"<[ \d.]+>"
 _PREFIX = (
     r"^(?:[a-z]+ *:[a-z]+ *: )?"
+    # `grep -r` over /var/log names the file first (`messages:Jun 17 ...`, `kern.log.1:...`)
+    r"(?:[\w.-]+:)?"
     rf"(?:\[ *(?P<up>\d+\.\d+)(?: {_DELTA})?\]"
     rf"|\[[A-Z][a-z]{{2}} (?P<ctime>[A-Z][a-z]{{2}} +\d{{1,2}} \d\d:\d\d:\d\d \d{{4}})(?: {_DELTA})?\]"
     r"|\[(?P<rel>[A-Z][a-z]{2} ?\d{1,2} \d\d:\d\d)\]"
     r"|\[ *(?P<reld>[+-]\d+\.\d+)\]"
     rf"|\[{_DELTA}\]"
     r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?(?P<off>Z|[+-]\d\d:?\d\d)?"
-    r"|(?P<bsd>[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d)(?:\.(?P<bfrac>\d+))?)"
+    r"|(?P<bsd>[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d)(?:\.(?P<bfrac>\d+))?"
+    # talosctl dmesg: `<node>: <facility>: <level>: [<UTC time>]: msg`
+    r"|(?P<tnode>[\w.:-]+): [a-z]+: *[a-z]+: \[(?P<tiso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(?P<tfrac>\d+))?Z\]:)"
     # NOTE: a program tag needs its [pid]: without one, `EDAC MC0:` after a dmesg-iso time would
     # read as host `EDAC`, program `MC0`.
     r"(?: (?P<host>[^\s\[\]]+) (?:(?P<kern>kernel)(?:\[\d+\])?|(?P<prog>[^\s\[\]:]+)\[\d+\]):)?"
-    r" *(?:\[ *\d+\.\d+\] ?)?"
+    # syslog and journalctl short with the kernel's own seconds since boot: `kernel: [12345.6] msg`
+    r" *(?:\[ *(?P<up2>\d+\.\d+)\] ?)?"
     r"(?P<msg>.*)$"
 )
 
@@ -115,6 +123,8 @@ _KERNEL_LINE = re.compile(
 # nothing about which; it stays on the host's timeline as a warning.
 _FS_TASK = r"(?i:nfs|lustre|ptlrpc|ldlm)"
 _HUNG = r"INFO: task .*:\d+ blocked for more than \d+ seconds"
+_TASK_STATE = r"^task:\S+ +state:D "
+HEADER_LINES = 6  # hung_task.c: header, taint line, hint, then the `task:` line
 # One call-trace frame: `[<ffffffffa05c3e5d>] ? rpc_wait_bit_killable+0x1e/0xa0 [sunrpc]` (older kernels print
 # the address, `? ` marks a frame the unwinder is unsure of), and the module that holds the function.
 _FRAME = r"^\s*(?:\[<[0-9a-f]+>\] )?(?:\? )?(?P<fn>[\w.]+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<mod>\w+)\])?\s*$"
@@ -148,6 +158,10 @@ RULES: tuple[Rule, ...] = (
     Rule("gpu", "gsp_timeout", r"NVRM: .*(?:_kgsp\w*: \*+ GSP Timeout \*|GSP RM heartbeat timed out"
          r"|_kgspIsHeartbeatTimedOut: Heartbeat timed out)", "gpu_hw_other", "error"),
     Rule("gpu", "gsp_crash", r"NVRM: .*GSP-CrashCat Report", "gpu_hw_other", "error"),
+    # the driver dumps the GSP's falcon core and its RPC history when the GSP stopped answering (the dump
+    # around an Xid 119 / 120, or all that is left of one when the Xid line itself was not kept)
+    Rule("gpu", "gsp_core_dump", r"NVRM: .*kflcnCoreDump\w*_IMPL: ", "gpu_hw_other", "warning"),
+    Rule("gpu", "gsp_rpc_history", r"NVRM: .*RPC (?:event )?history \(CPU", "gpu_hw_other", "warning"),
     Rule("gpu", "gsp_rpc_errors", r"NVRM: Rate limiting GSP RPC error prints", "gpu_hw_other", "warning"),
     # the driver could not initialise the GPU, or asserts the GPU needs a reset before it can be used again
     Rule("gpu", "gpu_init_failed", r"NVRM: .*RmInitAdapter failed", "gpu_hw_other", "error"),
@@ -166,6 +180,7 @@ RULES: tuple[Rule, ...] = (
          "error"),
     Rule("aer", "pcie_bus_error", r"PCIe Bus Error: severity=Correct(?:ed|able)", None, "warning"),
     Rule("aer", "pcie_recovery_failed", r"AER: device recovery failed", "pcie_error", "error"),
+    Rule("aer", "pcie_no_recovery", r"AER: can't recover", "pcie_error", "error"),
     Rule("link", "port_module_error", r"Port module event(?:\[error\])?: module \d+, Cable (?:error|unplugged|dis)",
          "network", "error"),
     Rule("link", "port_module", r"Port module event: module \d+, ", None, "info"),
@@ -176,14 +191,20 @@ RULES: tuple[Rule, ...] = (
     Rule("oom", "oom_kill", r"(?i:out of memory): Kill(?:ed)? process \d+|^Killed process \d+ \(", "host_oom", "error"),
     Rule("oom", "oom_constraint", r"oom-kill:constraint=", "host_oom", "warning"),
     Rule("oom", "oom_invoked", r" invoked oom-killer: ", "host_oom", "warning"),
-    Rule("hung", "hung_task", r"INFO: task .*:\d+ blocked for more than \d+ seconds", None, "warning"),
+    # NOTE: a hung task's cause is decided per line (_hung_on_filesystem): a filesystem stall, else `unknown`
+    Rule("hung", "hung_task", r"INFO: task .*:\d+ blocked for more than \d+ seconds", "unknown", "warning"),
+    # a task in D state whose hung-task header was not kept (sysrq-w, or a paste starting at the task line)
+    Rule("hung", "hung_task", r"^task:\S+ +state:D ", "unknown", "warning"),
     Rule("nfs", "nfs_not_responding", r"\b(?:nfs|nfs4|lockd): server \S+ not responding, timed out", "filesystem_io",
          "error"),
     Rule("nfs", "nfs_not_responding", r"\b(?:nfs|nfs4|lockd): server \S+ not responding", "filesystem_io", "warning"),
     Rule("nfs", "nfs_server_ok", r"\b(?:nfs|nfs4|lockd): server \S+ OK\b", None, "info"),
     Rule("lustre", "lustre_connection_lost", r"Lustre: .*Connection to .* was lost", "filesystem_io", "error"),
     Rule("lustre", "lustre_connection_restored", r"Lustre: .*Connection restored to ", None, "info"),
-    Rule("lustre", "lustre_timeout", r"Lustre: .*Request sent has timed out", "filesystem_io", "warning"),
+    Rule("lustre", "lustre_timeout", r"Lustre: .*Request sent has (?:timed out|failed due to)", "filesystem_io",
+         "warning"),
+    Rule("lustre", "lnet_timeout", r"LNet: .*(?:Timed out tx|Timed out RDMA|[Cc]losing conn)", "filesystem_io",
+         "warning"),
     Rule("lustre", "lustre_error", r"LustreError: |LNetError: ", "filesystem_io", "error"),
     Rule("mce", "mce_panic", r"Kernel panic - not syncing: Fatal (?i:machine check)", "host_hw", "critical"),
     Rule("cpu", "kernel_panic", r"Kernel panic - not syncing: ", "node_failure", "critical"),
@@ -200,6 +221,8 @@ RULES: tuple[Rule, ...] = (
 )
 
 _BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"
+
+AER_FLOOD = 3  # corrected AER errors from one device, in one read of a file, that make a link fault
 
 # Per family, the extracted columns that may hold the PCI address of the device at fault, best first
 # (for AER, the device that sent the error message, else the port that reported it).
@@ -236,7 +259,8 @@ EXTRACTORS: dict[str, list[str]] = {
         r",task=(?P<otask>[^,]*),pid=(?P<opid2>\d+)",
         r"^(?P<ocomm2>\S+) invoked oom-killer",
     ],
-    "hung": [r"INFO: task (?P<htask>.+):(?P<hpid>\d+) blocked for more than (?P<hsecs>\d+) seconds"],
+    "hung": [r"INFO: task (?P<htask>.+):(?P<hpid>\d+) blocked for more than (?P<hsecs>\d+) seconds",
+             r"^task:(?P<htask2>\S+) +state:D .*\bpid: *(?P<hpid2>\d+)"],
     "nfs": [r"\b(?P<nprog>nfs|nfs4|lockd): server (?P<nserver>\S+) (?P<nstate>not responding, [\w ]+|OK)"],
     "lustre": [r"(?P<ltarget>[\w-]+-(?:OST|MDT|MGS)[0-9A-Fa-f]*)", r"(?P<lnid>[\w.:-]+@(?:o2ib|tcp|gni|kfi)\d*)"],
     "mce": [
@@ -274,7 +298,8 @@ def _details() -> dict[str, dict[str, pl.Expr]]:
                  "cable": pl.col("lcable"), "cable_error": pl.col("lcable_err")},
         "oom": {"pid": pl.coalesce(_int("opid"), _int("opid2")), "process": pl.coalesce("ocomm", "otask", "ocomm2"),
                 "constraint": pl.col("oconstraint"), "memcg": pl.col("omemcg"), "task_memcg": pl.col("otask_memcg")},
-        "hung": {"task": pl.col("htask"), "pid": _int("hpid"), "blocked_s": _int("hsecs"),
+        "hung": {"task": pl.coalesce("htask", "htask2"), "pid": pl.coalesce(_int("hpid"), _int("hpid2")),
+                 "blocked_s": _int("hsecs"),
                  "blocked_in": pl.col("blocked_in"), "frame": pl.col("hframe")},
         "nfs": {"program": pl.col("nprog"), "server": pl.col("nserver"), "state": pl.col("nstate")},
         "lustre": {"target": pl.col("ltarget"), "nid": pl.col("lnid")},
@@ -311,14 +336,14 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     frame = _split_prefix(lines, ctx)
     frame = frame.with_columns(ts=_timestamp(ctx), host=_host(ctx))
     if ctx.boot_time is None:
-        raw = frame.filter(pl.col("up").is_not_null())
+        frame = _boot_from_own_lines(frame)
+        raw = frame.filter(pl.col("up").is_not_null() & pl.col("ts").is_null())
         if raw.height:
-            out.warnings.append(f"line {raw['line'][0]}: raw dmesg timestamps but no boot time "
-                                "(put a boot_time file beside the log)")
-            # NOTE: events without a time would sit in the store as if read; refused, the file is
-            # read whole once a boot_time file is put beside it (an unchanged file is not re-read).
-            out.refuse = (f"line {raw['line'][0]}: raw dmesg timestamps (seconds since boot) need a boot_time "
-                          "file beside the log; nothing of this file was stored")
+            # NOTE: never refused: an Xid 79 is worth reporting without its time. The lines are kept undated
+            # (ts empty, `dated` = undated) and dated after the ingest where the same boot's time is found
+            # (clusterlab.ingest.boot: a boot_time file put beside it later, a journal of the same boot).
+            out.warnings.append(f"line {raw['line'][0]}: raw dmesg timestamps but no boot time: kept undated "
+                                "(put a boot_time file beside the log, or the journal of the same boot)")
     # Lines another program wrote into the journal or syslog are not kernel events, even if they
     # quote one (a health daemon repeating an Xid would count it twice).
     foreign = frame["prog"].is_not_null()
@@ -346,14 +371,25 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
 def _attach_traces(frame: pl.DataFrame) -> pl.DataFrame:
     """The batch without its call-trace frames; each hung-task header gets `blocked_in` (nfs, lustre) and
     `hframe` (the first such function) from the shared-filesystem frames of its trace."""
-    is_frame = pl.col("msg").str.contains(r"\+0x[0-9a-f]+/0x[0-9a-f]+") & ~pl.col("msg").str.contains(_HUNG)
+    is_frame = (pl.col("msg").str.contains(r"\+0x[0-9a-f]+/0x[0-9a-f]+") & ~pl.col("msg").str.contains(_HUNG)
+                & ~pl.col("msg").str.contains(_TASK_STATE))
     g = pl.col("msg").str.extract_groups(_FRAME)
     fn, mod = g.struct.field("fn"), g.struct.field("mod")
     fs = (pl.when(mod.is_in(_NFS_MODULES) | fn.str.contains(r"^nfs4?_")).then(pl.lit("nfs"))
           .when(mod.is_in(_LUSTRE_MODULES)).then(pl.lit("lustre")))
     frames = frame.filter(is_frame).select("line", fs.alias("blocked_in"), fn.alias("hframe")).filter(
         pl.col("blocked_in").is_not_null())
-    heads = frame.filter(pl.col("msg").str.contains(_HUNG)).select(pl.col("line").alias("hline"))
+    # NOTE: the `task:<name> state:D` line a hung-task header prints a few lines below it belongs to that
+    # report; one with no header above it (sysrq-w, a paste that starts there) heads a report of its own.
+    headers = frame.filter(pl.col("msg").str.contains(_HUNG)).select(pl.col("line").alias("hline"))
+    states = frame.filter(pl.col("msg").str.contains(_TASK_STATE)).select("line")
+    if states.height:
+        near = states.sort("line").join_asof(headers.sort("hline"), left_on="line", right_on="hline",
+                                             strategy="backward", tolerance=HEADER_LINES, check_sortedness=False)
+        owned = near.filter(pl.col("hline").is_not_null())["line"]
+        frame = frame.filter(~pl.col("line").is_in(owned.implode()))
+        headers = pl.concat([headers, near.filter(pl.col("hline").is_null()).select(hline="line")])
+    heads = headers
     per = pl.DataFrame(schema={"hline": pl.Int64, "blocked_in": pl.String, "hframe": pl.String})
     if frames.height and heads.height:
         # NOTE: each frame goes to the nearest header before it (the next report starts a new trace).
@@ -391,20 +427,55 @@ def _timestamp(ctx: Context) -> pl.Expr:
     return pl.coalesce(raw, ctime, _iso(ctx), bsd, rel).alias("ts")
 
 
+def _boot_from_own_lines(frame: pl.DataFrame) -> pl.DataFrame:
+    """Raw dmesg lines dated by the boot time the file itself gives: a line stamped with both a wall time and
+    the seconds since boot (syslog's `kernel: [12345.6]`), or a `dmesg -T` line repeating a raw line's message.
+
+    The file's boot time is the median of these estimates; raw lines after a reboot (their seconds since boot
+    go back) are another boot and stay undated, unless that boot has estimates of its own."""
+    raw = pl.col("up").is_not_null() & pl.col("ts").is_null()
+    if not frame.select(raw.any()).item():
+        return frame
+    dtype = pl.Datetime("us")
+    up = pl.coalesce("up", "up2").cast(pl.Float64, strict=False)
+    # NOTE: a boot is a run of lines whose seconds since boot never go back (a file of two `dmesg` outputs,
+    # or a syslog across a reboot); the lines without any such clock belong to the boot around them.
+    frame = frame.with_columns(_up=up).with_columns(
+        _boot=(pl.col("_up").forward_fill().diff().over(file_of_line()) < 0).fill_null(False).cum_sum()
+        .over(file_of_line()))
+    micros = (pl.col("_up") * 1e6).round().cast(pl.Int64)
+    own = frame.filter(pl.col("ts").is_not_null() & pl.col("up2").is_not_null()).select(
+        _f=file_of_line(), _boot="_boot", _est=pl.col("ts") - pl.duration(microseconds=micros))
+    # a raw line and a wall-clock line of the same message (the same Xid, pid and address): the same event
+    stamped = frame.filter(pl.col("ts").is_not_null() & (pl.col("msg").str.len_chars() >= 20)).select(
+        "msg", _f=file_of_line(), _t="ts")
+    pairs = frame.filter(raw).select("_boot", "msg", "_up", _f=file_of_line()).join(
+        stamped, on=["_f", "msg"]).select(
+        "_f", "_boot", _est=pl.col("_t") - pl.duration(microseconds=(pl.col("_up") * 1e6).round().cast(pl.Int64)))
+    est = pl.concat([own, pairs]).group_by("_f", "_boot").agg(_at=pl.col("_est").cast(dtype).median())
+    if not est.height:
+        return frame.drop("_up", "_boot")
+    got = frame.with_columns(_f=file_of_line()).join(est, on=["_f", "_boot"], how="left", maintain_order="left")
+    ts = pl.when(raw).then(pl.col("_at").cast(dtype) + pl.duration(microseconds=micros)).otherwise(pl.col("ts"))
+    return got.with_columns(ts=ts).drop("_up", "_boot", "_f", "_at")
+
+
 def _fraction() -> pl.Expr:
     """The fraction of a second that an ISO or syslog time printed, as a duration."""
-    return fraction(pl.coalesce("frac", "bfrac"))
+    return fraction(pl.coalesce("frac", "bfrac", "tfrac"))
 
 
 def _iso(ctx: Context) -> pl.Expr:
     """ISO 8601 times: any fraction (`.` or `,`), offset `Z`, `+hh:mm`, `+hhmm` or none (local time)."""
-    base = pl.col("iso").str.replace(" ", "T").str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
-    return offset_to_utc(base + _fraction(), pl.col("off"), ctx.tz)
+    base = (pl.coalesce("iso", "tiso").str.replace(" ", "T")
+            .str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False))
+    off = pl.when(pl.col("tiso").is_not_null()).then(pl.lit("Z")).otherwise(pl.col("off"))
+    return offset_to_utc(base + _fraction(), off, ctx.tz)
 
 
 def _host(ctx: Context) -> pl.Expr:
     """The journal / syslog host of the line; a FQDN whose first label is a known node becomes that node."""
-    host = pl.when(pl.col("kern").is_not_null()).then(pl.col("host"))
+    host = pl.when(pl.col("kern").is_not_null()).then(pl.col("host")).otherwise(pl.col("tnode"))
     short = host.str.split(".").list.first()
     node = short == pl.col("file_host")
     if ctx.known_hosts:
@@ -423,6 +494,8 @@ def _family_events(family: str, part: pl.DataFrame) -> tuple[pl.DataFrame, pl.Se
         part = _mce_uncorrected(part)
     elif family == "hung":
         part = _hung_on_filesystem(part)
+    elif family == "aer":
+        part = _aer_flood(part)
     pci = [_bdf(pl.col(c)) for c in PCI_COLUMNS.get(family, ())]
     # Fields a line did not have are left out rather than written as null (none: `{}`).
     detail = json_detail(_details()[family]).fill_null("{}")
@@ -438,8 +511,11 @@ def _family_events(family: str, part: pl.DataFrame) -> tuple[pl.DataFrame, pl.Se
 
 def _apply_xid(part: pl.DataFrame) -> pl.DataFrame:
     """Failure mode, action and severity of Xid lines from the taxonomy (one lookup per distinct code)."""
-    part = part.with_columns(xid=pl.col("xcode").cast(pl.Int32, strict=False))
-    codes = part["xid"].drop_nulls().unique().to_list()
+    # NOTE: a follow-on Xid that names its cause (`45, ..., Ch 00000001 caused by previous Xid 149`) carries that
+    # Xid's failure mode: it is often all that is left of an NVLink or ECC fault in a grep of the log.
+    prev = pl.col("xmsg").str.extract(r"caused by previous Xid (\d+)")
+    part = part.with_columns(xid=pl.col("xcode").cast(pl.Int32, strict=False), _prev=prev.cast(pl.Int32, strict=False))
+    codes = pl.concat([part["xid"], part["_prev"]]).drop_nulls().unique().to_list()
     infos = [taxonomy.xid(c) for c in codes]
     table = pl.DataFrame({
         "xid": pl.Series(codes, dtype=pl.Int32),
@@ -457,11 +533,15 @@ def _apply_xid(part: pl.DataFrame) -> pl.DataFrame:
                 .when(pl.col("xaction") == "drain node").then(pl.lit("critical"))
                 .when(pl.col("xaction") == "reset GPU").then(pl.lit("error"))
                 .otherwise(pl.lit("warning")))
+    caused = ~pl.col("xroot").fill_null(True) & pl.col("_pmode").is_not_null()
     mode = (pl.when(unread).then(pl.lit("unknown")).when(nonfatal).then(pl.lit(None, pl.String))
-            .otherwise(pl.col("xmode")))
-    return part.join(table, on="xid", how="left", maintain_order="left").with_columns(
-        failure_mode=mode, severity=severity,
-        kind=pl.when(unread).then(pl.lit("unrecognised")).otherwise(pl.col("kind")))
+            .when(caused).then(pl.col("_pmode")).otherwise(pl.col("xmode")))
+    causes = table.select(_prev="xid", _pmode="xmode")
+    return (part.join(table, on="xid", how="left", maintain_order="left")
+            .join(causes, on="_prev", how="left", maintain_order="left")
+            .with_columns(failure_mode=mode, severity=severity,
+                          kind=pl.when(unread).then(pl.lit("unrecognised")).otherwise(pl.col("kind")))
+            .drop("_prev", "_pmode"))
 
 
 def _mce_uncorrected(part: pl.DataFrame) -> pl.DataFrame:
@@ -474,6 +554,20 @@ def _mce_uncorrected(part: pl.DataFrame) -> pl.DataFrame:
         failure_mode=pl.when(uc).then(pl.lit("host_hw")).otherwise(pl.col("failure_mode")),
         severity=pl.when(uc).then(pl.lit("error")).otherwise(pl.col("severity")),
     )
+
+
+def _aer_flood(part: pl.DataFrame) -> pl.DataFrame:
+    """Corrected PCIe errors are a link fault when they are Data Link Layer errors, or when one device reports
+    them again and again (AER_FLOOD or more in one read); a lone corrected receiver error is not."""
+    # NOTE: a corrected Physical Layer receiver error is the link doing its job (and ASPM quirks print them by
+    # the thousand); a Data Link Layer one means TLPs were replayed (replay timer timeouts, bad TLPs/DLLPs): a
+    # degraded link or riser, the usual prelude of a GPU falling off the bus. They stay warnings.
+    corrected = pl.col("failure_mode").is_null()
+    dev = pl.coalesce("adev", "asrc")
+    n = corrected.cast(pl.Int32).sum().over(file_of_line(), dev)
+    link = pl.col("atype").str.contains("(?i)data link").fill_null(False)
+    fault = corrected & (link | (dev.is_not_null() & (n >= AER_FLOOD)))
+    return part.with_columns(failure_mode=pl.when(fault).then(pl.lit("pcie_error")).otherwise(pl.col("failure_mode")))
 
 
 def _hung_on_filesystem(part: pl.DataFrame) -> pl.DataFrame:
