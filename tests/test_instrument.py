@@ -169,3 +169,26 @@ def test_sigkill_mid_run_leaves_every_written_step_complete(tmp_path: Path) -> N
     assert text.endswith("\n"), "a record was cut off"
     steps = [json.loads(ln)["step"] for ln in text.splitlines()]
     assert len(steps) > 100 and steps == list(range(1, len(steps) + 1))
+
+
+def test_a_step_left_open_gets_one_stall_record_and_quick_steps_none(tmp_path: Path) -> None:
+    path = tmp_path / "rank-3.jsonl"
+    rec = StepRecorder(path, rank=3, host="h3", stall_min_s=0.3)
+    for step in range(1, 6):
+        with rec.step(step):
+            time.sleep(0.005)
+    s = rec.begin(6)  # the rank waits in step 6's collective: a peer never began it
+    s.begin("comm")
+    time.sleep(1.2)
+    rec.close()
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    stalls = [r for r in records if "stalled_s" in r]
+    assert [r["step"] for r in records if "step_s" in r] == [1, 2, 3, 4, 5]
+    assert len(stalls) == 1 and stalls[0]["step"] == 6 and stalls[0]["region"] == "comm"
+    assert stalls[0]["stalled_s"] >= 0.3 and stalls[0]["rank"] == 3
+    with Lab(":memory:") as lab:
+        lab.ingest(path)
+        ev = lab.sql("SELECT kind, rank, host, failure_mode, detail FROM events").row(0, named=True)
+        assert lab.sql("SELECT count(*) AS n FROM rank_steps")["n"][0] == 5
+    assert (ev["kind"], ev["rank"], ev["host"], ev["failure_mode"]) == ("step_stalled", 3, "h3", None)
+    assert json.loads(ev["detail"])["step"] == 6

@@ -112,3 +112,37 @@ def test_a_flood_from_every_rank_of_the_same_collective_names_nobody(tmp_path: P
         inc = lab.incidents(RUN).filter(kind="attempt_end").row(0, named=True)
     assert not [r for r in inc["rejected"] if r["candidate"]["kind"] == "stopped_first"]
     assert inc["host"] is None or inc["confidence"] <= 0.3, inc  # a bare symptom at most
+
+
+def _stalls(root: Path, ranks: list[int], step: int, at: dt.datetime) -> None:
+    """Stall records (`StepRecorder`'s) of `ranks`, each still in `step` at `at`."""
+    with (root / "runs" / RUN / "attempt-1" / "steps.jsonl").open("a") as f:
+        for host, hr in HOSTS.items():
+            for r in (r for r in hr if r in ranks):
+                f.write(json.dumps({"ts": at.isoformat(), "rank": r, "host": host, "step": step,
+                                    "stalled_s": 40.0, "region": "comm"}) + "\n")
+
+
+def test_the_rank_that_never_began_the_step_the_others_stall_in_is_the_suspect(tmp_path: Path) -> None:
+    # every rank's records end at the same step: only the stall records tell rank 6 (g-002) from the rest
+    root = _bundle(tmp_path / "bundle", behind={}, kill_after_s=1200)
+    _stalls(root, [r for r in range(8) if r != 6], STEPS + 1, T0 + dt.timedelta(seconds=10 + STEPS * STEP_S + 44))
+    with Lab(tmp_path / "h.duckdb") as lab:
+        lab.ingest(root)
+        end = lab.incidents(RUN).filter(kind="attempt_end").row(0, named=True)
+        stalls = lab.sql("SELECT count(*) AS n FROM events WHERE kind = 'step_stalled'")["n"][0]
+    assert stalls == 7
+    assert (end["host"], end["rank"]) == ("g-002", 6), end
+
+
+@pytest.mark.parametrize("stalled", [list(range(8)), [0, 1, 2]], ids=["everyone-stalls", "most-never-began"])
+def test_stall_records_that_single_out_nobody_name_nobody(tmp_path: Path, stalled: list[int]) -> None:
+    root = _bundle(tmp_path / "bundle", behind={}, kill_after_s=1200)
+    _stalls(root, stalled, STEPS + 1, T0 + dt.timedelta(seconds=10 + STEPS * STEP_S + 44))
+    assert _end_of(tmp_path, root)["rank"] is None
+
+
+def _end_of(tmp_path: Path, root: Path) -> dict:
+    with Lab(tmp_path / "h.duckdb") as lab:
+        lab.ingest(root)
+        return lab.incidents(RUN).filter(kind="attempt_end").row(0, named=True)

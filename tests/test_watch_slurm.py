@@ -48,7 +48,8 @@ def monkeypatch_module():
 def _last_record_ts(bundle: Path) -> dt.datetime:
     recs = [json.loads(ln) for f in (bundle / "runs/tiny/attempt-1/steps").glob("rank-*.jsonl")
             for ln in f.read_text().splitlines()]
-    return max(dt.datetime.fromisoformat(r["ts"]) for r in recs)
+    # (the last step's record: a stall record, written while a step is open, is no progress)
+    return max(dt.datetime.fromisoformat(r["ts"]) for r in recs if "stalled_s" not in r)
 
 
 @pytest.mark.slow
@@ -82,6 +83,7 @@ def test_watch_detects_a_hung_rank_cancels_drains_resubmits_and_resumes(tmp_path
     print(f"\nhang -> alert: {latency_s:.1f} s (no-progress time {HANG_S:.0f} s)")
     assert latency_s <= HANG_S + 10, lines
     assert hang["host"] == node and hang["hosts"] == [node] and hang["evidence"], hang
+    assert hang["ranks"] == [1] and not hang["stopped_together"], hang  # rank 1 never began step 10; rank 0 waits
     # NOTE: the slow rank's stretch may be judged a tick after the hang (its last steps arrive with it); generous:
     # on a loaded 2-core machine a tick takes seconds
     until = time.monotonic() + 90
@@ -106,6 +108,10 @@ def test_watch_detects_a_hung_rank_cancels_drains_resubmits_and_resumes(tmp_path
         a2 = lab.attempts("tiny").filter(attempt=2).row(0, named=True)
         loaded = lab.sql("SELECT step FROM checkpoints WHERE run = 'tiny' AND attempt = 2 AND action = 'load'")
         audit = lab.sql("SELECT incident_id, result FROM relaunches")
+        end1 = lab.incidents("tiny").filter(attempt=1, kind="attempt_end").row(0, named=True)
+    # the postmortem names the rank that never began step 10 and its host, never the rank that waited for it
+    print(f"postmortem of attempt 1: {end1['failure_mode']} on {end1['host']} rank {end1['rank']}")
+    assert (end1["host"], end1["rank"]) == (node, 1), end1
     assert (a2["hosts"], a2["first_step"], a2["last_step"]) == ([new_node], 10, 10)
     assert loaded["step"].to_list() == [9]
     assert audit["incident_id"].to_list() == [hang["key"]]

@@ -34,7 +34,7 @@ SLOWDOWN_MIN = 0.05  # a step counts as slowed when its unexplained excess is th
 INCIDENT_SCHEMA: dict[str, pl.DataType] = {
     "incident_id": pl.String, "run": pl.String, "attempt": pl.Int32, "kind": pl.String, "root_ts": pl.Datetime("us"),
     "exit_ts": pl.Datetime("us"), "failure_mode": pl.String, "blame": pl.String, "host": pl.String,
-    "cluster": pl.String, "provider": pl.String, "action": pl.String, "gpu_hours_lost": pl.Float64,
+    "rank": pl.Int32, "cluster": pl.String, "provider": pl.String, "action": pl.String, "gpu_hours_lost": pl.Float64,
     "usd_lost": pl.Float64, "evidence_count": pl.UInt32, "overridden": pl.Boolean, "detected_failure_mode": pl.String,
     "detected_host": pl.String, "status": pl.String, "ticket": pl.String, "note": pl.String, "first_step": pl.Int64,
     "last_step": pl.Int64, "confidence": pl.Float64, "rejected": root_cause.REJECTED,

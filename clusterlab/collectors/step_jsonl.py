@@ -2,8 +2,10 @@
 
 One object a line: `ts` (ISO 8601, or epoch seconds; the end of the step; ISO without an offset
 is UTC), `rank`, `host`, `step`, `step_s`, and where known `compute_s`, `comm_s`, `data_s`,
-`tokens`, `loss`. Other keys are ignored. A line that is not such an object (junk, a truncated
-last line, a record without `rank` or `step`) is counted as unparsed, never fatal.
+`tokens`, `loss`. A record with `stalled_s` (and maybe `region`) is not a step but a step still open that long
+(`instrument.StepRecorder`'s stall record): it becomes a `step_stalled` event. Other keys are ignored. A line
+that is not such an object (junk, a truncated last line, a record without `rank` or `step`) is counted as
+unparsed, never fatal.
 
 This is the hottest path (ranks x steps rows): the batch is decoded by polars in one call with
 an explicit schema. Only when that call fails are invalid lines dropped in one lenient pass and
@@ -28,6 +30,7 @@ UNPARSED_WARNING = "not a step record (a JSON object with rank and step)"
 _FIELDS: dict[str, pl.DataType] = {
     "ts": pl.String, "rank": pl.Int64, "host": pl.String, "step": pl.Int64, "step_s": pl.Float64,
     "compute_s": pl.Float64, "comm_s": pl.Float64, "data_s": pl.Float64, "tokens": pl.Int64, "loss": pl.Float64,
+    "stalled_s": pl.Float64, "region": pl.String,
 }
 # Epoch seconds (what instrument.py writes) read as numbers: no text column to cast. A file of ISO times makes
 # this read fail at once, and the text schema reads it.
@@ -49,7 +52,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     objects = text.filter(pl.col("text").str.contains(_OBJECT))
     rows = _records(_decode(objects))
     out = Parsed()
-    out.add("rank_steps", _rank_steps(rows))
+    _add(out, rows)
     out.unparsed = text.height - rows.height
     if out.unparsed:
         out.unparsed_lines = text.join(rows.select("line"), on="line", how="anti")["line"]
@@ -74,8 +77,25 @@ def parse_whole(texts: list[bytes], base: int) -> Parsed | None:
     if rows.height != fast.height:
         return None
     out = Parsed()
-    out.add("rank_steps", _rank_steps(rows))
+    _add(out, rows)
     return out
+
+
+def _add(out: Parsed, rows: pl.DataFrame) -> None:
+    """Step records as rank steps, stall records as events."""
+    if rows["stalled_s"].null_count() == rows.height:
+        out.add("rank_steps", _rank_steps(rows))
+        return
+    stalled = pl.col("stalled_s").is_not_null()
+    out.add("rank_steps", _rank_steps(rows.filter(~stalled)))
+    stalls = rows.filter(stalled)
+    out.add("events", stalls.select(
+        "line", _timestamp(pl.col("ts"), stalls["ts"]).alias("ts"), "host", kind=pl.lit("step_stalled"),
+        failure_mode=pl.lit(None, pl.String), severity=pl.lit("warning"), rank="rank",
+        text=pl.format("rank {} still in step {} after {} s{}", "rank", "step", pl.col("stalled_s").round(1),
+                       pl.when(pl.col("region").is_not_null()).then(pl.format(" ({})", "region")).otherwise(
+                           pl.lit(""))),
+        detail=pl.struct("step", "stalled_s", "region").struct.json_encode()))
 
 
 def _records(decoded: pl.DataFrame) -> pl.DataFrame:

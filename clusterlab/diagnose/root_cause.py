@@ -231,7 +231,8 @@ _CAND = pl.Struct({"failure_mode": pl.String, "host": pl.String, "ts": pl.String
 REJECTED = pl.List(pl.Struct({"candidate": _CAND, "reason": pl.String}))
 INCIDENT_SCHEMA = {"incident_id": pl.String, "run": pl.String, "attempt": pl.Int32, "kind": pl.String,
                    "root_ts": pl.Datetime("us"), "exit_ts": pl.Datetime("us"), "failure_mode": pl.String,
-                   "host": pl.String, "tier": pl.Int32, "confidence": pl.Float64, "rejected": REJECTED}
+                   "host": pl.String, "rank": pl.Int32, "tier": pl.Int32, "confidence": pl.Float64,
+                   "rejected": REJECTED}
 EVIDENCE_SCHEMA = {"incident_id": pl.String, "rank_in_incident": pl.Int64, "ts": pl.Datetime("us"), "host": pl.String,
                    "source": pl.String, "kind": pl.String, "failure_mode": pl.String, "xid": pl.Int32,
                    "rank": pl.Int32, "file": pl.String, "line": pl.Int64, "text": pl.String, "tier": pl.Int32}
@@ -346,7 +347,8 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
     rejected = _rejected(c, reasons, s.max_rejected)
     inc = {"incident_id": iid, "run": a["run"], "attempt": a["attempt"], "kind": "attempt_end",
            "root_ts": _root_time(winner, live) if winner else a["end_ts"], "exit_ts": a["end_ts"], "failure_mode": mode,
-           "host": host, "tier": winner["tier"] if winner else None, "confidence": round(confidence, 2),
+           "host": host, "rank": _rank_of(winner, host), "tier": winner["tier"] if winner else None,
+           "confidence": round(confidence, 2),
            "rejected": rejected}
     return inc, ev.select(list(EVIDENCE_SCHEMA))
 
@@ -419,8 +421,8 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
         incs[k] = {"incident_id": f"{a['run']}:{a['attempt']}:end", "run": a["run"], "attempt": a["attempt"],
                    "kind": "attempt_end", "exit_ts": a["end_ts"],
                    "root_ts": _root_time(winner, live, a) if winner else a["end_ts"],
-                   "failure_mode": mode, "host": host, "tier": winner["tier"] if winner else None,
-                   "_conf": conf_base, "_winner": winner}
+                   "failure_mode": mode, "host": host, "rank": _rank_of(winner, host),
+                   "tier": winner["tier"] if winner else None, "_conf": conf_base, "_winner": winner}
         winners.append({"run": a["run"], "attempt": a["attempt"], "_has_w": winner is not None,
                         "_wid": winner["_id"] if winner else None, "_wmode": winner["failure_mode"] if winner else None,
                         "_whost": winner["host"] if winner else None, "_host": host,
@@ -458,6 +460,13 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
         inc.pop("_winner")
         rows.append({**inc, "confidence": round(confidence, 2), "rejected": rejected.get(k, [])})
     return rows, ev.select(*keys, *EVIDENCE_SCHEMA)
+
+
+def _rank_of(winner: dict | None, host: str | None) -> int | None:
+    """The rank the cause names, where it is the blamed host's own (a peer's error about a host names the peer)."""
+    if winner is None or host is None or winner.get("host") != host or winner.get("rank") is None:
+        return None
+    return int(winner["rank"])
 
 
 def _rejected_all(rej: pl.DataFrame, incs: dict[tuple, dict], limit: int) -> dict[tuple, list[dict]]:

@@ -10,7 +10,10 @@ timeout, a gloo timeout, a time limit) is a symptom of it. This finds that rank 
   long before (a file that covers part of an attempt) say nothing about the end;
 - only where few ranks are behind and they are all on one host; otherwise there is no single suspect.
 Where the records cannot tell (a rank that hangs between steps leaves the others one collective later, but
-their records of the last finished step agree), the waiting ranks' own timeouts can:
+their records of the last finished step agree), the step the others began can: `instrument.StepRecorder` writes
+a stall record for a step still open long after it began (`step_stalled` events); the ranks that wrote one for the
+step after their last are waiting in it, the ranks that did not never began it. Else the waiting ranks' own
+timeouts can:
 - the ranks missing from a flood of collective timeouts (every other rank timed out waiting; they did not,
   as they were not in the collective), where their output was read (the timeouts came from the job's own
   output, which holds every rank's, or a rank on their host did time out);
@@ -91,10 +94,65 @@ def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float,
                      f"stepped no more for {(first['end_ts'] - first['job_ts']).total_seconds() / 60:.0f} min"),
             "tier": TIER, "detail": None,
         })
-    # where the records name nobody, the timeouts the waiting ranks printed may
-    seen = {(r["run"], r["attempt"]) for r in rows}
-    rows += [r for r in _from_timeouts(con, run, tail) if (r["run"], r["attempt"]) not in seen]
+    # where the records name nobody, the step the others began may, else the timeouts the waiting ranks printed
+    for more in (_from_stalls(con, run, tail, hang_min_s), _from_timeouts(con, run, tail)):
+        seen = {(r["run"], r["attempt"]) for r in rows}
+        rows += [r for r in more if (r["run"], r["attempt"]) not in seen]
     return pl.DataFrame(rows, schema=schema)
+
+
+def _from_stalls(con: duckdb.DuckDBPyConnection, run: str | None, tail: pl.DataFrame, hang_min_s: float
+                 ) -> list[dict]:
+    """Suspects from the stall records (the module's third paragraph): the ranks of an attempt whose records end at
+    the same step as the others' but which never began the step the others are stalled in. Only in an attempt that
+    is over (a later one began) or has been stalled `hang_min_s`: in the attempt a watch follows, a stall younger
+    than that is the hang rule's to call."""
+    if not con.execute("""SELECT count(*) FROM events WHERE kind = 'step_stalled' AND run IS NOT NULL
+                          AND ($run IS NULL OR run = $run)""", {"run": run}).fetchall()[0][0]:
+        return []
+    t = store.frame(con, """
+        WITH st AS (
+            SELECT e.run, e.attempt, e.rank, max(TRY_CAST(json_extract_string(e.detail, '$.step') AS BIGINT)) AS step,
+                   min(e.ts - to_microseconds(CAST(1e6 * coalesce(TRY_CAST(json_extract_string(e.detail, '$.stalled_s')
+                       AS DOUBLE), 0) AS BIGINT))) AS since,
+                   arg_min(f.path, e.ts) AS file, arg_min(e.line, e.ts) AS line
+            FROM events e JOIN ingested_files f USING (file_id)
+            WHERE e.kind = 'step_stalled' AND e.rank IS NOT NULL AND e.run IS NOT NULL
+              AND ($run IS NULL OR e.run = $run)
+            GROUP BY ALL
+        ),
+        r AS (
+            SELECT t.run, t.attempt, t.rank, t.host, t.last_step, st.since, st.file, st.line,
+                   coalesce(st.step > t.last_step, false) AS waiting,
+                   max(t.last_step) OVER (PARTITION BY t.run, t.attempt) AS job_step
+            FROM tail t LEFT JOIN st USING (run, attempt, rank)
+            WHERE (t.run, t.attempt) IN (SELECT (run, attempt) FROM st)
+        )
+        SELECT r.* FROM r JOIN attempts a USING (run, attempt)
+        WHERE r.last_step = r.job_step
+          AND (a.attempt < (SELECT max(attempt) FROM attempts a2 WHERE a2.run = a.run)
+               OR a.end_ts >= (SELECT min(since) FROM r r2 WHERE r2.run = r.run AND r2.attempt = r.attempt)
+                              + to_microseconds(CAST($hang * 1e6 AS BIGINT)))
+        ORDER BY run, attempt, rank
+    """, {"run": run, "hang": hang_min_s}, tail=tail)
+    rows = []
+    for (run_, attempt), g in t.group_by(["run", "attempt"], maintain_order=True):
+        waiting, silent = g.filter("waiting"), g.filter(~pl.col("waiting"))
+        hosts = silent["host"].drop_nulls().unique()
+        if not waiting.height or not silent.height or silent.height > waiting.height or hosts.len() != 1 \
+                or silent["host"].null_count():
+            continue
+        first = waiting.sort("since").row(0, named=True)
+        ranks = ", ".join(str(r) for r in silent["rank"].to_list())
+        rows.append({
+            "run": run_, "attempt": attempt, "ts": first["since"], "host": hosts[0], "source": "rank_steps",
+            "kind": "stopped_first", "failure_mode": "nccl_timeout", "xid": None, "rank": int(silent["rank"].min()),
+            "peer": None, "file": first["file"], "line": first["line"],
+            "text": (f"rank {ranks} on {hosts[0]} never began step {first['last_step'] + 1}; the other "
+                     f"{waiting.height} ranks began it and stalled in it"),
+            "tier": TIER, "detail": None,
+        })
+    return rows
 
 
 def _from_timeouts(con: duckdb.DuckDBPyConnection, run: str | None, tail: pl.DataFrame) -> list[dict]:

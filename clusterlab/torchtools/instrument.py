@@ -28,6 +28,13 @@ readable; the kernel holds the bytes, no flush is needed. On CUDA the last `lag`
 in flight on the GPU when the process dies, and are not written. A node that loses power may lose
 what the page cache held; pass `fsync=True` to trade time for that.
 
+Stalls: a step still open `stall_after(s)` after it began (`STALL_STEPS` x the median of the rank's recent steps,
+and at least `stall_min_s`) gets one record of its own while it is open: `ts`, `rank`, `host`, `step`, `stalled_s`
+(how long it had been open) and `region` (the region open then, if any), written by a watcher thread. In a hang
+the ranks that began the next step and wait in its collective write one; the rank that never began it (stuck
+between steps, or dead) writes none: who stopped first, which the last finished step of every rank cannot say
+(`clusterlab.diagnose.stopped_first`, `clusterlab watch`). `stall_min_s=None` turns it off.
+
 `$CLUSTERLAB_HOST` overrides the host written (a template: `node{rank}`, `{host}-{local_rank}`): for
 emulating several nodes on one machine (tests, the CPU demo); real runs leave it unset.
 """
@@ -40,6 +47,8 @@ import datetime as dt
 import json
 import os
 import socket
+import statistics
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -49,6 +58,7 @@ from typing import Any, Protocol
 import torch
 
 REGIONS = ("data", "compute", "comm")
+STALL_STEPS = 10.0  # a step open this many times the rank's usual step is stalled (see the module's "Stalls")
 
 
 class Clock(Protocol):
@@ -193,7 +203,7 @@ class StepRecorder:
 
     def __init__(self, path: str | os.PathLike, rank: int | None = None, host: str | None = None,
                  device: torch.device | str | None = None, clock: Clock | None = None, lag: int = 2,
-                 max_pending: int = 64, fsync: bool = False) -> None:
+                 max_pending: int = 64, fsync: bool = False, stall_min_s: float | None = 10.0) -> None:
         self.path = Path(path)
         self.rank = default_rank() if rank is None else rank
         self.host = host or default_host(self.rank, int(os.environ.get("LOCAL_RANK", "0")))
@@ -206,6 +216,16 @@ class StepRecorder:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self.written = 0
+        # the step open now (host wall time of its begin) and the host-side durations of the last steps
+        self._open: tuple[Step, float] | None = None
+        self._recent: collections.deque[float] = collections.deque(maxlen=20)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.stall_min_s = stall_min_s
+        self._watcher: threading.Thread | None = None
+        if stall_min_s is not None:
+            self._watcher = threading.Thread(target=self._watch_stalls, name="clusterlab-stall-watch", daemon=True)
+            self._watcher.start()
 
     @contextlib.contextmanager
     def step(self, step: int) -> Iterator[Step]:
@@ -219,6 +239,7 @@ class StepRecorder:
         """Start timing `step` (the hook form of `step()`); pass the result to `end()`."""
         s = Step(step, self.clock)
         s.start = self.clock.mark()
+        self._open = (s, time.time())
         return s
 
     def end(self, s: Step) -> None:
@@ -231,6 +252,10 @@ class StepRecorder:
             s._loss_copy = torch.empty((), dtype=torch.float32, pin_memory=True)
             s._loss_copy.copy_(s.loss.detach().reshape(()), non_blocking=True)
         s.end = self.clock.mark()
+        opened = self._open
+        if opened is not None and opened[0] is s:
+            self._open = None
+            self._recent.append(time.time() - opened[1])
         self._pending.append(s)
         self._drain(keep=self.lag)
 
@@ -270,17 +295,47 @@ class StepRecorder:
             rec["loss"] = loss
         return rec
 
-    def _write(self, rec: dict[str, Any]) -> None:
-        if self._fd is None:
-            raise ValueError(f"{self.path}: recorder is closed")
+    def stall_after_s(self) -> float:
+        """How long a step may stay open before it is recorded as stalled."""
+        usual = statistics.median(self._recent) if self._recent else 0.0
+        return max(self.stall_min_s or 0.0, STALL_STEPS * usual)
+
+    def _watch_stalls(self) -> None:
+        """One record per stalled step, while it is open (a daemon thread: it never keeps the process alive)."""
+        said: Step | None = None
+        poll_s = min(1.0, max(0.05, (self.stall_min_s or 1.0) / 4))
+        while not self._stop.wait(poll_s):
+            opened = self._open
+            if opened is None or opened[0] is said:
+                continue
+            s, began = opened
+            open_s = time.time() - began
+            if open_s < self.stall_after_s():
+                continue
+            region = next(iter(list(s._open)), None)  # (a copy: the training thread opens and closes regions)
+            rec = {"ts": dt.datetime.now(dt.UTC).isoformat(timespec="microseconds"), "rank": self.rank,
+                   "host": self.host, "step": s.step, "stalled_s": round(open_s, 3)}
+            if region is not None:
+                rec["region"] = region
+            try:
+                self._write(rec, count=False)
+            except (OSError, ValueError):  # closed meanwhile
+                return
+            said = s
+
+    def _write(self, rec: dict[str, Any], count: bool = True) -> None:
         data = (json.dumps(rec, separators=(",", ":")) + "\n").encode()
         # NOTE: one write() per line on an O_APPEND descriptor: a kill between two records never
-        # leaves half a line behind (short writes on regular files are looped over, not expected).
-        while data:
-            data = data[os.write(self._fd, data):]
-        if self.fsync:
-            os.fsync(self._fd)
-        self.written += 1
+        # leaves half a line behind (short writes on regular files are looped over, not expected). The lock
+        # keeps the stall watcher's line and a step's line whole when both write at once.
+        with self._lock:
+            if self._fd is None:
+                raise ValueError(f"{self.path}: recorder is closed")
+            while data:
+                data = data[os.write(self._fd, data):]
+            if self.fsync:
+                os.fsync(self._fd)
+        self.written += count
 
     def flush(self) -> None:
         """Write every pending step, waiting for the GPU where needed (not for the hot path)."""
@@ -292,9 +347,11 @@ class StepRecorder:
         """Flush and close the file (idempotent)."""
         if self._fd is None:
             return
+        self._stop.set()
         self.flush()
-        os.close(self._fd)
-        self._fd = None
+        with self._lock:
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> StepRecorder:
         return self

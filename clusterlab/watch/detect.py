@@ -53,8 +53,12 @@ def hang(st: LiveState, now: dt.datetime, s: WatchSettings, con: duckdb.DuckDBPy
     if idle_s < limit_s:
         return []
     first = stopped_first(st.ranks, s.incidents.skew_s)
-    hosts = sorted({h for h in first["host"].to_list() if h}) if first.height else []
     together = bool(first.height) and first.height == st.ranks.height and st.ranks.height > 1
+    if together:  # their last finished steps agree: the step the others began and stall in may tell them apart
+        silent = never_began(con, st)
+        if silent.height:
+            first, together = silent, False
+    hosts = sorted({h for h in first["host"].to_list() if h}) if first.height else []
     # NOTE: a GPU's Xid is often logged a little before the step records stop (the step in flight completes)
     lead = dt.timedelta(seconds=max(60.0, 2 * (st.baseline_step_s or 0.0)))
     suspects = node_evidence(con, st, s, since=st.last_step_ts - lead if st.last_step_ts else None)
@@ -64,7 +68,9 @@ def hang(st: LiveState, now: dt.datetime, s: WatchSettings, con: duckdb.DuckDBPy
     evidence += [{k: e[k] for k in ("host", "ts", "file", "line", "text")} for e in suspects[:EVIDENCE_SHOWN]]
     # NOTE: ranks that stopped together in a collective do not say which one hung, unless they share one host
     blamed = sorted({e["host"] for e in suspects}) or ([] if together and len(hosts) > 1 else hosts)
-    who = (f"on {', '.join(blamed)}" + (f" (all {st.ranks.height} ranks stopped together)" if together else "")
+    behind = (f"rank {', '.join(str(r) for r in first['rank'].to_list())} "
+              if first.height and not together and first.height < st.ranks.height else "")
+    who = (f"{behind}on {', '.join(blamed)}" + (f" (all {st.ranks.height} ranks stopped together)" if together else "")
            if blamed else
            f"all {st.ranks.height} ranks stopped together at step {st.last_step}" if together else "")
     msg = f"no progress for {idle_s:.0f} s (limit {limit_s:.0f} s) after step {st.last_step}; {who}".rstrip("; ")
@@ -72,6 +78,24 @@ def hang(st: LiveState, now: dt.datetime, s: WatchSettings, con: duckdb.DuckDBPy
                   hosts=blamed or hosts, failure_mode="hang", evidence_ts=st.last_step_ts, evidence=evidence,
                   ranks=first["rank"].to_list() if first.height else [], idle_s=idle_s, limit_s=limit_s,
                   stopped_together=together)]
+
+
+def never_began(con: duckdb.DuckDBPyConnection, st: LiveState) -> pl.DataFrame:
+    """The ranks (rows of `st.ranks`) that never began the step the other ranks stall in, from the recorder's
+    stall records (`step_stalled` events; `diagnose.stopped_first` reads them the same way after the fact); empty
+    where none stall, all do, or the silent ranks outnumber the waiting ones."""
+    stalled = store.frame(con, """
+        SELECT rank, max(TRY_CAST(json_extract_string(detail, '$.step') AS BIGINT)) AS stalled_step FROM events
+        WHERE run = $run AND attempt IS NOT DISTINCT FROM $attempt AND kind = 'step_stalled' AND rank IS NOT NULL
+        GROUP BY rank""", {"run": st.run, "attempt": st.attempt})
+    if not stalled.height or not st.ranks.height:
+        return st.ranks.clear()
+    r = st.ranks.join(stalled.with_columns(pl.col("rank").cast(st.ranks.schema["rank"])), on="rank", how="left")
+    waiting = (pl.col("stalled_step") > pl.col("last_step")).fill_null(False)
+    silent = r.filter(~waiting)
+    if not silent.height or silent.height > r.height - silent.height:
+        return st.ranks.clear()
+    return silent.drop("stalled_step").sort("rank")
 
 
 def stopped_first(ranks: pl.DataFrame, skew_s: float) -> pl.DataFrame:
