@@ -279,7 +279,8 @@ def test_launcher_start_is_a_fact_with_its_time() -> None:
 def test_sniff_recognises_torch_output_by_content() -> None:
     assert torch_dist.sniff(b"[rank0]:[W1125 10:02:19.8 ProcessGroupNCCL.cpp:4561] using GPU 0\n", "x.out")
     assert torch_dist.sniff(b"RuntimeError: CUDA error: an illegal memory access was encountered\n", "x")
-    assert not torch_dist.sniff(b"Traceback (most recent call last):\nValueError: x\n", "torch.log")
+    # issue 30: a traceback is evidence wherever it appears, a file holding only one included
+    assert torch_dist.sniff(b"Traceback (most recent call last):\nValueError: x\n", "torch.log")
 
 
 def test_watchdog_terminated_by_a_cuda_error_is_a_cuda_error() -> None:
@@ -337,7 +338,8 @@ def test_summary_of_torch_1_9() -> None:
              "  error_file: <N/A>", '  msg: "Signal 6 (SIGABRT) received by PID 6150"', "=" * 39,
              "Other Failures:", "  <NO_OTHER_FAILURES>"]
     (e,) = events(parse(lines, year=2026))
-    assert (e["kind"], e["rank"], e["severity"], e["failure_mode"]) == ("child_failed", 1, "critical", "unknown")
+    # SIGABRT with nothing else in the file: the watchdog's abort (issue 30)
+    assert (e["kind"], e["rank"], e["severity"], e["failure_mode"]) == ("child_failed", 1, "critical", "nccl_timeout")
     assert (e["detail"]["exitcode"], e["detail"]["signal"], e["detail"]["pid"]) == (-6, "SIGABRT", 6150)
     assert e["ts"] == dt.datetime(2026, 11, 24, 3, 41, 17)
 
@@ -395,10 +397,11 @@ def test_timeout_consequences_are_nccl_timeouts(line: str, kind: str) -> None:
         assert e["detail"]["timeout_from_rank"] == 7
 
 
-def test_nccl_system_error_without_detail_is_an_unknown_failure() -> None:
+def test_nccl_system_error_is_a_network_failure() -> None:
+    # ncclSystemError is a failed socket call to a peer (issue 30: the broken-network node of a Slurm job)
     (e,) = events(parse(["RuntimeError: NCCL error in: /opt/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1169, "
                          "unhandled system error, NCCL version 2.10.3"]))
-    assert (e["kind"], e["failure_mode"]) == ("nccl_error", "unknown")
+    assert (e["kind"], e["failure_mode"]) == ("nccl_error", "network")
 
 
 @pytest.mark.parametrize("head", [

@@ -16,6 +16,7 @@ The messages read:
     Was out of section for 1201.50 seconds. Timeout is 1200.00 seconds.
     [default] Worker group FAILED. 3/3 attempts left; will restart worker group
     [default] Joining cluster restart (group_rank=1)
+    [node-7] Maximum number of nodes (4) exceeded. ... This is likely a configuration error - please check max_nodes
     2/3 restart attempts left; restarting worker group...                    (min-healthy policy)
     Some rank(s) exited with non-zero exit code: {12: ProcessFailure(local_rank=4, pid=..., exitcode=-9, ...)}...
     GPU health check failed for node gpu-017: Node gpu-017 has an unhealthy GPU.
@@ -52,7 +53,8 @@ _HEADER = (r"^(?:\s*(?P<task>\d{1,6}): )?(?:\[default\d{1,4}\]: ?)?(?:" + _NVRX 
 # Messages worth a row; the engine hands over only lines with a known header and one of these.
 _WORDS = (r"Did not get \w+ heartbeat|has been open for|out of section for|FT timeout elapsed|attempts left"
           r"|Joining cluster restart|restart(?:ing)? worker group|non-zero exit code|[Hh]ealth check failed"
-          r"|UnhealthyNodeException|no progress across restarts|EARLY TERMINATION|terminal worker-group failure")
+          r"|UnhealthyNodeException|no progress across restarts|EARLY TERMINATION|terminal worker-group failure"
+          r"|Maximum number of nodes \(\d+\) exceeded|likely a configuration error")
 _PREFIXES = (r"\[workload:[\d?]+\([\d?]+\) infra:[\d?]+\([\d?]+\)\] [\w.-]+\.py:\d+ "
              r"|\[(?:ft_launcher|RankMonServer)\d*@[^\]\s]+\] |\[RankMonitorServer:\d+\] ")
 PATTERN = f"(?:{_PREFIXES}).*(?:{_WORDS})"
@@ -81,6 +83,10 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     ("health_check_failed", r"health check failed for node \S+: |Health check failed for node \S+: "
      r"|raised UnhealthyNodeException: ", None, "critical"),
     ("worker_group_failed", r"ended with terminal worker-group failure", None, "error"),
+    # NOTE: the barrier rendezvous closes for good (every agent then raises RendezvousClosedError) when more
+    # agents join than --nnodes allows: the job's launch configuration (its node count, its spares) ended it
+    ("rendezvous_config_error", r"Maximum number of nodes \(\d+\) exceeded|This is likely a configuration error",
+     "user_code_error", "error"),
 ]
 _HEALTH_MODE = [  # what a failed health check names → the mode it proves, on the node it names
     (r"GPU health check|unhealthy GPU", "gpu_hw_other"),

@@ -49,6 +49,7 @@ PATTERN = "|".join([
     r"watchdog got stuck for|Received a global timeout from another rank|Some NCCL operations have failed",
     r"detected by watchdog at work|Timeout at NCCL work: |NCCL communicator was aborted",
     r"CUDA out of memory|CUDA (?:driver )?error: |NCCL [Ee]rror|Unknown NCCL error",
+    r"THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: ",
     r"Root Cause(?: \(first observed failure\))?:\s*$|Failures:\s*$",
     r"  (?:time      |host      |rank      |exitcode  |error_file|traceback ): ",
     r"  (?:time: \d{4}-\d\d-\d\d_|rank: \d+ \(local_rank|exitcode: -?\d+ \(pid|msg: \")",
@@ -64,6 +65,8 @@ _SNIFF = re.compile(
     rb"|Watchdog caught collective operation timeout|NCCL communicator was aborted|Some NCCL operations have failed"
     rb"|To avoid data inconsistency, we are taking|NCCL error in: |nccl[A-Z]\w*Error: |Timeout at collective: "
     rb"|death signal, shutting down workers|DataLoader worker \(pid|Unexpected bus error encountered in worker"
+    # NOTE: a traceback is evidence wherever it appears: a file holding only one (`excerpt.log`) is read too
+    rb"|Traceback \(most recent call last\)|THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: "
 )
 # srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) `, torchrun `[rank3]:` / `[default3]:`, mpirun `[1,3]<...>:`
 _LAUNCHER = (r"^(?P<pfx>(?:\s*(?P<task>\d{1,6}): )?(?:\(\w+ pid=\d+(?:, ip=[\w.:]+)?\) )?"
@@ -92,6 +95,10 @@ _TB_MAX_LINES = 1000  # a traceback whose exception line is further away than th
 # (gloo's own: `Timed out waiting 1800000ms for recv operation to complete`, what a rank waiting on a peer raises)
 _TIMEOUT = (r"ollective operation timeout|timed out in (?:blocking wait|call to wait\(\))"
             r"|Timed out waiting \d+ms for (?:recv|send) operation to complete")
+# A CUDA runtime error as torch words it (2.x `CUDA error: `, THC's `cuda runtime error (39) : ` of torch <= 1.4 and its
+# `THCudaCheck FAIL file=... error=39 : `), or as a CUDA enum name a library prints (`cudaErrorECCUncorrectable: `)
+_CUDA_ERR = (r"(?:CUDA (?:driver )?error: |cuda runtime error \(\d+\) : |THCudaCheck FAIL .*? error=\d+ : "
+             r"|\bcudaError[A-Z]\w*: )")
 _KINDS: list[tuple[str, str, str | None, str]] = [
     ("watchdog_terminated", r"watchdog thread terminated with exception", None, "critical"),
     ("comm_aborted", r"NCCL communicator was aborted", None, "error"),
@@ -117,7 +124,7 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
      r"killed by signal", "unknown", "error"),
     ("watchdog_status", r"detected by watchdog at work|Timeout at NCCL work: ", None, "error"),
     ("cuda_oom", r"CUDA out of memory|CUDA error: out of memory", "cuda_oom", "error"),
-    ("cuda_error", r"CUDA (?:driver )?error: ", None, "error"),
+    ("cuda_error", _CUDA_ERR, None, "error"),
     ("nccl_detail", r"^\s*nccl[A-Z]\w*Error: |^\s*Unknown NCCL error", None, "error"),
     ("nccl_error", r"NCCL [Ee]rror\b", None, "error"),
     # A worker (or the agent) that died: a failure whose cause, if any, another line states.
@@ -132,6 +139,14 @@ _NO_MODE_EXC = {"DistStoreError", "DistBackendError", "SignalException", "Proces
                 "ProcessRaisedException", "RendezvousClosedError", "RendezvousTimeoutError", "RendezvousError",
                 "RendezvousConnectionError", "RendezvousStateError"}
 _SIGNAMES = {str(s.value): s.name for s in signal.Signals}
+# EIO, ENOSPC, ESTALE, EDQUOT: the storage, not the code, failed the read or write
+_FS_ERRNO = (r"\[Errno (?:5|28|116|122)\]|Input/output error|Stale file handle|No space left on device"
+             r"|Disk quota exceeded")
+# What a torchrun summary's exit alone says where no line of its file names a cause (issue 30): SIGABRT is how
+# ProcessGroupNCCL's watchdog ends a rank after a collective timeout, SIGKILL the kernel's OOM killer (a scheduler's
+# kill leaves its own lines: the agent's death signal), SIGBUS a worker out of /dev/shm, exit 1 and a segfault the
+# process's own code or extension.
+_SIGNAL_MODES = {"SIGABRT": "nccl_timeout", "SIGKILL": "host_oom", "SIGBUS": "host_oom", "SIGSEGV": "user_code_error"}
 _GIB = {"bytes": 1 / 2**30, "B": 1 / 2**30, "KiB": 1 / 2**20, "MiB": 1 / 2**10, "GiB": 1.0, "TiB": 1024.0}
 _DETAIL = [
     "task", "local_rank", "src", "pg_id", "pg_desc", "pg_rank", "seq_num", "op_type", "numel_in", "numel_out",
@@ -171,7 +186,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
             # the line that ends a traceback is printed as its process dies: dated by the exit (`parse._fill_ts`)
             pl.col("exception").is_not_null().alias(AT_EXIT),
         ))
-    out.add("events", children)
+    out.add("events", _children_without_cause(children, events))
     # A launcher start anchors the attempt in time (and gives the lines after it a clock).
     out.add("facts", f.filter(pl.col("msg").str.contains(_START)).select(
         "line", "ts", key=pl.lit("launcher_start"), value=pl.lit("torchrun")))
@@ -197,7 +212,12 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         pl.when(pl.col("pyts").is_not_null()).then(pl.format("{}.{}", "pyts", "ms")),
     )
     # `what():` repeats a watchdog message already logged; NCCL's own lines belong to the nccl collector.
-    drop = rest.str.contains(r"^\s*what\(\):.*(?:watchdog thread terminated|Watchdog caught)|NCCL (?:INFO|WARN|TRACE) ")
+    # NOTE: only where the watchdog's own line came before it: an excerpt that kept only the abort (`terminate
+    # called ...` and its `what():`) has no other line that says the collective timed out
+    watchdog = rest.str.contains(r"watchdog thread terminated|Watchdog caught")
+    what = rest.str.contains(r"^\s*what\(\):")
+    logged_before = (watchdog & ~what).cast(pl.Int8).cum_max().shift(1, fill_value=0) > 0
+    drop = (what & watchdog & logged_before) | rest.str.contains(r"NCCL (?:INFO|WARN|TRACE) ")
     f = f.with_columns(
         msg=pl.coalesce("gmsg", "pmsg", "omsg", "rest"),
         ts=local_to_utc(stamp.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False), ctx.tz),
@@ -224,14 +244,16 @@ def _content_mode(t: pl.Expr) -> pl.Expr:
     return (
         pl.when(t.str.contains(_TIMEOUT)).then(pl.lit("nccl_timeout"))
         .when(t.str.contains(r"CUDA out of memory")).then(pl.lit("cuda_oom"))
-        .when(t.str.contains(r"CUDA (?:driver )?error: "))
-        .then(cuda_mode(t.str.extract(r"CUDA (?:driver )?error: (.*)", 1)))
-        .when(t.str.contains(r"remote process exited|network error|ncclRemoteError")).then(pl.lit("network"))
+        .when(t.str.contains(_CUDA_ERR)).then(cuda_mode(t.str.extract(_CUDA_ERR + r"(.*)", 1)))
+        # NOTE: ncclSystemError is a failed system call, in practice a socket to a peer that cannot be reached
+        # (a node whose network is broken); only its "Last error:" line could say more
+        .when(t.str.contains(r"remote process exited|network error|ncclRemoteError|unhandled system error"
+                             r"|ncclSystemError")).then(pl.lit("network"))
         .when(t.str.contains(r"unhandled cuda error|ncclUnhandledCudaError")).then(pl.lit("cuda_error"))
         .when(t.str.contains(r"invalid (?:usage|argument)|ncclInvalid")).then(pl.lit("user_code_error"))
         .when(t.str.contains(r"NCCL [Ee]rror.*\btime(?:out|d out)")).then(pl.lit("nccl_timeout"))
         # NCCL failed and does not say why (its "Last error:" line, read by the nccl collector, may)
-        .when(t.str.contains(r"unhandled system error|ncclSystemError|internal check failed|ncclInternalError"))
+        .when(t.str.contains(r"internal check failed|ncclInternalError"))
         .then(pl.lit("unknown"))
     )
 
@@ -268,7 +290,7 @@ def _message_fields(f: pl.DataFrame) -> pl.DataFrame:
         nccl_version=m.str.extract(r"NCCL version (\S+)", 1),
         nccl_src=m.str.extract(r"NCCL [Ee]rror in: ([^,]+),", 1),
         nccl_result=m.str.extract(r"^\s*(nccl[A-Z]\w*Error):", 1),
-        cuda_error=m.str.extract(r"CUDA (?:driver )?error: (.+?)\s*$", 1),
+        cuda_error=m.str.extract(_CUDA_ERR + r"(.+?)(?: at \S+:\d+)?\s*$", 1),
         gpu=pl.coalesce(_num(r"\. GPU (\d+) has a total", pl.Int32), _num(r"\(GPU (\d+); ", pl.Int32)),
         tried_gib=_gib(r"Tried to allocate ([\d.]+) (\w+)"),
         total_gib=_gib(r"(?:total capaci?ty of|GPU \d+; ) ?([\d.]+) (\w+)"),
@@ -379,6 +401,23 @@ def _children(f: pl.DataFrame, finals: pl.DataFrame, ctx: Context) -> tuple[pl.D
     return pl.concat([frame, odd_frame], how="diagonal_relaxed"), tbs, len(rows) - len(good)
 
 
+def _children_without_cause(children: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Summary entries of unknown cause take the mode their exit implies, where no other line names a cause."""
+    if not children.height or "detail" not in children.columns:
+        return children
+    named = events.filter(pl.col("failure_mode").is_not_null() & (pl.col("failure_mode") != "unknown")).height
+    # NOTE: the agent's own death signal (SIGTERM from Slurm or a person) killed the workers from outside
+    killed = events.height and (events["kind"] == "agent_signal").any()
+    if named or killed:
+        return children
+    code = pl.col("detail").str.json_path_match("$.exitcode").cast(pl.Int32, strict=False)
+    sig = pl.col("detail").str.json_path_match("$.signal")
+    implied = pl.when(code > 0).then(pl.lit("user_code_error")).otherwise(
+        sig.replace_strict(_SIGNAL_MODES, default=None, return_dtype=pl.String))
+    return children.with_columns(failure_mode=pl.when(pl.col("failure_mode") == "unknown")
+                                 .then(pl.coalesce(implied, pl.lit("unknown"))).otherwise(pl.col("failure_mode")))
+
+
 def _child_row(e: dict, exc: dict | None, ctx: Context) -> dict:
     """The fields of one summary entry (`rank : 3 (local_rank: 3)`, `exitcode : -6 (pid: 1234)`, ...)."""
     fl = e["fields"]
@@ -434,8 +473,8 @@ def _exc_mode(exc_type: pl.Expr, message: pl.Expr) -> pl.Expr:
     short = exc_type.str.extract(r"(\w+)$", 1)
     return (pl.when(short == "KeyboardInterrupt").then(pl.lit("manual_stop"))
             .when(short == "MemoryError").then(pl.lit("host_oom"))
-            .when(short.is_in(["OSError", "IOError"]) & message.fill_null("").str.contains(
-                r"\[Errno (?:5|116)\]|Input/output error|Stale file handle")).then(pl.lit("filesystem_io"))
+            # NOTE: whatever wraps it (an OSError, a RuntimeError of torch.save): the storage failed the process
+            .when(message.fill_null("").str.contains(_FS_ERRNO)).then(pl.lit("filesystem_io"))
             .when(short == "DistNetworkError").then(pl.lit("network"))
             .when(short.is_in(list(_NO_MODE_EXC))).then(pl.lit(None, pl.String))
             # NOTE: gloo's "Connection closed/reset by peer" is what the survivors raise when a peer process
