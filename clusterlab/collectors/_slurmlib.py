@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from clusterlab import hostlist
+from clusterlab import hostlist, taxonomy
 from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, classify, json_detail, local_to_utc
 
 
@@ -154,7 +154,7 @@ def job_events(jobs: pl.DataFrame, lines: pl.DataFrame | None) -> pl.DataFrame:
         json_detail({"job_id": pl.col("job_id"), "state": pl.col("state"), "exit_code": pl.col("exit_code"),
                      "signal": pl.col("signal"), "nodelist": pl.col("nodelist")}).alias("detail"),
     )
-    return out
+    return out.sort("line")
 
 
 # A node's reason (`scontrol show node`, `sinfo -R`, slurmctld's `reason set to:`) that says the node itself
@@ -173,3 +173,16 @@ NODE_LOST_REASON = (
 def node_reason_mode(reason: pl.Expr) -> pl.Expr:
     """node_failure where a node's reason says the node itself failed (`NODE_LOST_REASON`), else null."""
     return pl.when(reason.str.contains(NODE_LOST_REASON)).then(pl.lit("node_failure"))
+
+
+def with_reason_modes(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with `xid` (an Xid its `reason` names: `xid79`, `Xid 48`) and `failure_mode` filled where null:
+    the Xid's mode, else node_failure for a reason that says the node failed."""
+    code = pl.col("reason").str.extract(r"(?i)\bxid[\s:=_-]*(\d+)").cast(pl.Int32, strict=False)
+    xid = frame.select(code).to_series()
+    codes = xid.drop_nulls().unique().to_list()
+    table = pl.DataFrame({"xid": pl.Series(codes, dtype=pl.Int32),
+                          "_xmode": pl.Series([taxonomy.xid(c).failure_mode for c in codes], dtype=pl.String)})
+    frame = frame.with_columns(xid=xid).join(table, on="xid", how="left")
+    mode = pl.coalesce("failure_mode", "_xmode", node_reason_mode(pl.col("reason")))
+    return frame.with_columns(failure_mode=mode).drop("_xmode")

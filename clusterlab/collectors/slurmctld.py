@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from clusterlab import taxonomy
 from clusterlab.collectors._base import (
     TABLE_COLUMNS,
     Context,
@@ -34,7 +33,7 @@ from clusterlab.collectors._base import (
     search,
     syslog_time,
 )
-from clusterlab.collectors._slurmlib import Rule, classify_lines, explode_hosts, node_reason_mode
+from clusterlab.collectors._slurmlib import Rule, classify_lines, explode_hosts, with_reason_modes
 
 NAME = "slurmctld"
 EXCLUSIVE = False
@@ -195,17 +194,10 @@ def _not_back(frame: pl.DataFrame) -> pl.DataFrame:
 
 def _reason_xid(frame: pl.DataFrame) -> pl.DataFrame:
     """An Xid named in a node's reason (`xid79`, `Xid 48`) sets `xid` and the failure mode it means."""
-    code = pl.col("reason").str.extract(r"(?i)\bxid[\s:=_-]*(\d+)").cast(pl.Int32, strict=False)
-    xid = frame.select(code).to_series()
-    codes = xid.drop_nulls().unique().to_list()
-    table = pl.DataFrame({"xid": pl.Series(codes, dtype=pl.Int32),
-                          "_xmode": pl.Series([taxonomy.xid(c).failure_mode for c in codes], dtype=pl.String)})
-    frame = frame.with_columns(xid=xid).join(table, on="xid", how="left")
     # NOTE: slurmctld's own reason for a node it lost, or a health check's; a person's drain reason is free text.
     # `Kill task failed`: slurmstepd could not kill the step's processes (stuck in the kernel: a hung GPU or
     # filesystem) and drained the node itself; 25.05+ appends `(JobId=.. StepId=..)`.
-    mode = pl.coalesce("failure_mode", "_xmode", node_reason_mode(pl.col("reason")))
-    return frame.with_columns(failure_mode=mode).drop("_xmode")
+    return with_reason_modes(frame)
 
 
 def _finish(frame: pl.DataFrame) -> pl.DataFrame:
