@@ -22,7 +22,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store
-from clusterlab.diagnose import incidents, stopped_first, timeline
+from clusterlab.diagnose import incidents, sticky, stopped_first, timeline
 
 # The scheduler's verdicts; KILLS end a job that may have been healthy until then.
 KILLS = ("time_limit", "preemption", "manual_stop")
@@ -219,10 +219,10 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
                        .select(*keys, *EVIDENCE_SCHEMA) if ev.height else None)
     inc = (pl.DataFrame(rows, schema=INCIDENT_SCHEMA).sort(keys) if rows else pl.DataFrame(schema=INCIDENT_SCHEMA))
     evs = [e.cast(EVIDENCE_SCHEMA) for e in evs if e is not None and e.height]
-    if not evs:
-        return inc, pl.DataFrame(schema=EVIDENCE_SCHEMA)
     # each part is in (run, attempt, rank_in_incident) order already: one part needs no sort of its rows
-    ev = evs[0] if len(evs) == 1 else pl.concat(evs, how="vertical_relaxed").sort(*keys, "rank_in_incident")
+    ev = (pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, **EVIDENCE_SCHEMA}) if not evs else evs[0]
+          if len(evs) == 1 else pl.concat(evs, how="vertical_relaxed").sort(*keys, "rank_in_incident"))
+    inc, ev = sticky.with_sticky_faults(con, inc, ev, EVIDENCE_SCHEMA)
     return inc, ev.select(list(EVIDENCE_SCHEMA))
 
 
