@@ -80,15 +80,17 @@ def test_gzip_with_a_garbage_body_in_a_directory_is_named(db_with_good: Path, tm
     assert event_count(db_with_good) == 5
 
 
-def test_raw_dmesg_without_boot_time_stores_nothing_until_a_boot_time_is_put_beside_it(tmp_path: Path) -> None:
+def test_raw_dmesg_without_boot_time_is_stored_undated_until_a_boot_time_is_put_beside_it(tmp_path: Path) -> None:
+    # (issue 30: never refused; tests/test_kernel_undated.py has the rest)
     node = tmp_path / "bundle" / "nodes" / "gpu-021"
     node.mkdir(parents=True)
     (node / "dmesg").write_bytes((SAMPLES / "kernel" / "dmesg_raw_no_boot.log").read_bytes())
     db = tmp_path / "raw.duckdb"
-    code, errors = ingest(db, tmp_path / "bundle")
-    assert code == 2 and len(errors) == 1, errors
-    assert errors[0].startswith("error: bundle/nodes/gpu-021/dmesg:1: ") and "boot_time" in errors[0]
-    assert event_count(db) == 0
+    code, errors = ingest(db, tmp_path / "bundle")  # stored, and the user told its times are missing
+    assert code == 2 and len(errors) == 1 and "kept undated" in errors[0] and "boot_time" in errors[0], errors
+    with Lab(db) as lab:
+        ev = lab.sql("SELECT count(*) AS n, count(ts) AS stamped FROM events")
+    assert ev["n"][0] > 0 and ev["stamped"][0] == 0
     (node / "boot_time").write_text("2026-11-25T06:00:00Z\n")
     assert ingest(db, tmp_path / "bundle") == (0, [])
     with Lab(db) as lab:
