@@ -20,6 +20,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store
+from clusterlab.diagnose import reattribute
 
 STICKY_WINDOW = dt.timedelta(hours=24)  # a memory fault this long before the attempt still counts (no reset seen)
 # what a GPU whose memory is still faulty makes a job that starts on it report
@@ -49,27 +50,8 @@ def with_sticky_faults(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl
                                                                                     "host"))
     if not found.height:
         return inc, ev
-    was = inc.join(found.select("incident_id", fault_ts="ts"), on="incident_id")
-    notes = {r["incident_id"]: {"candidate": {"failure_mode": r["failure_mode"], "host": r["host"],
-                                              "ts": None, "kind": "attempt_end", "file": None, "line": None},
-                                "reason": (f"the GPU memory fault on {r['host']} at {r['fault_ts']:%Y-%m-%d %H:%M:%S}, "
-                                           f"before this attempt began, explains a start-up {r['failure_mode']}")}
-             for r in was.iter_rows(named=True)}
-    inc = inc.with_columns(
-        failure_mode=pl.when(pl.col("incident_id").is_in(list(notes))).then(pl.lit("gpu_memory_ecc"))
-        .otherwise("failure_mode"),
-        confidence=pl.when(pl.col("incident_id").is_in(list(notes))).then(pl.lit(STICKY_CONFIDENCE))
-        .otherwise("confidence"),
-        rejected=pl.struct("incident_id", "rejected").map_elements(
-            lambda r: [notes[r["incident_id"]], *(r["rejected"] or [])] if r["incident_id"] in notes
-            else r["rejected"], return_dtype=inc.schema["rejected"]))
-    # the earlier fault leads the evidence; the attempt's own lines follow it
-    lead = found.with_columns(rank_in_incident=pl.lit(0, pl.Int64), tier=pl.lit(None, pl.Int32),
-                              run=pl.lit(None, pl.String), attempt=pl.lit(None, pl.Int32))
-    lead = lead.drop("run", "attempt").join(inc.select("incident_id", "run", "attempt"), on="incident_id")
-    cols = list(ev.columns) if ev.height else ["run", "attempt", *ev_schema]
-    ev = pl.concat([lead.select(cols).cast({c: t for c, t in ev_schema.items() if c in cols}),
-                    ev], how="vertical_relaxed")
-    ev = ev.sort("run", "attempt", "rank_in_incident").with_columns(
-        rank_in_incident=pl.int_range(1, pl.len() + 1).over("incident_id").cast(pl.Int64))
-    return inc, ev
+    masked_by = dict(inc.select("incident_id", "failure_mode").iter_rows())
+    reasons = {r["incident_id"]: (f"the GPU memory fault on {r['host']} at {r['ts']:%Y-%m-%d %H:%M:%S}, before this "
+                                  f"attempt began, explains a start-up {masked_by[r['incident_id']]}")
+               for r in found.iter_rows(named=True)}
+    return reattribute.apply(inc, ev, found, "gpu_memory_ecc", STICKY_CONFIDENCE, reasons, ev_schema)

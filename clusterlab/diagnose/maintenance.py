@@ -1,0 +1,62 @@
+"""The operator's words: a node taken out of service for maintenance explains what happens to the job on it.
+
+A drain for maintenance does not stop the jobs on a node, so the drain line alone raises no failure mode. But
+when the job then ends by a cancel (root clearing the nodes for an emergency maintenance), by the node going
+down or rebooting under it, or with no cause found, the provider's maintenance ended it: the `preemption` mode
+(provider maintenance or reclaim), not the user's stop and not a random node failure.
+
+The rule: an attempt that ended as `manual_stop`, `node_failure` or `unknown`, on whose hosts slurmctld recorded
+a reason of maintenance (`MAINTENANCE_REASON`: "maint", "emergency maintenance", `scontrol reboot`'s "Reboot
+ASAP", "firmware upgrade", ...) between the attempt's start and its end. For a node failure the maintenance
+must name the failed node itself.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+from clusterlab import store
+from clusterlab.diagnose import reattribute
+
+# An operator's reason for taking a node out of service (a regular expression, case-insensitive)
+MAINTENANCE_REASON = (r"\bmaint(enance)?\b|\bemergency\b|\breboot (asap|requested|issued)\b"
+                      r"|scheduled (reboot|downtime|outage)|\b(firmware|driver|bios|kernel|os) (update|upgrade|patch)"
+                      r"|\bpatching\b|\bdecommission")
+ENDED_BY = ("manual_stop", "node_failure", "unknown")
+MAINTENANCE_CONFIDENCE = 0.7  # the operator's own words, read against the job's end
+GRACE_S = 120  # a reason set this long after the end still explains it (the drain is often typed after the cancel)
+
+
+def with_maintenance(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl.DataFrame,
+                     ev_schema: dict[str, pl.DataType]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`inc` and `ev` (root cause's attempt-end incidents and evidence) with maintenance endings re-attributed."""
+    ended = inc.filter(pl.col("failure_mode").is_in(ENDED_BY))
+    if not ended.height or not con.execute(
+            "SELECT count(*) FROM events WHERE source = 'slurmctld' AND detail LIKE '%reason%'").fetchall()[0][0]:
+        return inc, ev
+    found = store.frame(con, """
+        WITH m AS (
+            SELECT e.incident_id, e.failure_mode AS mode, e.host AS inc_host, a.start_ts, a.end_ts, a.hosts
+            FROM ended e JOIN attempts a USING (run, attempt) WHERE a.start_ts IS NOT NULL
+        )
+        SELECT m.incident_id, v.ts, v.host, v.source, v.kind, v.failure_mode, v.xid, v.rank, f.path AS file, v.line,
+               v.text
+        FROM m JOIN events v ON v.source = 'slurmctld' AND list_contains(m.hosts, v.host)
+          AND (m.mode <> 'node_failure' OR v.host = m.inc_host)
+          AND v.ts BETWEEN m.start_ts AND m.end_ts + to_seconds($grace)
+          AND regexp_matches(coalesce(json_extract_string(v.detail, '$.reason'), ''), $pattern, 'i')
+        JOIN ingested_files f USING (file_id)
+        QUALIFY row_number() OVER (PARTITION BY m.incident_id ORDER BY v.ts, f.path, v.line) = 1
+    """, {"grace": GRACE_S, "pattern": MAINTENANCE_REASON},
+        ended=ended.select("incident_id", "run", "attempt", "host", "failure_mode"))
+    if not found.height:
+        return inc, ev
+    was = dict(inc.select("incident_id", "failure_mode").iter_rows())
+    reasons = {r["incident_id"]: (f"the operator took {r['host']} out for maintenance at {r['ts']:%Y-%m-%d %H:%M:%S} "
+                                  f"({r['text'][:120]}): the job's {was[r['incident_id']]} is the provider's "
+                                  "maintenance")
+               for r in found.iter_rows(named=True)}
+    # NOTE: a cancel names no host; a node failure keeps its node (the maintenance named it)
+    return reattribute.apply(inc, ev, found, "preemption", MAINTENANCE_CONFIDENCE, reasons, ev_schema,
+                             host=pl.coalesce("host", "_rule_host"))

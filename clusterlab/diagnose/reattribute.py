@@ -1,0 +1,37 @@
+"""Re-attribution of a decided incident by a rule that reads beyond its attempt (`sticky`, `maintenance`): the
+incident takes the rule's mode, the line that shows it leads its evidence, and the mode it had is kept among its
+rejected candidates with the rule's reason."""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def apply(inc: pl.DataFrame, ev: pl.DataFrame, found: pl.DataFrame, mode: str, confidence: float,
+          reasons: dict[str, str], ev_schema: dict[str, pl.DataType], host: pl.Expr | None = None
+          ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`inc`/`ev` with each incident of `found` (one evidence row per `incident_id`: the line that shows the rule's
+    cause) given `mode`, `confidence`, its reason from `reasons`, and `host` (an expression over `inc` joined with
+    `found`'s `host` as `_rule_host`) where given."""
+    hit = pl.col("incident_id").is_in(list(reasons))
+    was = {r["incident_id"]: {"candidate": {"failure_mode": r["failure_mode"], "host": r["host"], "ts": None,
+                                            "kind": r["kind"], "file": None, "line": None},
+                              "reason": reasons[r["incident_id"]]}
+           for r in inc.filter(hit).iter_rows(named=True)}
+    joined = inc.join(found.select("incident_id", _rule_host="host"), on="incident_id", how="left")
+    inc = joined.with_columns(
+        failure_mode=pl.when(hit).then(pl.lit(mode)).otherwise("failure_mode"),
+        confidence=pl.when(hit).then(pl.lit(confidence)).otherwise("confidence"),
+        host=pl.when(hit).then(host if host is not None else pl.col("host")).otherwise("host"),
+        rejected=pl.struct("incident_id", "rejected").map_elements(
+            lambda r: [was[r["incident_id"]], *(r["rejected"] or [])] if r["incident_id"] in was
+            else r["rejected"], return_dtype=inc.schema["rejected"]),
+    ).drop("_rule_host")
+    lead = found.with_columns(rank_in_incident=pl.lit(0, pl.Int64), tier=pl.lit(None, pl.Int32)).join(
+        inc.select("incident_id", "run", "attempt"), on="incident_id")
+    cols = list(ev.columns)
+    ev = pl.concat([lead.select(cols).cast({c: t for c, t in ev_schema.items() if c in cols}), ev],
+                   how="vertical_relaxed")
+    ev = ev.sort("run", "attempt", "rank_in_incident").with_columns(
+        rank_in_incident=pl.int_range(1, pl.len() + 1).over("incident_id").cast(pl.Int64))
+    return inc, ev
