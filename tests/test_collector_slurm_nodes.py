@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from test_collector_slurm import BERLIN, events, frame
 
-from clusterlab.collectors import sacct, sinfo, slurm_cloud, slurm_jobcomp, slurmctld
+from clusterlab.collectors import sacct, sinfo, slurm, slurm_cloud, slurm_jobcomp, slurmctld
 from clusterlab.collectors._base import Context
 
 UTC = Context(path="excerpt.log")
@@ -101,3 +101,16 @@ def test_jobcomp_timeout_record_is_a_time_limit_event() -> None:
                       "Partition=gpu TimeLimit=60 StartTime=2026-12-03T08:00:00 EndTime=2026-12-03T09:00:00 "
                       "NodeList=gpu-001 NodeCnt=1 ProcCnt=8 ExitCode=0:0")
     assert got == [("slurm_job_state", "time_limit")]
+
+
+def test_a_task_exit_after_its_job_was_killed_is_the_kills_consequence() -> None:
+    rows = events(slurm, "srun: error: n1: task 0: Exited with exit code 1",
+                  "slurmstepd: error: *** JOB 5 ON n1 CANCELLED AT 2026-12-03T08:00:00 DUE TO TIME LIMIT ***",
+                  "srun: error: n2: task 1: Exited with exit code 1")
+    assert [r["failure_mode"] for r in rows] == ["user_code_error", "time_limit", None]
+
+
+def test_slurmctld_prolog_failure_drains_the_node() -> None:
+    (ev,) = events(slurmctld, "[2026-06-03T01:24:02.517] error: validate_node_specs: Prolog or job env setup "
+                              "failure on node gpu-007, draining the node")
+    assert (ev["host"], ev["kind"], ev["failure_mode"]) == ("gpu-007", "slurm_prolog_fail", "node_failure")

@@ -23,7 +23,16 @@ import re
 
 import polars as pl
 
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, extract_all, fraction, json_detail, search
+from clusterlab.collectors._base import (
+    TABLE_COLUMNS,
+    Context,
+    Parsed,
+    extract_all,
+    file_of_line,
+    fraction,
+    json_detail,
+    search,
+)
 from clusterlab.collectors._slurmlib import Rule, classify_lines, explode_hosts, iso_local
 
 NAME = "slurm"
@@ -157,7 +166,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     frame = frame.with_columns(kind=pl.when(odd).then(pl.lit("unrecognised")).otherwise("kind"),
                                failure_mode=pl.when(odd).then(pl.lit("unknown")).otherwise("failure_mode"),
                                severity=pl.when(odd).then(pl.lit("warning")).otherwise("severity"))
-    frame = extract_all(frame, (_PREFIX, *EXTRACTORS))
+    frame = _after_kill(extract_all(frame, (_PREFIX, *EXTRACTORS)))
     frame = frame.with_columns(ts=_timestamp(ctx), host=_host_expr())
     facts = frame.filter(pl.col("kind") == "slurm_job_queued")
     out.add("facts", facts.select(
@@ -166,6 +175,21 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     events = explode_hosts(frame.filter(pl.col("kind") != "slurm_job_queued"), "host", out)
     out.add("events", _finish(events))
     return out
+
+
+# A whole job killed by someone or something else than its own tasks: what its tasks did after is its consequence.
+_KILLS = ("slurm_cancelled", "slurm_time_limit", "slurm_preempted", "slurm_requeued", "slurm_node_fail")
+
+
+def _after_kill(frame: pl.DataFrame) -> pl.DataFrame:
+    """A task that exited non-zero after its job was cancelled, timed out, preempted or lost a node exited of that
+    kill (a launcher exits 1 on SIGTERM): no failure of the application's."""
+    # NOTE: within the batch; a kill in an earlier batch of a long file is not seen.
+    killed = (pl.when(pl.col("kind").is_in(_KILLS) & (pl.col("bent").fill_null("JOB") == "JOB"))
+              .then(pl.col("line")).min().over(file_of_line()))
+    late = (pl.col("kind") == "slurm_task_exit") & (pl.col("line") > killed)
+    return frame.with_columns(failure_mode=pl.when(late).then(None).otherwise("failure_mode"),
+                              severity=pl.when(late).then(pl.lit("warning")).otherwise("severity"))
 
 
 def _timestamp(ctx: Context) -> pl.Expr:
