@@ -482,3 +482,29 @@ def test_other_loops_nan_guards_are_read_with_their_time_and_step():
     got = [(e["line"], e["ts"], json.loads(e["detail"] or "{}").get("step")) for e in rows(parsed, "events")]
     assert got == [(1, dt.datetime(2026, 11, 24, 12, 9, 27), None), (2, dt.datetime(2026, 11, 24, 21, 58, 31, 47000),
                                                                      10100)]
+
+
+def test_nan_in_more_loops_progress_lines_is_loss_divergence():
+    settled = "11/07 14:02:10 - mmengine - INFO - Epoch(train) [1][180/820]  lr: 1.9e-04  loss: 2.8114  grad_norm: 3.22"
+    bad = {
+        "grad_norm_nonfinite": "11/07 14:03:38 - mmengine - INFO - Epoch(train) [1][210/820]  lr: 1.9e-04  loss: 2.5981"
+                               "  grad_norm: nan",
+        "loss_nan": "Epoch 0: :   4%|▍         | 1199/30000 [1:01:59<24:49:02, reduced_train_loss=nan, global_step=1]",
+        "metric_logger": "Epoch: [96]  [1280/1299]  eta: 0:00:09  loss: 6.6012 (6.6089)  grad_norm: 0.4107 (nan)",
+        "keras": "612/612 [==============================] - 52s 85ms/step - loss: nan - accuracy: 0.4991",
+        "keras3": "612/612 ━━━━━━━━━━━━━━━━━━━━ 52s 85ms/step - accuracy: 0.4991 - loss: nan",
+        "tf": "ERROR:tensorflow:Model diverged with loss = NaN.",
+    }
+    good = [
+        # fp16's scaler searching at the start of a run: NaN grad norms before any finite one
+        "11/07 13:52:10 - mmengine - INFO - Epoch(train) [1][10/820]  lr: 1.9e-04  loss: 4.8114  grad_norm: nan",
+        "Epoch 0: :   4%|▍         | 1198/30000 [1:01:56<24:49:05, reduced_train_loss=2.931, global_step=1197.0]",
+        "Epoch: [96]  [1298/1299]  eta: 0:00:00  loss: 6.5987 (6.6071)  loss_scale: 8192.0000 (8695.0311)  "
+        "grad_norm: 0.3880 (0.4012)",
+        "612/612 [==============================] - 58s 88ms/step - loss: 0.6412 - accuracy: 0.6307",
+    ]
+    assert all(nan_guards.sniff(line.encode(), "t") for line in [*bad.values(), *good])  # the NaN may come later
+    parsed = run(nan_guards, *good, settled, *bad.values())
+    got = [(e["line"], e["kind"], e["failure_mode"]) for e in rows(parsed, "events")]
+    kinds = ["grad_norm_nonfinite", "loss_nan", "grad_norm_nonfinite", "loss_nan", "loss_nan", "loss_nan"]
+    assert got == [(len(good) + 2 + i, k, "loss_divergence") for i, k in enumerate(kinds)]

@@ -69,10 +69,38 @@ def test_warmup_and_a_noisy_curve_are_no_spike(lab: Lab, tmp_path: Path) -> None
     assert spikes(lab) == []
 
 
-def test_the_first_rows_of_a_log_are_never_judged(lab: Lab, tmp_path: Path) -> None:
-    # fewer rows before it than the median needs: a high value here is where the log starts, not a spike
-    ingest_text(lab, tmp_path, log([2.4, 2.5, 2.4, 9.9, 2.4, 2.5]))
+def test_the_first_rows_of_an_early_log_are_never_judged(lab: Lab, tmp_path: Path) -> None:
+    # in the first steps, fewer rows before it than the median needs: a high value is where the log starts
+    ingest_text(lab, tmp_path, log([2.4, 2.5, 2.4, 9.9, 2.4, 2.5], step0=100))
     assert training_health.MIN_WINDOW > 3 and spikes(lab) == []
+
+
+def test_the_first_row_of_a_log_is_never_judged(lab: Lab, tmp_path: Path) -> None:
+    ingest_text(lab, tmp_path, log([9.9, 2.4, 2.5, 2.4]))
+    assert spikes(lab) == []
+
+
+def test_a_short_excerpt_of_late_training_is_judged(lab: Lab, tmp_path: Path) -> None:
+    # the few lines a user pastes around a jump, far past warmup: three rows before it are enough
+    ingest_text(lab, tmp_path, log([2.781, 2.780, 2.774, 7.103, 8.903, 7.812], step0=31000), "jump")
+    # a climb over several rows is measured from where it began (the lower quartile, not the median)
+    ingest_text(lab, tmp_path, log([6.402, 6.655, 7.281, 9.048, 10.316], step0=5900), "climb")
+    got = {ev["run"]: ev["detail"] for ev in spikes(lab)}
+    assert got["jump"]["step"] == 31030 and got["jump"]["outcome"] == "diverged"
+    assert got["climb"]["step"] == 5940
+
+
+def test_an_early_loss_that_doubles_once_is_no_spike(lab: Lab, tmp_path: Path) -> None:
+    falling = [10.84, 10.13, 9.21, 8.52, 7.99, 7.61, 7.33, 7.09, 6.88, 6.65, 6.44, 6.24, 6.07, 5.90, 5.78, 5.61,
+               5.49, 5.35, 5.24, 5.12, 10.30, 5.28, 5.01, 4.92, 4.83, 4.74, 4.65, 4.57, 4.50, 4.43]
+    ingest_text(lab, tmp_path, log(falling, step0=1))
+    assert spikes(lab) == []
+
+
+def test_late_noise_of_a_few_tenths_is_no_spike(lab: Lab, tmp_path: Path) -> None:
+    # a noisy late curve, pasted short: tenths of a nat up and down, one row up by 1.1
+    ingest_text(lab, tmp_path, log([2.44, 2.61, 2.37, 3.52, 2.40, 2.63], step0=48000))
+    assert spikes(lab) == []
 
 
 def _evidence(lab: Lab) -> dict[str, list[tuple]]:

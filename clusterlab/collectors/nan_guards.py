@@ -1,9 +1,10 @@
 """NaN and overflow guards of training loops that print no step line clusterlab reads.
 
-Lightning (`terminate_on_nan`, `detect_nan_parameters`, EarlyStopping's `check_finite`), MMEngine /
-MMCV (`CheckInvalidLossHook`, and train lines whose total loss is nan), NeMo's zeroed non-finite
-gradients, autograd anomaly mode, torchtitan's RL loop: each such line is a `loss_divergence` event,
-with the iteration where the line names one. Times are the loggers' own, in the node's local time
+Lightning (`terminate_on_nan`, `detect_nan_parameters`, EarlyStopping's `check_finite`, a progress bar's
+`loss=nan`), MMEngine / MMCV (`CheckInvalidLossHook`, train lines whose total loss or grad norm is nan), NeMo's
+zeroed non-finite gradients, DeiT / BEiT's MetricLogger (`grad_norm: 0.39 (nan)`), Keras's `- loss: nan`,
+TensorFlow's NanTensorHook, autograd anomaly mode, torchtitan's RL loop: each such line is a `loss_divergence`
+event, with the iteration where the line names one. Times are the loggers' own, in the node's local time
 (`ctx.tz`): Python logging's `2026-11-24 08:10:00,123 - mmdet - INFO - `, MMEngine's year-less
 `11/24 08:10:00 - mmengine - INFO - `, NeMo's `[NeMo W 2026-11-24 08:10:00 file:line]`, and the HF-style prefixes.
 """
@@ -34,18 +35,41 @@ GUARDS: list[tuple[str, str, str]] = [
     ("loss_nan", r"Loss is NaN/Inf; training diverged", "error"),
     # an MMEngine / MMCV train line whose total loss is not finite (`Epoch(train) [1][ 500/2931] ... loss: nan`)
     ("loss_nan", r"\b(?:Epoch|Iter)(?:\(train\))? *\[.*(?:^|[\s,])loss: (?i:nan|inf)(?:[\s,]|$)", "error"),
+    # a tqdm bar's postfix (Lightning, NeMo 1.x, kohya): `1199/30000 [1:01:59<24:49:02, reduced_train_loss=nan, ...]`
+    ("loss_nan", r"\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*loss=(?i:nan|inf)\b", "error"),
+    # DeiT / BEiT / MAE's MetricLogger prints `name: value (global average)`: a non-finite value or average of the
+    # loss or grad norm (`grad_norm: 0.3922 (nan)`); an average stays NaN for the rest of the epoch
+    ("loss_nan", r"(?:^|\s)(?:\w+_)?loss: (?:(?i:nan|inf) \(|\S+ \((?i:nan|inf)\))", "error"),
+    ("grad_norm_nonfinite", r"(?:^|\s)grad_norm: (?:(?i:nan|inf) \(|\S+ \((?i:nan|inf)\))", "error"),
+    # Keras `model.fit`: `612/612 [====] - 52s 85ms/step - loss: nan - accuracy: ...` (Keras 3: any metric first)
+    ("loss_nan", r"/(?:step|sample) - (?:.* - )?loss: (?i:nan|inf)\b", "error"),
+    # TensorFlow's NanTensorHook; the DeiT / MAE / timm loops' own stop
+    ("loss_nan", r"Model diverged with loss = NaN|\bLoss is (?i:nan|inf), stopping training", "error"),
 ]
-PATTERN = "|".join(rx for _, rx, _ in GUARDS)
-# the head of such a log: its guards, or an MMEngine / MMCV train line (a NaN comes later in a long log)
-_HEAD = PATTERN + r"| - mm\w+ - INFO - (?:Epoch|Iter)(?:\(train\))? *\["
+_GUARDS = "|".join(rx for _, rx, _ in GUARDS)
+# An MMEngine / MMCV train line whose grad norm is not finite (`... loss: 2.51  grad_norm: nan`): the loss prints
+# finite, the update was not. NOTE: only after a finite grad norm: fp16's dynamic scaler searches down from 2**16
+# at the start of a run, and its first intervals print NaN grad norms (routine); a NaN once training has settled is
+# the loss's first sign of diverging. The finite lines are read for that, and make no row.
+_MM_GRAD = r"\b(?:Epoch|Iter)(?:\(train\))? *\[.*(?:^|[\s,])grad_norm: "
+_MM_GRAD_NAN = _MM_GRAD + r"(?i:nan|inf)(?:[\s,]|$)"
+_MM_GRAD_OK = _MM_GRAD + r"\d"
+PATTERN = _GUARDS + "|" + _MM_GRAD
+# the head of such a log: its guards, or a train line of a loop that prints its loss
+# (a NaN comes later in a long log): MMEngine / MMCV, MetricLogger, Keras and tqdm-with-loss progress lines
+_HEAD = PATTERN + (r"| - mm\w+ - INFO - (?:Epoch|Iter)(?:\(train\))? *\[|Epoch: \[\d+\] +\[ *\d+/\d+\] +eta: "
+                   r"|\d+/\d+ (?:\[[=>.]+\]|━+) .*/(?:step|sample) - |\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*loss=")
 _GUARD_STEP = r"\bIter(?:\(train\))? *\[ *(\d+)/"  # MMEngine / MMCV by iteration: the global step
 
 
 def _events(df: pl.DataFrame) -> pl.DataFrame:
-    """Loss-divergence events for the lines of `df` (`prepare`d) that match one of `GUARDS`."""
-    hit = df.filter(pl.col("msg").str.contains(PATTERN))
-    kind = pl.lit(None, pl.String)
-    severity = pl.lit(None, pl.String)
+    """Loss-divergence events for the lines of `df` (`prepare`d) that match one of `GUARDS`, or `_MM_GRAD_NAN` after
+    a finite grad norm."""
+    settled = pl.col("msg").str.contains(_MM_GRAD_OK).cum_sum().shift(1, fill_value=0) > 0
+    mm_nan = pl.col("msg").str.contains(_MM_GRAD_NAN) & settled
+    hit = df.sort("line").filter(pl.col("msg").str.contains(_GUARDS) | mm_nan)
+    kind = pl.when(pl.col("msg").str.contains(_MM_GRAD_NAN)).then(pl.lit("grad_norm_nonfinite"))
+    severity = pl.when(pl.col("msg").str.contains(_MM_GRAD_NAN)).then(pl.lit("warning"))
     for k, rx, sev in reversed(GUARDS):
         match = pl.col("msg").str.contains(rx)
         kind = pl.when(match).then(pl.lit(k)).otherwise(kind)
@@ -66,7 +90,7 @@ _TS_NEMO = r"^\[NeMo [DIWEC] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) "  # NeMo's l
 
 
 def sniff(head: bytes, path: str) -> bool:
-    """A guard's line, or an MMEngine / MMCV train line (its NaN may come long after the head)."""
+    """A guard's line, or a train line of a loop it reads (its NaN may come long after the head)."""
     return search(head, _HEAD)
 
 
@@ -80,4 +104,4 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
                        local_time(mmengine, "%Y/%m/%d %H:%M:%S", ctx),
                        local_time(pl.col("msg").str.extract(_TS_NEMO, 1), "%Y-%m-%d %H:%M:%S", ctx)))
     events = _events(df)
-    return step_result(lines, [events], events=events)
+    return step_result(lines, [events, df.filter(pl.col("msg").str.contains(_MM_GRAD_OK))], events=events)

@@ -2,11 +2,16 @@
 
 A spike is a step whose loss is `SPIKE_RATIO` times the median loss of the `WINDOW` step rows before it
 (at least `MIN_WINDOW` of them, so that the first rows of a log, a warmup's falling loss included, are
-never judged) and at least `MIN_JUMP` above it (a fine-tune's loss near zero doubles on noise). One event
-marks each episode (a spiking row with no other in the `MIN_WINDOW` rows before it), with what came after it:
-`recovered` when a row within `HORIZON` rows came back to `RECOVERED_RATIO` times the median before the
-spike, else `diverged` (the loss stayed high, turned NaN, or the log ended). A diverged episode that no
-later row came back from is restated (`loss_not_recovered`) at the file's last step row.
+never judged) and at least `MIN_JUMP` above it (a fine-tune's loss near zero doubles on noise). Past the
+first `EARLY_STEPS` steps, where the loss falls fast and jumps on the way down are routine, a short excerpt
+(a user pastes the few lines around the jump) is judged too: a loss `LATE_RATIO` times the lower quartile
+of the rows before it (one is enough) and `LATE_JUMP` nats above it; the quartile, not the median, so that a
+climb over several rows is measured from where it began. Late-training noise moves an LLM loss by tenths of
+a nat, a real spike by several. One event marks each episode (a spiking row with no other in the `MIN_WINDOW`
+rows before it), with what came after it: `recovered` when a row within `HORIZON` rows came back to
+`RECOVERED_RATIO` times the level before the spike (the median, or the quartile of the late rule), else
+`diverged` (the loss stayed high, turned NaN, or the log ended). A diverged episode that no later row
+came back from is restated (`loss_not_recovered`) at the file's last step row.
 
 The events are derived rows of the file (`file_id`, source `training_health`): `refresh` deletes them and
 computes them again from all the file's step rows, so a re-read or a grown file gives what a clean ingest
@@ -24,6 +29,9 @@ WINDOW = 20  # step rows in the trailing median
 MIN_WINDOW = 8  # rows the median needs before a row is judged
 HORIZON = 50  # rows after a spike searched for the recovery
 RECOVERED_RATIO = 1.5  # back within this factor of the median before the spike: recovered
+EARLY_STEPS = 1000  # steps of warmup and fast descent, judged by the median rule only
+LATE_RATIO = 1.4  # past them, a loss this many times the lower quartile of the rows before it ...
+LATE_JUMP = 1.5  # ... and at least this far above it (nats) is a spike, even in a short excerpt
 
 _SQL = f"""
 WITH best AS (  -- one step source per file: Megatron-DeepSpeed logs give rows from two collectors
@@ -39,21 +47,30 @@ lo AS (  -- a necessary condition first (the median is at least the minimum), ch
     WINDOW prior AS (ORDER BY rn ROWS BETWEEN {WINDOW} PRECEDING AND 1 PRECEDING)
 ),
 cand AS (
-    SELECT * FROM lo WHERE n >= {MIN_WINDOW} AND loss >= {SPIKE_RATIO} * lo AND loss - lo >= {MIN_JUMP}
+    SELECT * FROM lo WHERE (n >= {MIN_WINDOW} AND loss >= {SPIKE_RATIO} * lo AND loss - lo >= {MIN_JUMP})
+        OR (n >= 1 AND step >= {EARLY_STEPS} AND loss >= {LATE_RATIO} * lo AND loss - lo >= {LATE_JUMP})
 ),
-f AS (  -- the exact trailing median, for the few candidates only
+f AS (  -- the exact trailing median and lower quartile, for the few candidates only
     SELECT c.rn, any_value(c.run) AS run, any_value(c.attempt) AS attempt, any_value(c.line) AS line,
            any_value(c.ts) AS ts, any_value(c.host) AS host, any_value(c.rank) AS rank, any_value(c.step) AS step,
-           any_value(c.loss) AS loss, any_value(c.n) AS n, median(p.loss) AS med
+           any_value(c.loss) AS loss, any_value(c.n) AS n, median(p.loss) AS m, quantile_cont(p.loss, 0.25) AS q
     FROM cand c JOIN s p ON p.rn >= c.rn - {WINDOW} AND p.rn < c.rn
     GROUP BY c.rn
 ),
+rules AS (  -- `med`: the level the spike is measured from (and recovery judged against), `what` names it
+    SELECT *, CASE WHEN by_median THEN m ELSE q END AS med, CASE WHEN by_median THEN 'median' ELSE 'lower quartile'
+           END AS what
+    FROM (SELECT *, n >= {MIN_WINDOW} AND m > 0 AND loss >= {SPIKE_RATIO} * m AND loss - m >= {MIN_JUMP} AS by_median,
+                 n >= 1 AND step >= {EARLY_STEPS} AND q > 0 AND loss >= {LATE_RATIO} * q AND loss - q >= {LATE_JUMP}
+                 AS late FROM f)
+    WHERE by_median OR late
+),
 starts AS (  -- one event per episode: no other spike in the MIN_WINDOW rows before (a diverging loss jumps again)
-    SELECT * FROM f WHERE med > 0 AND loss >= {SPIKE_RATIO} * med AND loss - med >= {MIN_JUMP}
+    SELECT * FROM rules
     QUALIFY coalesce(rn - lag(rn) OVER (ORDER BY rn) > {MIN_WINDOW}, true)
 ),
 judged AS (
-    SELECT st.rn, st.run, st.attempt, st.line, st.ts, st.host, st.rank, st.step, st.loss, st.med, st.n,
+    SELECT st.rn, st.run, st.attempt, st.line, st.ts, st.host, st.rank, st.step, st.loss, st.med, st.what, st.n,
            min(l.rn) FILTER (WHERE l.loss <= {RECOVERED_RATIO} * st.med) AS back_rn,
            arg_min(l.step, l.rn) FILTER (WHERE l.loss <= {RECOVERED_RATIO} * st.med) AS back_step,
            count(l.rn) AS after_n
@@ -77,8 +94,8 @@ stuck AS (  -- the last diverged episode, if no row after it ever came back
 SELECT $file AS file_id, '{SOURCE}' AS source, run, attempt, line, ts, host, rank,
        'loss_spike' AS kind, 'loss_divergence' AS failure_mode,
        CASE WHEN back_rn IS NULL THEN 'error' ELSE 'warning' END AS severity,
-       format('loss {{:.4f}} at {{}} is {{:.1f}}x the median {{:.4f}} of the {{}} steps before it; {{}}',
-              loss, coalesce('step ' || step, 'line ' || line), loss / med, med, n,
+       format('loss {{:.4f}} at {{}} is {{:.1f}}x the {{}} {{:.4f}} of the {{}} steps before it; {{}}',
+              loss, coalesce('step ' || step, 'line ' || line), loss / med, what, med, n,
               CASE WHEN back_rn IS NOT NULL THEN 'recovered ' || (back_rn - rn) || ' row(s) later'
                                                  || coalesce(' (step ' || back_step || ')', '')
                    WHEN after_n = 0 THEN 'the log ends there'
