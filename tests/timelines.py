@@ -24,6 +24,7 @@ class Attempt:
     saves: dict[int, float] = field(default_factory=dict)  # step → save duration (after that step)
     load_step: int | None = None
     hosts: list[str] = field(default_factory=lambda: ["h-001", "h-002"])
+    lr: float | None = None  # the learning rate its step lines print, where given
 
     @property
     def end_s(self) -> float:
@@ -71,7 +72,7 @@ def write_run(con: duckdb.DuckDBPyConnection, run: str, gpus: int, plan: list[At
             t += dt.timedelta(seconds=s)
             step = a.first_step + i
             steps.append({**base, "line": next(line), "ts": t, "host": a.hosts[0], "rank": 0, "step": step,
-                          "step_s": s})
+                          "step_s": s, **({"lr": a.lr} if a.lr is not None else {})})
             if step in a.saves:
                 saves.append({**base, "line": next(line), "ts": t, "action": "save", "step": step,
                               "duration_s": a.saves[step], "ok": True})

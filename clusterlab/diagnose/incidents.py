@@ -259,7 +259,7 @@ def checkpoint_incidents(con: duckdb.DuckDBPyConnection, run: str | None, s: Set
         host="host_ev", tier=pl.lit(None, pl.Int32), first_step="step", last_step="step")
     dirs = dict(con.execute("SELECT run, checkpoint_dir FROM runs WHERE $run IS NULL OR run = $run",
                             {"run": run}).fetchall())
-    lost, lost_ev = _lost_checkpoints(saves, dirs)
+    lost, lost_ev = _lost_checkpoints(saves, dirs, _rollbacks(con, run))
     inc = pl.concat([stall_inc, lost], how="diagonal_relaxed") if lost.height else stall_inc
     evidence = (ev.join(stall_inc.select("run", "attempt", "incident_id", step="first_step"),
                         left_on=["run", "attempt", "save_step"], right_on=["run", "attempt", "step"])
@@ -269,10 +269,41 @@ def checkpoint_incidents(con: duckdb.DuckDBPyConnection, run: str | None, s: Set
     return inc, evidence
 
 
-def _lost_checkpoints(saves: pl.DataFrame, dirs: dict[str, str | None]) -> tuple[pl.DataFrame, pl.DataFrame]:
+ROLLBACK_LR_CHANGE = 0.01  # a resume whose learning rate differs this much from the first run of its steps
+
+
+def _rollbacks(con: duckdb.DuckDBPyConnection, run: str | None) -> pl.DataFrame:
+    """Attempts whose resume from an older checkpoint was deliberate (`run`, `attempt`): the attempt before it
+    ended in a diverging loss (the team rolled back past it), or it trains its first steps at another learning
+    rate than the earlier attempts did at the same steps (a rollback with a changed schedule)."""
+    return store.frame(con, """
+        WITH diverged AS (
+            SELECT DISTINCT run, attempt + 1 AS attempt FROM events
+            WHERE failure_mode = 'loss_divergence' AND run IS NOT NULL AND attempt IS NOT NULL
+              AND ($run IS NULL OR run = $run)
+        ),
+        lr AS (SELECT run, attempt, step, median(lr) AS lr FROM steps
+               WHERE lr IS NOT NULL AND lr > 0 AND run IS NOT NULL AND ($run IS NULL OR run = $run)
+               GROUP BY ALL),
+        firsts AS (SELECT * FROM lr QUALIFY row_number() OVER (PARTITION BY run, attempt ORDER BY step) <= 10),
+        changed AS (
+            SELECT f.run, f.attempt FROM firsts f JOIN lr e ON e.run = f.run AND e.step = f.step
+              AND e.attempt < f.attempt
+            GROUP BY f.run, f.attempt
+            HAVING median(abs(f.lr - e.lr) / e.lr) > $change
+        )
+        SELECT run, attempt::INTEGER AS attempt FROM diverged UNION SELECT run, attempt::INTEGER FROM changed
+    """, {"run": run, "change": ROLLBACK_LR_CHANGE})
+
+
+def _lost_checkpoints(saves: pl.DataFrame, dirs: dict[str, str | None], rollbacks: pl.DataFrame
+                      ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """A resume from an older step than the newest save logged before it: that save was lost. Its evidence:
     the log line that recorded the save, the load line that resumed from an older step instead, and what
-    the run's checkpoint directory holds of that step now."""
+    the run's checkpoint directory holds of that step now.
+
+    Not lost: a save an earlier resume already went back past (a rollback abandons the saves after its step, once),
+    and any save a deliberate rollback (`rollbacks`) goes back past."""
     loads = saves.filter(pl.col("action") == "load").select(
         "run", "attempt", load_step="step", load_ts="ts", load_file="file", load_line="line", load_src="source")
     done = saves.filter(pl.col("action") == "save", pl.col("ok").fill_null(True)).select(
@@ -280,9 +311,15 @@ def _lost_checkpoints(saves: pl.DataFrame, dirs: dict[str, str | None]) -> tuple
         save_file="file", save_line="line")
     if not loads.height or not done.height:
         return pl.DataFrame(), pl.DataFrame()
-    newer = (loads.join(done, on="run").filter(pl.col("save_attempt") < pl.col("attempt"),
-                                                pl.col("save_step") > pl.col("load_step"))
-             .sort("save_step", descending=True).group_by("run", "attempt").first())
+    pairs = loads.join(done, on="run").filter(pl.col("save_attempt") < pl.col("attempt"),
+                                              pl.col("save_step") > pl.col("load_step"))
+    # a save some resume between it and this one already went back past was abandoned there, not lost here
+    between = pairs.join(loads.select("run", between="attempt", between_step="load_step"), on="run").filter(
+        pl.col("between") > pl.col("save_attempt"), pl.col("between") < pl.col("attempt"),
+        pl.col("between_step") < pl.col("save_step")).select("run", "attempt", "save_attempt", "save_step").unique()
+    pairs = pairs.join(between, on=["run", "attempt", "save_attempt", "save_step"], how="anti")
+    pairs = pairs.join(rollbacks, on=["run", "attempt"], how="anti")
+    newer = pairs.sort("save_step", descending=True).group_by("run", "attempt").first()
     newer = newer.with_columns(incident_id=pl.format("{}:{}:checkpoint-lost:{}", "run", "attempt", "save_step"))
     inc = newer.select(
         "incident_id", run="run",
