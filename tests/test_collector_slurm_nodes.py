@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from test_collector_slurm import BERLIN, events, frame
 
-from clusterlab.collectors import sacct, sinfo, slurm, slurm_cloud, slurm_jobcomp, slurmctld
+from clusterlab.collectors import sacct, scontrol, sinfo, slurm, slurm_cloud, slurm_jobcomp, slurmctld
 from clusterlab.collectors._base import Context
 
 UTC = Context(path="excerpt.log")
@@ -114,3 +114,15 @@ def test_slurmctld_prolog_failure_drains_the_node() -> None:
     (ev,) = events(slurmctld, "[2026-06-03T01:24:02.517] error: validate_node_specs: Prolog or job env setup "
                               "failure on node gpu-007, draining the node")
     assert (ev["host"], ev["kind"], ev["failure_mode"]) == ("gpu-007", "slurm_prolog_fail", "node_failure")
+
+
+def test_scontrol_node_record_down_not_responding_and_a_job_that_timed_out() -> None:
+    rows = events(scontrol, "NodeName=gpu-011 Arch=x86_64 CoresPerSocket=56", "   CPUAlloc=0 CPUTot=224",
+                  "   State=DOWN+NOT_RESPONDING ThreadsPerCore=2 TmpDisk=0 Weight=1",
+                  "   Reason=Not responding [slurm@2026-12-03T08:21:40]",
+                  "NodeName=gpu-012 Arch=x86_64 CoresPerSocket=56", "   State=IDLE ThreadsPerCore=2",
+                  "JobId=81301 JobName=pretrain", "   JobState=TIMEOUT Reason=TimeLimit Dependency=(null)",
+                  "JobId=81302 JobName=eval", "   JobState=CANCELLED Reason=None Dependency=(null)")
+    assert [(r["kind"], r["host"], r["failure_mode"]) for r in rows] == [
+        ("scontrol_node", "gpu-011", "node_failure"), ("slurm_job_state", None, "time_limit")]
+    assert scontrol.sniff(b"$ scontrol show node gpu-011\nNodeName=gpu-011 Arch=x86_64 CoresPerSocket=56\n", "x")
