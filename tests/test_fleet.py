@@ -90,3 +90,28 @@ def test_repair_time_counts_overlapping_episodes_once(tmp_path: Path) -> None:
            "gpu-m01,2026-03-02T00:00:00Z,2026-03-02T01:00:00Z,Fan,Speed Critical\n")
     row = _lab(tmp_path, {"m.csv": csv}).hosts().row(0, named=True)
     assert (row["episodes"], row["repair_hours"]) == (4, pytest.approx(13.0))
+
+
+def test_relaunch_excludes_a_host_whose_repair_records_repeat(tmp_path: Path) -> None:
+    from clusterlab.account.fleet import episode_faults
+    from conftest import SAMPLES
+
+    csv = ("host,start,end,class,detail\n"
+           "east-006,2026-11-05T10:00:00Z,2026-11-05T20:00:00Z,GPU,DBE over threshold\n"
+           "east-006,2026-11-18T03:00:00Z,2026-11-18T09:00:00Z,Power Supply,PSU 1 failed\n"
+           "east-008,2026-11-12T03:00:00Z,2026-11-12T05:00:00Z,Fan,fan 4 critical\n"
+           "east-003,2026-11-24T08:40:00Z,2026-11-24T18:00:00Z,GPU,GPU Lost\n"  # the Xid 79 incident's own repair
+           "east-009,2026-09-01T00:00:00Z,2026-09-02T00:00:00Z,NIC,NIC Lost\n"
+           "east-009,2026-11-20T00:00:00Z,2026-11-20T04:00:00Z,NIC,NIC Lost\n")  # the first is 84 days before
+    (tmp_path / "repairs.csv").write_text(csv)
+    lab = Lab(":memory:")
+    lab.ingest(SAMPLES / "bundle", tmp_path / "repairs.csv", workers=1)
+    own = episode_faults(lab.con, dt.datetime(2026, 10, 25), lab.incidents())
+    assert sorted(own["host"].to_list()) == ["east-006", "east-006", "east-008", "east-009"]
+    plan = lab.relaunch_plan("llama8b-pretrain")
+    rep = {e.host: e for e in plan.exclude if e.reason.startswith("repeat offender")}
+    assert set(rep) == {"east-006"}
+    e = rep["east-006"]
+    assert e.reason == "repeat offender: 2 fault episodes in 30 days (gpu_memory_ecc, host_hw)"
+    assert e.incident is None and [x["line"] for x in e.evidence] == [3, 2]
+    assert {"host": "east-006", "reason": "clusterlab fault history: host_hw"} in plan.drain

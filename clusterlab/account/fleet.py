@@ -138,3 +138,27 @@ def _jobs_killed(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         WHERE source = 'slurmctld' AND host IS NOT NULL AND kind IN {_KILLED!r} AND failure_mode = 'node_failure'
           AND json_extract_string(detail, '$.job_id') IS NOT NULL
         WINDOW w AS (PARTITION BY host, json_extract_string(detail, '$.job_id'))""")
+
+
+def episode_faults(con: duckdb.DuckDBPyConnection, since: dt.datetime | None, incidents: pl.DataFrame,
+                   same_fault_h: float = 24.0) -> pl.DataFrame:
+    """The `fault_episodes` (a provider's or operator's repair records) since `since` that are faults of their own:
+    an episode starting from an hour before to `same_fault_h` hours after an incident of its host is that incident.
+
+    Columns: host, ts, failure_mode, source, file, line, text (its class and detail). slurmctld's node states are
+    left out: clusterlab's own drains are among them, and they are the incidents' echo.
+    """
+    eps = store.frame(con, """
+        SELECT e.host, e.ts, e.failure_mode, e.source, f.path AS file, e.line,
+               concat_ws(': ', e.fault_class, e.detail) AS text
+        FROM fault_episodes e JOIN ingested_files f USING (file_id)
+        WHERE e.host IS NOT NULL AND e.ts IS NOT NULL AND (CAST(? AS TIMESTAMP) IS NULL OR e.ts >= ?)""",
+                       [since, since])
+    if not eps.height or not incidents.height:
+        return eps
+    roots = incidents.filter(pl.col("host").is_not_null(), pl.col("root_ts").is_not_null()).select(
+        "host", root=pl.col("root_ts").cast(pl.Datetime("us")))
+    root = pl.col("root")
+    echo = eps.join(roots, on="host").filter(
+        pl.col("ts").is_between(root - pl.duration(hours=1), root + pl.duration(hours=same_fault_h)))
+    return eps.join(echo.select("host", "ts", "line", "file").unique(), on=["host", "ts", "line", "file"], how="anti")

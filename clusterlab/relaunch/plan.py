@@ -20,7 +20,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store, taxonomy
-from clusterlab.account import attribution
+from clusterlab.account import attribution, fleet
 from clusterlab.diagnose import checkpoint_files as ckpts
 from clusterlab.diagnose import incidents
 from clusterlab.relaunch.backends import BACKENDS, LaunchSpec, get_backend
@@ -120,13 +120,13 @@ def relaunch_plan(con: duckdb.DuckDBPyConnection, run: str, backend: str | None 
         warnings.append(unsure)
     states = _scheduler_states(con)
     exclude = _incident_hosts(inc, ev, run, states, ps, warnings)
-    exclude += _repeat_offenders(inc, ev, {e.host for e in exclude}, ps)
+    exclude += _repeat_offenders(inc, ev, {e.host for e in exclude}, ps, fleet.episode_faults(con, since, inc))
     exclude += _preflight_failures(con, since, {e.host for e in exclude})
     for e in exclude:
         e.drained_at = _drained_at(states, e.host)
         if e.drained_at is not None:
             e.reason += f"; already drained in the scheduler at {e.drained_at:%Y-%m-%d %H:%M:%S}"
-    drain = [{"host": e.host, "reason": reason_text(f"clusterlab {e.incident or 'preflight'}: {e.failure_mode}")}
+    drain = [{"host": e.host, "reason": reason_text(f"clusterlab {e.incident or _no_incident(e)}: {e.failure_mode}")}
              for e in exclude if e.drained_at is None and not done]  # a completed run drains nothing
     ckpt = choose_checkpoint(con, run, info.get("checkpoint_dir"))
     if ckpt.note:
@@ -209,22 +209,46 @@ def _incident_hosts(inc: pl.DataFrame, ev: pl.DataFrame, run: str, states: pl.Da
     return sorted(out.values(), key=lambda e: e.host)
 
 
-def _repeat_offenders(inc: pl.DataFrame, ev: pl.DataFrame, already: set[str], ps: PlanSettings) -> list[Exclusion]:
-    """Hosts at the root of `repeat_after` or more host-attributable incidents, in any run."""
-    if not inc.height:
-        return []
-    own = inc.filter(pl.col("host").is_not_null(), pl.col("action").fill_null("none") != "none")
+def _repeat_offenders(inc: pl.DataFrame, ev: pl.DataFrame, already: set[str], ps: PlanSettings,
+                      episodes: pl.DataFrame | None = None) -> list[Exclusion]:
+    """Hosts at the root of `repeat_after` or more faults, in any run: host-attributable incidents, and the fault
+    episodes of the fleet's repair records that are not those incidents (`account.fleet.episode_faults`)."""
+    own = inc.filter(pl.col("host").is_not_null(), pl.col("action").fill_null("none") != "none") if inc.height \
+        else pl.DataFrame(schema={"host": pl.String, "root_ts": pl.Datetime("us"), "incident_id": pl.String,
+                                  "failure_mode": pl.String})
     counts = (own.sort("root_ts", descending=True, nulls_last=True).group_by("host", maintain_order=True)
               .agg(pl.len().alias("n"), pl.col("incident_id").first(), pl.col("failure_mode").first(),
-                   pl.col("failure_mode").unique().sort().alias("modes"), pl.col("incident_id").alias("all_ids"))
-              .filter(pl.col("n") >= ps.repeat_after, ~pl.col("host").is_in(sorted(already))))
+                   pl.col("failure_mode").unique().sort().alias("modes"), pl.col("incident_id").alias("all_ids")))
+    eps = episodes if episodes is not None and episodes.height else None
+    if eps is not None:
+        counts = counts.join(eps.sort("ts", descending=True).group_by("host", maintain_order=True).agg(
+            n_ep=pl.len(), ep_mode=pl.col("failure_mode").first(), ep_modes=pl.col("failure_mode").unique().sort()),
+            on="host", how="full", coalesce=True)
+    else:
+        counts = counts.with_columns(n_ep=pl.lit(0, pl.UInt32), ep_mode=pl.lit(None, pl.String),
+                                     ep_modes=pl.lit([], pl.List(pl.String)))
+    counts = counts.with_columns(total=pl.col("n").fill_null(0) + pl.col("n_ep").fill_null(0)).filter(
+        pl.col("total") >= ps.repeat_after, ~pl.col("host").is_in(sorted(already)))
     out = []
     for r in counts.sort("host").to_dicts():
-        host = check_host(r["host"], _origin(ev, r["incident_id"]))
-        evidence = [line for i in r["all_ids"] for line in _evidence(ev, i, 1)]
-        out.append(Exclusion(host, f"repeat offender: {r['n']} incidents in {ps.history_days:g} days "
-                                   f"({', '.join(r['modes'])})", r["failure_mode"], r["incident_id"], evidence))
+        mine = eps.filter(pl.col("host") == r["host"]) if eps is not None and r["n_ep"] else None
+        origin = (_origin(ev, r["incident_id"]) if r["incident_id"] is not None
+                  else f"fault episode {mine['file'][0]}:{mine['line'][0]}")
+        host = check_host(r["host"], origin)
+        evidence = [line for i in (r["all_ids"] or []) for line in _evidence(ev, i, 1)]
+        evidence += [_evidence_line(e) for e in (mine.head(ps.evidence_lines).to_dicts() if mine is not None else [])]
+        what = [f"{r['n']} incidents"] if r["n"] else []
+        what += [f"{r['n_ep']} fault episodes"] if r["n_ep"] else []
+        modes = sorted({m or "unknown" for m in [*(r["modes"] or []), *(r["ep_modes"] or [])]})
+        out.append(Exclusion(host, f"repeat offender: {' and '.join(what)} in {ps.history_days:g} days "
+                                   f"({', '.join(modes)})",
+                             r["failure_mode"] or r["ep_mode"] or "node_failure", r["incident_id"], evidence))
     return out
+
+
+def _no_incident(e: Exclusion) -> str:
+    """What a drain reason names for an exclusion that no incident made: its fault history, or a preflight."""
+    return "fault history" if e.reason.startswith("repeat offender") else "preflight"
 
 
 def _preflight_failures(con: duckdb.DuckDBPyConnection, since: dt.datetime | None,
