@@ -54,6 +54,8 @@ _CHAIN = r"^[\w./-]+:\d+ -> ([1-9])"
 _RESULT_MODE = {"1": "cuda_error", "2": "unknown", "3": "unknown", "4": "user_code_error", "5": "user_code_error",
                 "6": "network"}
 _CHAIN_LINES = 8  # a failed call's trace follows its WARN at once; a later one on the thread is another story
+# A launcher's `[rankN]:` (torchrun --tee, after srun's `N: `) names the rank of a line without an init line
+_PREFIX_RANK = pl.col("text").str.extract(r"^\s*(?:\d+: )?\[rank(\d+)\]:", 1).cast(pl.Int32, strict=False)
 _PEER = r"(?:peer|[Cc]onnect to|recv from) ([^\s<>]+)<(\d+)>"
 _SNIFF = r"[^\s:\[\]]+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ (?:\(\w+\) )?)?NCCL (?:INFO|WARN) "
 # The same, for one short ASCII line: Python's engine matches it in microseconds where a polars call costs a
@@ -126,9 +128,11 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     text = pl.col("text")
     level = (pl.when(text.str.contains("NCCL WARN ", literal=True)).then(pl.lit("WARN"))
              .when(text.str.contains("NCCL INFO ", literal=True)).then(pl.lit("INFO")))
-    f = lines.with_columns(level=level, prefix_rank=text.str.extract(
-        r"^\s*(?:\d+: )?\[rank(\d+)\]:", 1).cast(pl.Int32, strict=False))
+    # NOTE: every regex runs on the rows it is for: a filter's `&` evaluates each side on every row, and INFO init
+    # lines are nearly all of what PATTERN selects, so the rarer lines' tests come after a split by level
+    f = lines.with_columns(level=level)
     info = _info_fields(f.filter(pl.col("level") == "INFO"), ctx)
+    other = f.filter(pl.col("level").is_null())
     init = info.filter(pl.col("what").is_not_null() & pl.col("rank").is_not_null() & pl.col("pid").is_not_null())
     ranks = init.filter(pl.col("what").str.starts_with("Init"))
     out.add("nccl_ranks", ranks.select(
@@ -140,7 +144,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         out.add("facts", _facts(facts))
     aborts = init.filter(pl.col("what") == "Abort COMPLETE")
     if aborts.height:  # NOTE: most batches have none, and building the empty frame's JSON costs milliseconds
-        out.add("events", _aborts(aborts))
+        out.add("events", _aborts(aborts.with_columns(prefix_rank=_PREFIX_RANK)))
     # The process's rank in its largest communicator names the rank of its WARN lines.
     # NOTE: per file too: two attempts' logs parsed together (clusterlab.ingest.groups_text) may reuse a pid
     rank_of = (ranks.select("line", "host", "pid", "rank", "nranks", _f=file_of_line())
@@ -148,17 +152,17 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
                .unique(["_f", "host", "pid"], keep="first", maintain_order=True).drop("nranks", "line"))
     warns = _warn_fields(f.filter(pl.col("level") == "WARN"), ctx)
     # A bare echo of a WARN text (after "Last error:" in a PyTorch error); TRACE lines never count.
-    echoes = f.filter(pl.col("level").is_null() & text.str.contains(_ECHO) & ~text.str.contains("NCCL TRACE "))
+    trace = other.filter(text.str.contains("NCCL TRACE ", literal=True))
+    echoes = other.filter(text.str.contains(_ECHO)).join(trace.select("line"), on="line", how="anti")
     # NOTE: a WARN whose prefix is not NCCL's own (a custom logger's, a masked host) is read as its message alone
     events = pl.concat([warns, echoes.with_columns(echo=pl.lit(True))], how="diagonal_relaxed")
-    chains = info.filter(pl.col("msg").str.contains(_CHAIN)).select(
+    rest = info.filter(pl.col("what").is_null() & pl.col("fact_key").is_null())
+    chains = rest.filter(pl.col("msg").str.contains(_CHAIN)).select(
         "line", "host", "pid", "tid", res=pl.col("msg").str.extract(_CHAIN, 1))
-    out.add("events", _warn_events(events, rank_of, chains))
+    out.add("events", _warn_events(events.with_columns(prefix_rank=_PREFIX_RANK), rank_of, chains))
     # TRACE lines and INFO retries ("Call to ibv_modify_qp failed ..., retrying") repeat an echo phrase:
     # understood and not wanted, so not unreadable either.
-    ignored = [f.filter(pl.col("level").is_null() & text.str.contains("NCCL TRACE ", literal=True))["line"],
-               info.filter(pl.col("what").is_null() & pl.col("fact_key").is_null()
-                           & pl.col("msg").str.contains(_ECHO))["line"]]
+    ignored = [trace["line"], rest.filter(pl.col("msg").str.contains(_ECHO))["line"]]
     read = pl.concat([init["line"], facts["line"], events["line"], chains["line"], *ignored]).to_frame("line")
     # by number, not only counted: files parsed together get their own counts (clusterlab.ingest.groups_text)
     out.unparsed_lines = f.select("line").join(read, on="line", how="anti")["line"].sort()
