@@ -126,3 +126,18 @@ def test_scontrol_node_record_down_not_responding_and_a_job_that_timed_out() -> 
     assert [(r["kind"], r["host"], r["failure_mode"]) for r in rows] == [
         ("scontrol_node", "gpu-011", "node_failure"), ("slurm_job_state", None, "time_limit")]
     assert scontrol.sniff(b"$ scontrol show node gpu-011\nNodeName=gpu-011 Arch=x86_64 CoresPerSocket=56\n", "x")
+
+
+def test_a_node_that_registers_with_less_than_configured_is_a_node_failure() -> None:
+    inval, low = events(slurmctld, "[2026-06-03T01:24:02.517] error: Setting node gpu-3 state to INVAL with reason:"
+                                   "gres/gpu count reported lower than configured (7 < 8)",
+                        "[2026-06-03T01:24:03.001] error: Node gpu-4 has low real_memory size (1900000 < 2000000)")
+    assert [(r["host"], r["failure_mode"]) for r in (inval, low)] == [("gpu-3", "node_failure"),
+                                                                      ("gpu-4", "node_failure")]
+
+
+def test_slurmd_prolog_failure_and_unkillable_step_are_node_failures() -> None:
+    pro, stuck = events(slurm, "[2026-06-03T01:24:02.517] error: [job 4711] prolog failed status=1:0",
+                        "slurmstepd: error: *** JOB 4711 STEPD TERMINATED ON gpu-5 AT 2026-06-03T01:30:00 DUE TO JOB "
+                        "NOT ENDING WITH SIGNALS ***")
+    assert (pro["failure_mode"], stuck["failure_mode"], stuck["host"]) == ("node_failure", "node_failure", "gpu-5")

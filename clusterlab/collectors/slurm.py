@@ -50,6 +50,7 @@ PATTERN = "|".join([
     r"exceeded (?:virtual )?memory limit \(",
     r"slurmstepd: error: execve\(\): ",
     r"(?:srun|salloc|sbatch): (?:error: )?Prolog failure on node ",
+    r"\[job \d+\] prolog failed status=",
 ])
 
 
@@ -95,7 +96,9 @@ RULES: tuple[Rule, ...] = (
     Rule("slurm_step_cancelled", r"\*\*\* STEP \S+ ON \S+ CANCELLED AT ", None, "warning"),
     Rule("slurm_step_failed", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ FAILED \(", None, "error"),
     Rule("slurm_memory_error", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ UNCORRECTABLE MEMORY ERROR", "host_hw", "critical"),
-    Rule("slurm_stepd_terminated", r"\*\*\* (?:JOB|STEP) \S+ STEPD TERMINATED ON ", None, "error"),
+    # NOTE: the step's processes would not die (stuck in the kernel: a hung GPU or filesystem); slurmctld drains
+    # the node with reason `Kill task failed`
+    Rule("slurm_stepd_terminated", r"\*\*\* (?:JOB|STEP) \S+ STEPD TERMINATED ON ", "node_failure", "error"),
     Rule("slurm_cancel_reason", r"\*\*\* REASON: ", None, "info"),
     Rule("slurm_oom", r"srun: error: \S+: tasks? [\d,-]+: Out Of Memory", "host_oom", "error"),
     # NOTE: a task that exited non-zero is the application's failure as srun saw it; the weakest evidence
@@ -117,6 +120,8 @@ RULES: tuple[Rule, ...] = (
     # the node's prolog failed: slurmctld drains the node and revokes (or requeues) the allocation
     Rule("slurm_prolog_fail", r"(?:srun|salloc|sbatch): (?:error: )?Prolog failure on node \S+", "node_failure",
          "error"),
+    # slurmd's log on the node: the job's prolog failed (the node is drained with reason `Prolog error`)
+    Rule("slurm_prolog_fail", r"\[job \d+\] prolog failed status=", "node_failure", "error"),
     # slurmstepd could not start the task's program: a missing or non-executable command in the job script
     Rule("slurm_exec_failed", r"slurmstepd: error: execve\(\): .+: (?:No such file or directory|Permission denied"
          r"|Exec format error|Not a directory)", "user_code_error", "error"),

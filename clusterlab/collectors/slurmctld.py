@@ -47,6 +47,7 @@ PATTERN = "|".join([
     r"Node \S+ (?:now responding|unexpectedly rebooted)",
     r"node \S+ not resumed by ResumeTimeout\(",
     r"Prolog or job env setup failure on node ",
+    r"Setting node \S+ state to INVAL with reason:", r"Node \S+ has low (?:real_memory|socket\*core\*thread|tmp_disk)",
     r"node \S+ returned to service",
     rf"Killing {_J}\S* (?:StepId=\S+ )?on failed node ",
     rf"requeue (?:job )?{_J}\S* due to failure of node ",
@@ -74,6 +75,9 @@ RULES: tuple[Rule, ...] = (
     Rule("slurm_node_resume_timeout", r"node \S+ not resumed by ResumeTimeout\(\d+\)", "node_failure", "error"),
     # node_mgr.c: the node's prolog failed; slurmctld drains it (reason `Prolog error`) and requeues the job
     Rule("slurm_prolog_fail", r"Prolog or job env setup failure on node \S+", "node_failure", "error"),
+    # node_mgr.c: a node registered with less than it is configured with (a lost DIMM, GPU or disk): drained
+    Rule("slurm_node_invalid", r"Setting node \S+ state to INVAL with reason:|Node \S+ has low (?:real_memory|"
+         r"socket\*core\*thread|tmp_disk)", "node_failure", "error"),
     Rule("slurm_node_reason", r"update_node: node \S+ reason set to: ", None, "info"),
     Rule("slurm_node_drain", r"(?:update_node|drain_nodes): node \S+ state set to DRAIN", None, "warning"),
     # NOTE: DOWN set by hand says nothing about the hardware; the reason line beside it may.
@@ -110,7 +114,7 @@ EXTRACTORS: tuple[str, ...] = (
     r"Nodes (?P<n1>\S+) not responding|(?:update_node|drain_nodes): node (?P<n2>\S+) (?:state|reason) set"
     r"|Node (?P<n3>\S+) (?:now responding|unexpectedly)|node (?P<n4>\S+) returned to service"
     r"|on failed node (?P<n5>\S+)$|failure of node (?P<n6>\S+)$|node (?P<n7>\S+) not resumed by"
-    r"|setup failure on node (?P<n8>[^\s,]+)",
+    r"|setup failure on node (?P<n8>[^\s,]+)|Setting node (?P<n9>\S+) state to INVAL|Node (?P<n10>\S+) has low",
     r"state set to (?P<state>\S+)",
     r"reason set to: (?P<reason>.*)$",
     r"boot_time=(?P<boot>\d+)",
@@ -147,7 +151,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     frame = frame.with_columns(ts=_timestamp(ctx))
     facts = frame.filter(pl.col("kind") == "slurm_version")
     out.add("facts", _facts(facts))
-    node = pl.coalesce("n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8").alias("host")
+    node = pl.coalesce("n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9", "n10").alias("host")
     events = explode_hosts(frame.filter(pl.col("kind") != "slurm_version").with_columns(node), "host", out)
     out.add("events", _finish(_not_back(_with_reasons(events))))
     return out
