@@ -508,3 +508,12 @@ def test_nan_in_more_loops_progress_lines_is_loss_divergence():
     got = [(e["line"], e["kind"], e["failure_mode"]) for e in rows(parsed, "events")]
     kinds = ["grad_norm_nonfinite", "loss_nan", "grad_norm_nonfinite", "loss_nan", "loss_nan", "loss_nan"]
     assert got == [(len(good) + 2 + i, k, "loss_divergence") for i, k in enumerate(kinds)]
+
+
+def test_deepspeed_hysteresis_that_keeps_the_scale_once_is_no_floor():
+    line = ds("2026-11-24 00:36:54,800", "[deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {}, "
+                                         "reducing to {}", src="stage_1_and_2.py:1644:step")
+    once = [line.format(65536, 65536), line.format(65536, 32768), line.format(32768, 32768), line.format(32768, 16384)]
+    pinned = [line.format(128, 128)] * 3  # a configured floor of 128, overflow after overflow
+    got = [(e["kind"], e["failure_mode"]) for e in rows(run(deepspeed, *once, *pinned), "events")]
+    assert got == [("grad_overflow", None)] * 6 + [("loss_scale_min", "loss_divergence")]

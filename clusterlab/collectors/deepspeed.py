@@ -150,9 +150,13 @@ def _scale_events(df: pl.DataFrame) -> pl.DataFrame:
     scale = pl.col("msg").str.extract_groups(r"Attempted loss scale: ([\d.]+), (?:reducing to|but) ([\d.]+)?")
     tried = scale.struct.field("1").cast(pl.Float64, strict=False)
     next_scale = scale.struct.field("2").cast(pl.Float64, strict=False)
-    stuck = (next_scale >= tried).fill_null(False)  # it could not reduce: at the floor
-    floor = pl.col("msg").str.contains(_MIN_SCALE) | stuck
-    return hit.select(
+    # NOTE: not reduced is the floor at a scale of 1 (the default floor), or when it repeats: before 2023 a skip that
+    # hysteresis (2 by default) absorbed printed `Attempted loss scale: 65536, reducing to 65536` once, then the next
+    # overflow halved it; only a scale pinned at its floor is "reduced" to itself overflow after overflow.
+    stuck = (next_scale >= tried).fill_null(False)
+    pinned = stuck & stuck.shift(1) & stuck.shift(2) & (tried == tried.shift(1)) & (tried == tried.shift(2))
+    floor = pl.col("msg").str.contains(_MIN_SCALE) | (stuck & (tried <= 1.0)) | pinned.fill_null(False)
+    return hit.sort("line").select(
         "line", "ts", "host",
         pl.coalesce("rank", integer(r"OVERFLOW! Rank (\d+)").cast(pl.Int32, strict=False)).alias("rank"),
         pl.when(floor).then(pl.lit("loss_scale_min")).otherwise(pl.lit("grad_overflow")).alias("kind"),
