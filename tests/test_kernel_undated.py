@@ -94,3 +94,14 @@ def test_undated_kernel_events_break_no_analysis(tmp_path: Path) -> None:
         for incident in incidents["incident_id"].to_list()[:3]:
             lab.evidence(incident)
             lab.report(incident)
+
+
+def test_a_proc_stat_copy_beside_the_dmesg_dates_it(tmp_path: Path) -> None:
+    node = tmp_path / "bundle" / "nodes" / "gpu-021"
+    node.mkdir(parents=True)
+    shutil.copy(SAMPLES / "kernel" / "dmesg_raw_no_boot.log", node / "dmesg")
+    shutil.copy(SAMPLES / "boot_time" / "proc_stat.txt", node / "proc_stat.txt")  # btime: 2026-11-25 06:00 UTC
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path / "bundle")
+        ev = lab.sql(EVENTS)
+    assert ev["ts"][0] == _at(811.002211) and ev["dated"].null_count() == ev.height

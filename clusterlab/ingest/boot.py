@@ -5,6 +5,7 @@ undated (ts empty, `dated` = undated) rather than refusing the file. After every
 boot time of such lines, and dates them in place (ts = boot + seconds, as a boot_time file would have):
 
 - a `boot_time` file now beside the log (the log itself unchanged, so not read again);
+- a copy of `/proc/stat`, `who -b` or `uptime -s` saved in the same folder (`collectors.boot_time`);
 - the same kernel message, stamped with a wall time, in another log of the store (the journal or syslog of
   the same boot, `dmesg -T`): boot = that time - the line's seconds since boot, the median over all such pairs.
 
@@ -58,6 +59,7 @@ def date_raw_kernel_lines(con: duckdb.DuckDBPyConnection, boot_times: Iterable[t
                 SELECT DISTINCT r.file_id, r.boot, f.boot_at, NULL FROM _raw r
                 JOIN ingested_files i USING (file_id) JOIN _files f ON f.path = i.path""")
             con.execute("DROP TABLE _files")
+        _boots_from_saved_facts(con)
         _boots_from_stamped_twins(con)
         n = con.execute("""SELECT count(*) FROM _raw r JOIN _boots b USING (file_id, boot)""").fetchone()[0]
         if n:
@@ -70,6 +72,19 @@ def date_raw_kernel_lines(con: duckdb.DuckDBPyConnection, boot_times: Iterable[t
     finally:
         con.execute("DROP TABLE IF EXISTS _raw")
         con.execute("DROP TABLE IF EXISTS _boots")
+
+
+def _boots_from_saved_facts(con: duckdb.DuckDBPyConnection) -> None:
+    """Boot times a file of the same folder states (/proc/stat, `who -b`, `uptime -s`: collectors.boot_time)."""
+    # NOTE: the latest one where the folder holds several: the running boot when they were saved
+    con.execute(r"""INSERT INTO _boots
+        SELECT DISTINCT r.file_id, r.boot, b.boot_at, NULL FROM _raw r
+        JOIN ingested_files i USING (file_id)
+        JOIN (SELECT regexp_replace(fi.path, '[/\\][^/\\]*$', '') AS dir, max(f.ts) AS boot_at
+              FROM facts f JOIN ingested_files fi USING (file_id)
+              WHERE f.key = 'boot_time' AND f.ts IS NOT NULL GROUP BY dir) b
+          ON regexp_replace(i.path, '[/\\][^/\\]*$', '') = b.dir
+        WHERE NOT EXISTS (SELECT 1 FROM _boots x WHERE x.file_id = r.file_id AND x.boot = r.boot)""")
 
 
 def _boots_from_stamped_twins(con: duckdb.DuckDBPyConnection) -> None:
