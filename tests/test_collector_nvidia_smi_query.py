@@ -80,3 +80,8 @@ def test_a_saved_piece_is_ingested_alone(tmp_path: Path) -> None:
         lab.ingest(path)
         got = lab.sql("SELECT source, failure_mode FROM events").rows()
     assert got == [("nvidia_smi_query", "gpu_memory_ecc")]
+
+
+def test_a_line_of_prose_before_the_piece_does_not_move_its_sections() -> None:
+    (e,) = events("Output of the health check\n" + remapped(unc=1, pending="Yes", indent=""))
+    assert e["kind"] == "row_remap_pending"

@@ -81,13 +81,18 @@ def _reindented(lines: pl.DataFrame) -> pl.DataFrame:
     """The lines shifted so that the piece's outermost section sits where the report puts it (four spaces)."""
     text = pl.col("text").str.strip_chars_end()
     indent = text.str.len_chars() - text.str.strip_chars_start(" ").str.len_chars()
-    outer = lines.select(indent.filter(~pl.col("text").str.contains(_GPU) & (text != "")).min()).item()
+    # NOTE: measured on the sections this module knows (else on the keys, one level under a top section), not on
+    # any capitalised line: a line of prose before the piece must not push its sections a level down
+    known = text.str.strip_chars().is_in(list(_SECTIONS))
+    keys = text.str.contains(rf"^ *(?:{_KEYS}) *: ")
+    outer = lines.select(pl.coalesce(indent.filter(known).min(), indent.filter(keys).min() - _TOP)).item()
     if outer is None or outer == _TOP:
         return lines
     text = pl.col("text")
     shifted = (pl.lit(" " * (_TOP - outer)) + text) if outer < _TOP else text.str.slice(outer - _TOP)
-    return lines.with_columns(pl.when(pl.col("text").str.contains(_GPU)).then(pl.col("text")).otherwise(shifted)
-                              .alias("text"))
+    # (a line less indented than the outermost section is no part of the piece: it stays where it was)
+    inside = (indent >= outer) & ~pl.col("text").str.contains(_GPU)
+    return lines.with_columns(pl.when(inside).then(shifted).otherwise(pl.col("text")).alias("text"))
 
 
 def _groups(rows: pl.DataFrame) -> pl.DataFrame:
