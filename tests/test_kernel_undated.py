@@ -94,6 +94,12 @@ def test_undated_kernel_events_break_no_analysis(tmp_path: Path) -> None:
         for incident in incidents["incident_id"].to_list()[:3]:
             lab.evidence(incident)
             lab.report(incident)
+        from clusterlab.widgets.explorer import Explorer  # (ipywidgets: imported where used)
+
+        ex = Explorer(lab, run=lab.runs()["run"][0])
+        for incident in ex.incidents_frame["incident_id"].to_list()[:3]:
+            ex.incident.value = incident
+        assert ex.error.value == ""
 
 
 def test_a_proc_stat_copy_beside_the_dmesg_dates_it(tmp_path: Path) -> None:
