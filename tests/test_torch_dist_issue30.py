@@ -105,3 +105,18 @@ def test_nccl_system_error_in_torch_2_is_the_network(tmp_path: Path) -> None:
             "[rank0]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device "
             "error.\n")
     assert _modes(tmp_path, text) == {"network"}
+
+
+@pytest.mark.parametrize(("last", "mode"), [
+    ("RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered", "cuda_error"),
+    ("cupy_backends.cuda.api.driver.CUDADriverError: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was "
+     "encountered", "cuda_error"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", "cuda_oom"),
+    # /dev/shm full under a DataLoader: host memory, not the filesystem
+    ("RuntimeError: unable to write to file </torch_40211_3310928870_0>: No space left on device (28)", "host_oom"),
+    ("RuntimeError: NCCL Error 3: internal error", "unknown"),
+    ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 3/4 clients joined.",
+     "nccl_timeout"),
+])
+def test_library_wordings_of_a_known_failure(tmp_path: Path, last: str, mode: str) -> None:
+    assert _modes(tmp_path, _traceback(last)) == {mode}

@@ -49,7 +49,8 @@ PATTERN = "|".join([
     r"watchdog got stuck for|Received a global timeout from another rank|Some NCCL operations have failed",
     r"detected by watchdog at work|Timeout at NCCL work: |NCCL communicator was aborted",
     r"CUDA out of memory|CUDA (?:driver )?error: |NCCL [Ee]rror|Unknown NCCL error",
-    r"THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: ",
+    r"THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: |CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: ",
+    r"_STATUS_ALLOC_FAILED|HIP out of memory|unable to write to file </torch_",
     r"Root Cause(?: \(first observed failure\))?:\s*$|Failures:\s*$",
     r"  (?:time      |host      |rank      |exitcode  |error_file|traceback ): ",
     r"  (?:time: \d{4}-\d\d-\d\d_|rank: \d+ \(local_rank|exitcode: -?\d+ \(pid|msg: \")",
@@ -67,6 +68,7 @@ _SNIFF = re.compile(
     rb"|death signal, shutting down workers|DataLoader worker \(pid|Unexpected bus error encountered in worker"
     # NOTE: a traceback is evidence wherever it appears: a file holding only one (`excerpt.log`) is read too
     rb"|Traceback \(most recent call last\)|THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: "
+    rb"|CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: "
 )
 # srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) `, torchrun `[rank3]:` / `[default3]:`, mpirun `[1,3]<...>:`
 _LAUNCHER = (r"^(?P<pfx>(?:\s*(?P<task>\d{1,6}): )?(?:\(\w+ pid=\d+(?:, ip=[\w.:]+)?\) )?"
@@ -98,7 +100,7 @@ _TIMEOUT = (r"ollective operation timeout|timed out in (?:blocking wait|call to 
 # A CUDA runtime error as torch words it (2.x `CUDA error: `, THC's `cuda runtime error (39) : ` of torch <= 1.4 and its
 # `THCudaCheck FAIL file=... error=39 : `), or as a CUDA enum name a library prints (`cudaErrorECCUncorrectable: `)
 _CUDA_ERR = (r"(?:CUDA (?:driver )?error: |cuda runtime error \(\d+\) : |THCudaCheck FAIL .*? error=\d+ : "
-             r"|\bcudaError[A-Z]\w*: )")
+             r"|\bcudaError[A-Z]\w*: |\bCUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: )")
 _KINDS: list[tuple[str, str, str | None, str]] = [
     ("watchdog_terminated", r"watchdog thread terminated with exception", None, "critical"),
     ("comm_aborted", r"NCCL communicator was aborted", None, "error"),
@@ -117,13 +119,16 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     ("process_teardown", r"To avoid data inconsistency, we are taking the entire process down", "nccl_timeout",
      "error"),
     # A worker that died of SIGBUS ran out of shared memory (/dev/shm is host memory); SIGKILL is the OOM killer.
+    # A tensor handed between processes lives in /dev/shm (`</torch_N_M>`): full, writing it fails with ENOSPC.
     ("dataloader_shm", r"DataLoader worker \(pid \d+\) is killed by signal: Bus error|Unexpected bus error "
-     r"encountered in worker", "host_oom", "error"),
+     r"encountered in worker|unable to write to file </torch_\d+", "host_oom", "error"),
     ("dataloader_killed", r"DataLoader worker \(pid \d+\) is killed by signal: Killed", "host_oom", "error"),
     ("dataloader_died", r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly|DataLoader worker \(pid \d+\) is "
      r"killed by signal", "unknown", "error"),
     ("watchdog_status", r"detected by watchdog at work|Timeout at NCCL work: ", None, "error"),
-    ("cuda_oom", r"CUDA out of memory|CUDA error: out of memory", "cuda_oom", "error"),
+    # cuBLAS / cuDNN that cannot allocate their workspace: the GPU is full as surely as with the allocator's OOM
+    ("cuda_oom", r"CUDA out of memory|CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED"
+     r"|HIP out of memory", "cuda_oom", "error"),
     ("cuda_error", _CUDA_ERR, None, "error"),
     ("nccl_detail", r"^\s*nccl[A-Z]\w*Error: |^\s*Unknown NCCL error", None, "error"),
     ("nccl_error", r"NCCL [Ee]rror\b", None, "error"),
@@ -257,6 +262,8 @@ def _content_mode(t: pl.Expr) -> pl.Expr:
         # NCCL failed and does not say why (its "Last error:" line, read by the nccl collector, may)
         .when(t.str.contains(r"internal check failed|ncclInternalError"))
         .then(pl.lit("unknown"))
+        # an NCCL error whose reason is none of the above (`NCCL Error 3: internal error`) still failed the job
+        .when(t.str.contains(r"NCCL [Ee]rror|nccl[A-Z]\w*Error")).then(pl.lit("unknown"))
     )
 
 
@@ -484,6 +491,9 @@ def _exc_mode(exc_type: pl.Expr, message: pl.Expr) -> pl.Expr:
             # NOTE: whatever wraps it (an OSError, a RuntimeError of torch.save): the storage failed the process
             .when(message.fill_null("").str.contains(_FS_ERRNO)).then(pl.lit("filesystem_io"))
             .when(short == "DistNetworkError").then(pl.lit("network"))
+            # the store's wait for its peers ran out (rendezvous or a barrier on the store): a hang, as a collective's
+            .when(short.is_in(["DistStoreError", "DistBackendError"]) & message.fill_null("").str.contains(
+                r"Socket Timeout|Timed out after \d+ seconds|[Ww]ait timeout")).then(pl.lit("nccl_timeout"))
             .when(short.is_in(list(_NO_MODE_EXC))).then(pl.lit(None, pl.String))
             # NOTE: gloo's "Connection closed/reset by peer" is what the survivors raise when a peer process
             # died (killed, crashed, OOM): a symptom naming no cause, never the user's code on its own
