@@ -69,3 +69,20 @@ def test_a_saved_ibstat_with_a_polling_port_is_a_network_fault(tmp_path: Path) -
         lab.ingest(path)
         got = lab.sql("SELECT source, kind, failure_mode FROM events ORDER BY line").rows()
     assert got == [("ibstat", "ib_port_state", None), ("ibstat", "ib_port_down", "network")]
+
+
+def test_pdsh_output_of_many_nodes_gives_each_port_its_node() -> None:
+    a = ["h100-a03: " + ln for ln in adapter("mlx5_0", "Active", "LinkUp").splitlines()]
+    b = ["h100-a04: " + ln for ln in adapter("mlx5_0", "Down", "Polling").splitlines()]
+    text = "\n".join(x for pair in zip(a, b, strict=True) for x in pair)  # pdsh interleaves the nodes' lines
+    got = sorted((e["host"], e["kind"], e["failure_mode"]) for e in events(text))
+    assert got == [("h100-a03", "ib_port_state", None), ("h100-a04", "ib_port_down", "network")]
+    assert ibstat.sniff(text.encode(), "pdsh.out")
+
+
+def test_a_grep_of_the_states_alone_is_read() -> None:
+    text = "CA 'mlx5_7'\n\t\tState: Down\n\t\tPhysical state: Polling\nCA 'mlx5_8'\n\t\tState: Active\n"
+    assert ibstat.sniff(text.encode(), "x")
+    got = [(json.loads(e["detail"])["ca"], e["kind"], e["text"]) for e in events(text)]
+    assert got == [("mlx5_7", "ib_port_down", "ibstat: mlx5_7 port ?: State Down, Physical state Polling, Rate ?"),
+                   ("mlx5_8", "ib_port_state", "ibstat: mlx5_8 port ?: State Active, Physical state ?, Rate ?")]

@@ -19,7 +19,8 @@ What a port's state means (the IB logical state, then the physical one):
 - `State: Initializing` / `Armed` over `LinkUp`: the cable is fine but no subnet manager brought the port up; traffic
   cannot use it yet (network, warning).
 - `Physical state: Disabled`: switched off on purpose (or an unused port): a warning without a failure mode.
-The output names no host (the bundle's `nodes/<host>/` does) and no time: its events are undated.
+The output names no host (the bundle's `nodes/<host>/` does, or pdsh's `<node>: ` prefix) and no time: its
+events are undated.
 """
 
 from __future__ import annotations
@@ -32,45 +33,59 @@ NAME = "ibstat"
 EXCLUSIVE = True
 SNIFF_HINT = (b"ca '",)
 
+# pdsh / clush print each node's lines behind `<node>: ` (interleaved with the other nodes' lines)
+_NODE = r"^(?:(?P<node>[A-Za-z0-9][\w.-]*): )?"
+_SPLIT = _NODE + r"(?P<rest>.*)$"
 _CA = r"^CA '(?P<ca>[^']+)'\s*$"
 _PORT = r"^\s+Port (?P<port>\d+):\s*$"
 _KV = r"^\s+(?P<key>CA type|Firmware version|State|Physical state|Rate|Link layer):\s*(?P<val>.*?)\s*$"
-PATTERN = "|".join([_CA, _PORT, _KV])
-BLOCK_START = _CA
+_ANY_NODE = r"^(?:[A-Za-z0-9][\w.-]*: )?"
+PATTERN = (_ANY_NODE + r"(?:CA '[^']+'\s*$|\s+Port \d+:\s*$"
+           r"|\s+(?:CA type|Firmware version|State|Physical state|Rate|Link layer):)")
+BLOCK_START = _ANY_NODE + r"CA '"
+_PORT_KEYS = ["State", "Physical state", "Rate", "Link layer"]
+_FOLLOWS = ("CA type:", "Number of ports:", "Port ", "State:", "Physical state:")
 
 _DOWN_PHYS = ["Polling", "LinkErrorRecovery", "Sleep", "PortConfigurationTraining", "PhyTest"]
 _NOT_ACTIVE = ["Initializing", "Init", "Armed"]
 
 
 def sniff(head: bytes, path: str) -> bool:
-    """ibstat output: a `CA '<name>'` line followed by its `CA type:` or `Number of ports:` line."""
-    lines = [ln.strip() for ln in head.decode("utf-8", "replace").splitlines()[:400] if ln.strip()]
-    return any(ln.startswith("CA '") and ln.endswith("'") and i + 1 < len(lines)
-               and lines[i + 1].startswith(("CA type:", "Number of ports:")) for i, ln in enumerate(lines))
+    """ibstat output: a `CA '<name>'` line followed by its `CA type:`, `Number of ports:` or port lines (a grep
+    may have kept only some of them), each line perhaps behind pdsh's `<node>: `."""
+    lines = pl.Series(head.decode("utf-8", "replace").splitlines()[:400], dtype=pl.String)
+    rest = [ln.strip() for ln in lines.str.extract(_SPLIT, 2).to_list() if ln and ln.strip()]
+    return any(ln.startswith("CA '") and ln.endswith("'") and any(x.startswith(_FOLLOWS) for x in rest[i + 1:i + 4])
+               for i, ln in enumerate(rest))
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """One event per port of the batch's adapters."""
     out = Parsed()
-    frame = lines.select(
-        "line", "text",
-        pl.col("text").str.extract(_CA, 1).alias("ca"),
-        pl.col("text").str.extract(_PORT, 1).cast(pl.Int32, strict=False).alias("port"),
-        pl.col("text").str.extract_groups(_KV).alias("_kv"),
-    ).unnest("_kv")
-    # NOTE: a port belongs to the adapter above it; a key to the port above it (the adapter's own keys come first)
-    frame = frame.with_columns(pl.col("ca").forward_fill(), block=pl.col("ca").is_not_null().cum_sum())
-    frame = frame.with_columns(pl.col("port").forward_fill().over("block"))
-    adapters = frame.filter(pl.col("port").is_null() & pl.col("key").is_not_null()).group_by("block").agg(
+    frame = lines.select("line", "text", pl.col("text").str.extract_groups(_SPLIT).alias("_s")).unnest("_s")
+    frame = frame.select(
+        "line", "text", "node",
+        pl.col("rest").str.extract(_CA, 1).alias("ca"),
+        pl.col("rest").str.extract(_PORT, 1).cast(pl.Int32, strict=False).alias("port"),
+        pl.col("rest").str.extract_groups(_KV).alias("_kv"),
+    ).unnest("_kv").with_columns(pl.col("node").fill_null(""))
+    # NOTE: a port belongs to the adapter above it and a key to the port above it (the adapter's own keys come
+    # first), both of the same node: pdsh interleaves the nodes' lines
+    frame = frame.with_columns(pl.col("ca").forward_fill().over("node"),
+                               block=pl.col("ca").is_not_null().cum_sum().over("node"))
+    frame = frame.with_columns(pl.col("port").forward_fill().over("node", "block"))
+    port_key = pl.col("key").is_in(_PORT_KEYS)
+    adapters = frame.filter(pl.col("key").is_not_null() & ~port_key).group_by("node", "block").agg(
         _val("CA type").alias("ca_type"), _val("Firmware version").alias("firmware"))
-    ports = frame.filter(pl.col("port").is_not_null())
+    # NOTE: a port's keys under no `Port N:` line (`ibstat | grep -E "CA '|State"`) are still its adapter's port
+    ports = frame.filter(pl.col("ca").is_not_null() & (pl.col("port").is_not_null() | port_key))
     out.unparsed = frame.filter(pl.col("ca").is_null()).height  # keys before any adapter line: not guessed
     if not ports.height:
         return out
-    g = ports.group_by("block", "ca", "port").agg(
+    g = ports.group_by("node", "block", "ca", "port").agg(
         pl.col("line").first(), _val("State").alias("state"), _val("Physical state").alias("phys"),
         _val("Rate").alias("rate"), _val("Link layer").alias("link_layer"),
-    ).join(adapters, on="block", how="left").sort("line")
+    ).join(adapters, on=["node", "block"], how="left").sort("line")
     out.add("events", _events(g, ctx))
     return out
 
@@ -93,10 +108,12 @@ def _events(g: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     rate = pl.col("rate").str.extract(r"^(\d+)", 1).cast(pl.Int64, strict=False)
     return g.select(
         pl.col("line").cast(pl.Int64), pl.lit(None, TABLE_COLUMNS["events"]["ts"]).alias("ts"),
-        pl.lit(ctx.host, pl.String).alias("host"), kind.alias("kind"), mode.alias("failure_mode"),
+        pl.when(pl.col("node") != "").then(pl.col("node")).otherwise(pl.lit(ctx.host, pl.String)).alias("host"),
+        kind.alias("kind"), mode.alias("failure_mode"),
         severity.alias("severity"), pl.lit(None, pl.Int32).alias("xid"), pl.lit(None, pl.String).alias("pci_bus"),
-        pl.format("ibstat: {} port {}: State {}, Physical state {}, Rate {}", "ca", "port",
-                  state, phys, pl.col("rate").fill_null("?")).alias("text"),
+        pl.format("ibstat: {} port {}: State {}, Physical state {}, Rate {}", "ca", pl.col("port").fill_null("?"),
+                  pl.col("state").fill_null("?"), pl.col("phys").fill_null("?"), pl.col("rate").fill_null("?")
+                  ).alias("text"),
         json_detail({"ca": pl.col("ca"), "port": pl.col("port"), "state": pl.col("state"),
                      "physical_state": pl.col("phys"), "rate_gbps": rate, "link_layer": pl.col("link_layer"),
                      "ca_type": pl.col("ca_type"), "firmware": pl.col("firmware")}).fill_null("{}").alias("detail"),
