@@ -56,10 +56,12 @@ def test_compute_is_the_rest_of_the_step_when_only_data_and_comm_are_marked(tmp_
     assert "data_s" not in r
 
 
-def test_unmarked_steps_claim_no_breakdown_and_nan_losses_are_left_out(tmp_path: Path) -> None:
+def test_unmarked_steps_claim_no_breakdown_and_nan_losses_are_said_not_written(tmp_path: Path) -> None:
     with StepRecorder(tmp_path / "r.jsonl", rank=0, host="h") as rec, rec.step(1) as s:
         s.loss = float("nan")
-    assert set(_lines(tmp_path / "r.jsonl")[0]) == {"ts", "rank", "host", "step", "step_s"}
+    # JSON has no NaN: the record says the loss was not finite (silent data corruption compares ranks on it)
+    rec = _lines(tmp_path / "r.jsonl")[0]
+    assert set(rec) == {"ts", "rank", "host", "step", "step_s", "loss_nonfinite"} and rec["loss_nonfinite"] is True
 
 
 def test_a_step_that_raises_is_not_written(tmp_path: Path) -> None:

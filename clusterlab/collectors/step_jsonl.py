@@ -3,7 +3,8 @@
 One object a line: `ts` (ISO 8601, or epoch seconds; the end of the step; ISO without an offset
 is UTC), `rank`, `host`, `step`, `step_s`, and where known `compute_s`, `comm_s`, `data_s`,
 `tokens`, `loss`. A record with `stalled_s` (and maybe `region`) is not a step but a step still open that long
-(`instrument.StepRecorder`'s stall record): it becomes a `step_stalled` event. Other keys are ignored. A line
+(`instrument.StepRecorder`'s stall record): it becomes a `step_stalled` event; a step whose `loss_nonfinite` is
+true is also a `loss_nonfinite` event of that rank. Other keys are ignored. A line
 that is not such an object (junk, a truncated last line, a record without `rank` or `step`) is counted as
 unparsed, never fatal.
 
@@ -30,7 +31,7 @@ UNPARSED_WARNING = "not a step record (a JSON object with rank and step)"
 _FIELDS: dict[str, pl.DataType] = {
     "ts": pl.String, "rank": pl.Int64, "host": pl.String, "step": pl.Int64, "step_s": pl.Float64,
     "compute_s": pl.Float64, "comm_s": pl.Float64, "data_s": pl.Float64, "tokens": pl.Int64, "loss": pl.Float64,
-    "stalled_s": pl.Float64, "region": pl.String,
+    "stalled_s": pl.Float64, "region": pl.String, "loss_nonfinite": pl.Boolean,
 }
 # Epoch seconds (what instrument.py writes) read as numbers: no text column to cast. A file of ISO times makes
 # this read fail at once, and the text schema reads it.
@@ -82,20 +83,26 @@ def parse_whole(texts: list[bytes], base: int) -> Parsed | None:
 
 
 def _add(out: Parsed, rows: pl.DataFrame) -> None:
-    """Step records as rank steps, stall records as events."""
-    if rows["stalled_s"].null_count() == rows.height:
+    """Step records as rank steps, stall records and non-finite losses also as events."""
+    stalled = pl.col("stalled_s").is_not_null()
+    nonfinite = pl.col("loss_nonfinite").fill_null(False)
+    if rows["stalled_s"].null_count() == rows.height and not rows["loss_nonfinite"].any():
         out.add("rank_steps", _rank_steps(rows))
         return
-    stalled = pl.col("stalled_s").is_not_null()
     out.add("rank_steps", _rank_steps(rows.filter(~stalled)))
-    stalls = rows.filter(stalled)
-    out.add("events", stalls.select(
-        "line", _timestamp(pl.col("ts"), stalls["ts"]).alias("ts"), "host", kind=pl.lit("step_stalled"),
-        failure_mode=pl.lit(None, pl.String), severity=pl.lit("warning"), rank="rank",
-        text=pl.format("rank {} still in step {} after {} s{}", "rank", "step", pl.col("stalled_s").round(1),
-                       pl.when(pl.col("region").is_not_null()).then(pl.format(" ({})", "region")).otherwise(
-                           pl.lit(""))),
-        detail=pl.struct("step", "stalled_s", "region").struct.json_encode()))
+    marked = rows.filter(stalled | nonfinite)
+    ts = _timestamp(pl.col("ts"), marked["ts"]).alias("ts")
+    out.add("events", marked.select(
+        "line", ts, "host", "rank",
+        kind=pl.when(stalled).then(pl.lit("step_stalled")).otherwise(pl.lit("loss_nonfinite")),
+        failure_mode=pl.when(stalled).then(pl.lit(None, pl.String)).otherwise(pl.lit("loss_divergence")),
+        severity=pl.when(stalled).then(pl.lit("warning")).otherwise(pl.lit("error")),
+        text=pl.when(stalled).then(pl.format(
+            "rank {} still in step {} after {} s{}", "rank", "step", pl.col("stalled_s").round(1),
+            pl.when(pl.col("region").is_not_null()).then(pl.format(" ({})", "region")).otherwise(pl.lit(""))))
+        .otherwise(pl.format("rank {}: loss is not finite at step {}", "rank", "step")),
+        detail=pl.when(stalled).then(pl.struct("step", "stalled_s", "region").struct.json_encode())
+        .otherwise(pl.struct("step").struct.json_encode())))
 
 
 def _records(decoded: pl.DataFrame) -> pl.DataFrame:
@@ -150,7 +157,15 @@ def _decode(objects: pl.DataFrame) -> pl.DataFrame:
 def _unpack(part: pl.DataFrame, dtype: pl.Struct) -> pl.DataFrame:
     """Decode `part` with `dtype` (raises on a line that does not fit) and cast to the fields' types."""
     frame = part.select("line", pl.col("text").str.json_decode(dtype).alias("_r")).unnest("_r")
-    return frame.with_columns([pl.col(k).cast(t, strict=False) for k, t in _FIELDS.items()])
+    return frame.with_columns([_cast(k, t) for k, t in _FIELDS.items()])
+
+
+def _cast(name: str, dtype: pl.DataType) -> pl.Expr:
+    # NOTE: polars casts no text to a boolean: "true" / "false" (any case) are read, anything else is null
+    if dtype == pl.Boolean:
+        return pl.col(name).cast(pl.String).str.to_lowercase().replace_strict(
+            {"true": True, "false": False}, default=None, return_dtype=pl.Boolean)
+    return pl.col(name).cast(dtype, strict=False)
 
 
 def _timestamp(ts: pl.Expr, values: pl.Series | None = None) -> pl.Expr:

@@ -22,7 +22,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store
-from clusterlab.diagnose import incidents, maintenance, sticky, stopped_first, timeline
+from clusterlab.diagnose import incidents, maintenance, sdc, sticky, stopped_first, timeline
 
 # The scheduler's verdicts; KILLS end a job that may have been healthy until then.
 KILLS = ("time_limit", "preemption", "manual_stop")
@@ -224,6 +224,7 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
           if len(evs) == 1 else pl.concat(evs, how="vertical_relaxed").sort(*keys, "rank_in_incident"))
     inc, ev = sticky.with_sticky_faults(con, inc, ev, EVIDENCE_SCHEMA)
     inc, ev = maintenance.with_maintenance(con, inc, ev, EVIDENCE_SCHEMA)
+    inc, ev = sdc.with_silent_corruption(con, inc, ev, EVIDENCE_SCHEMA)
     return inc, ev.select(list(EVIDENCE_SCHEMA))
 
 

@@ -13,7 +13,9 @@
     rec.close()
 
 Each record: `ts` (ISO 8601 UTC, end of step), `rank`, `host`, `step`, `step_s`, and where measured
-`compute_s`, `comm_s`, `data_s`, `tokens`, `loss`. Without an explicit `compute()` region,
+`compute_s`, `comm_s`, `data_s`, `tokens`, `loss` (`loss_nonfinite: true` where it was NaN or inf: pass this
+rank's own loss, not an all-reduced one, so that one rank's non-finite loss can be told from everyone's).
+Without an explicit `compute()` region,
 `compute_s` is the step less its data and comm regions (written only when one of those was marked).
 
 On CUDA every region is a pair of CUDA events recorded on the current stream: the hot path only
@@ -290,9 +292,12 @@ class StepRecorder:
                 rec[f"{k}_s"] = round(totals[k], 6)
         if s.tokens is not None:
             rec["tokens"] = int(s.tokens)
-        loss = _loss_value(s._loss_copy if s._loss_copy is not None else s.loss)
+        raw = s._loss_copy if s._loss_copy is not None else s.loss
+        loss = _loss_value(raw)
         if loss is not None:
             rec["loss"] = loss
+        elif raw is not None:  # NaN or inf, which JSON cannot hold: said, as its peers' finite losses are compared
+            rec["loss_nonfinite"] = True
         return rec
 
     def stall_after_s(self) -> float:
