@@ -46,11 +46,13 @@ def test_fit_names_its_source_and_finds_the_heavy_tail(trace: pl.DataFrame) -> N
 
 
 def test_class_mix_within_five_points(trace: pl.DataFrame) -> None:
+    """Each class's share within 5 points of the trace's, in ten fleets' worth of episodes (about 5,800: one fleet's
+    580 draws of 22 classes stray up to 6 points by chance alone, which says nothing of the model)."""
     fit = calibrated.fit(trace, FLEET, calibrated.INFINITEHBD)
     truth = trace.with_columns(k=calibrated.class_key(trace)).group_by("k").len()
     truth = dict(zip(truth["k"], (truth["len"] / trace.height).to_list(), strict=True))
     for seed in SEEDS:
-        s = calibrated.sample(fit, np.random.default_rng(seed))
+        s = calibrated.sample(fit, np.random.default_rng(seed), fleet_size=10 * FLEET)
         got = s.group_by("fault_class").len()
         got = dict(zip(got["fault_class"], (got["len"] / s.height).to_list(), strict=True))
         worst = max(abs(got.get(k, 0.0) - v) for k, v in truth.items())

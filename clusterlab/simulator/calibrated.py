@@ -70,7 +70,8 @@ def fit(episodes: pl.DataFrame, fleet_size: int, source: str, days: float | None
     if days is None:
         last = eps.select(pl.max_horizontal(pl.col("end_ts").max(), pl.col("ts").max())).item()
         days = (last - eps["ts"].min()).total_seconds() / 86_400
-    mix = eps.group_by("_cls").len().with_columns(share=pl.col("len") / eps.height)
+    # NOTE: sorted: `sample` draws classes by their order here, so a seed gives the same fleet every time
+    mix = eps.group_by("_cls").len().with_columns(share=pl.col("len") / eps.height).sort("_cls")
     modes: dict[str, dict[str, float]] = {}
     for r in (eps.group_by("_cls", "failure_mode").len().with_columns(part=pl.col("len") / pl.col("len").sum()
                                                                      .over("_cls")).sort("_cls", "failure_mode")
