@@ -105,3 +105,10 @@ def test_an_older_database_gains_the_episode_table(tmp_path: Path) -> None:
     con = store.connect(db)
     assert store.current_version(con) == store.SCHEMA_VERSION
     assert con.execute("SELECT count(*) FROM fault_episodes").fetchall()[0][0] == 0
+
+
+def test_episodes_ingested_under_a_run_make_no_attempt(tmp_path: Path) -> None:
+    lab = _ingest(tmp_path, "eps.csv", "host,start,end,class,detail\nn-01,2025-01-01,2025-03-01,NIC,NIC Lost\n",
+                  run="llm-7b")
+    assert lab.sql("SELECT count(*) AS n FROM fault_episodes WHERE run = 'llm-7b'")["n"][0] == 1
+    assert lab.sql("SELECT count(*) AS n FROM attempts")["n"][0] == 0

@@ -9,7 +9,9 @@ import duckdb
 from clusterlab import hostlist, store
 from clusterlab.tables import TABLE_COLUMNS
 
-_TS_TABLES = [t for t, cols in TABLE_COLUMNS.items() if "ts" in cols and t != "jobs"]
+# NOTE: a node's fault episodes (a year-long trace, a repair CSV) are the fleet's history, not a launch's evidence:
+# ingested with --run, they must not stretch its attempts
+_TS_TABLES = [t for t, cols in TABLE_COLUMNS.items() if "ts" in cols and t not in ("jobs", "fault_episodes")]
 # An in-job restart (ft_launcher, or torchrun with --max-restarts, restarting its worker group) is printed by every
 # node's launcher within
 # seconds; restart lines of one launch group closer than this are one restart.
