@@ -42,7 +42,8 @@ PATTERN = "|".join([
     # NOTE: one `NVRM: .*` branch for all: separate ones cost the engine's prefilter half again on every line.
     r"NVRM: .*(?:fallen off the bus|NVLink.*(?i:fatal|error)|(?i:row remap|uncorrectable|double.bit)|\bDBE\b"
     r"|GSP Timeout|GSP RM heartbeat timed out|Heartbeat timed out|GSP RPC error prints|GSP-CrashCat Report"
-    r"|RmInitAdapter failed|\[NV_ERR_RESET_REQUIRED\]|kflcnCoreDump\w*_IMPL: |RPC (?:event )?history \(CPU)",
+    r"|RmInitAdapter failed|\[NV_ERR_(?:RESET_REQUIRED|GPU_IS_LOST)\]|kflcnCoreDump\w*_IMPL: "
+    r"|RPC (?:event )?history \(CPU)",
     r"SXid \([^)]*\): \d+, (?:Fatal|FATAL|Non-fatal|Severity [01] )",
     r"AER: (?:Multiple )?(?:Correct|Uncorrect)(?:ed|able) ",
     r"AER: (?:device recovery failed|can't recover)",
@@ -55,6 +56,7 @@ PATTERN = "|".join([
     r"Killed process \d+ \(",
     r"oom-kill:constraint=",
     r" invoked oom-killer: ",
+    r"oom_reaper: reaped process \d+",
     r"INFO: task .*:\d+ blocked for more than ",
     r"task:\S+ +state:D ",
     r"\b(?:nfs|nfs4|lockd): server \S+ (?:not responding|OK\b)",
@@ -166,6 +168,8 @@ RULES: tuple[Rule, ...] = (
     # the driver could not initialise the GPU, or asserts the GPU needs a reset before it can be used again
     Rule("gpu", "gpu_init_failed", r"NVRM: .*RmInitAdapter failed", "gpu_hw_other", "error"),
     Rule("gpu", "gpu_reset_required", r"NVRM: .*\[NV_ERR_RESET_REQUIRED\]", "gpu_hw_other", "error"),
+    # an RM call failing because the GPU is gone (NV_ERR_GPU_IS_LOST: "GPU lost from the bus")
+    Rule("gpu", "gpu_lost", r"NVRM: .*\[NV_ERR_GPU_IS_LOST\]", "gpu_fell_off_bus", "critical"),
     Rule("sxid", "sxid", r"SXid \([^)]*\): \d+, (?:Fatal|FATAL)", "nvlink_error", "error"),
     Rule("sxid", "sxid", r"SXid \([^)]*\): \d+, Non-fatal", None, "warning"),
     # newer NVSwitch drivers print `Severity <n> Engine instance ..` (then a `Data {..}` line): the
@@ -191,6 +195,8 @@ RULES: tuple[Rule, ...] = (
     Rule("oom", "oom_kill", r"(?i:out of memory): Kill(?:ed)? process \d+|^Killed process \d+ \(", "host_oom", "error"),
     Rule("oom", "oom_constraint", r"oom-kill:constraint=", "host_oom", "warning"),
     Rule("oom", "oom_invoked", r" invoked oom-killer: ", "host_oom", "warning"),
+    # the reaper frees what the OOM killer's victim held: all that is left of a kill in a short excerpt
+    Rule("oom", "oom_reaped", r"oom_reaper: reaped process \d+", "host_oom", "warning"),
     # NOTE: a hung task's cause is decided per line (_hung_on_filesystem): a filesystem stall, else `unknown`
     Rule("hung", "hung_task", r"INFO: task .*:\d+ blocked for more than \d+ seconds", "unknown", "warning"),
     # a task in D state whose hung-task header was not kept (sysrq-w, or a paste starting at the task line)
@@ -557,17 +563,15 @@ def _mce_uncorrected(part: pl.DataFrame) -> pl.DataFrame:
 
 
 def _aer_flood(part: pl.DataFrame) -> pl.DataFrame:
-    """Corrected PCIe errors are a link fault when they are Data Link Layer errors, or when one device reports
-    them again and again (AER_FLOOD or more in one read); a lone corrected receiver error is not."""
-    # NOTE: a corrected Physical Layer receiver error is the link doing its job (and ASPM quirks print them by
-    # the thousand); a Data Link Layer one means TLPs were replayed (replay timer timeouts, bad TLPs/DLLPs): a
-    # degraded link or riser, the usual prelude of a GPU falling off the bus. They stay warnings.
+    """Corrected PCIe errors are a link fault when one device reports them again and again (AER_FLOOD or more in
+    one read of the file); one or two are the link doing its job, and stay warnings without a failure mode."""
+    # NOTE: a stream of them from the same port (replay timeouts, bad TLPs) is a degraded link or riser, the usual
+    # prelude of a GPU falling off the bus; a lone one (ASPM quirks print them by the thousand) says nothing.
     corrected = pl.col("failure_mode").is_null()
     dev = pl.coalesce("adev", "asrc")
     n = corrected.cast(pl.Int32).sum().over(file_of_line(), dev)
-    link = pl.col("atype").str.contains("(?i)data link").fill_null(False)
-    fault = corrected & (link | (dev.is_not_null() & (n >= AER_FLOOD)))
-    return part.with_columns(failure_mode=pl.when(fault).then(pl.lit("pcie_error")).otherwise(pl.col("failure_mode")))
+    flood = corrected & dev.is_not_null() & (n >= AER_FLOOD)
+    return part.with_columns(failure_mode=pl.when(flood).then(pl.lit("pcie_error")).otherwise(pl.col("failure_mode")))
 
 
 def _hung_on_filesystem(part: pl.DataFrame) -> pl.DataFrame:
