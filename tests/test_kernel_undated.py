@@ -111,3 +111,21 @@ def test_a_proc_stat_copy_beside_the_dmesg_dates_it(tmp_path: Path) -> None:
         lab.ingest(tmp_path / "bundle")
         ev = lab.sql(EVENTS)
     assert ev["ts"][0] == _at(811.002211) and ev["dated"].null_count() == ev.height
+
+
+def test_lines_appended_to_a_dmesg_dated_by_its_journal_take_the_same_boot(tmp_path: Path) -> None:
+    node = tmp_path / "bundle" / "nodes" / "gpu-031"
+    node.mkdir(parents=True)
+    (node / "dmesg").write_text("\n".join(RAW) + "\n")
+    (node / "kernel.journal.log").write_text(
+        f"{_at(7322.104511):%Y-%m-%dT%H:%M:%S.%f}+0000 gpu-031 kernel: {XID48}\n")
+    q = ("SELECT e.line, e.ts, e.dated FROM events e JOIN ingested_files f USING (file_id) "
+         "WHERE f.path LIKE '%/dmesg' ORDER BY line")
+    with Lab(tmp_path / "x.duckdb") as lab:
+        lab.ingest(tmp_path / "bundle")
+        with (node / "dmesg").open("a") as f:  # the GPU falls off the bus again, later in the same boot
+            f.write(f"[ 9001.250000] {XID79}\n")
+        assert lab.ingest(tmp_path / "bundle").counts() == {"appended": 1, "unchanged": 1}
+        got = lab.sql(q)
+    assert got["ts"].to_list() == [_at(7322.104511), _at(7523.500200), _at(9001.25)]
+    assert got["dated"].null_count() == 3

@@ -6,6 +6,7 @@ boot time of such lines, and dates them in place (ts = boot + seconds, as a boot
 
 - a `boot_time` file now beside the log (the log itself unchanged, so not read again);
 - a copy of `/proc/stat`, `who -b` or `uptime -s` saved in the same folder (`collectors.boot_time`);
+- the raw lines of the same file dated before (lines appended since, the clock still rising);
 - the same kernel message, stamped with a wall time, in another log of the store (the journal or syslog of
   the same boot, `dmesg -T`): boot = that time - the line's seconds since boot, the median over all such pairs.
 
@@ -60,6 +61,7 @@ def date_raw_kernel_lines(con: duckdb.DuckDBPyConnection, boot_times: Iterable[t
                 JOIN ingested_files i USING (file_id) JOIN _files f ON f.path = i.path""")
             con.execute("DROP TABLE _files")
         _boots_from_saved_facts(con)
+        _boots_from_dated_lines_before(con)
         _boots_from_stamped_twins(con)
         n = con.execute("""SELECT count(*) FROM _raw r JOIN _boots b USING (file_id, boot)""").fetchone()[0]
         if n:
@@ -85,6 +87,24 @@ def _boots_from_saved_facts(con: duckdb.DuckDBPyConnection) -> None:
               WHERE f.key = 'boot_time' AND f.ts IS NOT NULL GROUP BY dir) b
           ON regexp_replace(i.path, '[/\\][^/\\]*$', '') = b.dir
         WHERE NOT EXISTS (SELECT 1 FROM _boots x WHERE x.file_id = r.file_id AND x.boot = r.boot)""")
+
+
+def _boots_from_dated_lines_before(con: duckdb.DuckDBPyConnection) -> None:
+    """Lines appended to a log whose earlier raw lines were dated: the same boot while the seconds go on rising."""
+    # NOTE: the boot of the file's last dated raw line, for the undated lines after it that continue its clock
+    con.execute(f"""INSERT INTO _boots
+        SELECT r.file_id, r.boot, any_value(d.boot_at), NULL FROM _raw r
+        JOIN (SELECT file_id, arg_max(e.ts - to_microseconds(CAST(round(CAST(regexp_extract(e.text, '{RAW}', 1)
+                                                                 AS DOUBLE) * 1e6) AS BIGINT)), e.line) AS boot_at,
+                     max(e.line) AS last_line,
+                     arg_max(CAST(regexp_extract(e.text, '{RAW}', 1) AS DOUBLE), e.line) AS last_up
+              FROM events e
+              WHERE e.source = 'kernel' AND e.dated IS NULL AND e.ts IS NOT NULL
+                AND e.file_id IN (SELECT file_id FROM _raw) AND regexp_matches(e.text, '{RAW}')
+              GROUP BY file_id) d USING (file_id)
+        WHERE r.boot = 0 AND NOT EXISTS (SELECT 1 FROM _boots x WHERE x.file_id = r.file_id AND x.boot = r.boot)
+        GROUP BY r.file_id, r.boot
+        HAVING min(r.line) > any_value(d.last_line) AND min(r.up) >= any_value(d.last_up)""")
 
 
 def _boots_from_stamped_twins(con: duckdb.DuckDBPyConnection) -> None:
