@@ -120,3 +120,14 @@ def test_nccl_system_error_in_torch_2_is_the_network(tmp_path: Path) -> None:
 ])
 def test_library_wordings_of_a_known_failure(tmp_path: Path, last: str, mode: str) -> None:
     assert _modes(tmp_path, _traceback(last)) == {mode}
+
+
+def test_a_childs_traceback_the_agent_logs_behind_its_glog_header_is_read(tmp_path: Path) -> None:
+    head = "E0228 00:35:58.954000 724855 site-packages/torch/distributed/elastic/multiprocessing/api.py:732] "
+    body = ["Traceback (most recent call last):", '  File "/srv/job/train.py", line 41, in _wrap', "    fn(i, *args)",
+            "KeyError: 'input_ids'"]
+    assert _modes(tmp_path, "".join(head + b + "\n" for b in body)) == {"user_code_error"}
+
+
+def test_a_communicator_aborted_without_a_reason_is_a_hang(tmp_path: Path) -> None:
+    assert _modes(tmp_path, _traceback("RuntimeError: NCCL communicator was aborted.")) == {"nccl_timeout"}

@@ -208,9 +208,12 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     f = f.with_columns(
         rest.str.extract_groups(_GLOG).alias("g"), rest.str.extract_groups(_PYLOG).alias("y"),
         pl.when(rest.str.contains(_FIELD_LINE)).then(rest.str.extract_groups(_FIELD)).alias("c"),
-        rest.str.extract_groups(_EXC).alias("e"),
         omsg=rest.str.extract(_OLDLOG, 1),
-    ).unnest("g", "y", "c", "e")
+    ).unnest("g", "y", "c")
+    # NOTE: torchrun's agent logs a child's traceback behind its glog header, one line each
+    # (`E0228 00:35:58.954000 7248 .../api.py:732] Traceback (most recent call last):`): read behind the header
+    body = pl.coalesce("gmsg", "rest")
+    f = f.with_columns(body.str.extract_groups(_EXC).alias("e")).unnest("e")
     # c10 logging prints month*100+day unpadded (`E219` is 19 February); glog pads it (`E0219`).
     md = pl.col("md").cast(pl.Int32, strict=False)
     stamp = pl.coalesce(
@@ -228,11 +231,11 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     f = f.with_columns(
         msg=pl.coalesce("gmsg", "pmsg", "omsg", "rest"),
         ts=local_to_utc(stamp.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False), ctx.tz),
-        is_tb=rest.str.contains(_TB_START), is_chain=rest.str.contains(_CHAIN), rank_tb=rest.str.contains(_RANK_TB),
+        is_tb=body.str.contains(_TB_START), is_chain=body.str.contains(_CHAIN), rank_tb=body.str.contains(_RANK_TB),
         header=pl.when(rest.str.contains(r"^Root Cause(?: \(first observed failure\))?:\s*$")).then(pl.lit("root"))
         .when(rest.str.contains(r"^(?:Other )?Failures:\s*$")).then(pl.lit("others")),
         exc_type=pl.when(~drop).then(pl.col("exc_type")),
-        key=pl.concat_str([pl.col("pfx").str.strip_chars(), pl.lit("|"), rest.str.extract(r"^(\s*)", 1)]),
+        key=pl.concat_str([pl.col("pfx").str.strip_chars(), pl.lit("|"), body.str.extract(r"^(\s*)", 1)]),
         drop=drop,
     )
     kind, mode, severity = first_kind(pl.col("msg"), _KINDS)
@@ -264,6 +267,8 @@ def _content_mode(t: pl.Expr) -> pl.Expr:
         .then(pl.lit("unknown"))
         # an NCCL error whose reason is none of the above (`NCCL Error 3: internal error`) still failed the job
         .when(t.str.contains(r"NCCL [Ee]rror|nccl[A-Z]\w*Error")).then(pl.lit("unknown"))
+        # torch 1.7-1.10 aborted a communicator with no reason given only when its watchdog saw a timeout
+        .when(t.str.contains(r"NCCL communicator was aborted")).then(pl.lit("nccl_timeout"))
     )
 
 
