@@ -141,3 +141,14 @@ def test_slurmd_prolog_failure_and_unkillable_step_are_node_failures() -> None:
                         "slurmstepd: error: *** JOB 4711 STEPD TERMINATED ON gpu-5 AT 2026-06-03T01:30:00 DUE TO JOB "
                         "NOT ENDING WITH SIGNALS ***")
     assert (pro["failure_mode"], stuck["failure_mode"], stuck["host"]) == ("node_failure", "node_failure", "gpu-5")
+
+
+def test_within_a_run_a_cancel_is_the_manual_stop_and_an_exit_status_blames_nothing() -> None:
+    run = Context(path="slurm-9.out", run="pretrain")
+    texts = ("srun: error: n1: task 0: Exited with exit code 1",
+             "slurmstepd: error: *** STEP 9.0 ON n1 CANCELLED AT 2026-12-03T08:00:00 DUE TO TASK FAILURE ***",
+             "slurmstepd: error: *** JOB 9 ON n1 CANCELLED AT 2026-12-03T08:00:01 ***")
+    assert [r["failure_mode"] for r in events(slurm, *texts, ctx=run)] == [None, None, "manual_stop"]
+    assert [r["failure_mode"] for r in events(slurm, *texts, ctx=UTC)] == ["user_code_error", "user_code_error", None]
+    parsed = sacct.parse(frame("JobID|State|ExitCode", "9|FAILED|1:0", "10|TIMEOUT|0:0"), run)
+    assert parsed.tables["events"]["failure_mode"].to_list() == ["time_limit"]

@@ -129,7 +129,7 @@ STATE_MODES: dict[str, tuple[str, str]] = {
 }
 
 
-def job_events(jobs: pl.DataFrame, lines: pl.DataFrame | None) -> pl.DataFrame:
+def job_events(jobs: pl.DataFrame, lines: pl.DataFrame | None, ctx: Context) -> pl.DataFrame:
     """One event per job allocation (not its steps) whose final state is a failure (`STATE_MODES`), so that a
     pasted sacct table or jobcomp log alone names what ended its jobs; `lines` gives each row's text (None: a
     JSON document, whose job spans many lines: the text says the job and its state)."""
@@ -139,6 +139,10 @@ def job_events(jobs: pl.DataFrame, lines: pl.DataFrame | None) -> pl.DataFrame:
     # leaves these events out of the candidates).
     table = pl.DataFrame({"state": list(STATE_MODES), "failure_mode": [m for m, _ in STATE_MODES.values()],
                           "severity": [s for _, s in STATE_MODES.values()]})
+    # NOTE: FAILED is an exit status: where the table belongs to a run, the run's own logs name what failed
+    # (an exit code alone blames nothing); a table given alone has nothing else to say it.
+    if ctx.run is not None:
+        table = table.filter(pl.col("state") != "FAILED")
     alloc = jobs.filter(~pl.col("job_id").str.contains(".", literal=True)).join(table, on="state", how="inner")
     schema = TABLE_COLUMNS["events"]
     said = pl.format("JobID {} State {} ExitCode {}:{}", "job_id", "state", pl.col("exit_code").fill_null(0),

@@ -151,7 +151,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         jobs, bad = (read_fixed(rows, layout, ctx) if layout.spans is not None
                      else read_rows(rows, list(layout.names), ctx))
         out.add("jobs", jobs)
-        out.add("events", job_events(jobs, rows))
+        out.add("events", job_events(jobs, rows, ctx))
         if bad.height:
             out.unparsed += bad.height
             out.warnings.append(f"line {bad['line'][0]}: {bad.height} sacct rows that do not fit the header")
@@ -282,7 +282,7 @@ def _parse_json(lines: pl.DataFrame, ctx: Context) -> Parsed:
                                       for k, e in when.items()})
         jobs = jobs_frame(frame, {k: pl.col(k) for k in FIELDS}, dataclasses.replace(ctx, tz="UTC"))
         out.add("jobs", jobs.cast(TABLE_COLUMNS["jobs"]))
-        out.add("events", job_events(jobs, None))
+        out.add("events", job_events(jobs, None, ctx))
     return out
 
 

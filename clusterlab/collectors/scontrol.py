@@ -63,7 +63,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         pl.col("_jstate").drop_nulls().first(), pl.col("_reason").drop_nulls().first(),
         pl.col("_rts").drop_nulls().first(), pl.col("_exit").drop_nulls().first(), pl.col("text").first())
     out.add("events", _nodes(rec.filter(pl.col("_what") == "node"), ctx, out))
-    out.add("events", _jobs(rec.filter(pl.col("_what") == "job")))
+    out.add("events", _jobs(rec.filter(pl.col("_what") == "job"), ctx))
     return out
 
 
@@ -88,10 +88,13 @@ def _nodes(rec: pl.DataFrame, ctx: Context, out: Parsed) -> pl.DataFrame:
     )
 
 
-def _jobs(rec: pl.DataFrame) -> pl.DataFrame:
-    """One event per job record whose state is a failure (`STATE_MODES`)."""
+def _jobs(rec: pl.DataFrame, ctx: Context) -> pl.DataFrame:
+    """One event per job record whose state is a failure (`STATE_MODES`; FAILED only in a file given alone, as
+    sacct's: `_slurmlib.job_events`)."""
     table = pl.DataFrame({"_st": list(STATE_MODES), "failure_mode": [m for m, _ in STATE_MODES.values()],
                           "severity": [s for _, s in STATE_MODES.values()]})
+    if ctx.run is not None:
+        table = table.filter(pl.col("_st") != "FAILED")
     frame = rec.with_columns(state(pl.col("_jstate")).alias("_st")).join(table, on="_st", how="inner")
     schema = TABLE_COLUMNS["events"]
     return frame.select(

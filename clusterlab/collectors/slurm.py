@@ -171,7 +171,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     frame = frame.with_columns(kind=pl.when(odd).then(pl.lit("unrecognised")).otherwise("kind"),
                                failure_mode=pl.when(odd).then(pl.lit("unknown")).otherwise("failure_mode"),
                                severity=pl.when(odd).then(pl.lit("warning")).otherwise("severity"))
-    frame = _after_kill(extract_all(frame, (_PREFIX, *EXTRACTORS)))
+    frame = _in_run(_after_kill(extract_all(frame, (_PREFIX, *EXTRACTORS))), ctx)
     frame = frame.with_columns(ts=_timestamp(ctx), host=_host_expr())
     facts = frame.filter(pl.col("kind") == "slurm_job_queued")
     out.add("facts", facts.select(
@@ -195,6 +195,20 @@ def _after_kill(frame: pl.DataFrame) -> pl.DataFrame:
     late = (pl.col("kind") == "slurm_task_exit") & (pl.col("line") > killed)
     return frame.with_columns(failure_mode=pl.when(late).then(None).otherwise("failure_mode"),
                               severity=pl.when(late).then(pl.lit("warning")).otherwise("severity"))
+
+
+def _in_run(frame: pl.DataFrame, ctx: Context) -> pl.DataFrame:
+    """The modes of a job's end where the file belongs to a run: a person's cancel is the attempt's manual stop,
+    and an exit status (a task's non-zero exit, a step cancelled DUE TO TASK FAILURE) blames nothing."""
+    # NOTE: a file given alone is all the evidence there is: its exit status is the application's failure, and a
+    # person's cancel no failure at all. Within a run, root cause weighs the run's own logs against the step
+    # timeline: the cancel is the verdict that ended the attempt, an exit status only echoes what ended it.
+    if ctx.run is None:
+        return frame
+    exit_status = pl.col("kind").is_in(["slurm_task_exit", "slurm_task_failure_cancel"])
+    return frame.with_columns(
+        failure_mode=pl.when(pl.col("kind") == "slurm_cancelled").then(pl.lit("manual_stop"))
+        .when(exit_status).then(None).otherwise("failure_mode"))
 
 
 def _timestamp(ctx: Context) -> pl.Expr:

@@ -76,5 +76,5 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     col = {k: pl.col(k) for k in FIELDS if not k.startswith("_")} | {"job_id": job_id}
     jobs = jobs_frame(frame, col, ctx)
     out.add("jobs", jobs)
-    out.add("events", job_events(jobs, frame))
+    out.add("events", job_events(jobs, frame, ctx))
     return out
