@@ -517,3 +517,26 @@ def test_deepspeed_hysteresis_that_keeps_the_scale_once_is_no_floor():
     pinned = [line.format(128, 128)] * 3  # a configured floor of 128, overflow after overflow
     got = [(e["kind"], e["failure_mode"]) for e in rows(run(deepspeed, *once, *pinned), "events")]
     assert got == [("grad_overflow", None)] * 6 + [("loss_scale_min", "loss_divergence")]
+
+
+def test_hand_written_loops_and_fairseq_nan_lines_are_loss_divergence():
+    bad = ["2026-03-22 09:32:52 iter 3010: loss nan, time 1019.95ms, mfu 14.12%",
+           "Epoch: [21][1391/1930]  Time 0.782 (0.986)  Data 0.004 (0.009)  Loss nan (10.9519)",
+           "step: 100 total_loss: nan obj_cls: nan frag_cls: nan",
+           "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding.",
+           "Epoch 4:  37%|███▋      | 1108/3000 [14:02<23:58,  1.32it/s, v_num=3, train_loss_step=nan]"]
+    good = ["2026-03-22 09:31:56 iter 2990: loss 3.8853, time 1096.65ms, mfu 15.34%",
+            "Epoch: [21][1390/1930]  Time 0.754 (0.986)  Data 0.005 (0.009)  Loss 2.5681 (10.9521)",
+            "2026-11-24 21:58:31,047 - mmdet - INFO - Iter [10100/316440]\tlr: 3.990e-04, loss_cls: nan, loss: 0.51"]
+    assert nan_guards.sniff(good[0].encode(), "t")  # nanoGPT's log: its NaN comes later
+    got = [e["line"] for e in rows(run(nan_guards, *good, *bad), "events")]
+    assert got == list(range(len(good) + 1, len(good) + len(bad) + 1))
+
+
+def test_a_loss_that_drops_to_exactly_zero_is_loss_divergence():
+    parsed = run(hf_trainer, "{'loss': 6.2645, 'learning_rate': 0.001, 'epoch': 0.02}",
+                 "  8%|█▎        | 1999/24128 [1:52:09<20:27:23,  3.33s/it]",
+                 "{'loss': 0.0, 'learning_rate': 0.001, 'epoch': 0.04}",
+                 "{'loss': 0.0012, 'learning_rate': 0.001, 'epoch': 0.06}",
+                 "{'loss': 0.0, 'learning_rate': 0.001, 'epoch': 0.08}")  # converged to 0 through 0.001s: no event
+    assert [(e["line"], e["kind"]) for e in rows(parsed, "events")] == [(3, "loss_zero")]

@@ -88,19 +88,27 @@ def flag_nonfinite(steps: pl.DataFrame) -> pl.DataFrame:
 
     A non-finite grad norm beside a finite (or unprinted) loss is marked for `loss_events` in `_kind` /
     `_why`: the step's update was already poisoned (bf16 has no loss scaler to skip it), the loss follows.
+    So is a loss that drops to exactly 0 from a real one (`loss_zero`).
     """
     # The event keeps the line's text; NaN itself never reaches the tables.
     nan = pl.col("nan") if "nan" in steps.columns else pl.lit(None, pl.Int32)
     bad = pl.col("loss").is_finite().not_().fill_null(False)
     bad_grad = pl.col("grad_norm").is_finite().not_().fill_null(False) & ~bad
+    # NOTE: a loss printed as exactly 0 right after a real one (>= 0.1) is no fit: a poisoned model (NaN logits
+    # masked away) or every step skipped by an fp16 scaler at its floor reports 0.0; a converging loss gets there
+    # through 0.01s.
+    prev = pl.col("loss").shift(1).forward_fill()  # the last loss printed before (a progress bar's row has none)
+    zero = ((pl.col("loss") == 0) & (prev >= 0.1)).fill_null(False) & ~bad & ~bad_grad
     kind = pl.col("_kind") if "_kind" in steps.columns else pl.lit(None, pl.String)
     why = pl.col("_why") if "_why" in steps.columns else pl.lit(None, pl.String)
     return steps.with_columns(
         nan=pl.when(bad).then(pl.max_horizontal(nan.fill_null(0), pl.lit(1))).otherwise(nan).cast(pl.Int32),
         loss=pl.when(bad).then(None).otherwise(pl.col("loss")),
         grad_norm=pl.when(pl.col("grad_norm").is_finite()).then(pl.col("grad_norm")),
-        _kind=pl.when(bad_grad).then(pl.lit("grad_norm_nonfinite")).otherwise(kind),
-        _why=pl.concat_str([why, pl.when(bad_grad).then(pl.format("grad norm {}", pl.col("grad_norm")))],
+        _kind=pl.when(bad_grad).then(pl.lit("grad_norm_nonfinite")).when(zero).then(pl.lit("loss_zero"))
+        .otherwise(kind),
+        _why=pl.concat_str([why, pl.when(bad_grad).then(pl.format("grad norm {}", pl.col("grad_norm"))),
+                            pl.when(zero).then(pl.format("loss 0 after {}", prev))],
                            separator="; ", ignore_nulls=True).replace("", None),
     )
 

@@ -36,7 +36,7 @@ GUARDS: list[tuple[str, str, str]] = [
     # an MMEngine / MMCV train line whose total loss is not finite (`Epoch(train) [1][ 500/2931] ... loss: nan`)
     ("loss_nan", r"\b(?:Epoch|Iter)(?:\(train\))? *\[.*(?:^|[\s,])loss: (?i:nan|inf)(?:[\s,]|$)", "error"),
     # a tqdm bar's postfix (Lightning, NeMo 1.x, kohya): `1199/30000 [1:01:59<24:49:02, reduced_train_loss=nan, ...]`
-    ("loss_nan", r"\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*loss=(?i:nan|inf)\b", "error"),
+    ("loss_nan", r"\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*loss\w*=(?i:nan|inf)\b", "error"),
     # DeiT / BEiT / MAE's MetricLogger prints `name: value (global average)`: a non-finite value or average of the
     # loss or grad norm (`grad_norm: 0.3922 (nan)`); an average stays NaN for the rest of the epoch
     ("loss_nan", r"(?:^|\s)(?:\w+_)?loss: (?:(?i:nan|inf) \(|\S+ \((?i:nan|inf)\))", "error"),
@@ -45,6 +45,13 @@ GUARDS: list[tuple[str, str, str]] = [
     ("loss_nan", r"/(?:step|sample) - (?:.* - )?loss: (?i:nan|inf)\b", "error"),
     # TensorFlow's NanTensorHook; the DeiT / MAE / timm loops' own stop
     ("loss_nan", r"Model diverged with loss = NaN|\bLoss is (?i:nan|inf), stopping training", "error"),
+    # fairseq's fp16 optimizer at its floor (`FloatingPointError: Minimum loss scale reached (0.0001). Your loss is
+    # probably exploding. ...`)
+    ("loss_scale_min", r"Minimum loss scale reached \([\d.e-]+\)", "error"),
+    # a hand-written loop's progress line (nanoGPT's `iter 3010: loss nan, time ...`, `Epoch: [21][1391/1930] Loss
+    # nan (10.95)`, `step: 100 total_loss: nan`): a counter, then the (total / train) loss, not a part of it
+    ("loss_nan", r"(?i:\b(?:iter(?:ation)?|step|epoch|batch)\b).*?(?:^|[\s,|(\]])(?i:total_|train_|training )?"
+                 r"(?i:loss)(?: ?[:=] ?| )(?i:nan|inf)\b", "error"),
 ]
 _GUARDS = "|".join(rx for _, rx, _ in GUARDS)
 # An MMEngine / MMCV train line whose grad norm is not finite (`... loss: 2.51  grad_norm: nan`): the loss prints
@@ -58,7 +65,8 @@ PATTERN = _GUARDS + "|" + _MM_GRAD
 # the head of such a log: its guards, or a train line of a loop that prints its loss
 # (a NaN comes later in a long log): MMEngine / MMCV, MetricLogger, Keras and tqdm-with-loss progress lines
 _HEAD = PATTERN + (r"| - mm\w+ - INFO - (?:Epoch|Iter)(?:\(train\))? *\[|Epoch: \[\d+\] +\[ *\d+/\d+\] +eta: "
-                   r"|\d+/\d+ (?:\[[=>.]+\]|━+) .*/(?:step|sample) - |\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*loss=")
+                   r"|\d+/\d+ (?:\[[=>.]+\]|━+) .*/(?:step|sample) - |\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*loss\w*="
+                   r"|\biter \d+: loss [\d.]+, time [\d.]+ ?ms")
 _GUARD_STEP = r"\bIter(?:\(train\))? *\[ *(\d+)/"  # MMEngine / MMCV by iteration: the global step
 
 
