@@ -131,3 +131,10 @@ def test_a_childs_traceback_the_agent_logs_behind_its_glog_header_is_read(tmp_pa
 
 def test_a_communicator_aborted_without_a_reason_is_a_hang(tmp_path: Path) -> None:
     assert _modes(tmp_path, _traceback("RuntimeError: NCCL communicator was aborted.")) == {"nccl_timeout"}
+
+
+def test_a_watchdog_report_wrapped_at_the_terminals_width_is_read(tmp_path: Path) -> None:
+    text = ("[rank6]:[E429 13:51:12.384372190 ProcessGroupNCCL.cpp:632] [Rank 6] Watchdog caught collective operati\n"
+            "on timeout: WorkNCCL(SeqNum=311, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 6\n"
+            "00045 milliseconds before timing out.\n")
+    assert _modes(tmp_path, text) == {"nccl_timeout"}

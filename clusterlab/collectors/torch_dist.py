@@ -41,6 +41,7 @@ BLOCK_START = r"Traceback \(most recent call last\)|Root Cause(?: \(first observ
 _START = r"Setting OMP_NUM_THREADS environment variable for each process|Starting elastic_operator with launch"
 PATTERN = "|".join([
     r"ollective operation timeout|watchdog thread terminated with exception|Heartbeat monitor timed out",
+    r"Watchdog caught collective|\) ran for \d+ milliseconds before timing out",
     r"timed out in (?:blocking wait|call to wait\(\))|To avoid data inconsistency, we are taking the entire process",
     r"Received a dump signal due to a collective timeout|Observed flight recorder dump signal",
     r"\] Timeout at collective: |ranks that caused the desync are|didn't finish collective #",
@@ -96,7 +97,9 @@ _TB_MAX_LINES = 1000  # a traceback whose exception line is further away than th
 # Content kinds in the order tried: (kind, regex on the message, failure mode or None, severity).
 # (gloo's own: `Timed out waiting 1800000ms for recv operation to complete`, what a rank waiting on a peer raises)
 _TIMEOUT = (r"ollective operation timeout|timed out in (?:blocking wait|call to wait\(\))"
-            r"|Timed out waiting \d+ms for (?:recv|send) operation to complete")
+            r"|Timed out waiting \d+ms for (?:recv|send) operation to complete"
+            # a report pasted with its lines wrapped at a terminal's width keeps one half or the other
+            r"|Watchdog caught collective|\) ran for \d+ milliseconds before timing out")
 # A CUDA runtime error as torch words it (2.x `CUDA error: `, THC's `cuda runtime error (39) : ` of torch <= 1.4 and its
 # `THCudaCheck FAIL file=... error=39 : `), or as a CUDA enum name a library prints (`cudaErrorECCUncorrectable: `)
 _CUDA_ERR = (r"(?:CUDA (?:driver )?error: |cuda runtime error \(\d+\) : |THCudaCheck FAIL .*? error=\d+ : "
