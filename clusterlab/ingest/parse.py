@@ -23,6 +23,7 @@ import polars as pl
 from clusterlab.collectors import all_collectors
 from clusterlab.collectors._base import AT_EXIT, Context, Parsed
 from clusterlab.ingest.bundle import FileTask
+from clusterlab.ingest.documents import document_chunks, document_collector
 from clusterlab.ingest.reader import GZIP_MAGIC, HEAD_BYTES, InputError, ReadState, iter_batches, read_head_checked
 from clusterlab.tables import DATED_TABLES, TABLE_COLUMNS, evidence_schema
 
@@ -401,6 +402,11 @@ def _parse_into(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> None
         held_from = min((int(f[0]["line"].min()) for f in pending.values() if f), default=None)
         clock = _rows(out, parsed, chosen, ctx, clock, held_from)
 
+    if (doc := document_collector(plan.task.path, chosen)) is not None:
+        # NOTE: a JSON document is streamed whole, whatever its line length (`ingest.documents`)
+        for parsed in document_chunks(plan.task.path, plan.skip, plan.first, out.state, ctx, doc):
+            clock = _rows(out, [(doc.NAME, parsed)], chosen, ctx, clock)
+        return
     unmatched: list[pl.DataFrame] = []
     for frame in iter_batches(plan.task.path, plan.task.display, plan.skip, plan.first, out.state):
         matched = frame if combined is None else frame.filter(pl.col("text").str.contains(combined))

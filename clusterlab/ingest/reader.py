@@ -173,6 +173,38 @@ def iter_batches(
         yield _frame(carry + b"\n", line_no, st)
 
 
+PIECE_BYTES = 1 << 20  # a JSON document is handed to its parser in pieces this long
+
+
+def iter_pieces(path: Path, skip_bytes: int = 0, first_line: int = 1,
+                state: ReadState | None = None) -> Iterator[tuple[int, bytes]]:
+    """The decompressed bytes of `path` from `skip_bytes` on, in pieces of at most 1 MiB, each with the line
+    it starts on: what a streaming JSON parser reads, whatever the length of a line (no line is skipped).
+
+    The read state ends as `iter_batches` leaves it, so that a grown document is re-read from its open line."""
+    st = state if state is not None else ReadState()
+    pos, line, last_start, last_nl = skip_bytes, first_line, skip_bytes, True
+    st.text_bytes = st.last_line_start = skip_bytes
+    try:
+        with _open_text_stream(path) as f:
+            if skip_bytes:
+                _skip(f, skip_bytes)
+            while piece := f.read(PIECE_BYTES):
+                yield line, piece
+                nl = piece.count(b"\n")
+                if nl:
+                    last_start = pos + piece.rindex(b"\n") + 1
+                line, pos, last_nl = line + nl, pos + len(piece), piece.endswith(b"\n")
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        # NOTE: what was read before the damage was handed on already; the document ends there
+        st.damage = (line, f"gzip {_gzip_why(e)}")
+    st.text_bytes = pos
+    # a last line without its newline is open (the next read starts again at its start), as `iter_batches` has it
+    st.last_line_open = not last_nl and pos > skip_bytes
+    st.lines = line if st.last_line_open else line - 1
+    st.last_line_start = last_start if st.last_line_open else pos
+
+
 def _skip(f, n: int) -> None:
     while n > 0:
         got = f.read(min(n, CHUNK_BYTES))

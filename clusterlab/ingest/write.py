@@ -142,11 +142,10 @@ def _write_batch(con: duckdb.DuckDBPyConnection, batch: list[ParsedFile]) -> Non
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
-    con.register("_batch", rows)
-    try:
-        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _batch")
-    finally:
-        con.unregister("_batch")
+    # NOTE: read by a replacement scan of this local, not con.register(): a registered table stays alive to the
+    # end of the transaction, and a big file's spilled parts (memory-mapped) then add up to its whole size in RSS
+    _batch = rows  # noqa: F841 (read by name in the SQL)
+    con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _batch")
 
 
 _UNMATCHED_COLUMNS = ("run", "attempt", "host", "line", "text")  # an unmatched line's, as the store keeps it
