@@ -93,7 +93,9 @@ def test_a_short_excerpt_of_late_training_is_judged(lab: Lab, tmp_path: Path) ->
 def test_an_early_loss_that_doubles_once_is_no_spike(lab: Lab, tmp_path: Path) -> None:
     falling = [10.84, 10.13, 9.21, 8.52, 7.99, 7.61, 7.33, 7.09, 6.88, 6.65, 6.44, 6.24, 6.07, 5.90, 5.78, 5.61,
                5.49, 5.35, 5.24, 5.12, 10.30, 5.28, 5.01, 4.92, 4.83, 4.74, 4.65, 4.57, 4.50, 4.43]
-    ingest_text(lab, tmp_path, log(falling, step0=1))
+    ingest_text(lab, tmp_path, log(falling, step0=1), "early")
+    # the same descent far into a step count (a fine-tune resumed at step 5000): still a descent, not late training
+    ingest_text(lab, tmp_path, log(falling, step0=5000), "resumed")
     assert spikes(lab) == []
 
 

@@ -6,12 +6,13 @@ never judged) and at least `MIN_JUMP` above it (a fine-tune's loss near zero dou
 first `EARLY_STEPS` steps, where the loss falls fast and jumps on the way down are routine, a short excerpt
 (a user pastes the few lines around the jump) is judged too: a loss `LATE_RATIO` times the lower quartile
 of the rows before it (one is enough) and `LATE_JUMP` nats above it; the quartile, not the median, so that a
-climb over several rows is measured from where it began. Late-training noise moves an LLM loss by tenths of
-a nat, a real spike by several. One event marks each episode (a spiking row with no other in the `MIN_WINDOW`
-rows before it), with what came after it: `recovered` when a row within `HORIZON` rows came back to
-`RECOVERED_RATIO` times the level before the spike (the median, or the quartile of the late rule), else
-`diverged` (the loss stayed high, turned NaN, or the log ended). A diverged episode that no later row
-came back from is restated (`loss_not_recovered`) at the file's last step row.
+climb over several rows is measured from where it began; rows still falling fast (the oldest of the window
+`FALLING` times the newest) are left to the median rule whatever their step. Late-training noise moves an
+LLM loss by tenths of a nat, a real spike by several. One event marks each episode (a spiking row with no
+other in the `MIN_WINDOW` rows before it), with what came after it: `recovered` when a row within
+`HORIZON` rows came back to `RECOVERED_RATIO` times the level before the spike (the median, or the quartile
+of the late rule), else `diverged` (the loss stayed high, turned NaN, or the log ended). A diverged episode
+that no later row came back from is restated (`loss_not_recovered`) at the file's last step row.
 
 The events are derived rows of the file (`file_id`, source `training_health`): `refresh` deletes them and
 computes them again from all the file's step rows, so a re-read or a grown file gives what a clean ingest
@@ -32,6 +33,7 @@ RECOVERED_RATIO = 1.5  # back within this factor of the median before the spike:
 EARLY_STEPS = 1000  # steps of warmup and fast descent, judged by the median rule only
 LATE_RATIO = 1.4  # past them, a loss this many times the lower quartile of the rows before it ...
 LATE_JUMP = 1.5  # ... and at least this far above it (nats) is a spike, even in a short excerpt
+FALLING = 1.3  # unless the oldest of those rows is this many times the newest: a descent, judged as warmup
 
 _SQL = f"""
 WITH best AS (  -- one step source per file: Megatron-DeepSpeed logs give rows from two collectors
@@ -43,17 +45,22 @@ s AS MATERIALIZED (
     FROM steps WHERE file_id = $file AND source = (SELECT source FROM best) AND isfinite(loss)
 ),
 lo AS (  -- a necessary condition first (the median is at least the minimum), cheap over every row
-    SELECT *, min(loss) OVER prior AS lo, count(*) OVER prior AS n FROM s
+    SELECT *, min(loss) OVER prior AS lo, count(*) OVER prior AS n,
+           -- still falling fast (a late step count does not make a descent late): the late rule does not judge it
+           coalesce(first_value(loss) OVER prior > {FALLING} * lag(loss) OVER (ORDER BY rn), false) AS falling
+    FROM s
     WINDOW prior AS (ORDER BY rn ROWS BETWEEN {WINDOW} PRECEDING AND 1 PRECEDING)
 ),
 cand AS (
     SELECT * FROM lo WHERE (n >= {MIN_WINDOW} AND loss >= {SPIKE_RATIO} * lo AND loss - lo >= {MIN_JUMP})
-        OR (n >= 1 AND step >= {EARLY_STEPS} AND loss >= {LATE_RATIO} * lo AND loss - lo >= {LATE_JUMP})
+        OR (n >= 1 AND step >= {EARLY_STEPS} AND NOT falling AND loss >= {LATE_RATIO} * lo
+            AND loss - lo >= {LATE_JUMP})
 ),
 f AS (  -- the exact trailing median and lower quartile, for the few candidates only
     SELECT c.rn, any_value(c.run) AS run, any_value(c.attempt) AS attempt, any_value(c.line) AS line,
            any_value(c.ts) AS ts, any_value(c.host) AS host, any_value(c.rank) AS rank, any_value(c.step) AS step,
-           any_value(c.loss) AS loss, any_value(c.n) AS n, median(p.loss) AS m, quantile_cont(p.loss, 0.25) AS q
+           any_value(c.loss) AS loss, any_value(c.n) AS n, any_value(c.falling) AS falling, median(p.loss) AS m,
+           quantile_cont(p.loss, 0.25) AS q
     FROM cand c JOIN s p ON p.rn >= c.rn - {WINDOW} AND p.rn < c.rn
     GROUP BY c.rn
 ),
@@ -61,8 +68,8 @@ rules AS (  -- `med`: the level the spike is measured from (and recovery judged 
     SELECT *, CASE WHEN by_median THEN m ELSE q END AS med, CASE WHEN by_median THEN 'median' ELSE 'lower quartile'
            END AS what
     FROM (SELECT *, n >= {MIN_WINDOW} AND m > 0 AND loss >= {SPIKE_RATIO} * m AND loss - m >= {MIN_JUMP} AS by_median,
-                 n >= 1 AND step >= {EARLY_STEPS} AND q > 0 AND loss >= {LATE_RATIO} * q AND loss - q >= {LATE_JUMP}
-                 AS late FROM f)
+                 n >= 1 AND step >= {EARLY_STEPS} AND NOT falling AND q > 0 AND loss >= {LATE_RATIO} * q
+                 AND loss - q >= {LATE_JUMP} AS late FROM f)
     WHERE by_median OR late
 ),
 starts AS (  -- one event per episode: no other spike in the MIN_WINDOW rows before (a diverging loss jumps again)
