@@ -545,3 +545,61 @@ def test_a_hung_task_report_is_held_back_whole_at_a_batch_end() -> None:
     head, held = hold_open_block(batch, kernel.BLOCK_START)
     assert held is not None and held.height == 3 and held["text"][0].endswith("blocked for more than 120 seconds.")
     assert head.height + held.height == batch.height and held.height <= BLOCK_LINES
+
+
+# --- issue 30: shapes of real excerpts ---------------------------------------------------------------
+
+def test_a_follow_on_xid_that_names_its_cause_takes_that_xids_mode() -> None:
+    caused, bare = rows(["kernel: NVRM: Xid (PCI:0000:2a:00): 45, pid=901, name=python3, Ch 00000004 caused by "
+                         "previous Xid 149",
+                         "kernel: NVRM: Xid (PCI:0000:2a:00): 45, pid=901, name=python3, Ch 00000005"])
+    assert (caused["failure_mode"], caused["severity"], caused["xid"]) == ("nvlink_error", "warning", 45)
+    assert bare["failure_mode"] == "unknown"
+
+
+def test_a_task_state_line_without_its_header_is_a_hung_task_and_with_it_is_not_counted_twice() -> None:
+    alone = ["[  +0.000050] task:python3.11      state:D stack:    0 pid:40112 ppid: 40100 flags:0x00000002",
+             "[  +0.000004]  uvm_ioctl+0x13e0/0x16f0 [nvidia_uvm]"]
+    (r,) = kernel.parse(frame_of(alone), Context(path="x")).tables["events"].to_dicts()
+    assert (r["kind"], r["failure_mode"], detail(r)["pid"]) == ("hung_task", "unknown", 40112)
+    both = ["[ 90.1] INFO: task jbd2/sda1-8:161 blocked for more than 120 seconds.",
+            "[ 90.2]       Not tainted 5.15.0 #1",
+            '[ 90.3] "echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.',
+            "[ 90.4] task:jbd2/sda1-8     state:D stack:    0 pid:  161 ppid:     2 flags:0x00004000"]
+    (h,) = kernel.parse(frame_of(both), Context(path="x", boot_time=BOOT)).tables["events"].to_dicts()
+    assert h["line"] == 1 and h["failure_mode"] == "unknown"
+
+
+@pytest.mark.parametrize(("line", "kind", "mode"), [
+    ("Lustre: 3311:0:(client.c:2141:ptlrpc_expire_one_request()) @@@ Request sent has failed due to network error: "
+     "[sent 1794578360/real 1794578370]", "lustre_timeout", "filesystem_io"),
+    ("LNet: 3290:0:(o2iblnd_cb.c:3174:kiblnd_check_conns()) Timed out tx for 10.12.40.3@o2ib: 1208 seconds",
+     "lnet_timeout", "filesystem_io"),
+    ("NVRM: GPU3 kflcnCoreDumpDestructive_IMPL: ICD: csr[100] = 0x0000000200000020", "gsp_core_dump", "gpu_hw_other"),
+    ("NVRM: GPU3 RPC history (CPU -> GSP):", "gsp_rpc_history", "gpu_hw_other"),
+    ("nvidia 0000:65:00.0: AER: can't recover (no error_detected callback)", "pcie_no_recovery", "pcie_error"),
+    ("oom_reaper: reaped process 935 (python), now anon-rss:0kB, file-rss:0kB, shmem-rss:0kB", "oom_reaped",
+     "host_oom"),
+    ("NVRM: nvAssertOkFailedNoLog: Assertion failed: GPU lost from the bus [NV_ERR_GPU_IS_LOST] (0x0000000F) "
+     "returned from pRmApi->Control @ kernel_channel.c:3576", "gpu_lost", "gpu_fell_off_bus"),
+])
+def test_real_excerpt_lines_of_issue_30(line: str, kind: str, mode: str) -> None:
+    r = one(f"[ 12.5] {line}", boot_time=BOOT)
+    assert (r["kind"], r["failure_mode"]) == (kind, mode)
+
+
+def test_corrected_aer_errors_are_a_pcie_error_only_when_one_device_floods_them() -> None:
+    aer = "pcieport 0000:00:01.1: AER: Correctable error message received from 0000:00:01.1"
+    assert one(f"[ 1.0] {aer}", boot_time=BOOT)["failure_mode"] is None
+    flood = rows([f"[ {i}.0] {aer}" for i in range(1, 1 + kernel.AER_FLOOD)], boot_time=BOOT)
+    assert {r["failure_mode"] for r in flood} == {"pcie_error"} and {r["severity"] for r in flood} == {"warning"}
+
+
+def test_talosctl_dmesg_and_grep_prefixed_syslog_give_time_and_host() -> None:
+    talos, grep = rows([
+        "10.40.2.17: kern: warning: [2026-05-02T03:11:48.449771205Z]: NVRM: Xid (PCI:0000:b7:00): 62, 00002740",
+        "messages:Aug 21 03:44:19 ip-10-0-91-12 kernel: INFO: task solver:55120 blocked for more than 120 seconds."])
+    assert (talos["ts"], talos["host"]) == (dt.datetime(2026, 5, 2, 3, 11, 48, 449771), "10.40.2.17")
+    assert (grep["ts"], grep["host"], grep["failure_mode"]) == (dt.datetime(2026, 8, 21, 3, 44, 19), "ip-10-0-91-12",
+                                                                "unknown")
+    assert kernel.sniff(b"10.4.2.7: kern:    info: [2026-05-02T03:11:48.4Z]: eth0: link up\n" * 3, "dmesg.txt")

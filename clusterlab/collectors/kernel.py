@@ -116,7 +116,8 @@ _KERNEL_LINE = re.compile(
     r"(?:\[ *\d+\.\d+(?: <[ \d.]+>)?\] |\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}(?: <[ \d.]+>)?\] "
     r"|\[[A-Z][a-z]{2} ?\d{1,2} \d\d:\d\d\] |\[ *[+-]\d+\.\d+\] |\[<[ \d.]+>\] "
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d "
-    r"|(?:\d{4}-\d\d-\d\dT\S+|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?) \S+ kernel: )"
+    r"|(?:[\w.-]+:)?(?:\d{4}-\d\d-\d\dT\S+|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?) \S+ kernel: "
+    r"|[\w.:-]+: kern: *[a-z]+: \[\d{4}-\d\d-\d\dT[\d:.]+Z\]: )"
 )
 
 # A hung task is a filesystem stall when its line names NFS or Lustre (an `nfsiod`, a `ptlrpcd` thread)
