@@ -121,9 +121,9 @@ _KERNEL_LINE = re.compile(
 )
 
 # A hung task is a filesystem stall when its line names NFS or Lustre (an `nfsiod`, a `ptlrpcd` thread)
-# or its call trace waits in their code. Any other hung task keeps no failure mode: a task stuck in D
-# state is a symptom (of a GPU driver wedged by an Xid, a slow local disk, a lock), and the line says
-# nothing about which; it stays on the host's timeline as a warning.
+# or its call trace waits in their code. Any other hung task is `unknown` (a warning): a task stuck in D
+# state is a symptom (of a GPU driver wedged by an Xid, a slow local disk, a lock) and the line says
+# nothing about which, but a node whose tasks hang has a fault worth a line on its timeline (issue 30).
 _FS_TASK = r"(?i:nfs|lustre|ptlrpc|ldlm)"
 _HUNG = r"INFO: task .*:\d+ blocked for more than \d+ seconds"
 _TASK_STATE = r"^task:\S+ +state:D "
