@@ -152,3 +152,11 @@ def test_within_a_run_a_cancel_is_the_manual_stop_and_an_exit_status_blames_noth
     assert [r["failure_mode"] for r in events(slurm, *texts, ctx=UTC)] == ["user_code_error", "user_code_error", None]
     parsed = sacct.parse(frame("JobID|State|ExitCode", "9|FAILED|1:0", "10|TIMEOUT|0:0"), run)
     assert parsed.tables["events"]["failure_mode"].to_list() == ["time_limit"]
+
+
+def test_sinfo_reasons_cut_at_twenty_characters_still_say_the_node_failed() -> None:
+    rows = events(sinfo, "REASON               USER      TIMESTAMP           NODELIST",
+                  "ResumeTimeout reache root      2026-12-03T08:21:40 cloud-1",
+                  "Scheduler health che root      2026-12-03T08:21:41 cloud-2",
+                  "Node unexpectedly re root      2026-12-03T08:21:42 cloud-3")
+    assert [r["failure_mode"] for r in rows] == ["node_failure"] * 3

@@ -166,10 +166,12 @@ def job_events(jobs: pl.DataFrame, lines: pl.DataFrame | None, ctx: Context) -> 
 # check's verdict (NHC, a cloud daemon's "Scheduler health check failed"), a cloud integration's failed boot
 # (`cyclecloud_node_fail`, ResumeTimeout). A person's free text ("maintenance", "upgrade") says no failure.
 NODE_LOST_REASON = (
-    r"(?i)^\s*(?:Not responding|Node unexpectedly rebooted|Kill task failed|ResumeTimeout reached|reboot timed out"
-    r"|Prolog error|Epilog error|batch job complete failure|Low RealMemory|Low socket\*core\*thread count"
-    r"|gres/gpu count reported lower|Duplicate jobid|NO NETWORK ADDRESS FOUND)"
-    r"|health ?check (?:fail|error)|\bNHC\b|node[_ -]?fail|(?:boot|launch|resume|power[_ -]?up)[_ -]?(?:fail|timeout)"
+    # NOTE: prefixes, and no anchor: `sinfo -R` cuts a reason at 20 characters (`ResumeTimeout reache`,
+    # `Scheduler health che`), and slurmctld may put a person's text before its own (`... : ResumeTimeout reached`)
+    r"(?i)\b(?:Not responding|Node unexpectedly re|Kill task failed|ResumeTimeout|reboot timed out"
+    r"|Prolog error|Epilog error|batch job complete|Low RealMem|Low socket|gres/gpu count|Duplicate jobid"
+    r"|NO NETWORK ADDRESS)"
+    r"|\bhealth[ _-]?ch|\bNHC\b|node[_ -]?fail|(?:boot|launch|resume|power[_ -]?up)[_ -]?(?:fail|timeout)"
     r"|failed to (?:boot|launch|resume|power up)"
 )
 
