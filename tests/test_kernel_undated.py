@@ -129,3 +129,18 @@ def test_lines_appended_to_a_dmesg_dated_by_its_journal_take_the_same_boot(tmp_p
         got = lab.sql(q)
     assert got["ts"].to_list() == [_at(7322.104511), _at(7523.500200), _at(9001.25)]
     assert got["dated"].null_count() == 3
+
+
+def test_a_message_printed_twice_dates_by_the_twins_that_agree(tmp_path: Path) -> None:
+    node = tmp_path / "bundle" / "nodes" / "gpu-031"
+    node.mkdir(parents=True)
+    xid13 = "NVRM: Xid (PCI:0000:5d:00): 13, pid=77, name=python3, Graphics Exception: ESR 0x51e730=0x0 0x51e734=0x20"
+    (node / "dmesg").write_text(f"[  100.250000] {xid13}\n[  400.500000] {xid13}\n[ 7322.104511] {XID48}\n")
+    stamp = "{:%Y-%m-%dT%H:%M:%S.%f}+0000 gpu-031 kernel: {}\n"
+    (node / "kernel.journal.log").write_text(stamp.format(_at(100.25), xid13) + stamp.format(_at(400.5), xid13)
+                                             + stamp.format(_at(7322.104511), XID48))
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path / "bundle")
+        got = lab.sql("SELECT e.ts FROM events e JOIN ingested_files f USING (file_id) "
+                      "WHERE f.path LIKE '%/dmesg' ORDER BY line")
+    assert got["ts"].to_list() == [_at(100.25), _at(400.5), _at(7322.104511)]

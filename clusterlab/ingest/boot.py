@@ -25,7 +25,7 @@ import duckdb
 RAW = r"^(?:[a-z]+ *:[a-z]+ *: )?\[ *(\d+\.\d+)(?: <[ \d.]+>)?\] ?"
 # A message shorter than this is too common to say two lines are the same event (`nfs: server x OK`).
 MIN_MESSAGE = 20
-# Estimates of one boot's time that disagree by more than this are not the same boot: the pairs are ignored.
+# Estimates of one boot's time further than this from their median are pairs of different events, left out.
 SPREAD_S = 5.0
 
 _UNDATED = f"""
@@ -110,20 +110,24 @@ def _boots_from_dated_lines_before(con: duckdb.DuckDBPyConnection) -> None:
 def _boots_from_stamped_twins(con: duckdb.DuckDBPyConnection) -> None:
     """Boot times from the same messages stamped with a wall time elsewhere (a journal, syslog, `dmesg -T`)."""
     # NOTE: the twin has the same kind, Xid and PCI address, and its text ends with the raw line's message (the
-    # prefix before it differs by format); its host agrees where both name one. Only boots without a boot_time.
+    # prefix before it differs by format); its host is the raw line's where both name one (an equality, so that a
+    # fleet's files are joined host by host), any where either names none. Only boots not dated yet.
+    pair = f"""SELECT r.file_id, r.boot, epoch_us(s.ts) - CAST(round(r.up * 1e6) AS BIGINT) AS est, s.host
+        FROM _raw r JOIN events s ON s.source = 'kernel' AND s.dated IS NULL AND s.ts IS NOT NULL
+             AND s.kind = r.kind AND coalesce(s.xid, -1) = r.xid AND coalesce(s.pci_bus, '') = r.pci_bus
+             AND s.file_id <> r.file_id AND ends_with(s.text, r.msg) {{host}}
+        WHERE length(r.msg) >= {MIN_MESSAGE}
+          AND NOT EXISTS (SELECT 1 FROM _boots b WHERE b.file_id = r.file_id AND b.boot = r.boot)"""
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE _pairs AS {pair.format(host="AND s.host = r.host")}
+                    UNION ALL {pair.format(host="AND (s.host IS NULL OR r.host IS NULL)")}""")
+    # NOTE: a message printed twice pairs with both of its twins, one of them of another time: the boot is the
+    # estimate most pairs agree with (within SPREAD_S), and none where two disjoint sets agree as often
     con.execute(f"""INSERT INTO _boots
-        SELECT file_id, boot, boot_at, host FROM (
-            SELECT r.file_id, r.boot,
-                   TIMESTAMP '1970-01-01' + to_microseconds(CAST(round(median(epoch_us(s.ts) - r.up * 1e6))
-                                                                  AS BIGINT)) AS boot_at,
-                   max(epoch(s.ts) - r.up) - min(epoch(s.ts) - r.up) AS spread,
-                   CASE WHEN count(DISTINCT s.host) = 1 THEN any_value(s.host) END AS host
-            FROM _raw r
-            JOIN events s ON s.source = 'kernel' AND s.dated IS NULL AND s.ts IS NOT NULL
-                 AND s.kind = r.kind AND coalesce(s.xid, -1) = r.xid AND coalesce(s.pci_bus, '') = r.pci_bus
-                 AND s.file_id <> r.file_id AND ends_with(s.text, r.msg)
-                 AND (s.host IS NULL OR r.host IS NULL OR s.host = r.host)
-            WHERE length(r.msg) >= {MIN_MESSAGE}
-              AND NOT EXISTS (SELECT 1 FROM _boots b WHERE b.file_id = r.file_id AND b.boot = r.boot)
-            GROUP BY r.file_id, r.boot)
-        WHERE spread <= {SPREAD_S}""")
+        WITH nb AS (SELECT a.file_id, a.boot, a.est, count(*) AS k FROM _pairs a JOIN _pairs b USING (file_id, boot)
+                    WHERE abs(a.est - b.est) <= {SPREAD_S} * 1e6 GROUP BY ALL),
+             top AS (SELECT * FROM nb QUALIFY k = max(k) OVER (PARTITION BY file_id, boot))
+        SELECT t.file_id, t.boot, TIMESTAMP '1970-01-01' + to_microseconds(CAST(median(t.est) AS BIGINT)),
+               (SELECT CASE WHEN count(DISTINCT p.host) = 1 THEN any_value(p.host) END FROM _pairs p
+                WHERE p.file_id = t.file_id AND p.boot = t.boot)
+        FROM top t GROUP BY t.file_id, t.boot HAVING max(t.est) - min(t.est) <= 2 * {SPREAD_S} * 1e6""")
+    con.execute("DROP TABLE _pairs")
