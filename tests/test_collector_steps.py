@@ -540,3 +540,13 @@ def test_a_loss_that_drops_to_exactly_zero_is_loss_divergence():
                  "{'loss': 0.0012, 'learning_rate': 0.001, 'epoch': 0.06}",
                  "{'loss': 0.0, 'learning_rate': 0.001, 'epoch': 0.08}")  # converged to 0 through 0.001s: no event
     assert [(e["line"], e["kind"]) for e in rows(parsed, "events")] == [(3, "loss_zero")]
+
+
+def test_nemo1_progress_bar_gives_step_rows_from_its_last_state():
+    bar = "Epoch 0: :   0%|          | {}/200000 [00:1{}<237:57:09, reduced_train_loss={}, global_step={}.000, " \
+          "consumed_samples=2048.0, train_step_timing in s=2.901]"
+    parsed = run(megatron, bar.format(3, 3, "10.71", 2) + "\r" + bar.format(4, 6, "10.43", 3),
+                 bar.format(5, 9, "nan", 4))
+    got = [(r["line"], r["step"], r["loss"], r["step_s"]) for r in rows(parsed, "steps")]
+    assert got == [(1, 3, 10.43, 2.901), (2, 4, None, 2.901)]
+    assert [(e["line"], e["kind"]) for e in rows(parsed, "events")] == [(2, "loss_nan")]

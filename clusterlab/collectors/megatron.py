@@ -5,6 +5,8 @@ that mean (ms / 1000, or seconds in Megatron-DeepSpeed's `(s)` variant) and its 
 `[YYYY-MM-DD HH:MM:SS[.ffffff]]`, the node's local time) is the end of that step. A checkpoint row
 sits at the line where the save or load began; `duration_s` is the `save-checkpoint` /
 `load-checkpoint` timer where printed (the blocking time, max across ranks), else finish minus start.
+NeMo, which trains through Megatron-core, prints its own step lines: NeMo 2's progress printer and NeMo 1.x's
+Lightning bar (`global_step=`, `reduced_train_loss=`, `train_step_timing in s=`), step rows without a time.
 
 Fact keys: world_size, data_parallel_size, tensor_parallel_size, pipeline_parallel_size,
 context_parallel_size, global_batch_size, micro_batch_size, seq_len, layers, hidden, ffn_hidden,
@@ -77,6 +79,9 @@ _VERDICT = (r"Rank (\d+), node (\S+?), device (\d+), iteration #?(-?\d+): "
 # NeMo 2's progress printer: `Training epoch 0, iteration 9/99 | lr: 1.5e-05 | ... | global_step: 9 |
 # reduced_train_loss: 10.37 | train_step_timing in s: 0.8`
 _NEMO = r"\bTraining epoch \d+, iteration (\d+)/\d+ \|"
+# NeMo 1.x under Lightning: the tqdm bar's postfix, its states joined by carriage returns on one line (the last is
+# the newest): `Epoch 0: :   0%|  | 41/300000 [03:32<431:22:10, reduced_train_loss=8.412, global_step=40.00, ...]`
+_NEMO_BAR = r"(?s:.*)\d+/\d+ \[[^\]]*<([^\]]*[\s,]reduced_train_loss=[^\]]*)\]"
 # print_datetime(): `[before the start of training step] datetime: 2026-11-24 08:01:40.123456 `
 _MILESTONE = r"\[([a-z][\w ,-]+)\] datetime: (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)"
 
@@ -87,12 +92,13 @@ PATTERN = "|".join([
     r"using world size: \d", r"setting global batch size to \d", _ARGS.removesuffix(r"(\S.*?)\s*$"),
     r"Unexpected result ", r"\] datetime: \d{4}-", r"found (?:NaN|Inf) in local (?:grad norm|forward loss)",
     r"iteration #?-?\d+: (?:Possible (?:transient|persistent) error|Correct result \(but possible)",
-    r"Training epoch \d+, iteration \d+/\d+ \|",
+    r"Training epoch \d+, iteration \d+/\d+ \|", r"[\s,]reduced_train_loss=",
 ])
 
 _HEAD = (r"iteration\s+\d+\s*/\s*\d+\s*\| consumed samples|-{8,} arguments -{8,}|"
          r"number of parameters on \(tensor|saving checkpoint at iteration|using world size: \d|"
          r"Training epoch \d+, iteration \d+/\d+ \| .*reduced_train_loss: |"
+         r"\d+/\d+ \[[^\]]*<[^\]]*, reduced_train_loss=|"
          r"Unexpected result \S+ \(message='found NaN|found NaN in local (?:grad norm|forward loss)")
 
 _TS = r"\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)\]"
@@ -173,17 +179,25 @@ def _hidden_nan(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def _nemo_rows(df: pl.DataFrame) -> pl.DataFrame:
-    """NeMo 2's progress-printer lines (`Training epoch E, iteration I/T | key: value ...`) as step rows."""
-    hit = df.filter(pl.col("msg").str.contains(_NEMO))
+    """NeMo 2's progress-printer lines (`Training epoch E, iteration I/T | key: value ...`) and NeMo 1.x's progress
+    bar (`..., reduced_train_loss=8.41, global_step=40.00, ...]`) as step rows."""
+    printer = df.filter(pl.col("msg").str.contains(_NEMO))
+    bar = df.filter(pl.col("msg").str.contains(_NEMO_BAR)).with_columns(_post=pl.col("msg").str.extract(_NEMO_BAR, 1))
 
     def field(key: str) -> pl.Expr:
         return num(r"\| " + key + r": " + NUM + r"(?:\s*\||\s*$)")
 
-    return hit.with_columns(
+    def post(key: str) -> pl.Expr:
+        return num(r"(?:^|[\s,])" + key + r"=" + NUM + r"(?:,|$)", col="_post")
+
+    return pl.concat([printer.with_columns(
         step=pl.coalesce(field("global_step"), integer(_NEMO).cast(pl.Float64)).cast(pl.Int64, strict=False),
         loss=field("reduced_train_loss"), lr=field("lr"), step_s=field(r"train_step_timing in s"),
         grad_norm=field("grad_norm"),
-    )
+    ), bar.with_columns(
+        step=post("global_step").cast(pl.Int64, strict=False), loss=post("reduced_train_loss"), lr=post("lr"),
+        step_s=post(r"train_step_timing in s"), grad_norm=post("grad_norm"),
+    ).drop("_post")], how="diagonal_relaxed").sort("line")
 
 
 def _op(df: pl.DataFrame, pattern: str, action: str, phase: str, step: int | None, path: int | None,
