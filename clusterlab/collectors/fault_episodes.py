@@ -19,6 +19,8 @@ network, ...); `node_failure` where they say nothing finer (the trace's `Unknown
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 
 from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, offset_to_utc
@@ -33,10 +35,6 @@ _CSV_HEADER = r"(?i)^\s*host\s*,\s*start\s*,\s*end\s*,\s*class\s*(?:,\s*detail\s
 # one CSV record: the first four fields unquoted or quoted (no comma inside), the detail the rest of the line
 _FIELD = r'\s*(?:"([^"]*)"|([^,"]*))\s*'
 _CSV_ROW = rf"^{_FIELD},{_FIELD},{_FIELD},{_FIELD}(?:,(.*))?$"
-_EVENT = pl.Struct({
-    "node_id": pl.String, "event_time": pl.String, "event_type": pl.String,
-    "fault_type": pl.Struct({"Level": pl.String, "Class": pl.String, "Desc": pl.String}),
-})
 _KEY = r'"node_id"\s*:'  # once per trace record: where each record's line is
 
 # (failure mode, regex over `class: detail`), first match wins; order matters (ECC before the GPU catch-all)
@@ -159,25 +157,10 @@ def _backwards(frame: pl.DataFrame, out: Parsed) -> None:
 
 def _trace(lines: pl.DataFrame, ctx: Context, out: Parsed) -> None:
     """Episodes of an InfiniteHBD-style trace: its starts paired with their ends."""
-    text = lines["text"]
-    one_a_line = bool(text.str.strip_chars().str.starts_with("{").all() and text.str.strip_chars()
-                      .str.ends_with("}").all())
-    body = "[" + ",".join(text.to_list()) + "]" if one_a_line else "\n".join(text.to_list())
-    # NOTE: the whole file is one batch (the engine flushes every 200,000 lines: a trace of ~15,000 records);
-    # a longer one is cut, and said so, as prometheus_range does.
-    try:
-        records = pl.DataFrame({"d": [body]}).select(pl.col("d").str.json_decode(pl.List(_EVENT))).explode("d")
-    except pl.exceptions.PolarsError:
-        out.unparsed += lines.height
-        out.warnings.append(f"line {lines['line'][0]}: not a JSON array of fault events (cut, or not a trace)")
+    records = _records(lines, out)
+    if records is None:
         return
-    records = records.filter(pl.col("d").is_not_null()).unnest("d").unnest("fault_type")
-    # each record's line: where its `"node_id"` key is (the n-th key belongs to the n-th record)
-    keys = lines.select("line", n=pl.col("text").str.count_matches(_KEY)).filter(pl.col("n") > 0)
-    at = keys.select(pl.col("line").repeat_by("n")).explode("line")["line"]
-    line = at if at.len() == records.height else pl.repeat(int(lines["line"][0]), records.height, eager=True)
-    records = records.with_columns(line=line.cast(pl.Int64))
-    when, rel = _when(pl.col("event_time").cast(pl.String), ctx)
+    when, rel = _when(pl.col("event_time"), ctx)
     records = records.with_columns(ts=when, _rel=rel)
     if _refuse_relative(records, "_rel", ctx, out):
         return
@@ -188,6 +171,65 @@ def _trace(lines: pl.DataFrame, ctx: Context, out: Parsed) -> None:
         out.unparsed += bad.height
         out.warnings.append(f"line {bad['line'][0]}: a record without node_id, a time or a fault_start/fault_end")
     _pair(records.filter(~pl.col("line").is_in(bad["line"].implode())), out)
+
+
+_OPEN = r"^\s*\[?\s*\{\s*$"  # a pretty-printed record's opening line (its nested objects open after a key)
+_RECORD = {"node_id": pl.String, "event_time": pl.String, "event_type": pl.String, "Level": pl.String,
+           "Class": pl.String, "Desc": pl.String, "line": pl.Int64}
+
+
+def _records(lines: pl.DataFrame, out: Parsed) -> pl.DataFrame | None:
+    """The trace's records, each with the line of its `"node_id"` (else its first line); None: none read.
+
+    NOTE: decoded record by record (json.loads in a loop): a trace holds thousands of records, not millions, and
+    one damaged record then costs itself only, not the file. The whole file is one batch (the engine flushes every
+    200,000 lines).
+    """
+    text = lines["text"].str.strip_chars()
+    one_a_line = bool((text.str.starts_with("{") & text.str.ends_with("}")).all())
+    chunk = (pl.int_range(pl.len()) if one_a_line else pl.col("text").str.contains(_OPEN).cum_sum()).alias("_c")
+    key = pl.when(pl.col("text").str.contains(_KEY)).then(pl.col("line"))
+    chunks = (lines.with_columns(chunk).group_by("_c", maintain_order=True)
+              .agg(body=pl.col("text").str.join("\n"),
+                   line=pl.coalesce(key.drop_nulls().first(), pl.col("line").first()))
+              .with_columns(record=pl.col("body").str.replace(r"^\s*\[", "").str.replace(r"[\s,\]]*$", ""))
+              .filter(pl.col("body").str.contains("{", literal=True)))
+    rows, broken = [], []
+    # a chunk is the whole array (one line, or no record on a line of its own), else one record of it
+    for line, whole, record in zip(chunks["line"].to_list(), chunks["body"].to_list(), chunks["record"].to_list(),
+                                   strict=True):
+        value = _loads(whole)
+        value = _loads(record) if value is None else value
+        if value is None:
+            broken.append(line)
+            continue
+        for rec in value if isinstance(value, list) else [value]:
+            rows.append(_record(rec, line) if isinstance(rec, dict) else {"line": line})
+    if broken:
+        out.unparsed += len(broken)
+        out.warnings.append(f"line {broken[0]}: not a JSON fault record (cut or damaged)")
+    return pl.DataFrame(rows, schema=_RECORD) if rows else None
+
+
+def _loads(text: str) -> object | None:
+    """The JSON value of `text` (None: not JSON)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _record(rec: dict, line: int) -> dict:
+    """One trace record's fields as text (a bounded length each: the text is untrusted)."""
+    ft = rec.get("fault_type") if isinstance(rec.get("fault_type"), dict) else {}
+    return {"node_id": _text(rec.get("node_id")), "event_time": _text(rec.get("event_time")),
+            "event_type": _text(rec.get("event_type")), "Level": _text(ft.get("Level")),
+            "Class": _text(ft.get("Class")), "Desc": _text(ft.get("Desc")), "line": line}
+
+
+def _text(v: object) -> str | None:
+    """A scalar as text, at most 500 characters (None for null, an object or an array)."""
+    return None if v is None or isinstance(v, dict | list) else str(v)[:500]
 
 
 def _pair(records: pl.DataFrame, out: Parsed) -> None:
