@@ -160,3 +160,9 @@ def test_sinfo_reasons_cut_at_twenty_characters_still_say_the_node_failed() -> N
                   "Scheduler health che root      2026-12-03T08:21:41 cloud-2",
                   "Node unexpectedly re root      2026-12-03T08:21:42 cloud-3")
     assert [r["failure_mode"] for r in rows] == ["node_failure"] * 3
+
+
+def test_a_task_that_crashed_on_its_own_is_the_applications_failure_a_sigkill_is_not_said() -> None:
+    segv, killed = events(slurm, "srun: error: gpu-021: task 33: Segmentation fault (core dumped)",
+                          "srun: error: gpu-021: task 34: Killed")
+    assert (segv["failure_mode"], killed["failure_mode"]) == ("user_code_error", None)

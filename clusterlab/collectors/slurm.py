@@ -109,6 +109,10 @@ RULES: tuple[Rule, ...] = (
     # NOTE: srun SIGTERMs the surviving tasks of a failed or cancelled step: a consequence, not a cause.
     Rule("slurm_task_signal", r"srun: error: \S+: tasks? [\d,-]+: Terminated(?: \(core dumped\))?$", None,
          "warning"),
+    # a task that crashed on its own (a bad access, an abort, an arithmetic trap): the application's failure
+    Rule("slurm_task_signal", r"srun: error: \S+: tasks? [\d,-]+: (?:Segmentation fault|Aborted|Floating "
+         r"point exception|Illegal instruction)(?: \(core dumped\))?$", "user_code_error", "error"),
+    # NOTE: who sent a SIGKILL (the kernel's OOM killer, a person, Slurm) is not said
     Rule("slurm_task_signal", rf"srun: error: \S+: tasks? [\d,-]+: (?:{_SIGNAL_NAMES})(?: \(core dumped\))?$", None,
          "error"),
     # A task line whose ending is no status srun prints (a truncated line) is kept, as unrecognised.
@@ -192,20 +196,20 @@ def _after_kill(frame: pl.DataFrame) -> pl.DataFrame:
     # NOTE: within the batch; a kill in an earlier batch of a long file is not seen.
     killed = (pl.when(pl.col("kind").is_in(_KILLS) & (pl.col("bent").fill_null("JOB") == "JOB"))
               .then(pl.col("line")).min().over(file_of_line()))
-    late = (pl.col("kind") == "slurm_task_exit") & (pl.col("line") > killed)
+    late = pl.col("kind").is_in(["slurm_task_exit", "slurm_task_signal"]) & (pl.col("line") > killed)
     return frame.with_columns(failure_mode=pl.when(late).then(None).otherwise("failure_mode"),
                               severity=pl.when(late).then(pl.lit("warning")).otherwise("severity"))
 
 
 def _in_run(frame: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     """The modes of a job's end where the file belongs to a run: a person's cancel is the attempt's manual stop,
-    and an exit status (a task's non-zero exit, a step cancelled DUE TO TASK FAILURE) blames nothing."""
+    and an exit status (a task's non-zero exit or crash, a step cancelled DUE TO TASK FAILURE) blames nothing."""
     # NOTE: a file given alone is all the evidence there is: its exit status is the application's failure, and a
     # person's cancel no failure at all. Within a run, root cause weighs the run's own logs against the step
     # timeline: the cancel is the verdict that ended the attempt, an exit status only echoes what ended it.
     if ctx.run is None:
         return frame
-    exit_status = pl.col("kind").is_in(["slurm_task_exit", "slurm_task_failure_cancel"])
+    exit_status = pl.col("kind").is_in(["slurm_task_exit", "slurm_task_signal", "slurm_task_failure_cancel"])
     return frame.with_columns(
         failure_mode=pl.when(pl.col("kind") == "slurm_cancelled").then(pl.lit("manual_stop"))
         .when(exit_status).then(None).otherwise("failure_mode"))

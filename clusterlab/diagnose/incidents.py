@@ -19,8 +19,8 @@ from clusterlab.diagnose import checkpoint_files
 
 # NOTE: order matters: the first matching rule gives an event its tier.
 TIERS: list[tuple[int, str]] = [
-    # srun's "Exited with exit code N": every rank of a job that died of anything exits non-zero
-    (25, "source = 'slurm' AND kind = 'slurm_task_exit'"),
+    # srun's "Exited with exit code N" (or a signal): every rank of a job that died of anything exits non-zero
+    (25, "source = 'slurm' AND kind IN ('slurm_task_exit', 'slurm_task_signal')"),
     (100, "failure_mode IN ('gpu_fell_off_bus','gpu_memory_ecc','gpu_hw_other','nvlink_error','pcie_error',"
           "'host_hw')"),
     (100, "failure_mode = 'network' AND source = 'kernel'"),  # link down / NIC health on the host itself
