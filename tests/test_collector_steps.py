@@ -538,7 +538,9 @@ def test_a_loss_that_drops_to_exactly_zero_is_loss_divergence():
                  "  8%|█▎        | 1999/24128 [1:52:09<20:27:23,  3.33s/it]",
                  "{'loss': 0.0, 'learning_rate': 0.001, 'epoch': 0.04}",
                  "{'loss': 0.0012, 'learning_rate': 0.001, 'epoch': 0.06}",
-                 "{'loss': 0.0, 'learning_rate': 0.001, 'epoch': 0.08}")  # converged to 0 through 0.001s: no event
+                 "{'loss': 0.0, 'learning_rate': 0.001, 'epoch': 0.08}",  # converged to 0 through 0.001s: no event
+                 "{'loss': 0.2113, 'grad_norm': 0.8, 'learning_rate': 0.001, 'epoch': 0.1}",
+                 "{'loss': 0.0, 'grad_norm': 0.71, 'learning_rate': 0.001, 'epoch': 0.12}")  # GRPO-like: it trains
     assert [(e["line"], e["kind"]) for e in rows(parsed, "events")] == [(3, "loss_zero")]
 
 

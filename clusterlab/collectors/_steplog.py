@@ -96,9 +96,10 @@ def flag_nonfinite(steps: pl.DataFrame) -> pl.DataFrame:
     bad_grad = pl.col("grad_norm").is_finite().not_().fill_null(False) & ~bad
     # NOTE: a loss printed as exactly 0 right after a real one (>= 0.1) is no fit: a poisoned model (NaN logits
     # masked away) or every step skipped by an fp16 scaler at its floor reports 0.0; a converging loss gets there
-    # through 0.01s.
+    # through 0.01s. Not beside a real gradient (> 0): an RL objective (GRPO's) is 0 on average and still trains.
     prev = pl.col("loss").shift(1).forward_fill()  # the last loss printed before (a progress bar's row has none)
-    zero = ((pl.col("loss") == 0) & (prev >= 0.1)).fill_null(False) & ~bad & ~bad_grad
+    trains = (pl.col("grad_norm").is_finite() & (pl.col("grad_norm") > 0)).fill_null(False)
+    zero = ((pl.col("loss") == 0) & (prev >= 0.1)).fill_null(False) & ~bad & ~bad_grad & ~trains
     kind = pl.col("_kind") if "_kind" in steps.columns else pl.lit(None, pl.String)
     why = pl.col("_why") if "_why" in steps.columns else pl.lit(None, pl.String)
     return steps.with_columns(
