@@ -97,3 +97,24 @@ def test_an_answer_that_is_no_matrix_is_counted_and_the_matrix_beside_it_read(tm
     rows, problems = _ingest(path)
     assert rows.height == 96 * P
     assert problems == ["answers.json:2: not a Prometheus matrix response (vector)"]
+
+
+def test_sacct_json_on_one_line_over_the_old_limit_gives_the_jobs_pretty_printed_output_gives(tmp_path: Path) -> None:
+    sample = json.loads((Path(__file__).parent.parent / "data_samples" / "sacct" / "json_23_11.txt").read_text())
+    jobs = []
+    for k in range(400):  # the sample's jobs again and again under new ids: ~1 MB of JSON
+        for job in sample["jobs"]:
+            jobs.append(json.loads(json.dumps(job).replace(f'"job_id": {job["job_id"]}', f'"job_id": {90000 + k}')))
+    doc = dict(sample, jobs=jobs)
+    one, pretty = tmp_path / "one" / "sacct.json", tmp_path / "pretty" / "sacct.json"
+    for path, text in ((one, json.dumps(doc, separators=(",", ":"))), (pretty, json.dumps(doc, indent=2))):
+        path.parent.mkdir()
+        path.write_text(text)
+    assert one.stat().st_size > MAX_LINE_BYTES
+    got = {}
+    for path in (one, pretty):
+        with Lab(":memory:") as lab:
+            summary = lab.ingest(path)
+            got[path] = lab.sql("SELECT * EXCLUDE (file_id, line) FROM jobs ORDER BY ALL")
+        assert not summary.problems, summary.problems
+    assert got[one].height >= 400 and got[one].equals(got[pretty])

@@ -26,7 +26,7 @@ import json
 import math
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import polars as pl
@@ -273,6 +273,12 @@ def _parse_json(lines: pl.DataFrame, ctx: Context) -> Parsed:
             out.unparsed += 1
         pos = end
     st.line, st.buf = at(pos), (text[pos:] if st.stage == 1 else "")
+    _add_json_jobs(out, rows, ctx)
+    return out
+
+
+def _add_json_jobs(out: Parsed, rows: list[dict], ctx: Context) -> None:
+    """The jobs (and their events) of `_json_rows`' rows."""
     if rows:
         schema = {"line": pl.Int64, **dict.fromkeys(FIELDS, pl.String), **dict.fromkeys(_TIMES, pl.Int64)}
         frame = pl.DataFrame(rows, schema=schema)
@@ -283,7 +289,46 @@ def _parse_json(lines: pl.DataFrame, ctx: Context) -> Parsed:
         jobs = jobs_frame(frame, {k: pl.col(k) for k in FIELDS}, dataclasses.replace(ctx, tz="UTC"))
         out.add("jobs", jobs.cast(TABLE_COLUMNS["jobs"]))
         out.add("events", job_events(jobs, None, ctx))
-    return out
+
+
+_DOC_JOBS = 20_000  # jobs held before their rows are handed on
+
+
+def document(head: bytes) -> bool:
+    """`sacct --json` on one line longer than the head (as `jq -c` or a REST client saves it): streamed as a
+    document, with no limit on the line's length; pretty-printed output is read line by line (exact lines)."""
+    return head.lstrip().startswith(b"{") and b"\n" not in head.rstrip()
+
+
+def parse_document(pieces: Iterator[tuple[int, bytes]], ctx: Context) -> Iterator[Parsed]:
+    """The jobs of `sacct --json` documents streamed with ijson, a job object at a time (each on its piece's line)."""
+    import ijson  # NOTE: only a one-line dump needs it
+
+    jobs = ijson.sendable_list()
+    coro = ijson.items_coro(jobs, "jobs.item", use_float=True, multiple_values=True)
+    out, rows, line = Parsed(), [], 1
+    try:
+        for line, piece in pieces:
+            coro.send(piece)
+            for job in jobs:
+                if isinstance(job, dict):
+                    rows.extend(_json_rows(job, line))
+                else:
+                    out.unparsed += 1
+                    out.warnings.append(f"line {line}: sacct --json text that is no job object, skipped")
+            jobs.clear()
+            if len(rows) >= _DOC_JOBS:
+                _add_json_jobs(out, rows, ctx)
+                yield out
+                out, rows = Parsed(), []
+        coro.close()
+    except ijson.JSONError as e:
+        out.unparsed += 1
+        out.warnings.append(f"line {line}: not valid JSON, or cut short: read up to here "
+                            f"({str(e).splitlines()[0][:80]})")
+    rows.extend(r for job in jobs if isinstance(job, dict) for r in _json_rows(job, line))
+    _add_json_jobs(out, rows, ctx)
+    yield out
 
 
 _TIMES = ("start", "end", "submit")
