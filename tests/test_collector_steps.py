@@ -524,6 +524,7 @@ def test_hand_written_loops_and_fairseq_nan_lines_are_loss_divergence():
            "Epoch: [21][1391/1930]  Time 0.782 (0.986)  Data 0.004 (0.009)  Loss nan (10.9519)",
            "step: 100 total_loss: nan obj_cls: nan frag_cls: nan",
            "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding.",
+           "INFO:tensorflow:loss = nan, step = 1200 (2.310 sec)",
            "Epoch 4:  37%|███▋      | 1108/3000 [14:02<23:58,  1.32it/s, v_num=3, train_loss_step=nan]"]
     good = ["2026-03-22 09:31:56 iter 2990: loss 3.8853, time 1096.65ms, mfu 15.34%",
             "Epoch: [21][1390/1930]  Time 0.754 (0.986)  Data 0.005 (0.009)  Loss 2.5681 (10.9521)",
@@ -552,3 +553,11 @@ def test_nemo1_progress_bar_gives_step_rows_from_its_last_state():
     got = [(r["line"], r["step"], r["loss"], r["step_s"]) for r in rows(parsed, "steps")]
     assert got == [(1, 3, 10.43, 2.901), (2, 4, None, 2.901)]
     assert [(e["line"], e["kind"]) for e in rows(parsed, "events")] == [(2, "loss_nan")]
+
+
+def test_an_mmcv_grad_norm_in_the_trillions_is_loss_divergence():
+    line = ("2026-07-31 22:40:50,985 - mmdet - INFO - Epoch [1][{}/1749]\tlr: 1.978e-03, time: 1.807, "
+            "loss: {}, grad_norm: {}")
+    parsed = run(nan_guards, line.format(50, "59307.8674", "3801898445783.2651"), line.format(100, "0.6327", "35.02"),
+                 line.format(150, "0.5311", "871.4"))
+    assert [(e["line"], e["kind"]) for e in rows(parsed, "events")] == [(1, "grad_norm_exploded")]

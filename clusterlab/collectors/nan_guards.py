@@ -45,6 +45,8 @@ GUARDS: list[tuple[str, str, str]] = [
     ("loss_nan", r"/(?:step|sample) - (?:.* - )?loss: (?i:nan|inf)\b", "error"),
     # TensorFlow's NanTensorHook; the DeiT / MAE / timm loops' own stop
     ("loss_nan", r"Model diverged with loss = NaN|\bLoss is (?i:nan|inf), stopping training", "error"),
+    # a TensorFlow Estimator's LoggingTensorHook: `INFO:tensorflow:loss = nan, step = 1200 (2.310 sec)`
+    ("loss_nan", r"\bloss = (?i:nan|inf), step = \d+", "error"),
     # fairseq's fp16 optimizer at its floor (`FloatingPointError: Minimum loss scale reached (0.0001). Your loss is
     # probably exploding. ...`)
     ("loss_scale_min", r"Minimum loss scale reached \([\d.e-]+\)", "error"),
@@ -61,23 +63,30 @@ _GUARDS = "|".join(rx for _, rx, _ in GUARDS)
 _MM_GRAD = r"\b(?:Epoch|Iter)(?:\(train\))? *\[.*(?:^|[\s,])grad_norm: "
 _MM_GRAD_NAN = _MM_GRAD + r"(?i:nan|inf)(?:[\s,]|$)"
 _MM_GRAD_OK = _MM_GRAD + r"\d"
+# ... or is astronomically large (`loss: 59307.87, grad_norm: 3801898445783.27`): past anything a healthy model's
+# gradients reach, clipped or not (they sit in the ones to thousands); the loss has left the model's range.
+GRAD_EXPLODED = 1e6
 PATTERN = _GUARDS + "|" + _MM_GRAD
 # the head of such a log: its guards, or a train line of a loop that prints its loss
 # (a NaN comes later in a long log): MMEngine / MMCV, MetricLogger, Keras and tqdm-with-loss progress lines
 _HEAD = PATTERN + (r"| - mm\w+ - INFO - (?:Epoch|Iter)(?:\(train\))? *\[|Epoch: \[\d+\] +\[ *\d+/\d+\] +eta: "
                    r"|\d+/\d+ (?:\[[=>.]+\]|━+) .*/(?:step|sample) - |\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*loss\w*="
-                   r"|\biter \d+: loss [\d.]+, time [\d.]+ ?ms")
+                   r"|\biter \d+: loss [\d.]+, time [\d.]+ ?ms|\bloss = [\d.]+, step = \d+")
 _GUARD_STEP = r"\bIter(?:\(train\))? *\[ *(\d+)/"  # MMEngine / MMCV by iteration: the global step
 
 
 def _events(df: pl.DataFrame) -> pl.DataFrame:
-    """Loss-divergence events for the lines of `df` (`prepare`d) that match one of `GUARDS`, or `_MM_GRAD_NAN` after
-    a finite grad norm."""
+    """Loss-divergence events for the lines of `df` (`prepare`d) that match one of `GUARDS`, `_MM_GRAD_NAN` after a
+    finite grad norm, or an MMEngine / MMCV grad norm of `GRAD_EXPLODED` or more."""
     settled = pl.col("msg").str.contains(_MM_GRAD_OK).cum_sum().shift(1, fill_value=0) > 0
     mm_nan = pl.col("msg").str.contains(_MM_GRAD_NAN) & settled
-    hit = df.sort("line").filter(pl.col("msg").str.contains(_GUARDS) | mm_nan)
-    kind = pl.when(pl.col("msg").str.contains(_MM_GRAD_NAN)).then(pl.lit("grad_norm_nonfinite"))
-    severity = pl.when(pl.col("msg").str.contains(_MM_GRAD_NAN)).then(pl.lit("warning"))
+    norm = pl.col("msg").str.extract(_MM_GRAD + r"(\d[\d.]*(?:[eE][-+]?\d+)?)", 1).cast(pl.Float64, strict=False)
+    huge = (norm >= GRAD_EXPLODED).fill_null(False)
+    hit = df.sort("line").filter(pl.col("msg").str.contains(_GUARDS) | mm_nan | huge)
+    kind = (pl.when(pl.col("msg").str.contains(_MM_GRAD_NAN)).then(pl.lit("grad_norm_nonfinite"))
+            .when(huge).then(pl.lit("grad_norm_exploded")))
+    severity = (pl.when(pl.col("msg").str.contains(_MM_GRAD_NAN)).then(pl.lit("warning"))
+                .when(huge).then(pl.lit("error")))
     for k, rx, sev in reversed(GUARDS):
         match = pl.col("msg").str.contains(rx)
         kind = pl.when(match).then(pl.lit(k)).otherwise(kind)
