@@ -118,3 +118,19 @@ def test_sacct_json_on_one_line_over_the_old_limit_gives_the_jobs_pretty_printed
             got[path] = lab.sql("SELECT * EXCLUDE (file_id, line) FROM jobs ORDER BY ALL")
         assert not summary.problems, summary.problems
     assert got[one].height >= 400 and got[one].equals(got[pretty])
+
+
+def test_odd_points_and_labels_in_a_streamed_answer_are_counted_never_a_crash() -> None:
+    from clusterlab.collectors import prometheus_range
+    from clusterlab.collectors._base import Context
+
+    temp = '{"__name__":"DCGM_FI_DEV_GPU_TEMP","Hostname":"tern-001","gpu":"0"}'
+    text = ('{"status":"success","data":{"resultType":"matrix","result":['
+            '{"metric":5,"values":"x"},'  # no labels, no points
+            '{"metric":{"__name__":1},"values":[[1,2,3],["a"],5,[]]},'  # a name that is no string, odd points
+            f'{{"values":[[1796083200,"NaN"],[1e300,"1"],[1796083215,"+Inf"],[1796083230,"61"],[1796083245]],'
+            f'"metric":{temp}}}]}}}}')  # labels after the points; a time no datetime holds; a point with no value
+    out = list(prometheus_range.parse_document(iter([(1, text.encode())]), Context(path="odd.json")))
+    rows = [r for p in out if "telemetry" in p.tables for r in p.tables["telemetry"].select("host", "value").rows()]
+    assert rows == [("tern-001", 61.0)]
+    assert sum(p.unparsed for p in out) == 2  # the two series without a name

@@ -102,10 +102,12 @@ def _telemetry(points: pl.DataFrame) -> pl.DataFrame:
     """Telemetry rows of labelled points whose `t` is the UNIX time (number or text) and `v` the value as text."""
     samples = points.select(
         "line",
-        (pl.col("t").cast(pl.Float64, strict=False) * 1e6).cast(pl.Int64).cast(pl.Datetime("us")).alias("ts"),
+        # NOTE: a time no datetime holds (1e300) is no time: the point is left out, not the batch
+        (pl.col("t").cast(pl.Float64, strict=False) * 1e6).cast(pl.Int64, strict=False).cast(pl.Datetime("us"))
+        .alias("ts"),
         "host", "gpu", "bus_id", "device", "name",
         value=pl.col("v").cast(pl.Float64, strict=False),
-    )
+    ).filter(pl.col("ts").is_not_null())
     return telemetry.to_rows(samples, telemetry.PROMETHEUS)
 
 
@@ -196,7 +198,7 @@ def parse_document(pieces: Iterator[tuple[int, bytes]], ctx: Context) -> Iterato
             elif prefix == _PAIR:
                 if event == "start_array":
                     k = 0
-                elif k < 2:  # a point cut short ([t] or []): its columns stay aligned
+                elif event == "end_array" and k < 2:  # a point cut short ([t] or []): its columns stay aligned
                     if k == 0:
                         t.append(None)
                     v.append(None)
