@@ -211,9 +211,10 @@ def test_aer_uncorrected_fatal_is_pcie_error_on_the_failing_device() -> None:
     "pcieport 0000:80:1b.4: AER: Correctable error message received from 0000:80:1b.4",
     "pcieport 0000:00:1d.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)",
 ])
-def test_aer_corrected_errors_are_warnings_without_failure_mode(line: str) -> None:
+def test_aer_corrected_errors_are_pcie_error_warnings(line: str) -> None:
+    # a PCIe error the link coped with: root cause ranks it as a symptom (incidents.TIERS)
     r = one(line)
-    assert (r["severity"], r["failure_mode"]) == ("warning", None)
+    assert (r["severity"], r["failure_mode"]) == ("warning", "pcie_error")
     assert r["pci_bus"] is not None and r["pci_bus"].startswith("0000:")
 
 
@@ -489,7 +490,7 @@ def test_nvlink5_xid_nonfatal_warns_fatal_is_nvlink_error() -> None:
     minor, fatal = rows([
         "NVRM: Xid (PCI:0018:01:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 13 (0x0409a0c2 0x00000008 0x00000001)",
         "NVRM: Xid (PCI:0000:00:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x025001c6 0x00000000 0x00000000)"])
-    assert (minor["xid"], minor["failure_mode"], minor["severity"]) == (145, None, "warning")
+    assert (minor["xid"], minor["failure_mode"], minor["severity"]) == (145, "nvlink_error", "warning")
     assert (fatal["xid"], fatal["failure_mode"], fatal["severity"]) == (149, "nvlink_error", "error")
 
 
@@ -588,11 +589,12 @@ def test_real_excerpt_lines_of_issue_30(line: str, kind: str, mode: str) -> None
     assert (r["kind"], r["failure_mode"]) == (kind, mode)
 
 
-def test_corrected_aer_errors_are_a_pcie_error_only_when_one_device_floods_them() -> None:
+def test_corrected_aer_errors_are_a_pcie_error_warning_and_an_error_when_one_device_floods_them() -> None:
     aer = "pcieport 0000:00:01.1: AER: Correctable error message received from 0000:00:01.1"
-    assert one(f"[ 1.0] {aer}", boot_time=BOOT)["failure_mode"] is None
+    lone = one(f"[ 1.0] {aer}", boot_time=BOOT)
+    assert (lone["failure_mode"], lone["severity"]) == ("pcie_error", "warning")
     flood = rows([f"[ {i}.0] {aer}" for i in range(1, 1 + kernel.AER_FLOOD)], boot_time=BOOT)
-    assert {r["failure_mode"] for r in flood} == {"pcie_error"} and {r["severity"] for r in flood} == {"warning"}
+    assert {r["failure_mode"] for r in flood} == {"pcie_error"} and {r["severity"] for r in flood} == {"error"}
 
 
 def test_talosctl_dmesg_and_grep_prefixed_syslog_give_time_and_host() -> None:

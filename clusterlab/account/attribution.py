@@ -343,11 +343,12 @@ def _slowdowns(con: duckdb.DuckDBPyConnection, run: str, wide: pl.DataFrame, bas
         pl.col("attempt").cast(pl.Int32), "step", "start", "end").sort("attempt", "step")
     if not slowed.height:
         return none
-    events = store.frame(con, """
+    # (a hardware error the hardware coped with explains no slowdown: incidents.COPED)
+    events = store.frame(con, f"""
         SELECT e.ts, e.host, e.source, e.kind, e.failure_mode, e.xid, e.rank, f.path AS file, e.line, e.text,
                CASE e.severity WHEN 'critical' THEN 0 WHEN 'error' THEN 1 ELSE 2 END AS severity_rank
         FROM events e JOIN ingested_files f USING (file_id)
-        WHERE e.failure_mode IN (SELECT unnest($modes)) AND e.ts IS NOT NULL
+        WHERE e.failure_mode IN (SELECT unnest($modes)) AND e.ts IS NOT NULL AND NOT ({incidents.COPED})
           AND e.host IN (SELECT DISTINCT unnest(hosts) FROM attempts WHERE run = $run)
         ORDER BY e.ts, e.line""", {"modes": list(SLOWDOWN_CAUSES), "run": run})
     events = telemetry_incidents.with_slowdown_causes(con, run, events)  # throttling GPUs, saturated services

@@ -229,7 +229,7 @@ RULES: tuple[Rule, ...] = (
 
 _BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"
 
-AER_FLOOD = 3  # corrected AER errors from one device, in one read of a file, that make a link fault
+AER_FLOOD = 3  # corrected AER errors from one device, in one read of a file, that make a link fault (an error)
 
 # Per family, the extracted columns that may hold the PCI address of the device at fault, best first
 # (for AER, the device that sent the error message, else the port that reported it).
@@ -532,7 +532,7 @@ def _apply_xid(part: pl.DataFrame) -> pl.DataFrame:
         "xdesc": pl.Series([x.description for x in infos], dtype=pl.String),
     })
     # NOTE: the NVLink5 Xids (144-150) say themselves whether the link error was fatal; a `Nonfatal` one
-    # was corrected by the link and only warns, like a non-fatal SXid.
+    # was corrected by the link and only warns.
     nonfatal = pl.col("xid").is_between(144, 150) & pl.col("xmsg").str.contains(r"\bNonfatal\b").fill_null(False)
     unread = pl.col("xid").is_null()
     # NOTE: a follow-on Xid (45, 63, 154: never a root cause alone) is a warning whatever it asks for.
@@ -541,8 +541,9 @@ def _apply_xid(part: pl.DataFrame) -> pl.DataFrame:
                 .when(pl.col("xaction") == "reset GPU").then(pl.lit("error"))
                 .otherwise(pl.lit("warning")))
     caused = ~pl.col("xroot").fill_null(True) & pl.col("_pmode").is_not_null()
-    mode = (pl.when(unread).then(pl.lit("unknown")).when(nonfatal).then(pl.lit(None, pl.String))
-            .when(caused).then(pl.col("_pmode")).otherwise(pl.col("xmode")))
+    # NOTE: a non-fatal one is still evidence of the link's trouble: its mode, as a warning (root cause ranks a
+    # warning of a hardware mode as a symptom, incidents.TIERS)
+    mode = (pl.when(unread).then(pl.lit("unknown")).when(caused).then(pl.col("_pmode")).otherwise(pl.col("xmode")))
     causes = table.select(_prev="xid", _pmode="xmode")
     return (part.join(table, on="xid", how="left", maintain_order="left")
             .join(causes, on="_prev", how="left", maintain_order="left")
@@ -564,15 +565,19 @@ def _mce_uncorrected(part: pl.DataFrame) -> pl.DataFrame:
 
 
 def _aer_flood(part: pl.DataFrame) -> pl.DataFrame:
-    """Corrected PCIe errors are a link fault when one device reports them again and again (AER_FLOOD or more in
-    one read of the file); one or two are the link doing its job, and stay warnings without a failure mode."""
+    """Corrected PCIe errors are PCIe errors the link coped with: warnings, unless one device reports them again
+    and again (AER_FLOOD or more in one read of the file), which is a link fault (an error)."""
     # NOTE: a stream of them from the same port (replay timeouts, bad TLPs) is a degraded link or riser, the usual
     # prelude of a GPU falling off the bus; a lone one (ASPM quirks print them by the thousand) says nothing.
     corrected = pl.col("failure_mode").is_null()
     dev = pl.coalesce("adev", "asrc")
     n = corrected.cast(pl.Int32).sum().over(file_of_line(), dev)
     flood = corrected & dev.is_not_null() & (n >= AER_FLOOD)
-    return part.with_columns(failure_mode=pl.when(flood).then(pl.lit("pcie_error")).otherwise(pl.col("failure_mode")))
+    # NOTE: a lone one is still a PCIe error to whoever reads the excerpt: its mode, as a warning, which root cause
+    # ranks as a symptom (incidents.TIERS); a flood is an error
+    return part.with_columns(
+        failure_mode=pl.when(corrected).then(pl.lit("pcie_error")).otherwise(pl.col("failure_mode")),
+        severity=pl.when(flood).then(pl.lit("error")).otherwise(pl.col("severity")))
 
 
 def _hung_on_filesystem(part: pl.DataFrame) -> pl.DataFrame:

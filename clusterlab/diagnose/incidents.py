@@ -36,6 +36,9 @@ TIERS: list[tuple[int, str]] = [
     (35, "failure_mode = 'network'"),
     (30, "failure_mode = 'nccl_timeout'"),
 ]
+# Hardware errors the hardware coped with (a corrected PCIe error, a non-fatal NVLink Xid): evidence of a host's
+# trouble in its history, never the cause of an attempt's end (the simulator plants them as red herrings)
+COPED = "severity = 'warning' AND failure_mode IN ('pcie_error', 'nvlink_error')"
 SYMPTOM_TIER = 35  # at or below: seen on every rank of a hung job, says nothing about where
 PEER_TIER = 80  # an NCCL error naming its peer: the peer named most is blamed
 NODE_TIER = 90  # node failure, preemption, lost checkpoint
@@ -112,6 +115,7 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
             JOIN ingested_files f USING (file_id)
             WHERE e.failure_mode IS NOT NULL AND e.ts IS NOT NULL
               AND NOT (e.source = 'kernel' AND e.kind = 'xid' AND list_contains($not_causes, e.xid))
+              AND NOT ({COPED})
         )
         , hits AS (
             SELECT a.*, ev.* EXCLUDE (run, attempt), true AS own
