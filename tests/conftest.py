@@ -51,17 +51,20 @@ def bundle_db_copy(_ingested_bundle: Path, tmp_path_factory: pytest.TempPathFact
 
 # class -> [classified as labelled?] of each format-variant sample that ran
 VARIANT_RESULTS = pytest.StashKey[dict]()
+EXCERPT_RESULTS = pytest.StashKey[dict]()
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:
-    """Per-class accuracy of the format-variant samples (tests/test_format_variants.py), when they ran."""
-    results = config.stash.get(VARIANT_RESULTS, None)
-    if not results:
-        return
-    terminalreporter.section("format variants: per-class accuracy")
-    total = right = 0
-    for klass, oks in sorted(results.items()):
-        total += len(oks)
-        right += sum(oks)
-        terminalreporter.write_line(f"{klass:<18} {sum(oks):>4}/{len(oks):<4} {100 * sum(oks) / len(oks):6.1f} %")
-    terminalreporter.write_line(f"{'all':<18} {right:>4}/{total:<4} {100 * right / total:6.1f} %")
+    """Per-class accuracy of the format-variant samples (tests/test_format_variants.py) and of the real excerpts
+    alone (tests/test_real_excerpts.py), when they ran."""
+    for key, title in ((VARIANT_RESULTS, "format variants"), (EXCERPT_RESULTS, "real excerpts, each file alone")):
+        results = config.stash.get(key, None)
+        if not results:
+            continue
+        terminalreporter.section(f"{title}: per-class accuracy")
+        total = right = 0
+        for klass, oks in sorted(results.items()):
+            total += len(oks)
+            right += sum(oks)
+            terminalreporter.write_line(f"{klass:<18} {sum(oks):>4}/{len(oks):<4} {100 * sum(oks) / len(oks):6.1f} %")
+        terminalreporter.write_line(f"{'all':<18} {right:>4}/{total:<4} {100 * right / total:6.1f} %")
