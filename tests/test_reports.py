@@ -139,8 +139,9 @@ def test_incidents_and_advice_are_the_apis(sc, atts, blab: Lab) -> None:
         assert (row["interruptions"], row["failures"]) == (ends.height, fails.height)
     for run, a in atts.items():
         got = _row(sc.checkpoint_advice, run=run)
+        # the saving is the what-if's (the ledger re-priced), the one figure both tables print
         assert all(got[k] == v or math.isclose(got[k], v, rel_tol=1e-9)
-                   for k, v in a.checkpoint_advice.to_dict().items())
+                   for k, v in a.checkpoint_advice.to_dict().items() if k != "gpu_hours_saved")
 
 
 def test_bundle_week_48_golden_figures(sc) -> None:

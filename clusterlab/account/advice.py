@@ -102,6 +102,8 @@ def _exposure(con: duckdb.DuckDBPyConnection, cluster: str | None) -> pl.DataFra
     for run, gpus in runs.iter_rows():  # NOTE: one query per run of the cluster, not per row
         spans = timeline.attempt_spans(con, run)
         if spans.height:
-            held = spans.select((pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds().sum()).item()
+            # NOTE: fractional seconds, as the ledger counts them: whole seconds made this exposure differ from
+            # the ledger's (the scorecard's) by a second per attempt
+            held = spans.select((pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds(fractional=True).sum()).item()
             rows.append({"run": run, "gpu_hours": float(held or 0.0) / 3600.0 * gpus})
     return pl.DataFrame(rows, schema={"run": pl.String, "gpu_hours": pl.Float64})

@@ -26,7 +26,10 @@ FORMATS = ("html", "md")
 SCORE_NOTE = ("Score: the share of contracted GPU-time that was delivered and not lost to the provider's own faults, "
               "(contracted − undelivered − provider-lost GPU-hours) ÷ contracted GPU-hours, where undelivered is "
               "what missing, late and drained nodes owed. A provider with no contract known is scored on the "
-              "GPU-hours our runs used instead, (used − provider-lost) ÷ used, and its line says so.")
+              "GPU-hours our runs used instead, (used − provider-lost) ÷ used, and its line says so. A missing node "
+              "owes far more GPU-hours than a failure costs, so each line gives delivery and reliability apart: "
+              "reliability is provider-caused failures over the exposure (GPU-hours the week's attempts held their "
+              "GPUs, requeue gaps left out; the Reliability table's), withheld while its interval cannot tell.")
 # Control characters, and the bidirectional overrides that make text read other than it is stored.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 # What can open markup anywhere in a line: emphasis (`*`), code, links and images (`[`, `]`; escaping `[`

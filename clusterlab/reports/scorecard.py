@@ -22,12 +22,15 @@ from clusterlab.account.ledger import LedgerError
 from clusterlab.diagnose import incidents
 from clusterlab.reports import fleet, what_if_week
 from clusterlab.triage import tickets
+from clusterlab.whatif import what_if
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 # Change against last week, for these provider figures.
 # What a provider's score is a share of (see `_ranking`).
 CONTRACT_BASIS = "of contracted GPU-hours"
 USED_BASIS = "of GPU-hours used (no contract known)"
+# What the reliability figures' exposure counts (the ledger less its requeue gaps: the attempts' own spans)
+EXPOSURE = "GPU-hours the attempts held their GPUs, requeue gaps left out"
 CHANGE_METRICS = ["gpu_hours", "ettr", "effective_mfu", "failures", "failures_per_1k_gpu_days", "lost_gpu_hours",
                   "usd_lost", "provider_usd_lost"]
 
@@ -168,8 +171,12 @@ def summary(rows: pl.DataFrame, inc: pl.DataFrame, run_mfu: pl.DataFrame, keys: 
     has_mfu = pl.col("steady_mfu").is_not_null()
     used = r.group_by(keys).agg(
         runs=pl.col("run").n_unique(),
-        wall_hours=pl.col("seconds").sum() / 3600,  # only meaningful per run: a run's rows tile its wall time
+        wall_hours=pl.col("seconds").sum() / 3600,  # only meaningful per run: a run's rows tile its allocation
         gpu_hours=pl.col("gpu_hours").sum(),
+        # NOTE: the exposure of failure rates is the time the attempts ran, not the requeue gaps between them:
+        # one definition (EXPOSURE), the same GPU-hours as advice's and the provider what-if's per run
+        exposure_hours=pl.col("seconds").filter(pl.col("category") != "restart").sum() / 3600,
+        exposure_gpu_hours=pl.col("gpu_hours").filter(pl.col("category") != "restart").sum(),
         productive_gpu_hours=pl.col("gpu_hours").filter(~lost).sum(),
         lost_gpu_hours=pl.col("gpu_hours").filter(lost).sum(),
         usd_lost=pl.col("usd").filter(lost).sum(),
@@ -206,7 +213,7 @@ def _interval_columns(frame: pl.DataFrame, name: str, exposure: str, per: float,
     fn = rates.rate_interval if kind == "rate" else rates.mtbf_interval
     vals = [fn(int(k or 0), e, per) if kind == "rate" else fn(int(k or 0), e)
             for k, e in zip(frame["failures"].to_list(), frame[exposure].to_list(), strict=True)]
-    ok = [rates.enough_exposure(g) for g in frame["gpu_hours"].to_list()]
+    ok = [rates.enough_exposure(g) for g in frame[_basis(frame)].to_list()]
     # NOTE: the point estimate is withheld below the minimum exposure; the interval is always given
     # (an unbounded MTBF, with no failure, is null rather than inf, which JSON cannot carry)
     def col(i: int, guard: bool) -> list:
@@ -217,26 +224,34 @@ def _interval_columns(frame: pl.DataFrame, name: str, exposure: str, per: float,
             f"{name}_hi": pl.Series(f"{name}_hi", col(2, False), pl.Float64)}
 
 
+def _basis(frame: pl.DataFrame) -> str:
+    """The GPU-hours a rate is over: the exposure where the frame has it (summary), else its GPU-hours."""
+    return "exposure_gpu_hours" if "exposure_gpu_hours" in frame.columns else "gpu_hours"
+
+
 def with_intervals(frame: pl.DataFrame) -> pl.DataFrame:
     """Failures per 1,000 GPU-days and MTBF in GPU-days with their exact 95% Poisson intervals.
 
     `enough_exposure` tells whether the GPU-hours reach `rates.MIN_EXPOSURE_GPU_HOURS`; when they do
     not, the point estimates are null and `reliability_note` says why (the intervals stay)."""
-    days = frame.with_columns(_gpu_days=pl.col("gpu_hours") / 24)
+    basis = _basis(frame)
+    days = frame.with_columns(_gpu_days=pl.col(basis) / 24)
     cols = {**_interval_columns(days, "failures_per_1k_gpu_days", "_gpu_days", 1000.0, "rate"),
             **_interval_columns(days, "mtbf_gpu_days", "_gpu_days", 1.0, "mtbf")}
-    ok = [rates.enough_exposure(g) for g in frame["gpu_hours"].to_list()]
+    ok = [rates.enough_exposure(g) for g in frame[basis].to_list()]
     notes = [None if good else rates.too_little(g, int(k or 0))
-             for g, k, good in zip(frame["gpu_hours"].to_list(), frame["failures"].to_list(), ok, strict=True)]
+             for g, k, good in zip(frame[basis].to_list(), frame["failures"].to_list(), ok, strict=True)]
     return frame.with_columns(**cols, enough_exposure=pl.Series(ok, dtype=pl.Boolean),
                               reliability_note=pl.Series(notes, dtype=pl.String))
 
 
 def _runs(ev: _Evidence, rows: pl.DataFrame, inc: pl.DataFrame, con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """Per run: the summary plus its own MTBF (wall hours between failures) and whether it has a ledger."""
+    """Per run: the summary plus its own MTBF (hours its attempts ran between failures) and whether it has a
+    ledger. `wall_hours` is the ledger's: the scheduler's allocation of each attempt plus the gaps between
+    them, which `clusterlab attribute` prints too (`clusterlab runs` gives the first to last log line)."""
     per = summary(rows, inc, ev.run_mfu, ["run"])
     info = fleet.run_places(con).select("run", "cluster", "provider", "gpus")
-    per = per.with_columns(**_interval_columns(per, "mtbf_hours", "wall_hours", 1.0, "mtbf"))
+    per = per.with_columns(**_interval_columns(per, "mtbf_hours", "exposure_hours", 1.0, "mtbf"))
     return per.join(info, on="run", how="left").with_columns(
         has_ledger=pl.col("run").is_in(list(ev.attributions)),
     ).select("run", "cluster", "provider", "gpus", pl.exclude("run", "cluster", "provider", "gpus")).sort("run")
@@ -290,8 +305,14 @@ def _stragglers(lost: pl.DataFrame, inc: pl.DataFrame) -> pl.DataFrame:
     return out.join(steps, on="host", how="left").sort("gpu_hours_lost", descending=True)
 
 
-def _advice(atts: dict[str, attribution.Attribution], week_runs: list[str]) -> pl.DataFrame:
-    """Each run's checkpoint-interval advice (Young/Daly on the cluster's measured failure rate)."""
+def _advice(atts: dict[str, attribution.Attribution], week_runs: list[str],
+            priced: dict[str, what_if.WhatIf]) -> pl.DataFrame:
+    """Each run's checkpoint-interval advice (Young/Daly on the cluster's measured failure rate).
+
+    The saving and the verdict are the what-if's own (`checkpoint_interval` priced on the run's ledger, the
+    same pricing the what-if table sums), and "training between saves" is the τ that pricing compares with
+    the optimum: the measured gap between saves less one save. `cluster_gpu_hours` is the exposure of the
+    run's cluster (every run of it in the store), not the provider's of the reliability table."""
     recs = [a.checkpoint_advice.to_dict() for r, a in atts.items() if r in week_runs and a.checkpoint_advice]
     schema = {"run": pl.String, "cluster": pl.String, "failures": pl.Int64, "cluster_gpu_hours": pl.Float64,
               "mtbf_job_hours": pl.Float64, "save_s": pl.Float64, "interval_s": pl.Float64,
@@ -299,25 +320,30 @@ def _advice(atts: dict[str, attribution.Attribution], week_runs: list[str]) -> p
               "mtbf_job_hours_hi": pl.Float64, "optimal_interval_lo_s": pl.Float64,
               "optimal_interval_hi_s": pl.Float64, "enough_exposure": pl.Boolean}
     out = pl.DataFrame(recs, schema=schema) if recs else pl.DataFrame(schema=schema)
-    ratio = pl.col("interval_s") / pl.col("optimal_interval_s")
+    found = {run: next((p for p in w.pricings if p.policy == "checkpoint_interval"), None)
+             for run, w in priced.items()}
+    saved = {run: p.gpu_hours_saved - p.gpu_hours_extra for run, p in found.items() if p is not None and p.stands}
+    verdicts = {run: p.verdict for run, p in found.items() if p is not None and p.priced}
+    out = out.with_columns(
+        train_interval_s=pl.when(pl.col("interval_s") > pl.col("save_s")).then(pl.col("interval_s") - pl.col("save_s")),
+        gpu_hours_saved=pl.col("run").replace_strict(saved, default=None, return_dtype=pl.Float64),
+        _what_if=pl.col("run").replace_strict(verdicts, default=None, return_dtype=pl.String))
+    ratio = pl.col("train_interval_s") / pl.col("optimal_interval_s")
     secs = lambda c: pl.col(c).round(0).cast(pl.Int64)  # noqa: E731
     between = pl.when(pl.col("optimal_interval_lo_s").is_not_null() & pl.col("optimal_interval_hi_s").is_not_null()
                       ).then(pl.format(" (95%: {}-{} s)", secs("optimal_interval_lo_s"), secs("optimal_interval_hi_s"))
                              ).otherwise(pl.lit(""))
-    guard = pl.format("too little exposure to tell: {} GPU-hours, {} failure(s) on the cluster; the optimum lies "
-                      "anywhere in {}-{} s", pl.col("cluster_gpu_hours").round(1), "failures",
-                      secs("optimal_interval_lo_s"), secs("optimal_interval_hi_s"))
     verdict = (pl.when(pl.col("save_s").is_null()).then(pl.lit("no measured save to advise from"))
                .when(pl.col("failures").fill_null(0) == 0).then(pl.format(
                    "no cluster failure in {} GPU-hours: no interval to advise", pl.col("cluster_gpu_hours").round(1)))
-               .when(pl.col("optimal_interval_s").is_null()).then(pl.lit("not enough failures or saves to advise"))
-               .when(~pl.col("enough_exposure").fill_null(False)).then(
-                   pl.coalesce(guard, pl.lit("too little exposure to tell")))
+               .when(pl.col("optimal_interval_s").is_null() | pl.col("train_interval_s").is_null()).then(
+                   pl.lit("not enough failures or saves to advise"))
+               .when(pl.col("_what_if").str.starts_with("too little exposure")).then(pl.col("_what_if"))
                .when((ratio > 0.8) & (ratio < 1.25)).then(pl.concat_str(pl.lit("interval is near the optimum"),
                                                                         between))
-               .otherwise(pl.concat_str(pl.format("save every {} s", secs("optimal_interval_s")), between,
-                                        pl.format(" instead of every {} s", secs("interval_s")))))
-    return out.with_columns(advice=verdict).sort("run")
+               .otherwise(pl.concat_str(pl.format("save after every {} s of training", secs("optimal_interval_s")),
+                                        between, pl.format(" instead of every {} s", secs("train_interval_s")))))
+    return out.with_columns(advice=verdict).drop("_what_if").sort("run")
 
 
 def _change(this: pl.DataFrame, last: pl.DataFrame) -> pl.DataFrame:
@@ -351,30 +377,72 @@ def _ranking(providers: pl.DataFrame) -> pl.DataFrame:
              .when(used).then((pl.col("gpu_hours") - lost) / pl.col("gpu_hours"))).clip(0.0, 1.0)
     p = providers.with_columns(score=score, score_basis=basis, provider_lost_share=pl.when(contracted).then(
         lost / pl.col("contracted_gpu_hours")).when(used).then(lost / pl.col("gpu_hours")))
+    p = p.with_columns(undelivered_gpu_hours=pl.when(contracted).then(
+        pl.col("contracted_gpu_hours") - pl.col("available_gpu_hours").fill_null(0.0)),
+        delivery_verdict=_delivery_verdict())
+    p = p.with_columns(reliability_verdict=pl.Series(_reliability(p), dtype=pl.String))
     p = p.sort(["score", "provider"], descending=[True, False], nulls_last=True).with_row_index("rank", offset=1)
     return p.select("rank", "provider", "score", "score_basis", "delivered_share", "provider_lost_share",
-                    verdict=_verdict())
+                    "undelivered_gpu_hours", "provider_failures", "exposure_gpu_hours", "delivery_verdict",
+                    "reliability_verdict", verdict=_verdict())
 
 
 def _verdict() -> pl.Expr:
-    """One line per provider, from the figures beside it (a part whose figure is missing is left out)."""
+    """One line per provider: the score's word, then delivery and reliability apart, each from its own figures.
+
+    The score is a share of contracted GPU-hours, so a missing node (1,344 GPU-hours a week) outweighs a
+    failure (tens of GPU-hours): the line says how much of the score each part moved, and reliability speaks
+    as a rate over its exposure, withheld ("too little exposure to tell") where its interval cannot tell."""
     word = (pl.when(pl.col("score").is_null()).then(pl.lit("no runs and no contract this week"))
             .when(pl.col("score") >= 0.9).then(pl.lit("keep"))
             .when(pl.col("score") >= 0.7).then(pl.lit("keep, claim credits"))
             .otherwise(pl.lit("escalate")))
-    used = pl.col("gpu_hours").fill_null(0) > 0
     score = pl.format(": score {} {}", pl.col("score").round(3), "score_basis")
-    runs = pl.when(used).then(pl.format(
-        "; ETTR {}%, {} provider-caused interruption(s), ${} lost to provider faults", (pl.col("ettr") * 100).round(1),
-        pl.col("provider_failures"), pl.col("provider_usd_lost").round(2))).otherwise(pl.lit("; no runs this week"))
-    delivered = pl.format("; {}% of contracted GPU-time delivered", (pl.col("delivered_share") * 100).round(1))
-    delivery = pl.when(pl.col("missing_nodes").fill_null(0) > 0).then(
+    moved = pl.when(pl.col("contracted_gpu_hours").fill_null(0) > 0).then(pl.format(
+        " (undelivered {} GPU-h, lost to provider faults {} GPU-h)", _num(pl.col("undelivered_gpu_hours"), 0),
+        _num(pl.col("provider_lost_gpu_hours").fill_null(0.0), 1)))
+    return pl.concat_str([word, score, moved, pl.lit(" — delivery: "), pl.col("delivery_verdict"),
+                          pl.lit("; reliability: "), pl.col("reliability_verdict")], ignore_nulls=True)
+
+
+def _num(e: pl.Expr, digits: int) -> pl.Expr:
+    """A figure with thousands separators, as the tables print it."""
+    return e.map_elements(lambda v: f"{v:,.{digits}f}", return_dtype=pl.String)
+
+
+def _delivery_verdict() -> pl.Expr:
+    """What was delivered against the contract, from the Delivered table's figures."""
+    contracted = pl.col("contracted_gpu_hours").fill_null(0) > 0
+    share = pl.format("{}% of contracted GPU-time delivered", (pl.col("delivered_share") * 100).round(1))
+    missing = pl.when(pl.col("missing_nodes").fill_null(0) > 0).then(
         pl.format("; {} of {} contracted nodes missing", "missing_nodes", "contracted_nodes"))
     late = pl.when(pl.col("late_nodes").fill_null(0) > 0).then(
         pl.format("; {} node(s) late ({} GPU-h)", "late_nodes", pl.col("late_gpu_hours").round(0).cast(pl.Int64)))
     drained = pl.when(pl.col("drained_nodes").fill_null(0) > 0).then(pl.format("; {} node(s) drained",
                                                                                 "drained_nodes"))
-    return pl.concat_str([word, score, runs, delivered, delivery, late, drained], ignore_nulls=True)
+    return pl.when(contracted).then(pl.concat_str([share, missing, late, drained], ignore_nulls=True)).otherwise(
+        pl.lit("no contract known"))
+
+
+def _reliability(providers: pl.DataFrame) -> list[str]:
+    """Provider-caused failures per 1,000 GPU-days over the week's exposure (EXPOSURE), with their 95%
+    interval; below the minimum exposure the rate is withheld and the line says so."""
+    out = []
+    for r in providers.iter_rows(named=True):
+        exposure, k = r.get("exposure_gpu_hours") or 0.0, int(r.get("provider_failures") or 0)
+        if not exposure:
+            out.append("no runs this week")
+            continue
+        point, lo, hi = rates.rate_interval(k, exposure / 24, 1000.0)
+        span = f"95% CI {lo:,.0f}–{hi:,.0f} per 1,000 GPU-days"
+        ettr = f"ETTR {r['ettr'] * 100:.1f}%" if r.get("ettr") is not None else "ETTR unknown"
+        tail = f"; {ettr}, ${r.get('provider_usd_lost') or 0.0:,.2f} lost to provider faults"
+        head = f"{k} provider-caused failure(s) in {exposure:,.1f} GPU-hours of exposure"
+        if not rates.enough_exposure(exposure):
+            out.append(f"too little exposure to tell: {head} ({span}){tail}")
+        else:
+            out.append(f"{point:,.0f} provider-caused failures per 1,000 GPU-days ({span}; {head}){tail}")
+    return out
 
 
 def scorecard(con: duckdb.DuckDBPyConnection, week: str, providers: list[str] | tuple[str, ...] | None = None,
@@ -396,6 +464,8 @@ def scorecard(con: duckdb.DuckDBPyConnection, week: str, providers: list[str] | 
                    ["provider"])
     history = fleet.history(con, s, end)
     week_runs = sorted(set(rows["run"].to_list()) | set(inc["run"].to_list()))
+    week_atts = {r: a for r, a in ev.attributions.items() if r in week_runs}
+    priced = what_if_week.price_runs(con, week_atts)  # NOTE: one pricing per run for both tables that print it
     sc = Scorecard(
         week=week_of(start), start=start, end=end, providers=prov.sort("provider"), clusters=clusters,
         runs=_runs(ev, rows, inc, con).filter(pl.col("run").is_in(week_runs)),
@@ -404,13 +474,12 @@ def scorecard(con: duckdb.DuckDBPyConnection, week: str, providers: list[str] | 
         failure_modes=_failure_modes(lost, inc), blame=_blame(lost), worst_hosts=_worst_hosts(lost, inc, history),
         stragglers=_stragglers(lost, inc), delivery=delivery, drained=drained,
         responsiveness=fleet.responsiveness(con, history, start, end), checkpoint_advice=_advice(
-            ev.attributions, week_runs), ranking=_ranking(prov), change=_change(prov, last),
+            ev.attributions, week_runs, priced), ranking=_ranking(prov), change=_change(prov, last),
         incidents=inc.select([c for c in attribution.INCIDENT_COLUMNS if c in inc.columns]).sort(
             "root_ts", "incident_id"),
         notes=_notes_of(ev.notes, week_runs),
-        attributions={r: a for r, a in ev.attributions.items() if r in week_runs},
-        support=tickets.support(con, history, end),
-        what_if=what_if_week.week_what_if(con, {r: a for r, a in ev.attributions.items() if r in week_runs}),
+        attributions=week_atts, support=tickets.support(con, history, end),
+        what_if=what_if_week.week_what_if(con, week_atts, priced),
         changes=what_if_week.week_changes(con, start, end))
     return _only(sc, providers) if providers else sc
 

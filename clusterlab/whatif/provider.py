@@ -11,10 +11,12 @@ from clusterlab import store
 from clusterlab.account import advice, attribution, rates
 from clusterlab.account.ledger import LedgerError
 from clusterlab.diagnose import incidents
-from clusterlab.whatif.errors import PolicyError
+from clusterlab.whatif.errors import PolicyError, Thin
 
 # the ledger's rows that a failure causes: they scale with the failure rate
 FAILURE_COST = ("hang", "restart", "startup", "recompute")
+# What a provider's exposure counts here (the scorecard's reliability table counts the week's runs only)
+EXPOSURE = "GPU-hours its runs' attempts held their GPUs, every run in the store"
 
 
 @dataclass(frozen=True)
@@ -90,8 +92,10 @@ def other_provider(con: duckdb.DuckDBPyConnection, a: attribution.Attribution, r
     price = theirs.usd_per_gpu_hour if theirs.usd_per_gpu_hour is not None else 0.0
     setting = (f"move to {provider}: steady MFU {theirs.median_steady_mfu:.1%} (here {a.steady_mfu:.1%}), "
                f"{(rate_there or 0) * 24_000:.1f} vs {(rate_here or 0) * 24_000:.1f} failures per 1,000 GPU-days")
-    thin = [f"{r.provider}: {rates.too_little(r.gpu_hours, r.failures)}" for r in (mine, theirs)
-            if not rates.enough_exposure(r.gpu_hours)]
+    # NOTE: a move rests on both failure rates; with too little exposure on either, the saving does not stand
+    thin = [Thin(f"{r.provider}: {r.gpu_hours:,.1f} GPU-hours ({EXPOSURE}), {r.failures} "
+                 f"failure{'' if r.failures == 1 else 's'}")
+            for r in (mine, theirs) if not rates.enough_exposure(r.gpu_hours)]
     return rows.with_columns(what_if_s=what, usd_per_gpu_hour=pl.lit(price)), setting, [
         *thin,
         f"the same work runs at {provider}'s median steady-state MFU ({theirs.runs} run(s)); models differ",

@@ -20,7 +20,7 @@ import polars as pl
 from clusterlab import store
 from clusterlab.account import advice, attribution
 from clusterlab.diagnose import incidents
-from clusterlab.whatif.errors import PolicyError
+from clusterlab.whatif.errors import PolicyError, Thin
 from clusterlab.whatif.provider import other_provider
 
 # Ends a scheduler announces before it kills (Slurm's --signal, a provider's preemption notice): a save on
@@ -74,6 +74,13 @@ class Pricing:
     priced: bool = True  # False: the evidence cannot price it (`setting` says why); the ledger is the actual one
     usd_per_gpu_hour_what_if: float | None = None  # another provider's price; None: the run's own
     rows: pl.DataFrame | None = field(default=None, repr=False)  # category, incident_id, seconds, what_if_s
+    # why the saving does not stand: the data it rests on is too thin for its interval to tell (None: it stands)
+    exposure_note: str | None = None
+
+    @property
+    def stands(self) -> bool:
+        """Whether the saving (or extra cost) is a figure to act on: priced, and its interval supports it."""
+        return self.priced and self.exposure_note is None
 
     @property
     def usd_actual(self) -> float:
@@ -112,6 +119,8 @@ class Pricing:
     def verdict(self) -> str:
         if not self.priced:
             return f"not priced: {self.setting}"
+        if self.exposure_note is not None:
+            return f"too little exposure to tell: {self.exposure_note}"
         if self.gpu_hours_extra > 0:
             return f"would cost {self.gpu_hours_extra:.3g} GPU-hours more: keep the actual policy"
         if self.gpu_hours_saved > 0:
@@ -124,7 +133,8 @@ class Pricing:
                 "gpu_hours_saved": self.gpu_hours_saved, "gpu_hours_extra": self.gpu_hours_extra,
                 "usd_saved": max(0.0, self.usd_actual - self.usd_what_if),
                 "usd_extra": max(0.0, self.usd_what_if - self.usd_actual),
-                "categories": self.categories, "verdict": self.verdict, "assumptions": self.assumptions,
+                "categories": self.categories, "verdict": self.verdict, "stands": self.stands,
+                "exposure_note": self.exposure_note, "assumptions": self.assumptions,
                 "ledger": self.ledger.to_dicts()}
 
 
@@ -137,9 +147,14 @@ class WhatIf:
 
     @property
     def summary(self) -> pl.DataFrame:
-        """One row per policy: setting, GPU-hours and $ saved (or extra), categories changed, verdict."""
+        """One row per policy: setting, GPU-hours and $ saved (or extra), categories changed, verdict.
+
+        A saving that does not stand (`Pricing.stands`) is left blank here, as in the scorecard's table: its
+        verdict says "too little exposure to tell"; `to_dict` keeps the model's point estimate."""
         rows = [{k: v for k, v in p.to_dict().items() if k not in ("ledger", "assumptions")} for p in self.pricings]
-        return pl.DataFrame(rows).with_columns(pl.col("categories").list.join(", "))
+        figures = ("gpu_hours_saved", "usd_saved", "gpu_hours_extra", "usd_extra")
+        return pl.DataFrame(rows).with_columns(pl.col("categories").list.join(", "), *[
+            pl.when(pl.col("exposure_note").is_null()).then(pl.col(c)).alias(c) for c in figures])
 
     def to_dict(self) -> dict:
         return {"run": self.run, "policies": [p.to_dict() for p in self.pricings]}
@@ -186,11 +201,13 @@ def _price(ev: _Evidence, policy: Policy) -> Pricing:
         return Pricing(policy.name, str(e), _ledger(ev, ev.rows.with_columns(what_if_s=pl.col("seconds"))),
                        ev.price, [], priced=False)
     other_price = None
+    thin = [a for a in assumptions if isinstance(a, Thin)]
     if "usd_per_gpu_hour" in what_s.columns:  # the run moved to another provider pays its price
         other_price = float(what_s["usd_per_gpu_hour"][0])
     return Pricing(policy.name, setting, _ledger(ev, what_s), ev.price, assumptions,
                    usd_per_gpu_hour_what_if=other_price,
-                   rows=what_s.select("category", "incident_id", "seconds", "what_if_s"))
+                   rows=what_s.select("category", "incident_id", "seconds", "what_if_s"),
+                   exposure_note="; ".join(thin) if thin else None)
 
 
 def _ledger(ev: _Evidence, priced: pl.DataFrame) -> pl.DataFrame:
@@ -220,21 +237,20 @@ def _checkpoint_interval(ev: _Evidence, value: float | str | None) -> Priced:
     adv = ev.advice
     if not adv.interval_s or not adv.save_s or adv.interval_s <= adv.save_s:
         raise PolicyError("the run logged fewer than two timed saves: no interval or save cost to re-price")
-    tau0 = adv.interval_s - adv.save_s
+    tau0 = training_interval_s(adv)
+    support: list[str] = []
     if value is None:
         if not adv.optimal_interval_s:
             raise PolicyError("no failures on the cluster yet: no MTBF for Young/Daly (pass an interval)")
         tau = adv.optimal_interval_s
         setting = (f"save after every {tau:.0f} s of training (Young/Daly from MTBF {adv.mtbf_job_hours:.2f} h and "
                    f"save {adv.save_s:.1f} s) instead of every {tau0:.0f} s")
+        support = [_interval_support(ev, tau0)]
     else:
         tau = float(value)
         setting = f"save after every {tau:.0f} s of training instead of every {tau0:.0f} s"
     ratio = tau / tau0
-    what = (pl.when(pl.col("category") == "checkpoint").then(pl.col("seconds") / ratio)
-            .when(pl.col("category") == "recompute").then(pl.col("seconds") * ratio)
-            .otherwise(pl.col("seconds")))
-    return ev.rows.with_columns(what_if_s=what), setting, [
+    return ev.rows.with_columns(what_if_s=_resaved(ratio)), setting, [*support,
         f"every save costs what the run's saves cost ({adv.save_s:.1f} s): the checkpoint time scales by "
         f"{1 / ratio:.3g}",
         f"the same failures at the same points of the work; the work each throws away scales by {ratio:.3g} "
@@ -242,6 +258,38 @@ def _checkpoint_interval(ev: _Evidence, value: float | str | None) -> Priced:
         "MTBF is the cluster's, from every run of it in the store" + ("" if adv.enough_exposure else
                                                                      " (little exposure yet: a wide interval)"),
     ]
+
+
+def training_interval_s(adv: advice.CheckpointAdvice) -> float | None:
+    """The training time between two saves: the measured gap between saves less one save. This is the τ of
+    Young and Daly's optimum, and the one "saves every" figure the what-if and the scorecard print."""
+    if not adv.interval_s or not adv.save_s or adv.interval_s <= adv.save_s:
+        return None
+    return adv.interval_s - adv.save_s
+
+
+def _resaved(ratio: float) -> pl.Expr:
+    """Each row's seconds had the run saved after `ratio` times as much training between saves."""
+    return (pl.when(pl.col("category") == "checkpoint").then(pl.col("seconds") / ratio)
+            .when(pl.col("category") == "recompute").then(pl.col("seconds") * ratio)
+            .otherwise(pl.col("seconds")))
+
+
+def _interval_support(ev: _Evidence, tau0: float) -> str:
+    """Whether the Young/Daly saving holds across the MTBF's 95% interval: priced again at the optimum of each
+    end, it must save at both; otherwise a Thin assumption that says how far the saving could swing."""
+    adv, h = ev.advice, ev.a.gpus / 3600
+    ends = [t for t in (adv.optimal_interval_lo_s, adv.optimal_interval_hi_s) if t]
+    exposure = (f"{adv.cluster_gpu_hours:,.1f} GPU-hours of the cluster's attempts, {adv.failures} "
+                f"failure{'' if adv.failures == 1 else 's'}")
+    if len(ends) < 2:
+        return Thin(f"{exposure}: the MTBF's 95% interval has no upper end, so the optimum could be any longer "
+                    "interval")
+    saved = [float(ev.rows.select(((pl.col("seconds") - _resaved(t / tau0)) * h).sum()).item() or 0.0)
+             for t in ends]
+    span = (f"across the MTBF's 95% interval the optimum lies in {ends[0]:.0f}-{ends[1]:.0f} s, where the net "
+            f"saving runs from {min(saved):.3g} to {max(saved):.3g} GPU-hours ({exposure})")
+    return span if min(saved) > 0 else Thin(span)
 
 
 def default_hang_s(baseline_step_s: float) -> float:
