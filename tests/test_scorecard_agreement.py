@@ -135,7 +135,12 @@ def test_checkpoint_interval_agrees_with_the_what_if(sc, blab: Lab, what_ifs: di
         else:  # the saving does not stand: neither table prints it, both say so in the same words
             assert adv["gpu_hours_saved"] is None and adv["advice"] == p.verdict
             assert p.verdict.startswith("too little exposure to tell: ")
+    # the run's own MTBF counts the same hours as the advice's (its attempts, no requeue gaps): llama8b-pretrain
+    # is alone on acme-east, so both intervals are one
+    run = _row(sc.runs, run="llama8b-pretrain")
     llama = _row(sc.checkpoint_advice, run="llama8b-pretrain")
+    assert _same(run["mtbf_hours_lo"], llama["mtbf_job_hours_lo"])
+    assert _same(run["mtbf_hours_hi"], llama["mtbf_job_hours_hi"])
     assert llama["advice"].startswith("too little exposure to tell: across the MTBF's 95% interval")
 
 
@@ -184,7 +189,7 @@ def test_wall_time_is_the_ledgers_in_the_scorecard_and_attribute(sc, blab: Lab, 
         assert _same(r["wall_hours"], a.wall_hours)
         res = cli.invoke(main, ["--db", str(bundle_db_copy), "attribute", "--run", r["run"]])
         assert res.exit_code == 0, res.output
-        assert f"x {a.wall_hours:.2f} h" in res.output.splitlines()[0]
+        assert f"x {a.wall_hours:.2f} h allocated" in res.output.splitlines()[0]
         assert _md_row(md, r["run"], "## Runs")[3] == f"{a.wall_hours:.2f}"
     # `clusterlab runs` counts the first to the last log line, a different span: the scorecard names its own
     assert "Allocated h (scheduler; requeue gaps in)" in md and "Wall h" not in md

@@ -266,7 +266,8 @@ def unmatched_cmd(ctx, run, limit, as_json):
 def _print_attribution(a) -> None:
     mfu = (f"steady MFU {a.steady_mfu:.1%}, effective {a.effective_mfu:.1%}" if a.steady_mfu is not None
            else "MFU unknown")
-    click.echo(f"{a.run}: {a.gpus} GPUs x {a.wall_hours:.2f} h = {a.gpu_hours:.1f} GPU-hours; {mfu}")
+    # NOTE: the ledger's hours are the scheduler's allocation, gaps included (`runs`: first to last log line)
+    click.echo(f"{a.run}: {a.gpus} GPUs x {a.wall_hours:.2f} h allocated = {a.gpu_hours:.1f} GPU-hours; {mfu}")
     print_frame(a.ledger.with_columns(pl.col("gpu_hours").round(3), pl.col("lost_mfu").round(4)))
     print_frame(a.incidents.select("incident_id", "failure_mode", "host", "blame", "action",
                                    pl.col("gpu_hours_lost").round(3), pl.col("usd_lost").round(2)))
