@@ -230,3 +230,25 @@ def test_scorecard_json_carries_the_same_figures(sc, bundle_db_copy: Path) -> No
     doc = json.loads(res.output)
     for name in ("providers", "ranking", "checkpoint_advice", "what_if", "runs"):
         assert doc[name] == json.loads(json.dumps(SCORECARD.records(getattr(sc, name)), default=str))
+
+
+# --- the totals every table re-adds: used, lost, lost to provider faults, failures -----------------------------
+
+def test_totals_are_the_same_in_every_table(sc) -> None:
+    for prov in sc.providers.iter_rows(named=True):
+        p = prov["provider"]
+        runs, clusters = sc.runs.filter(pl.col("provider") == p), sc.clusters.filter(pl.col("provider") == p)
+        for col in ("gpu_hours", "lost_gpu_hours", "usd_lost", "provider_usd_lost", "exposure_gpu_hours"):
+            assert _same(prov[col], runs[col].sum()) and _same(prov[col], clusters[col].sum()), (p, col)
+        for col in ("failures", "provider_failures", "interruptions"):
+            assert prov[col] == runs[col].sum() == clusters[col].sum(), (p, col)
+        modes = sc.failure_modes.filter(pl.col("provider") == p)
+        blame = sc.blame.filter(pl.col("provider") == p)
+        assert _same(prov["lost_gpu_hours"], modes["gpu_hours_lost"].sum())
+        assert _same(prov["lost_gpu_hours"], blame["gpu_hours_lost"].sum())
+        assert _same(prov["provider_usd_lost"], blame.filter(pl.col("blame") == "provider")["usd_lost"].sum())
+        assert _same(prov["gpu_hours"], sc.ledger.filter(pl.col("provider") == p)["gpu_hours"].sum())
+        assert f"${prov['provider_usd_lost']:,.2f} lost to provider faults" in _row(sc.ranking, provider=p)["verdict"]
+    for h in sc.worst_hosts.iter_rows(named=True):
+        inc = sc.incidents.filter(pl.col("host") == h["host"])
+        assert _same(h["gpu_hours_lost"], inc["gpu_hours_lost"].sum()) and h["incidents"] == inc.height
