@@ -2,6 +2,9 @@
 
     python benchmarks/fleet_ingest.py [--nodes 1024] [--hours 1.25] [--attempts 3] [--scales 1,2,4] [--workers N]
                                       [--reuse] [--grep first|all|none]
+    python benchmarks/fleet_ingest.py --corpus campaigns [--seeds 4] [--scales 1,2,4] [--gzip as-written|none|all]
+
+The second form times the independent campaigns at many seeds, text-heavy (`campaign_corpus.py`).
 
 What a 1,024-node x 8-GPU campaign leaves behind, in the bundle layout clusterlab reads:
 
@@ -29,6 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+import campaign_corpus  # noqa: E402  (the campaign corpus mode)
 from ingest import grep_pattern, timed  # noqa: E402  (the sibling benchmark's ERE and process timer)
 
 T0 = dt.datetime(2026, 11, 24, 8, 0, 0)
@@ -175,7 +179,16 @@ def main() -> None:
                     help="time the corpus an earlier run left at --dir, where it was made with the same shape")
     ap.add_argument("--grep", choices=("first", "all", "none"), default="first",
                     help="time grep -cE at the first scale only (default: it takes minutes a GB), at all, or none")
+    ap.add_argument("--corpus", choices=("fleet", "campaigns"), default="fleet",
+                    help="the simulated fleet (JSONL-heavy), or the independent campaigns at many seeds (text-heavy)")
+    ap.add_argument("--seeds", type=int, default=4, help="campaigns: seeds of each campaign at scale 1")
+    ap.add_argument("--gzip", choices=("as-written", "none", "all"), default="as-written",
+                    help="campaigns: their files as the campaigns write them, all plain, or all gzipped")
     args = ap.parse_args()
+    if args.corpus == "campaigns":
+        campaign_corpus.run(args.dir, args.seeds, [int(float(s)) for s in args.scales.split(",")], args.gzip,
+                            ["--workers", str(args.workers)] if args.workers else [])
+        return
     rows = []
     for scale in (float(s) for s in args.scales.split(",")):
         root = args.dir / f"fleet-x{scale:g}"
