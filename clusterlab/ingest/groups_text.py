@@ -24,6 +24,7 @@ import polars as pl
 from clusterlab.collectors._base import FILE_LINE_BASE, Context, Parsed
 from clusterlab.ingest.group_rows import numbered_lines, read_state, split_rows
 from clusterlab.ingest.parse import FLUSH_ROWS, TROUBLE, UNMATCHED_PER_FILE, ParsedFile, unparsed_warnings
+from clusterlab.ingest.prefilter import split
 from clusterlab.ingest.reader import MAX_LINE_BYTES
 
 Item = tuple[ParsedFile, Context, str]
@@ -41,11 +42,9 @@ def text_key(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> tuple |
 
 def parse_text_group(items: list[Item], chosen: list[ModuleType]) -> list[Item]:
     """Parse the files together; returns the ones to parse alone (all of them, when the group fails)."""
-    combined = "|".join(f"(?:{c.PATTERN})" for c in chosen)
-    lines = numbered_lines(items).with_columns(_m=pl.col("text").str.contains(combined))
-    matched = lines.filter(pl.col("_m"))
-    sel = {c.NAME: matched if len(chosen) == 1 else matched.filter(pl.col("text").str.contains(c.PATTERN))
-           for c in chosen}
+    # NOTE: each collector's pattern runs once, on the group's lines that hold a literal it needs (`prefilter`)
+    sel, matched, lines = split(numbered_lines(items), chosen)
+    assert lines is not None
     alone: set[int] = set()
     for c in chosen:
         if not hasattr(c, "GROUP_CONTEXT") and sel[c.NAME].height:
@@ -67,7 +66,7 @@ def parse_text_group(items: list[Item], chosen: list[ModuleType]) -> list[Item]:
         alone |= blamed
     else:
         return items
-    _per_file(items, keep, lines, parsed)
+    _per_file(items, keep, lines, parsed)  # (lines: the lines no collector matched)
     for out, _, text in (items[i] for i in keep):
         read_state(out, text)
     stamped = [f.select("line", "ts").filter(pl.col("ts").is_not_null())
@@ -113,7 +112,7 @@ def _parse_all(items: list[Item], keep: list[int], chosen: list[ModuleType], sel
 def _per_file(items: list[Item], keep: list[int], lines: pl.DataFrame,
               parsed: list[tuple[ModuleType, Parsed]]) -> None:
     """Each file's other lines, kept trouble lines, unread lines and their warnings."""
-    rest = lines.filter(~pl.col("_m"))
+    rest = lines
     others = dict(rest.group_by("_file").len().iter_rows())
     trouble = (rest.filter(pl.col("text").str.contains(TROUBLE))
                .filter(pl.int_range(pl.len()).over("_file") < UNMATCHED_PER_FILE))

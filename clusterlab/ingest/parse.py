@@ -24,6 +24,7 @@ from clusterlab.collectors import all_collectors
 from clusterlab.collectors._base import AT_EXIT, Context, Parsed
 from clusterlab.ingest.bundle import FileTask
 from clusterlab.ingest.documents import document_chunks, document_collector
+from clusterlab.ingest.prefilter import split
 from clusterlab.ingest.reader import GZIP_MAGIC, HEAD_BYTES, InputError, ReadState, iter_batches, read_head_checked
 from clusterlab.tables import DATED_TABLES, TABLE_COLUMNS, evidence_schema
 
@@ -378,7 +379,8 @@ def _parse_safely(c: ModuleType, batch: pl.DataFrame, ctx: Context) -> Parsed:
 def _parse_into(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> None:
     plan, res = out.plan, out.result
     patterns = {c.NAME: c.PATTERN for c in chosen}
-    combined = None if any(p is None for p in patterns.values()) else "|".join(f"(?:{p})" for p in patterns.values())
+    # a collector without a PATTERN reads every line: then no line is filtered out
+    filtered = all(p is not None for p in patterns.values())
     pending: dict[str, list[pl.DataFrame]] = {c.NAME: [] for c in chosen}
     pending_rows = 0
     clock = plan.clock  # last known (line, ts) of the file, carried between flushes (and from a read before)
@@ -409,20 +411,22 @@ def _parse_into(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> None
         return
     unmatched: list[pl.DataFrame] = []
     for frame in iter_batches(plan.task.path, plan.task.display, plan.skip, plan.first, out.state):
-        matched = frame if combined is None else frame.filter(pl.col("text").str.contains(combined))
+        if not filtered:
+            matched, rest, sel = frame, None, {c.NAME: frame for c in chosen}
+        else:
+            # NOTE: each PATTERN runs once, on the lines holding a literal it needs (`ingest.prefilter`); the
+            # trouble regex runs on the unmatched lines only, and only while the file's sample is not full
+            sel, matched, rest = split(frame, chosen, rest=res.unmatched < UNMATCHED_PER_FILE)
         res.other_lines += frame.height - matched.height
-        if combined is not None and frame.height > matched.height and res.unmatched < UNMATCHED_PER_FILE:
-            trouble = (frame.filter(~pl.col("text").str.contains(combined) & pl.col("text").str.contains(TROUBLE))
-                       .head(UNMATCHED_PER_FILE - res.unmatched))
+        if rest is not None and rest.height:
+            trouble = rest.filter(pl.col("text").str.contains(TROUBLE)).head(UNMATCHED_PER_FILE - res.unmatched)
             if trouble.height:
                 res.unmatched += trouble.height
                 unmatched.append(trouble)
         for c in chosen:
-            sel = matched if c.PATTERN is None or len(chosen) == 1 else matched.filter(
-                pl.col("text").str.contains(c.PATTERN))
-            if sel.height:
-                pending[c.NAME].append(sel)
-                pending_rows += sel.height
+            if sel[c.NAME].height:
+                pending[c.NAME].append(sel[c.NAME])
+                pending_rows += sel[c.NAME].height
         if pending_rows >= FLUSH_ROWS:
             flush(final=False)
     flush(final=True)
