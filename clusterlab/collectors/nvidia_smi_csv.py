@@ -12,6 +12,8 @@ may print the header again: such lines are skipped. The host is the bundle's (`n
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from clusterlab import telemetry
@@ -26,6 +28,7 @@ BLOCK_START = None
 _REASON_PREFIXES = ("clocks_throttle_reasons.", "clocks_event_reasons.")
 _NOT_THERE = ["[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]", ""]
 _FIELD = r"^[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*(?: \[[^\]]*\])?$"
+_FIELD_RX = re.compile(_FIELD)
 
 
 def _fields(header: str) -> list[str]:
@@ -37,7 +40,8 @@ def sniff(head: bytes, path: str) -> bool:
     """A header of nvidia-smi query fields naming the GPU (index or bus id) and at least one metric read here."""
     first = next((ln for ln in head.decode("utf-8", "replace").splitlines() if ln.strip()), "")
     parts = [p.strip() for p in first.split(",")]
-    if len(parts) < 2 or not pl.Series(parts, dtype=pl.String).str.contains(_FIELD).all():
+    # NOTE: Python's engine, not a polars call (~1 ms): this sniff runs on every head holding `index` or `uuid`
+    if len(parts) < 2 or not all(_FIELD_RX.search(p) for p in parts):
         return False
     names = set(_fields(first))
     reasons = any(n.startswith(_REASON_PREFIXES) for n in names)
