@@ -1,4 +1,4 @@
-"""The literal prefilter (`ingest.prefilter`) selects exactly the lines each collector's PATTERN matches."""
+"""The prefilter (`ingest.prefilter.split`) gives each collector exactly the lines its PATTERN matches."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from clusterlab.collectors import all_collectors
-from clusterlab.ingest.prefilter import required, split
+from clusterlab.ingest.prefilter import split
 
 SAMPLES = Path(__file__).resolve().parents[1] / "data_samples"
 
@@ -29,9 +29,14 @@ def _lines() -> pl.DataFrame:
     return pl.DataFrame({"text": texts}).with_row_index("line", 1).with_columns(pl.col("line").cast(pl.Int64))
 
 
+def _line_based() -> list:
+    """The collectors a text log goes through together (`parse.choose`: every one not EXCLUSIVE)."""
+    return [c for c in all_collectors() if c.PATTERN and not getattr(c, "EXCLUSIVE", False)]
+
+
 def test_every_collector_gets_the_lines_its_pattern_matches() -> None:
     lines = _lines()
-    chosen = [c for c in all_collectors() if getattr(c, "PATTERN", None)]
+    chosen = _line_based()
     sel, matched, rest = split(lines, chosen)
     assert rest is not None
     union = pl.Series([False] * lines.height)
@@ -42,11 +47,22 @@ def test_every_collector_gets_the_lines_its_pattern_matches() -> None:
     assert matched.equals(lines.filter(union))
     assert rest.equals(lines.filter(~union))
     assert matched.height and rest.height
+    one, alone, _ = split(lines, chosen[:1], rest=False)
+    assert one[chosen[0].NAME].equals(alone)
+    assert alone.equals(lines.filter(pl.col("text").str.contains(chosen[0].PATTERN)))
 
 
-def test_required_literals() -> None:
-    assert required(r"NCCL WARN |Got completion from peer ") == ("got completion from peer ", "nccl warn ")
-    assert required(r"(?i:error)\s+\d+: (?:fatal|panic) x") == ("error",)  # the longest run wins
-    assert required(r"\d+/\d+") is None  # nothing of 3 characters a match must hold
-    assert required(r"abc|\d") is None  # a branch without a literal
-    assert required(r"(unclosed") is None  # what Python cannot read is no prefilter
+def test_dense_and_sparse_frames_give_the_same_lines(monkeypatch) -> None:
+    """Where most lines match, each PATTERN runs over every line: the same selection as through the union."""
+    from clusterlab.ingest import prefilter
+
+    lines = _lines()
+    chosen = _line_based()
+    monkeypatch.setattr(prefilter, "SAMPLE_LINES", 10)
+    got = {}
+    for dense in (2.0, -1.0):  # never dense, always dense
+        monkeypatch.setattr(prefilter, "DENSE", dense)
+        got[dense] = split(lines, chosen)
+    (s1, m1, r1), (s2, m2, r2) = got.values()
+    assert m1.equals(m2) and r1 is not None and r2 is not None and r1.equals(r2)
+    assert all(s1[k].equals(s2[k]) for k in s1)

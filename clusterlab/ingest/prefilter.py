@@ -1,103 +1,55 @@
-"""Which lines a text log's collectors can read: literal prefilters first, each collector's PATTERN only after.
+"""Which lines of a text log its collectors read: one scan of the patterns' union, then each PATTERN on those.
 
-Most lines of a log at NCCL_DEBUG=INFO, of a kernel journal or of a trainer's output match no collector's
-PATTERN, yet every PATTERN used to run over every line (one regex scan of a dozen patterns each, 8 to 20 MB/s).
-Every PATTERN here is read once for the literals a match must contain (`required`: of each alternative, its
-longest run of plain characters, or a set the branches' runs cover); a scan for them (Aho-Corasick, ASCII
-case-blind; the collectors' scans in parallel) keeps a collector's candidate lines, and its PATTERN runs on
-those only. A line without any of them cannot match: the rows are the same. Where a PATTERN yields no literal
-of 3 characters or more (or Python's parser cannot read it), every line is its candidate, as before.
+Most lines of a log at NCCL_DEBUG=INFO or of a kernel journal match no collector's PATTERN. The union of the
+chosen collectors' patterns picks out the lines some collector reads in one scan (a regex engine's prefilter
+over every line); each collector's own PATTERN then runs on those lines only, all of them in one polars call
+(in parallel), and the lines no collector reads are the ones the union's mask left out: no pattern runs twice
+over a line (the union used to run again to find the unmatched lines, ~12 % of an INFO-heavy NCCL log's CPU).
+
+NOTE: measured on the campaign corpus (`benchmarks/fleet_ingest.py --corpus campaigns`), a prefilter of
+literals read from each PATTERN (one Aho-Corasick scan per collector) was slower than the union on NCCL and
+kernel logs, whose few matched lines make the per-collector scans the cost; so were a dozen scans of the
+patterns over every line, the union's DFA being quick where it rarely matches (and slow where most lines match:
+`split` then takes the dozen scans).
 """
 
 from __future__ import annotations
 
-import re
-from functools import cache
 from types import ModuleType
 
 import polars as pl
 
-try:  # Python 3.11+: the parser moved under re
-    from re import _constants as sre_c  # type: ignore[attr-defined]
-    from re import _parser as sre_p  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover
-    import sre_constants as sre_c  # type: ignore[no-redef]
-    import sre_parse as sre_p  # type: ignore[no-redef]
-
-MIN_LITERAL = 3  # shorter literals keep too many lines to be worth a scan of their own
-# NOTE: the literals are matched ASCII case-blind; a (?i) pattern also matches some non-ASCII letters as ASCII
-# ones (the Kelvin sign as k): a line with any non-ASCII character is always a candidate
-_NON_ASCII = r"[^\x00-\x7F]"
-
-
-@cache
-def required(pattern: str) -> tuple[str, ...] | None:
-    """Literals (lower case) of which every match of the pattern contains one; None where none is known."""
-    try:
-        got = _seq(sre_p.parse(pattern))
-    except (re.error, RecursionError, OverflowError, ValueError):
-        return None
-    if got is None or min(map(len, got)) < MIN_LITERAL:
-        return None
-    return tuple(sorted(got))
-
-
-def _seq(items: sre_p.SubPattern | list) -> frozenset[str] | None:
-    """The best set of required literals of a sequence: one run of plain characters, or one element's set."""
-    best: frozenset[str] | None = None
-    run: list[str] = []
-
-    def consider(cand: frozenset[str] | None) -> None:
-        nonlocal best
-        if cand and (best is None or min(map(len, cand)) > min(map(len, best))):
-            best = cand
-
-    for op, av in items:
-        if op is sre_c.LITERAL:
-            run.append(chr(av).lower())
-            continue
-        consider(frozenset(["".join(run)]) if run else None)
-        run = []
-        if op is sre_c.SUBPATTERN:
-            consider(_seq(av[-1]))
-        elif op is sre_c.BRANCH:
-            branches = [_seq(b) for b in av[1]]
-            if all(b is not None for b in branches):
-                consider(frozenset().union(*branches))  # type: ignore[arg-type]
-        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT) and av[0] >= 1:
-            consider(_seq(av[2]))
-        elif op is sre_c.ATOMIC_GROUP:
-            consider(_seq(av))
-    consider(frozenset(["".join(run)]) if run else None)
-    return best
+DENSE = 0.5  # a frame whose sampled lines match the union this often has each PATTERN run over every line
+SAMPLE_LINES = 1000
 
 
 def split(frame: pl.DataFrame, chosen: list[ModuleType], rest: bool = True
           ) -> tuple[dict[str, pl.DataFrame], pl.DataFrame, pl.DataFrame | None]:
     """(each collector's lines, the lines any collector matches, the other lines where `rest`), all in order.
 
-    A collector's PATTERN runs only on the lines holding one of the literals a match of it needs (`required`,
-    one Aho-Corasick scan each, in parallel); a collector whose PATTERN needs none runs on every line."""
+    NOTE: where most lines match (a trainer's output: its step lines), the union's DFA is the cost (25 MB/s on
+    campaign trainer logs); the patterns then run each over every line instead, in one call (120 MB/s). Which
+    way is taken changes no row: both select exactly the lines each PATTERN matches."""
     text = pl.col("text")
-    lits = {c.NAME: required(c.PATTERN) for c in chosen}
-    base = frame
-    if any(lits.values()):
-        base = frame.with_columns(_na=text.str.contains(_NON_ASCII))
-    cands = pl.collect_all([
-        base.lazy().filter(text.str.contains_any(list(got), ascii_case_insensitive=True) | pl.col("_na"))
-        if (got := lits[c.NAME]) else base.lazy() for c in chosen])
-    # NOTE: eager, one filter after the other: a fused predicate would run the regex on every line again
-    sel = {c.NAME: cand.filter(text.str.contains(c.PATTERN)).select(frame.columns)
-           for c, cand in zip(chosen, cands, strict=True)}
-    parts = [f for f in sel.values() if f.height]
-    if len(parts) <= 1:
-        matched = parts[0] if parts else frame.clear()
+    union = "|".join(f"(?:{c.PATTERN})" for c in chosen)
+    if len(chosen) > 1 and frame.height > SAMPLE_LINES:
+        # (lines spread over the frame: a trainer's first lines are its arguments, its step lines come after)
+        sample = frame.gather_every(frame.height // SAMPLE_LINES)
+        dense = sample.select(text.str.contains(union).mean()).item()
+        if dense is not None and dense > DENSE:
+            masks = frame.select(text.str.contains(c.PATTERN).alias(f"_{i}") for i, c in enumerate(chosen))
+            hit = masks.select(pl.any_horizontal(pl.all())).to_series()
+            sel = {c.NAME: frame.filter(masks[f"_{i}"]) for i, c in enumerate(chosen)}
+            return sel, frame.filter(hit), frame.filter(~hit) if rest else None
+    flagged = frame.with_columns(_m=text.str.contains(union))
+    matched = flagged.filter(pl.col("_m")).drop("_m")
+    if len(chosen) == 1:
+        sel = {chosen[0].NAME: matched}
     else:
-        matched = pl.concat(parts).unique("line", keep="first").sort("line")
-    if not rest:
-        return sel, matched, None
-    others = frame.filter(~pl.col("line").is_in(matched["line"].implode())) if matched.height else frame
+        masks = matched.select(text.str.contains(c.PATTERN).alias(f"_{i}") for i, c in enumerate(chosen))
+        sel = {c.NAME: matched.filter(masks[f"_{i}"]) for i, c in enumerate(chosen)}
+    others = flagged.filter(~pl.col("_m")).drop("_m") if rest else None
     return sel, matched, others
 
 
-__all__ = ["required", "split"]
+__all__ = ["split"]
