@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
 
+from clusterlab import Lab
 from clusterlab.collectors import torch_dist
 from clusterlab.collectors._base import Context, Parsed
 
@@ -338,8 +340,8 @@ def test_summary_of_torch_1_9() -> None:
              "  error_file: <N/A>", '  msg: "Signal 6 (SIGABRT) received by PID 6150"', "=" * 39,
              "Other Failures:", "  <NO_OTHER_FAILURES>"]
     (e,) = events(parse(lines, year=2026))
-    # SIGABRT with nothing else in the file: the watchdog's abort (issue 30)
-    assert (e["kind"], e["rank"], e["severity"], e["failure_mode"]) == ("child_failed", 1, "critical", "nccl_timeout")
+    # the collector names no cause: the exit's is inferred after ingest, over the whole file (test below)
+    assert (e["kind"], e["rank"], e["severity"], e["failure_mode"]) == ("child_failed", 1, "critical", "unknown")
     assert (e["detail"]["exitcode"], e["detail"]["signal"], e["detail"]["pid"]) == (-6, "SIGABRT", 6150)
     assert e["ts"] == dt.datetime(2026, 11, 24, 3, 41, 17)
 
@@ -423,3 +425,28 @@ def test_a_gloo_receive_that_timed_out_is_a_collective_timeout_not_the_users_cod
              "1800000ms for recv operation to complete"]
     (e,) = events(parse(lines, year=2026, tz="UTC"))
     assert (e["kind"], e["failure_mode"], e["rank"]) == ("watchdog_timeout", "nccl_timeout", 0)
+
+
+SUMMARY_1_9 = ["torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", "=" * 39, "Root Cause:", "[0]:",
+               "  time: 2026-11-24_03:41:17", "  rank: 1 (local_rank: 1)", "  exitcode: {code} (pid: 6150)",
+               "  error_file: <N/A>", '  msg: "Signal received by PID 6150"', "=" * 39, "Other Failures:",
+               "  <NO_OTHER_FAILURES>"]
+
+
+@pytest.mark.parametrize(("code", "before", "mode"), [
+    (-6, [], "nccl_timeout"),  # SIGABRT, nothing else in the file: the watchdog's abort (issue 30)
+    (-9, [], "host_oom"),
+    (1, [], "user_code_error"),
+    (-6, ["RuntimeError: CUDA error: an illegal memory access was encountered"], "unknown"),  # the file names it
+    (-9, ["[2026-11-24 03:41:10,001] torch.distributed.elastic.agent.server.api: [WARNING] Received Signals.SIGTERM "
+          "death signal, shutting down workers"], "unknown"),  # stopped from outside
+], ids=["abort", "kill", "exit-1", "a-cause-elsewhere-in-the-file", "the-agent-was-stopped"])
+def test_an_exit_nothing_in_its_file_explains_takes_the_mode_the_exit_implies(tmp_path: Path, code: int,
+                                                                                before: list[str], mode: str) -> None:
+    log = tmp_path / "excerpt.log"
+    log.write_text("\n".join([*before, *(x.format(code=code) for x in SUMMARY_1_9)]) + "\n")
+    with Lab(":memory:") as lab:
+        lab.ingest(log)
+        lab.ingest(log)  # again: a no-op, and the pass leaves the inferred mode as it was
+        got = lab.sql("SELECT failure_mode FROM events WHERE kind = 'child_failed'")["failure_mode"].to_list()
+    assert got == [mode]

@@ -150,12 +150,6 @@ _SIGNAMES = {str(s.value): s.name for s in signal.Signals}
 # EIO, ENOSPC, ESTALE, EDQUOT: the storage, not the code, failed the read or write
 _FS_ERRNO = (r"\[Errno (?:5|28|116|122)\]|Input/output error|Stale file handle|No space left on device"
              r"|Disk quota exceeded")
-# What a torchrun summary's exit alone says where no line of its file names a cause (issue 30): SIGABRT is how
-# ProcessGroupNCCL's watchdog ends a rank after a collective timeout, SIGKILL the kernel's OOM killer (a scheduler's
-# kill leaves its own lines: the agent's death signal), SIGBUS a worker out of /dev/shm, exit 1 and a segfault the
-# process's own code or extension.
-_SIGNAL_MODES = {"SIGABRT": "nccl_timeout", "SIGKILL": "host_oom", "SIGBUS": "host_oom", "SIGSEGV": "user_code_error"}
-_EXIT_MODES = {str(-signal.Signals[name].value): mode for name, mode in _SIGNAL_MODES.items()}
 _GIB = {"bytes": 1 / 2**30, "B": 1 / 2**30, "KiB": 1 / 2**20, "MiB": 1 / 2**10, "GiB": 1.0, "TiB": 1024.0}
 _DETAIL = [
     "task", "local_rank", "src", "pg_id", "pg_desc", "pg_rank", "seq_num", "op_type", "numel_in", "numel_out",
@@ -186,7 +180,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     content = f.filter(pl.col("kind").is_not_null() & ~pl.col("line").is_in(in_summary))
     events = pl.concat([_with_exceptions(content, finals), _exception_events(f, finals)], how="diagonal_relaxed")
     events = _fold_nccl_detail(events)
-    children, events = _without_cause(children, events)
+    # NOTE: an exit nothing explains takes the mode the exit implies after ingest, over the whole file
+    # (clusterlab.ingest.exit_modes): the other lines that may explain it can lie in another batch
     if events.height:
         # NOTE: an event that names only its rank gets its host after ingest (attempts._hosts_of_ranks), from
         # NCCL's rank map or a torchrun summary anywhere in the run: here it would depend on the batch it fell in
@@ -416,29 +411,6 @@ def _children(f: pl.DataFrame, finals: pl.DataFrame, ctx: Context) -> tuple[pl.D
                      "message"]).alias("detail"),
     )
     return pl.concat([frame, odd_frame], how="diagonal_relaxed"), tbs, len(rows) - len(good)
-
-
-def _without_cause(children: pl.DataFrame, events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Summary entries and `failed (exitcode: N)` lines of unknown cause take the mode their exit implies, where no
-    other line names a cause."""
-    named = events.height and (events["failure_mode"].is_not_null() & (events["failure_mode"] != "unknown")).any()
-    # NOTE: the agent's own death signal (SIGTERM from Slurm or a person) killed the workers from outside
-    killed = events.height and (events["kind"] == "agent_signal").any()
-    if named or killed:
-        return children, events
-
-    def implied(code: pl.Expr) -> pl.Expr:
-        unknown = pl.col("failure_mode") == "unknown"
-        mode = pl.when(code.cast(pl.Int32, strict=False) > 0).then(pl.lit("user_code_error")).otherwise(
-            code.cast(pl.String).replace_strict(_EXIT_MODES, default=None, return_dtype=pl.String))
-        return pl.when(unknown).then(pl.coalesce(mode, pl.lit("unknown"))).otherwise(pl.col("failure_mode"))
-
-    if children.height and "detail" in children.columns:
-        children = children.with_columns(failure_mode=implied(pl.col("detail").str.json_path_match("$.exitcode")))
-    if events.height:
-        events = events.with_columns(failure_mode=pl.when(pl.col("kind") == "worker_failed")
-                                     .then(implied(pl.col("exitcode"))).otherwise(pl.col("failure_mode")))
-    return children, events
 
 
 def _child_row(e: dict, exc: dict | None, ctx: Context) -> dict:

@@ -22,7 +22,7 @@ import duckdb
 import polars as pl
 
 from clusterlab.collectors._base import Context
-from clusterlab.ingest import attempts, boot, bundle, inventory
+from clusterlab.ingest import attempts, boot, bundle, exit_modes, inventory
 from clusterlab.ingest.groups import parse_many
 from clusterlab.ingest.parse import FilePlan, FileResult, ParsedFile
 from clusterlab.ingest.pool import Workers, parse_all
@@ -106,6 +106,7 @@ def ingest(
                            found=pool.found if fresh else None, epoch=epoch)
         results = _ingest_tasks(con, tasks, Path(spill), workers, progress, pool=pool)
     summary.files += results
+    exit_modes.infer(con)  # worker exits that nothing else in their file explains
     # raw dmesg lines kept undated: dated where their boot now has a time (a boot_time file put beside, a journal)
     boot.date_raw_kernel_lines(con, [(bundle.real_path(t.path, t.link), c.boot_time) for t, c in tasks if c.boot_time])
     attempts.refresh(con)
