@@ -39,8 +39,12 @@ class SparkIngest:
     def __init__(self, lake: Path, master: str | None) -> None:
         self.lake, self.master = lake, master
 
-    def ingest(self, *paths, inventory=None, run=None, host=None, year=None, progress=None, workers=None):
+    def ingest(self, *paths, inventory=None, run=None, host=None, year=None, progress=None, workers=None,
+               epoch=None):
         from clusterlab.scale import spark_ingest
+
+        if epoch is not None:  # NOTE: relative-day fault traces are read by the DuckDB engine only
+            raise RuntimeError("--epoch (a fault trace's day 0) is not supported with --engine spark")
 
         spark = spark_ingest.spark_session(self.master)
         return spark_ingest.ingest(spark, self.lake, list(paths), inventory, run=run, host=host, year=year)
