@@ -104,13 +104,19 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
         -- their interval allows (tables.DATING), not at the last step record before them ("Node failure on" is
         -- printed when the node is declared down); other lines are printed as it happens (a traceback's last
         -- line was dated by its process's death at ingest)
+        -- a worker's exit whose mode was inferred from its exit code alone (ingest.exit_modes: a file given alone
+        -- says no more) is, among the rest of a run's evidence, what it was: an exit of unknown cause;
         -- a person's scancel carries no failure mode (no failure of the job's) but is the user's stop of the attempt;
         -- sacct / jobcomp states are the scheduler's record, read by root_cause._sacct_verdicts, never twice
         ev AS (
             SELECT e.*, f.path AS file, {_tier_sql()} AS tier
             FROM (SELECT * REPLACE (CASE WHEN source = 'slurm' THEN coalesce(ts_hi, ts) ELSE ts END AS ts,
-                                    coalesce(failure_mode, CASE WHEN source = 'slurm' AND kind = 'slurm_cancelled'
-                                             THEN 'manual_stop' END) AS failure_mode)
+                                    CASE WHEN kind IN ('child_failed', 'worker_failed')
+                                              AND json_extract_string(detail, '$.mode_from_exit') = 'true'
+                                         THEN 'unknown'
+                                         ELSE coalesce(failure_mode, CASE WHEN source = 'slurm'
+                                              AND kind = 'slurm_cancelled' THEN 'manual_stop' END) END
+                                    AS failure_mode)
                   FROM events WHERE source NOT IN ('sacct', 'slurm_jobcomp')) e
             JOIN ingested_files f USING (file_id)
             WHERE e.failure_mode IS NOT NULL AND e.ts IS NOT NULL

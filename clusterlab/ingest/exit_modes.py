@@ -8,7 +8,8 @@ worker out of /dev/shm, exit 1 or a segfault the process's own code.
 
 A pass over the stored events of whole files, after the collectors: what a file says elsewhere must not depend on
 which batch of its lines the summary fell in. The inferred rows carry `"mode_from_exit": true` in their detail, so
-that the pass can be run again as files grow.
+that the pass can be run again as files grow. Root cause reads them, among a run's other evidence, as what they
+were: exits of unknown cause (`diagnose.incidents.candidates`); the inference is what a file alone can say.
 """
 
 from __future__ import annotations
