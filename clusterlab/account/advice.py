@@ -1,7 +1,13 @@
-"""Checkpoint interval advice (Young/Daly) from the measured failure rate and save cost."""
+"""Checkpoint interval advice (Young/Daly) from the measured failure rate and save cost.
+
+The saving the advice states is the run's own ledger re-priced at the optimum (`resaved`): the figure the
+what-if's `checkpoint_interval` policy prices and the scorecard prints, defined here once. Priced again at the
+optimum of each end of the MTBF's 95% interval, it stands only when it saves at both.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -33,13 +39,20 @@ class CheckpointAdvice:
     save_s: float | None  # median measured save time
     interval_s: float | None  # median measured time between saves
     optimal_interval_s: float | None  # Young's sqrt(2·δ·M), Daly's correction where δ is not small
-    gpu_hours_saved: float | None  # on this run, had it saved at the optimal interval
+    # on this run, had it saved at the optimal interval: its ledger re-priced (`resaving_gain`), net of any extra
+    # cost (negative: the optimum would have cost more here); None without the ledger's rows
+    gpu_hours_saved: float | None
     # the exact 95% Poisson interval of the MTBF, and the optimal intervals at its two ends
     mtbf_job_hours_lo: float | None = None
     mtbf_job_hours_hi: float | None = None  # None: unbounded (no failure yet)
     optimal_interval_lo_s: float | None = None
     optimal_interval_hi_s: float | None = None
     enough_exposure: bool = False  # the cluster's GPU-hours reach rates.MIN_EXPOSURE_GPU_HOURS
+    # the same saving priced at the optimum of each end of the MTBF interval (the lesser, the greater), and
+    # whether it stands: both ends known and both save
+    gpu_hours_saved_lo: float | None = None
+    gpu_hours_saved_hi: float | None = None
+    saving_stands: bool = False
 
     def to_dict(self) -> dict:
         return self.__dict__.copy()
@@ -58,12 +71,35 @@ def daly_interval(save_s: float, mtbf_s: float) -> float:
     return math.sqrt(2 * save_s * mtbf_s) * (1 + x / 3 + x * x / 9) - save_s
 
 
+def training_interval_s(adv: CheckpointAdvice) -> float | None:
+    """The training time between two saves: the measured gap between saves less one save. This is the τ of
+    Young and Daly's optimum, and the one "saves every" figure the what-if and the scorecard print."""
+    if not adv.interval_s or not adv.save_s or adv.interval_s <= adv.save_s:
+        return None
+    return adv.interval_s - adv.save_s
+
+
+def resaved(ratio: float) -> pl.Expr:
+    """Each ledger row's seconds had the run saved after `ratio` times as much training between saves: the save
+    time scales with the number of saves (1/ratio), the work a failure throws away with the interval (ratio)."""
+    return (pl.when(pl.col("category") == "checkpoint").then(pl.col("seconds") / ratio)
+            .when(pl.col("category") == "recompute").then(pl.col("seconds") * ratio)
+            .otherwise(pl.col("seconds")))
+
+
+def resaving_gain(rows: pl.DataFrame, gpus: int, tau_s: float, tau0_s: float) -> float:
+    """GPU-hours the ledger `rows` (category, seconds per GPU) would have saved with τ s of training between saves
+    instead of τ0 (negative: cost more)."""
+    return float(rows.select(((pl.col("seconds") - resaved(tau_s / tau0_s)) * (gpus / 3600)).sum()).item() or 0.0)
+
+
 def advise(con: duckdb.DuckDBPyConnection, run: str, gpus: int, gpu_hours: float,
-           incidents: pl.DataFrame) -> CheckpointAdvice:
+           incidents: pl.DataFrame, rows: pl.DataFrame | None = None) -> CheckpointAdvice:
     """Advice for one run, from its cluster's record in the store and its own saves.
 
     `incidents` holds the incidents of every run on the run's cluster (this run's at least): the
-    caller computes them, so that advice reads frames and never calls back into attribution."""
+    caller computes them, so that advice reads frames and never calls back into attribution. `rows` are the
+    run's ledger rows (`Attribution.rows`), which the saving re-prices; without them it is None."""
     info = store.frame(con, "SELECT cluster FROM runs WHERE run = ?", [run])
     cluster = info["cluster"][0] if info.height else None
     fleet = _exposure(con, cluster)
@@ -86,11 +122,22 @@ def advise(con: duckdb.DuckDBPyConnection, run: str, gpus: int, gpu_hours: float
         return CheckpointAdvice(run, cluster, failures, cluster_hours, None, save_s, interval, None, None, **bounds)
     mtbf_s = cluster_hours / failures / gpus * 3600  # failures scale with the GPUs a job holds
     best = daly_interval(save_s, mtbf_s)
-    saved = None
-    if interval:
-        saved = max(0.0, waste_fraction(interval, save_s, mtbf_s) - waste_fraction(best, save_s, mtbf_s)) * gpu_hours
-    return CheckpointAdvice(run, cluster, failures, cluster_hours, mtbf_s / 3600, float(save_s), interval, best, saved,
-                            **bounds)
+    adv = CheckpointAdvice(run, cluster, failures, cluster_hours, mtbf_s / 3600, float(save_s), interval, best, None,
+                           **bounds)
+    return _with_saving(adv, rows, gpus)
+
+
+def _with_saving(adv: CheckpointAdvice, rows: pl.DataFrame | None, gpus: int) -> CheckpointAdvice:
+    """The advice with its saving: the ledger re-priced at the optimum, and at the optimum of each MTBF end."""
+    tau0 = training_interval_s(adv)
+    if rows is None or tau0 is None or not adv.optimal_interval_s:
+        return adv
+    ends = [resaving_gain(rows, gpus, t, tau0) for t in (adv.optimal_interval_lo_s, adv.optimal_interval_hi_s) if t]
+    both = len(ends) == 2
+    return dataclasses.replace(
+        adv, gpu_hours_saved=resaving_gain(rows, gpus, adv.optimal_interval_s, tau0),
+        gpu_hours_saved_lo=min(ends) if both else None, gpu_hours_saved_hi=max(ends) if both else None,
+        saving_stands=both and min(ends) > 0)
 
 
 def _exposure(con: duckdb.DuckDBPyConnection, cluster: str | None) -> pl.DataFrame:

@@ -226,7 +226,8 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
         run=run, gpus=gpus, cluster=info.get("cluster"), wall_hours=total_s / 3600, gpu_hours=gpu_hours,
         steady_mfu=steady, effective_mfu=None if steady is None else steady * productive / gpu_hours,
         baseline_step_s=b, rows=rows, incidents=inc, evidence=evidence, mfu_source=source, notes=notes, clocks=clocks,
-        checkpoint_advice=advice.advise(con, run, gpus, gpu_hours, _with_cluster_runs(con, run, inc, s)))
+        checkpoint_advice=advice.advise(con, run, gpus, gpu_hours, _with_cluster_runs(con, run, inc, s),
+                                        rows))
 
 
 def _inventory(con: duckdb.DuckDBPyConnection, hosts: pl.Series, ranked: pl.Series) -> pl.DataFrame:

@@ -309,8 +309,9 @@ def _advice(atts: dict[str, attribution.Attribution], week_runs: list[str],
             priced: dict[str, what_if.WhatIf]) -> pl.DataFrame:
     """Each run's checkpoint-interval advice (Young/Daly on the cluster's measured failure rate).
 
-    The saving and the verdict are the what-if's own (`checkpoint_interval` priced on the run's ledger, the
-    same pricing the what-if table sums), and "training between saves" is the τ that pricing compares with
+    The saving is the advice's own (`account.advice`: the run's ledger re-priced at the optimum, the figure the
+    what-if's `checkpoint_interval` prices), printed only where it stands across the MTBF's interval; the
+    verdict of one that does not is the what-if's. "Training between saves" is the τ that pricing compares with
     the optimum: the measured gap between saves less one save. `cluster_gpu_hours` is the exposure of the
     run's cluster (every run of it in the store), not the provider's of the reliability table."""
     recs = [a.checkpoint_advice.to_dict() for r, a in atts.items() if r in week_runs and a.checkpoint_advice]
@@ -318,15 +319,15 @@ def _advice(atts: dict[str, attribution.Attribution], week_runs: list[str],
               "mtbf_job_hours": pl.Float64, "save_s": pl.Float64, "interval_s": pl.Float64,
               "optimal_interval_s": pl.Float64, "gpu_hours_saved": pl.Float64, "mtbf_job_hours_lo": pl.Float64,
               "mtbf_job_hours_hi": pl.Float64, "optimal_interval_lo_s": pl.Float64,
-              "optimal_interval_hi_s": pl.Float64, "enough_exposure": pl.Boolean}
+              "optimal_interval_hi_s": pl.Float64, "enough_exposure": pl.Boolean, "gpu_hours_saved_lo": pl.Float64,
+              "gpu_hours_saved_hi": pl.Float64, "saving_stands": pl.Boolean}
     out = pl.DataFrame(recs, schema=schema) if recs else pl.DataFrame(schema=schema)
     found = {run: next((p for p in w.pricings if p.policy == "checkpoint_interval"), None)
              for run, w in priced.items()}
-    saved = {run: p.gpu_hours_saved - p.gpu_hours_extra for run, p in found.items() if p is not None and p.stands}
     verdicts = {run: p.verdict for run, p in found.items() if p is not None and p.priced}
     out = out.with_columns(
         train_interval_s=pl.when(pl.col("interval_s") > pl.col("save_s")).then(pl.col("interval_s") - pl.col("save_s")),
-        gpu_hours_saved=pl.col("run").replace_strict(saved, default=None, return_dtype=pl.Float64),
+        gpu_hours_saved=pl.when(pl.col("saving_stands")).then(pl.col("gpu_hours_saved")),
         _what_if=pl.col("run").replace_strict(verdicts, default=None, return_dtype=pl.String))
     ratio = pl.col("train_interval_s") / pl.col("optimal_interval_s")
     secs = lambda c: pl.col(c).round(0).cast(pl.Int64)  # noqa: E731

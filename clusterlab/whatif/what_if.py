@@ -186,8 +186,8 @@ def price(con: duckdb.DuckDBPyConnection, a: attribution.Attribution,
     kinds = a.incidents.select("incident_id", "kind", inc_mode="failure_mode",
                                failure=advice.is_failure())
     rows = a.rows.join(kinds, on="incident_id", how="left")
-    ev = _Evidence(a, rows, a.checkpoint_advice or advice.advise(con, run, a.gpus, a.gpu_hours, a.incidents),
-                   float(usd.item() or 0.0) if usd.height else 0.0, con)
+    adv = a.checkpoint_advice or advice.advise(con, run, a.gpus, a.gpu_hours, a.incidents, a.rows)
+    ev = _Evidence(a, rows, adv, float(usd.item() or 0.0) if usd.height else 0.0, con)
     if isinstance(policies, str | Policy):  # one policy given bare: `lab.what_if(run, "hang_timeout=60")`
         policies = [policies]
     asked = [Policy.parse(p) if isinstance(p, str) else p for p in (policies or [Policy(n) for n in POLICIES])]
@@ -260,36 +260,25 @@ def _checkpoint_interval(ev: _Evidence, value: float | str | None) -> Priced:
     ]
 
 
-def training_interval_s(adv: advice.CheckpointAdvice) -> float | None:
-    """The training time between two saves: the measured gap between saves less one save. This is the τ of
-    Young and Daly's optimum, and the one "saves every" figure the what-if and the scorecard print."""
-    if not adv.interval_s or not adv.save_s or adv.interval_s <= adv.save_s:
-        return None
-    return adv.interval_s - adv.save_s
-
-
-def _resaved(ratio: float) -> pl.Expr:
-    """Each row's seconds had the run saved after `ratio` times as much training between saves."""
-    return (pl.when(pl.col("category") == "checkpoint").then(pl.col("seconds") / ratio)
-            .when(pl.col("category") == "recompute").then(pl.col("seconds") * ratio)
-            .otherwise(pl.col("seconds")))
+# NOTE: one definition of τ and of the re-pricing, advice's: the advice's saving is this policy's at the optimum
+training_interval_s = advice.training_interval_s
+_resaved = advice.resaved
 
 
 def _interval_support(ev: _Evidence, tau0: float) -> str:
     """Whether the Young/Daly saving holds across the MTBF's 95% interval: priced again at the optimum of each
-    end, it must save at both; otherwise a Thin assumption that says how far the saving could swing."""
-    adv, h = ev.advice, ev.a.gpus / 3600
+    end (advice's `gpu_hours_saved_lo` / `_hi`), it must save at both; otherwise a Thin assumption that says how
+    far the saving could swing."""
+    adv = ev.advice
     ends = [t for t in (adv.optimal_interval_lo_s, adv.optimal_interval_hi_s) if t]
     exposure = (f"{adv.cluster_gpu_hours:,.1f} GPU-hours of the cluster's attempts, {adv.failures} "
                 f"failure{'' if adv.failures == 1 else 's'}")
-    if len(ends) < 2:
+    if len(ends) < 2 or adv.gpu_hours_saved_lo is None or adv.gpu_hours_saved_hi is None:
         return Thin(f"{exposure}: the MTBF's 95% interval has no upper end, so the optimum could be any longer "
                     "interval")
-    saved = [float(ev.rows.select(((pl.col("seconds") - _resaved(t / tau0)) * h).sum()).item() or 0.0)
-             for t in ends]
     span = (f"across the MTBF's 95% interval the optimum lies in {ends[0]:.0f}-{ends[1]:.0f} s, where the net "
-            f"saving runs from {min(saved):.3g} to {max(saved):.3g} GPU-hours ({exposure})")
-    return span if min(saved) > 0 else Thin(span)
+            f"saving runs from {adv.gpu_hours_saved_lo:.3g} to {adv.gpu_hours_saved_hi:.3g} GPU-hours ({exposure})")
+    return span if adv.saving_stands else Thin(span)
 
 
 def default_hang_s(baseline_step_s: float) -> float:
