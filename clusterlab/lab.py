@@ -6,17 +6,21 @@ import datetime as dt
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import polars as pl
 
 from clusterlab import store
-from clusterlab.account import attribution
-from clusterlab.account.ledger import LedgerError
-from clusterlab.diagnose import incidents, timeline
 from clusterlab.ingest import attempts as _attempts
-from clusterlab.ingest import driver as _ingest
-from clusterlab.triage import annotations
+
+if TYPE_CHECKING:
+    from clusterlab.account import attribution
+    from clusterlab.diagnose import incidents
+    from clusterlab.ingest import driver as _ingest
+
+# NOTE: the analysis (attribution, the diagnosis, the ingest driver) is imported by the method that uses it: a
+# command line that only ingests, or only lists runs, would otherwise pay a third of a second importing the rest
 
 
 def connect(path: str | os.PathLike | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -117,6 +121,8 @@ class Lab:
         `epoch`: day 0 (UTC) of files that count relative days, such as a fault trace's `event_time`."""
         if self.lake is not None:
             raise ValueError(f"{self.lake}: a lake is read here, not written; clusterlab.scale.spark_ingest adds to it")
+        from clusterlab.ingest import driver as _ingest
+
         return _ingest.ingest(self.con, list(paths), inventory, run=run, host=host, year=year, progress=progress,
                               workers=workers, epoch=_as_datetime(epoch))
 
@@ -166,6 +172,8 @@ class Lab:
         (`start_by`, `end_by`: a scheduler record or its logs), its evidence's own first and last line and the job
         it ran as; the sentences that say which overlapping evidence was reconciled; and each host's clock offset
         from the run's log (`attempt, host, offset_s`), where the step ends its ranks share measure it."""
+        from clusterlab.diagnose import timeline
+
         spans = timeline.attempt_spans(self.con, run)
         if not spans.height:
             raise KeyError(f"run {run!r} has no attempts with times")
@@ -216,6 +224,8 @@ class Lab:
 
     def attribute(self, run: str, settings: incidents.Settings | None = None) -> attribution.Attribution:
         """Incidents and the GPU-time ledger of one run (frames in `.rows`, `.ledger`, `.by(...)`)."""
+        from clusterlab.account import attribution
+
         return attribution.attribute(self.con, run, settings)
 
     def what_if(self, run: str, policies: list | None = None, settings: incidents.Settings | None = None):
@@ -250,6 +260,10 @@ class Lab:
 
     def incidents(self, run: str | None = None, settings: incidents.Settings | None = None) -> pl.DataFrame:
         """One row per incident, root cause first; GPU-hours lost where the run's ledger can be built."""
+        from clusterlab.account import attribution
+        from clusterlab.account.ledger import LedgerError
+        from clusterlab.diagnose import incidents
+
         s = settings or incidents.Settings()
         known = self.sql("SELECT DISTINCT run FROM attempts ORDER BY run")["run"].to_list()
         if run is not None and run not in known and not self.sql("SELECT 1 FROM runs WHERE run = ?", [run]).height:
@@ -291,6 +305,9 @@ class Lab:
 
     def evidence(self, incident_id: str) -> pl.DataFrame:
         """The ranked evidence lines of one incident (root cause first), with file and line."""
+        from clusterlab.account import attribution
+        from clusterlab.account.ledger import LedgerError
+        from clusterlab.diagnose import incidents
         from clusterlab.diagnose.root_cause import EVIDENCE_SCHEMA
         from clusterlab.reports.incident_report import runs_of
 
@@ -316,6 +333,8 @@ class Lab:
         if incident_id not in ids:
             raise ValueError(f"no incident {incident_id!r}" + (f"; {max(runs, key=len)} has {', '.join(ids)}"
                                                                 if runs else "; no run in the store is named so"))
+        from clusterlab.triage import annotations
+
         annotations.annotate(self.con, incident_id, **fields)
 
     def scorecard(self, week: str, providers: list[str] | None = None):

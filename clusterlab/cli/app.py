@@ -10,8 +10,6 @@ import click
 import duckdb
 import polars as pl
 
-from clusterlab.account import goodput, steady_state
-from clusterlab.account.ledger import LedgerError
 from clusterlab.cli.changes import change_group
 from clusterlab.cli.common import (
     emit_json,
@@ -28,7 +26,6 @@ from clusterlab.cli.common import (
 )
 from clusterlab.cli.lake import ENGINES, spark_ingest_status
 from clusterlab.cli.lake import export as export_command
-from clusterlab.cli.relaunch import print_plan
 from clusterlab.cli.relaunch import relaunch as relaunch_command
 from clusterlab.cli.reports import COMMANDS as REPORT_COMMANDS
 from clusterlab.cli.simulate import simulate
@@ -36,13 +33,12 @@ from clusterlab.cli.tickets import ticket_group
 from clusterlab.cli.watch import metrics as metrics_command
 from clusterlab.cli.watch import watch as watch_command
 from clusterlab.cli.whatif import what_if_command
-from clusterlab.lab import Lab
-from clusterlab.reports.render import write_week
-from clusterlab.reports.scorecard import latest_week
-from clusterlab.simulator.sink import OutDirError, check_out_dir, mark_out_dir
 from clusterlab.store import DEFAULT_DB, DatabaseLocked
 from clusterlab.taxonomy import MODES
 from clusterlab.torchtools.preflight import preflight
+
+# NOTE: every command's module is imported here, but what a command does (attribution, reports, the simulator,
+# relaunch, watch) is imported inside it: `clusterlab ingest` would otherwise pay 0.3 s to import all of it
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data_samples"
 
@@ -283,6 +279,9 @@ def _print_attribution(a) -> None:
 @click.pass_context
 def attribute(ctx, run, fmt, as_json):
     """The GPU-time ledger of a run: every GPU-hour in one category, tied to incident, mode, host, provider."""
+    from clusterlab.account import goodput, steady_state
+    from clusterlab.account.ledger import LedgerError
+
     with open_lab(ctx, read_only=True) as lab:
         try:
             a = lab.attribute(run)
@@ -326,6 +325,13 @@ def annotate(ctx, incident_id, **fields):
 @click.pass_context
 def demo(ctx, out: Path, samples: Path, force: bool):
     """The main job on the embedded samples: ingest, attribution, reports and the dry-run relaunch plan."""
+    from clusterlab.account.ledger import LedgerError
+    from clusterlab.cli.relaunch import print_plan
+    from clusterlab.lab import Lab
+    from clusterlab.reports.render import write_week
+    from clusterlab.reports.scorecard import latest_week
+    from clusterlab.simulator.sink import OutDirError, check_out_dir, mark_out_dir
+
     try:
         check_out_dir(out, force)
     except OutDirError as e:

@@ -5,16 +5,19 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from clusterlab import store
 from clusterlab.cli.common import EXIT_BAD_INPUT
 from clusterlab.lab import Lab
-from clusterlab.relaunch.backends import BACKENDS
-from clusterlab.relaunch.execute import RelaunchRefused, execute, release
-from clusterlab.relaunch.plan import RelaunchPlan, relaunch_plan
-from clusterlab.relaunch.safety import UnsafeValueError
+
+if TYPE_CHECKING:
+    from clusterlab.relaunch.plan import RelaunchPlan
+
+# NOTE: `clusterlab.relaunch` (the plan, its backends) is imported when the command runs or its help is shown:
+# every other command would pay for it
 
 EXIT_FAILED = 1  # the relaunch was attempted and did not take
 
@@ -51,6 +54,23 @@ def print_plan(plan: RelaunchPlan) -> None:
         click.echo(f"  warning: {w}")
 
 
+class _Backends(click.Choice):
+    """The relaunch backends' names, read from `clusterlab.relaunch` when first needed."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self):
+        from clusterlab.relaunch.backends import BACKENDS
+
+        return sorted(BACKENDS)
+
+    @choices.setter
+    def choices(self, value) -> None:  # (click.Choice sets them; they are BACKENDS' names)
+        pass
+
+
 def _quote(arg: str) -> str:
     """An argument shown as one word (display only: the command is never given to a shell)."""
     return arg if arg and all(ch.isalnum() or ch in "-_=./:,[]@%+" for ch in arg) else json.dumps(arg)
@@ -58,7 +78,7 @@ def _quote(arg: str) -> str:
 
 @click.command("relaunch")
 @click.option("--run", required=True, help="The run to relaunch.")
-@click.option("--backend", type=click.Choice(sorted(BACKENDS)), help="Default: run.toml's launcher.")
+@click.option("--backend", type=_Backends(), help="Default: run.toml's launcher.")
 @click.option("--execute", "do_execute", is_flag=True, help="Drain, launch and record it (default: dry run).")
 @click.option("--watch", "watch_s", type=float, default=60.0, show_default=True,
               help="Seconds to watch the relaunched job for its first steps.")
@@ -71,6 +91,10 @@ def _quote(arg: str) -> str:
 def relaunch(ctx: click.Context, run: str, backend: str | None, do_execute: bool, watch_s: float,
              watch_dir: Path | None, release_id: int | None, as_json: bool) -> None:
     """The relaunch plan of a run: hosts to exclude and drain, the intact checkpoint, the command."""
+    from clusterlab.relaunch.execute import RelaunchRefused, execute
+    from clusterlab.relaunch.plan import relaunch_plan
+    from clusterlab.relaunch.safety import UnsafeValueError
+
     path = store.db_path((ctx.obj or {}).get("db"))
     if release_id is not None:
         _release(path, release_id)
@@ -113,6 +137,8 @@ def relaunch(ctx: click.Context, run: str, backend: str | None, do_execute: bool
 
 
 def _release(path: str, relaunch_id: int) -> None:
+    from clusterlab.relaunch.execute import RelaunchRefused, release
+
     if path != ":memory:" and not Path(path).exists():
         _fail(f"{path}: no database")
     try:

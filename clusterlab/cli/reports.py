@@ -14,10 +14,9 @@ import click
 
 from clusterlab.cli.common import EXIT_BAD_INPUT, fail, open_error
 from clusterlab.lab import Lab
-from clusterlab.reports import render
-from clusterlab.reports.incident_report import incident_report
-from clusterlab.reports.scorecard import scorecard
 from clusterlab.store import db_path
+
+# NOTE: `clusterlab.reports` is imported by the command that runs: every other command would pay for it
 
 DEFAULT_OUT = Path("clusterlab-reports")  # where `scorecard` writes without --out
 
@@ -61,6 +60,9 @@ _json = click.option("--json", "as_json", is_flag=True, help="Print one JSON doc
 def scorecard_cmd(ctx: click.Context, week: str, out: Path | None, fmt: str | None, providers: tuple[str, ...],
                   as_json: bool) -> None:
     """Weekly provider scorecard: GPU-hours delivered and lost, ETTR, MFU, MTBF, failure mix, worst hosts, ranking."""
+    from clusterlab.reports import render
+    from clusterlab.reports.scorecard import scorecard
+
     with _open(ctx) as lab:
         try:
             sc = scorecard(lab.con, week, providers or None)
@@ -101,6 +103,9 @@ def _print_summary(sc) -> None:
 @click.pass_context
 def report_cmd(ctx: click.Context, incident_id: str, out: Path | None, fmt: str | None, as_json: bool) -> None:
     """Incident report for a provider's support: evidence lines, timeline, cost, recommended action, relaunch."""
+    from clusterlab.reports import render
+    from clusterlab.reports.incident_report import incident_report
+
     if fmt is None and out is not None and out.suffix in (".html", ".md"):
         fmt = out.suffix[1:]
     with _open(ctx) as lab:

@@ -8,10 +8,6 @@ from pathlib import Path
 import click
 
 from clusterlab.cli.common import EXIT_BAD_INPUT
-from clusterlab.simulator.bundle import simulate as _simulate
-from clusterlab.simulator.demo import write_demo
-from clusterlab.simulator.sink import OutDirError, check_out_dir, mark_out_dir
-from clusterlab.simulator.telemetry import add_telemetry
 
 
 @click.command("simulate")
@@ -43,6 +39,12 @@ def simulate(out: Path, scenario: str, seed: int, providers: int, clusters_per_p
              days: float, gpus_per_node: int, failure_scale: float, step_s: float | None, no_scenarios: bool,
              adversarial: bool, telemetry: bool, gzip: bool, force: bool, as_json: bool) -> None:
     """Write a synthetic fleet's evidence bundle, in real log formats, with truth.json."""
+    # (imported here: the simulator is a tenth of a second that no other command needs)
+    from clusterlab.simulator.bundle import simulate as _simulate
+    from clusterlab.simulator.demo import write_demo
+    from clusterlab.simulator.sink import OutDirError, check_out_dir, mark_out_dir
+    from clusterlab.simulator.telemetry import add_telemetry
+
     try:
         check_out_dir(out, force)
     except OutDirError as e:

@@ -11,12 +11,8 @@ import click
 from clusterlab import store
 from clusterlab.cli.common import EXIT_BAD_INPUT
 from clusterlab.ingest.reader import InputError
-from clusterlab.watch import metrics as prom
-from clusterlab.watch.alerts import Alerter
-from clusterlab.watch.detect import WatchSettings
-from clusterlab.watch.loop import TickResult, Watcher
-from clusterlab.watch.policy import Policy, load_policy
-from clusterlab.watch.relaunch import PolicyRelaunch
+
+# NOTE: `clusterlab.watch` is imported by the command that runs: every other command would pay for it
 
 
 def _fail(message: str) -> None:
@@ -53,6 +49,13 @@ def _fail(message: str) -> None:
 def watch(ctx, run, paths, interval, hang_min_s, hang_steps, events_file, on_alert, repeat_s, metrics_at,
           metrics_any_host, textfile, relaunch_mode, policy_file, ticks):
     """Follow a running job's evidence: live state, hang / failure / straggler / node alerts, metrics."""
+    from clusterlab.watch import metrics as prom
+    from clusterlab.watch.alerts import Alerter
+    from clusterlab.watch.detect import WatchSettings
+    from clusterlab.watch.loop import Watcher
+    from clusterlab.watch.policy import Policy, load_policy
+    from clusterlab.watch.relaunch import PolicyRelaunch
+
     db = ctx.obj["db"]
     if db == ":memory:":
         _fail("watch needs a database file (--db PATH): readers open it between ticks")
@@ -66,7 +69,7 @@ def watch(ctx, run, paths, interval, hang_min_s, hang_steps, events_file, on_ale
         click.echo(f"watch: metrics on http://{host}:{port}/metrics")
     after_tick = []
     if snap is not None or textfile:
-        def refresh(con, res: TickResult) -> None:
+        def refresh(con, res) -> None:
             fams = prom.families(con, run)
             if snap is not None:
                 snap.metrics = fams
@@ -103,6 +106,8 @@ def watch(ctx, run, paths, interval, hang_min_s, hang_steps, events_file, on_ale
 @click.pass_context
 def metrics(ctx, run, textfile):
     """OpenMetrics text of the watched runs: goodput, step rate against baseline, lost GPU-hours, open incidents."""
+    from clusterlab.watch import metrics as prom
+
     try:
         con = store.connect(ctx.obj["db"], read_only=ctx.obj["db"] != ":memory:")
     except store.DatabaseLocked as e:

@@ -6,20 +6,31 @@ from __future__ import annotations
 
 import click
 
-from clusterlab.account.ledger import LedgerError
 from clusterlab.cli.common import emit_json, fail, open_lab, print_frame
-from clusterlab.whatif.what_if import POLICIES, PolicyError
+
+
+class _PolicyOption(click.Option):
+    """--policy, whose help names the policies: read from `clusterlab.whatif` when the help is shown, so that
+    the command line does not import the what-if analysis (and the attribution under it) for every command."""
+
+    def get_help_record(self, ctx: click.Context):
+        from clusterlab.whatif.what_if import POLICIES
+
+        self.help = (f"A policy to price (repeatable; default: all): {', '.join(POLICIES)}. "
+                     "E.g. hang_timeout=120, checkpoint_interval=600, provider=borealis.")
+        return super().get_help_record(ctx)
 
 
 @click.command("what-if")
 @click.option("--run", required=True, help="The run whose ledger to re-price.")
-@click.option("--policy", "policies", multiple=True, metavar="NAME[=SECONDS|PROVIDER]",
-              help=f"A policy to price (repeatable; default: all): {', '.join(POLICIES)}. "
-                   "E.g. hang_timeout=120, checkpoint_interval=600, provider=borealis.")
+@click.option("--policy", "policies", cls=_PolicyOption, multiple=True, metavar="NAME[=SECONDS|PROVIDER]",
+              help="A policy to price (repeatable; default: all).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else.")
 @click.pass_context
 def what_if_command(ctx: click.Context, run: str, policies: tuple[str, ...], as_json: bool) -> None:
     """What the run would have cost under other policies: GPU-hours and $ saved, with the assumptions."""
+    from clusterlab.account.ledger import LedgerError
+    from clusterlab.whatif.what_if import PolicyError
 
     with open_lab(ctx, read_only=True) as lab:
         try:

@@ -8,17 +8,24 @@ costs one statement per table, not one per file: that is what makes a 20-line fi
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import polars as pl
-import pyarrow as pa
 
 from clusterlab import store
 from clusterlab.ingest import training_health
 from clusterlab.ingest.pack import UNMATCHED
 from clusterlab.ingest.parse import FilePlan, PackedRows, ParsedFile
 from clusterlab.tables import TABLE_COLUMNS, evidence_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# NOTE: pyarrow (a tenth of a second to import) is imported by the first batch that has rows to write: an
+# ingest that finds nothing new never needs it
 
 BATCH_FILES = 2048  # files per transaction at most ...
 BATCH_ROWS = 1_000_000  # ... or rows (a batch of ~100k rows costs 1.5x as much a row: see _write_batch)
@@ -29,7 +36,11 @@ _RECORD = {
     "collectors": pl.List(pl.String), "run": pl.String, "attempt": pl.Int32, "host": pl.String,
     "rows": pl.Int64, "unparsed": pl.Int64, "other_lines": pl.Int64,
 }
-_ARROW = {name: pl.Series([], dtype=t).to_arrow().type for name, t in _RECORD.items()}
+
+
+@cache
+def _arrow_types() -> dict[str, pa.DataType]:
+    return {name: pl.Series([], dtype=t).to_arrow().type for name, t in _RECORD.items()}
 
 
 class Writer:
@@ -116,6 +127,8 @@ def _write_batch(con: duckdb.DuckDBPyConnection, batch: list[ParsedFile]) -> Non
                 (frames if isinstance(p, pl.DataFrame) else spills).setdefault(table, []).append(p)
         if pf.unmatched is not None:
             frames.setdefault(UNMATCHED, []).append(pf.unmatched)
+    import pyarrow as pa
+
     for table in (*TABLE_COLUMNS, UNMATCHED):
         # NOTE: one insert per table and batch: rechunked, as DuckDB reads an Arrow table of hundreds of one-file
         # chunks 3x slower; and whole, as an insert of less than a row group (122,880 rows) is written twice (its
@@ -211,8 +224,11 @@ def _record(con: duckdb.DuckDBPyConnection, batch: list[ParsedFile]) -> None:
     if new:
         # NOTE: built with Arrow column by column: polars builds a Series for each row's list of collectors
         # (0.1 ms a file, a tenth of the writer's time at a fleet's file count)
+        import pyarrow as pa
+
         columns = zip(*new, strict=True)  # (every record has every field)
-        records = pa.table({name: pa.array(col, _ARROW[name]) for name, col in zip(_RECORD, columns, strict=True)})
+        types = _arrow_types()
+        records = pa.table({name: pa.array(col, types[name]) for name, col in zip(_RECORD, columns, strict=True)})
         con.register("_records", records)
         try:
             con.execute("INSERT INTO ingested_files BY NAME SELECT *, now() AS ingested_at FROM _records")
