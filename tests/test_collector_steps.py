@@ -368,6 +368,40 @@ def test_step_jsonl_large_batch_keeps_every_good_record_around_bad_ones():
     assert frame["line"].is_sorted() and 778 not in frame["line"].to_list()
 
 
+def test_step_jsonl_a_bad_record_leaves_its_neighbours_to_the_fast_reader(monkeypatch):
+    """One record the NDJSON reader refuses among thousands: the others are read as if it were not there (same
+    values), and only a small part around it goes to the slow decoders."""
+    texts = [record(rank=i % 64, step=i // 64, ts=1795824000 + i / 8) for i in range(6_000)]
+    clean = run(step_jsonl, *texts).tables["rank_steps"]
+    slow: list[int] = []
+    real = step_jsonl._decode_slowly
+    monkeypatch.setattr(step_jsonl, "_decode_slowly", lambda part: slow.append(part.height) or real(part))
+    cut = run(step_jsonl, *texts[:3_000], '{"ts": 1795824002.5, "rank": 1, "step": }', *texts[3_000:])
+    frame = cut.tables["rank_steps"]
+    assert cut.unparsed == 1 and cut.unparsed_lines.to_list() == [3_001]
+    assert frame.with_columns(line=pl.col("line") - (pl.col("line") > 3_001)).equals(clean)
+    assert slow and max(slow) <= 64
+
+
+def test_step_jsonl_files_read_together_give_each_file_its_rows_alone_when_some_are_damaged():
+    """Per-rank files of a fleet read in one call, one cut mid-line as its rank died and one with junk inside: each
+    file gets the rows and unread lines it gets alone, and the clean ones are still read together."""
+    base = 1 << 32
+    texts = ["\n".join(record(rank=r, step=s, ts=f"2026-11-28T00:{s:02d}:0{r}.5Z") for s in range(40)) + "\n"
+             for r in range(6)]
+    texts[2] += '{"ts": "2026-11-28T00:41:00Z", "rank": 2, "ste'
+    texts[4] = texts[4].replace(record(rank=4, step=7, ts="2026-11-28T00:07:04.5Z"), "not json")
+    together = step_jsonl.parse_whole([t.encode() for t in texts], base)
+    alone = []
+    for i, t in enumerate(texts):
+        got = step_jsonl.parse_whole([t.encode()], base)
+        unread = got.unparsed_lines.to_list() if got.unparsed_lines is not None else []
+        alone.append((got.tables["rank_steps"].with_columns(line=pl.col("line") + i * base),
+                      [n + i * base for n in unread]))
+    assert together.tables["rank_steps"].equals(pl.concat([f for f, _ in alone]))
+    assert together.unparsed_lines.to_list() == [n for _, u in alone for n in u] == [2 * base + 41, 4 * base + 8]
+
+
 def test_step_jsonl_sniff_needs_objects_with_rank_and_step():
     assert step_jsonl.sniff(((record() + "\n") * 3 + '{"ts": 1, "ra').encode(), "x.jsonl")
     assert not step_jsonl.sniff(b'{"loss": 1.0, "step": 3}\n{"loss": 0.9, "step": 4}\n', "x.jsonl")

@@ -37,6 +37,8 @@ _FIELDS: dict[str, pl.DataType] = {
 # this read fail at once, and the text schema reads it.
 _EPOCH = {**_FIELDS, "ts": pl.Float64}
 _TYPED = pl.Struct(_FIELDS)
+_HALVINGS = 32  # damaged files a group's reads may single out before the group is read line by line instead
+_SLOW_PART = 64  # lines: a part this small the fast reader refused goes to the slow decoders whole
 # The fallback: every field as text, cast afterwards ("rank": "3" is read).
 _TEXT = pl.Struct({k: pl.String for k in _FIELDS})
 _OBJECT = r"^\s*\{.*\}\s*$"
@@ -61,25 +63,64 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
 
 
 def parse_whole(texts: list[bytes], base: int) -> Parsed | None:
-    """Whole files that are step records and nothing else (a fleet's per-rank files): one NDJSON read over
-    their joined text (UTF-8), line `i x base + n` for line n of text i. None where any line is blank, not a
-    record, or has a carriage return: `parse` then reads the lines one by one and reports them."""
-    joined = b"".join(t if t.endswith(b"\n") else t + b"\n" for t in texts)
-    if b"\r" in joined:
+    """Whole files of step records (a fleet's per-rank files): NDJSON reads over their joined text (UTF-8), line
+    `i x base + n` for line n of text i. A file the joined read refuses (a last line cut as its rank died, junk)
+    is found by halving the files and read line by line, as alone; the others stay in the joined reads. None
+    where a carriage return is in any: the engine then reads every line one by one."""
+    if any(b"\r" in t for t in texts):
         return None
+    out, cut, reads = Parsed(), [i for i, t in enumerate(texts) if not _closed(t)], 0
+    # NOTE: the usual damage, a last line cut as the rank died, is seen without a read; halving finds the rest
+    # (each halving reads its part again: a few damaged files among hundreds cost a few reads, not hundreds)
+    bounds = [-1, *cut, len(texts)]
+    pending = [(a + 1, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a + 1][::-1]
+    while pending:
+        lo, hi = pending.pop()
+        rows = _whole(texts[lo:hi], lo, base)
+        if rows is not None:
+            _add(out, rows)
+            reads += 1
+        elif len(cut) >= _HALVINGS:  # damaged throughout: one line-by-line pass over all is cheaper
+            return None
+        elif hi - lo > 1:
+            mid = (lo + hi) // 2
+            pending += [(mid, hi), (lo, mid)]
+        else:
+            cut.append(lo)
+    for i in sorted(cut):
+        text = texts[i].decode("utf-8").removesuffix("\n").split("\n")
+        got = parse(pl.DataFrame({"line": pl.int_range(1, len(text) + 1, dtype=pl.Int64, eager=True) + i * base,
+                                  "text": text}), Context(path=""))
+        for table, frame in got.tables.items():
+            out.add(table, frame)
+        if got.unparsed_lines is not None:
+            out.unparsed_lines = (got.unparsed_lines if out.unparsed_lines is None
+                                  else pl.concat([out.unparsed_lines, got.unparsed_lines]))
+        out.unparsed += got.unparsed
+    if cut or reads > 1:
+        out.tables = {t: f.sort("line") for t, f in out.tables.items()}
+    if out.unparsed_lines is not None:
+        out.unparsed_lines = out.unparsed_lines.sort()
+    return out
+
+
+def _closed(text: bytes) -> bool:
+    """The file's last record is whole (it ends with a closing brace, before any final line break)."""
+    return text.rstrip(b"\n").endswith(b"}")
+
+
+def _whole(texts: list[bytes], first: int, base: int) -> pl.DataFrame | None:
+    """The records of whole clean files (`first`: the index of the first), or None where the read refuses one."""
+    joined = b"".join(t if t.endswith(b"\n") else t + b"\n" for t in texts)
     counts = pl.Series([t.count(b"\n") + (not t.endswith(b"\n")) for t in texts], dtype=pl.Int64)
     fast = _read(joined)
     if fast is None or fast.height != counts.sum():
         return None
     starts = counts.cum_sum() - counts
-    line = (pl.int_range(0, len(texts), dtype=pl.Int64).repeat_by(counts).explode() * base
+    line = (pl.int_range(first, first + len(texts), dtype=pl.Int64).repeat_by(counts).explode() * base
             + pl.int_range(1, fast.height + 1, dtype=pl.Int64) - starts.repeat_by(counts).explode())
     rows = _records(fast.with_columns(line=line.alias("line")).select("line", *_FIELDS))
-    if rows.height != fast.height:
-        return None
-    out = Parsed()
-    _add(out, rows)
-    return out
+    return rows if rows.height == fast.height else None
 
 
 def _add(out: Parsed, rows: pl.DataFrame) -> None:
@@ -130,10 +171,35 @@ def _decode(objects: pl.DataFrame) -> pl.DataFrame:
     """`line` plus the record's fields; lines that cannot be decoded are left out."""
     # NOTE: polars' NDJSON reader (SIMD, all cores) reads the batch several times faster than decoding it line
     # by line; it refuses what does not fit the schema ("rank": "3"), and the line-by-line paths take over.
-    if objects.height:
-        fast = _read(objects["text"].str.join("\n").item().encode())
-        if fast is not None and fast.height == objects.height:
-            return fast.with_columns(objects["line"]).select("line", *_FIELDS)
+    # A fleet's group holds the odd file cut mid-line as its rank died: one such line must not send the whole
+    # group to the slow decoders, so the batch is halved around the lines the fast reader refuses.
+    done, slow, pending = [], [], [objects] if objects.height else []
+    while pending:
+        part = pending.pop()
+        fast = _read(part["text"].str.join("\n").item().encode())
+        if fast is not None and fast.height == part.height:
+            done.append(fast.with_columns(part["line"]).select("line", *_FIELDS))
+        elif part.height > _SLOW_PART:
+            half = part.height // 2
+            pending += [part.slice(half), part.slice(0, half)]
+        else:
+            slow.append(part)
+    if not slow:
+        return _in_order(done) if done else objects.select("line").with_columns(
+            pl.lit(None, t).alias(k) for k, t in _FIELDS.items())
+    return _in_order([*done, _decode_slowly(pl.concat(slow))])
+
+
+def _in_order(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    if len(parts) == 1:
+        return parts[0]
+    if len({p.schema["ts"] for p in parts}) > 1:  # epoch numbers in some parts: as text, which _timestamp reads
+        parts = [p.with_columns(pl.col("ts").cast(pl.String)) for p in parts]
+    return pl.concat(parts).sort("line")
+
+
+def _decode_slowly(objects: pl.DataFrame) -> pl.DataFrame:
+    """The lines the NDJSON reader refused (a few among many), decoded with the line-by-line paths."""
     try:
         return _unpack(objects, _TYPED)
     except pl.exceptions.PolarsError:
@@ -170,14 +236,23 @@ def _cast(name: str, dtype: pl.DataType) -> pl.Expr:
 
 def _timestamp(ts: pl.Expr, values: pl.Series | None = None) -> pl.Expr:
     """Naive UTC from ISO 8601 (with or without an offset) or epoch seconds (`values`: the column, to skip
-    the ISO parses when every time is a number, as instrument.py writes them)."""
+    the ISO parses when every time is a number, as instrument.py writes them, or to read the usual UTC spelling
+    first and try the others only on the values it leaves)."""
     epoch = ts.cast(pl.Float64, strict=False)
     # NOTE: seconds only; a value past year 9999 is not a time this format can mean.
     from_epoch = pl.when(epoch.abs() < 2.5e11).then((epoch * 1e6).round().cast(pl.Int64)).cast(pl.Datetime("us"))
-    if values is not None and values.cast(pl.Float64, strict=False).null_count() == values.null_count():
-        return from_epoch
     iso = ts.str.replace(r"^(\d{4}-\d{2}-\d{2}) ", "${1}T").str.replace(r"[Zz]$", "+00:00")
     aware = iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%z", strict=False, time_unit="us").dt.replace_time_zone(None)
     naive = iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us")
-    return pl.coalesce(aware, naive, from_epoch)
-
+    general = pl.coalesce(aware, naive, from_epoch)
+    if values is None:
+        return general
+    if values.dtype != pl.String:
+        return from_epoch if values.cast(pl.Float64, strict=False).null_count() == values.null_count() else general
+    # NOTE: three parses of every value cost a third of a fleet's step-file ingest; most files spell UTC with Z
+    zulu = values.str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", strict=False, time_unit="us")
+    left = zulu.is_null() & values.is_not_null()
+    if not left.any():
+        return pl.lit(zulu)
+    rest = values.filter(left).to_frame("ts").select(general.alias("ts"))["ts"]
+    return pl.lit(zulu.scatter(left.arg_true(), rest))
