@@ -3,13 +3,16 @@
 Launcher prefixes and local times of the lines, numbers from regex groups, step rows merged per
 step and split at restarts, NaN flags and events, checkpoint operations and their pairing, facts,
 and the `Parsed` each collector returns. Every frame here has the columns `prepare()` gives.
+
+Every relation between lines (a step's repeats, a segment, an operation's lines, the loss before) stays within
+one file (`file_of_line`): many small logs may be parsed as one batch (clusterlab.ingest.groups_text).
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, local_to_utc
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, file_of_line, local_to_utc
 
 ANSI = r"\x1b\[[0-9;]*m"
 # pdsh/deepspeed `host: `, then torchrun's `[rank3]:` / `[default3]:` or srun --label's `3: `.
@@ -17,6 +20,11 @@ _LAUNCHER = r"^(?:(?P<h>[A-Za-z][\w.-]*): +)?(?:\[(?:rank|default)(?P<r1>\d+)\]:
 # NOTE: `{:.6E}` prints a non-finite value in capitals (`lm loss: INF`), `{:.3f}` in lower case.
 NUM = r"(-?(?:\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?|(?i:nan|inf)))"
 TS_FORMAT = "%Y-%m-%d %H:%M:%S%.f"
+
+
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
+    """What the step-log collectors' parse reads of the context (`prepare`, `local_time`)."""
+    return (ctx.tz, ctx.known_hosts)
 
 
 def prepare(lines: pl.DataFrame, ctx: Context, ts: str | None = None) -> pl.DataFrame:
@@ -50,6 +58,13 @@ def integer(pattern: str, group: int = 1, col: str = "msg") -> pl.Expr:
     return pl.col(col).str.extract(pattern, group).str.replace_all(",", "").cast(pl.Int64, strict=False)
 
 
+def seconds(span: pl.Expr) -> pl.Expr:
+    """A duration in seconds (float)."""
+    # NOTE: times the reciprocal, not divided: polars divides a column of two or more values by a number that way
+    # and one value truly, so `/ 1e6` could differ in the last bit between a file parsed alone and in a group
+    return span.dt.total_microseconds() * (1 / 1e6)
+
+
 def conform(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     """`frame` reduced to the columns of `table`, with the table's types."""
     schema = TABLE_COLUMNS[table]
@@ -60,7 +75,8 @@ def merge_repeats(steps: pl.DataFrame) -> pl.DataFrame:
     """One row per run of consecutive rows with the same step in one segment."""
     # Ranks repeating a line, or two line kinds reporting one step: keep the run's first line and
     # each column's first non-null value.
-    steps = steps if "_seg" in steps.columns else steps.with_columns(_seg=pl.lit(0, pl.Int64))
+    # NOTE: without segments, a file is one (`segment` numbers them apart per file too)
+    steps = steps if "_seg" in steps.columns else steps.with_columns(_seg=file_of_line())
     change = (pl.col("step") != pl.col("step").shift(1)) | (pl.col("_seg") != pl.col("_seg").shift(1))
     run = change.fill_null(True).cum_sum().alias("_run")
     cols = [c for c in steps.columns if c != "line"]
@@ -69,16 +85,18 @@ def merge_repeats(steps: pl.DataFrame) -> pl.DataFrame:
 
 
 def segment(frame: pl.DataFrame, breaks: pl.Series) -> pl.DataFrame:
-    """`frame` with `_seg`: how many restart markers (line numbers in `breaks`) precede each row."""
+    """`frame` with `_seg`: how many restart markers (line numbers in `breaks`) precede each row, plus its file's
+    index (files parsed together: each file's first segment follows the last of the file before it)."""
     marks = breaks.cast(pl.Int64).unique().sort()
-    return frame.with_columns(_seg=marks.search_sorted(frame["line"], side="left").cast(pl.Int64))
+    seg = marks.search_sorted(frame["line"], side="left")
+    return frame.with_columns(_seg=pl.lit(seg).cast(pl.Int64) + file_of_line())
 
 
 def interval_step_s(steps: pl.DataFrame) -> pl.DataFrame:
     """Fill a missing `step_s` from the time between consecutive step rows of one segment."""
     # seconds between the two rows / steps between them: whatever ran in between is included
     prev_ts, prev_step = pl.col("ts").shift(1).over("_seg"), pl.col("step").shift(1).over("_seg")
-    span = (pl.col("ts") - prev_ts).dt.total_microseconds() / 1e6
+    span = seconds(pl.col("ts") - prev_ts)
     derived = pl.when((pl.col("step") > prev_step) & (span >= 0)).then(span / (pl.col("step") - prev_step))
     return steps.with_columns(step_s=pl.coalesce(pl.col("step_s"), derived))
 
@@ -97,7 +115,8 @@ def flag_nonfinite(steps: pl.DataFrame) -> pl.DataFrame:
     # NOTE: a loss printed as exactly 0 right after a real one (>= 0.1) is no fit: a poisoned model (NaN logits
     # masked away) or every step skipped by an fp16 scaler at its floor reports 0.0; a converging loss gets there
     # through 0.01s. Not beside a real gradient (> 0): an RL objective (GRPO's) is 0 on average and still trains.
-    prev = pl.col("loss").shift(1).forward_fill()  # the last loss printed before (a progress bar's row has none)
+    # the last loss printed before in the file (a progress bar's row has none)
+    prev = pl.col("loss").shift(1).forward_fill().over(file_of_line())
     trains = (pl.col("grad_norm").is_finite() & (pl.col("grad_norm") > 0)).fill_null(False)
     zero = ((pl.col("loss") == 0) & (prev >= 0.1)).fill_null(False) & ~bad & ~bad_grad & ~trains
     kind = pl.col("_kind") if "_kind" in steps.columns else pl.lit(None, pl.String)
@@ -155,9 +174,9 @@ def checkpoint_rows(ops: pl.DataFrame, missing_ok: bool | None) -> pl.DataFrame:
     # part of the open one unless its step differs; finish; timer), `step`, `path`, `duration_s`
     # (printed by a finish or timer line) and `ok` (of a finish line). An operation that has no
     # finish line gets `ok = missing_ok`: False where the format always prints one.
-    ops = ops.sort("line")
-    prev_phase = pl.col("phase").shift(1).over("action")
-    prev_step = pl.col("step").shift(1).over("action")
+    ops = ops.sort("line").with_columns(_f=file_of_line())  # an operation never spans two files
+    prev_phase = pl.col("phase").shift(1).over("_f", "action")
+    prev_step = pl.col("step").shift(1).over("_f", "action")
     closed = prev_phase.is_in(["finish", "timer"])
     opens = pl.col("phase").is_in(["start", "info"]) & (
         prev_phase.is_null() | prev_step.ne_missing(pl.col("step"))
@@ -165,9 +184,9 @@ def checkpoint_rows(ops: pl.DataFrame, missing_ok: bool | None) -> pl.DataFrame:
     # A timer belongs to the operation before it, unless that one already had its timer (a
     # timer of a load that found no checkpoint): then it stands alone and is dropped.
     opens = opens | ((pl.col("phase") == "timer") & (prev_phase.is_null() | (prev_phase == "timer")))
-    ops = ops.with_columns(_op=opens.cast(pl.Int64).cum_sum().over("action"))
+    ops = ops.with_columns(_op=opens.cast(pl.Int64).cum_sum().over("_f", "action"))
     phase = pl.col("phase")
-    groups = ops.group_by("action", "_op", maintain_order=True).agg(
+    groups = ops.group_by("_f", "action", "_op", maintain_order=True).agg(
         pl.col("line").first(), pl.col("ts").drop_nulls().first(), pl.col("host").drop_nulls().first(),
         pl.col("step").drop_nulls().first(), pl.col("path").drop_nulls().first(),
         pl.col("ts").filter(phase.is_in(["start", "info"])).drop_nulls().first().alias("_t0"),
@@ -177,7 +196,7 @@ def checkpoint_rows(ops: pl.DataFrame, missing_ok: bool | None) -> pl.DataFrame:
         (phase == "finish").any().alias("_done"), pl.col("ok").filter(phase == "finish").first().alias("_ok"),
         (phase != "timer").any().alias("_real"),
     )
-    span = (pl.col("_t1") - pl.col("_t0")).dt.total_microseconds() / 1e6
+    span = seconds(pl.col("_t1") - pl.col("_t0"))
     return groups.filter("_real").with_columns(
         duration_s=pl.coalesce("_timer", "_printed", pl.when(span >= 0).then(span)),
         ok=pl.when("_done").then("_ok").otherwise(pl.lit(missing_ok, pl.Boolean)),
@@ -193,10 +212,12 @@ def facts_from(df: pl.DataFrame, pattern: str, pairs: dict[str, int]) -> pl.Data
     return pl.concat(frames).filter(pl.col("value").is_not_null()) if frames else hit.clear()
 
 
-def used_lines(*frames: pl.DataFrame) -> int:
-    """How many distinct lines the frames drew on."""
-    lines = [f["line"] for f in frames if f.height]
-    return pl.concat(lines).n_unique() if lines else 0
+def unused_lines(lines: pl.DataFrame, *frames: pl.DataFrame) -> pl.Series:
+    """The numbers of the `lines` none of the frames drew on."""
+    used = [f.select(pl.col("line").cast(pl.Int64)) for f in frames if f.height]
+    if not used:
+        return lines["line"].cast(pl.Int64)
+    return lines.select(pl.col("line").cast(pl.Int64)).join(pl.concat(used), on="line", how="anti")["line"]
 
 
 def step_result(lines: pl.DataFrame, used: list[pl.DataFrame], **tables: pl.DataFrame) -> Parsed:
@@ -204,5 +225,7 @@ def step_result(lines: pl.DataFrame, used: list[pl.DataFrame], **tables: pl.Data
     out = Parsed()
     for table, frame in tables.items():
         out.add(table, conform(frame, table))
-    out.unparsed = lines.height - used_lines(*used)
+    # by number, not only counted: files parsed together get their own counts (clusterlab.ingest.groups_text)
+    out.unparsed_lines = unused_lines(lines, *used).sort()
+    out.unparsed = len(out.unparsed_lines)
     return out

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed, search
+from clusterlab.collectors._base import Context, Parsed, file_of_line, search
 from clusterlab.collectors._steplog import (
+    GROUP_CONTEXT,  # noqa: F401  (the collector contract: what parse() reads of the context)
     NUM,
     checkpoint_ops,
     checkpoint_rows,
@@ -154,7 +155,8 @@ def _scale_events(df: pl.DataFrame) -> pl.DataFrame:
     # hysteresis (2 by default) absorbed printed `Attempted loss scale: 65536, reducing to 65536` once, then the next
     # overflow halved it; only a scale pinned at its floor is "reduced" to itself overflow after overflow.
     stuck = (next_scale >= tried).fill_null(False)
-    pinned = stuck & stuck.shift(1) & stuck.shift(2) & (tried == tried.shift(1)) & (tried == tried.shift(2))
+    pinned = (stuck & stuck.shift(1) & stuck.shift(2) & (tried == tried.shift(1)) & (tried == tried.shift(2))
+              ).over(file_of_line())  # the overflows before, in the same file
     floor = pl.col("msg").str.contains(_MIN_SCALE) | (stuck & (tried <= 1.0)) | pinned.fill_null(False)
     return hit.sort("line").select(
         "line", "ts", "host",

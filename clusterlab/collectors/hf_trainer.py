@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed, search
+from clusterlab.collectors._base import Context, Parsed, file_of_line, search
 from clusterlab.collectors._steplog import (
+    GROUP_CONTEXT,  # noqa: F401  (the collector contract: what parse() reads of the context)
     NUM,
     TS_FORMAT,
     checkpoint_ops,
@@ -117,27 +118,33 @@ def _bar_clock(df: pl.DataFrame) -> pl.DataFrame:
     steps per epoch. The bar's clock is whole seconds: a record's end is known to a second, as stamped lines'."""
     bar = pl.col("msg").str.extract_groups(_BAR_LAST)
     h, m, sec = (bar.struct.field(str(i)).cast(pl.Int64, strict=False) for i in (3, 4, 5))
+    f = file_of_line()  # NOTE: every relation below is within one file (files parsed together)
     df = df.with_columns(bar_step=bar.struct.field("1").cast(pl.Int64, strict=False),
                          _elapsed=h.fill_null(0) * 3600 + m * 60 + sec)
     # a new bar where the elapsed time goes back (a relaunch draws its own); it began at the last stamped line
-    new_bar = (pl.col("_elapsed") < pl.col("_elapsed").forward_fill().shift(1)).fill_null(True)
-    df = df.with_columns(_prev_ts=pl.col("ts").forward_fill().shift(1).fill_null(pl.col("ts")))
-    df = df.with_columns(_bar=pl.when(pl.col("_elapsed").is_not_null()).then(new_bar).cum_sum().forward_fill())
-    start = pl.when(pl.col("_elapsed").is_not_null()).then(pl.col("_prev_ts")).first().over("_bar")
+    new_bar = (pl.col("_elapsed") < pl.col("_elapsed").forward_fill().shift(1).over(f)).fill_null(True)
+    df = df.with_columns(_new=new_bar, _prev_ts=pl.col("ts").forward_fill().shift(1).over(f).fill_null(pl.col("ts")))
+    df = df.with_columns(_bar=pl.when(pl.col("_elapsed").is_not_null()).then(pl.col("_new")).cum_sum().forward_fill()
+                         .over(f))
+    start = pl.when(pl.col("_elapsed").is_not_null()).then(pl.col("_prev_ts")).first().over(f, "_bar")
     df = df.with_columns(bar_ts=start + pl.duration(seconds=pl.col("_elapsed")))
-    total = df.filter(pl.col("msg").str.contains(_BANNER["train_iters"])).select(
-        pl.col("msg").str.extract(_BANNER["train_iters"], 1).str.replace_all(",", "").cast(pl.Float64)).to_series()
-    epochs = df.filter(pl.col("msg").str.contains(_BANNER["num_epochs"])).select(
-        pl.col("msg").str.extract(_BANNER["num_epochs"], 1).str.replace_all(",", "").cast(pl.Float64)).to_series()
-    every = df.select(pl.col("msg").str.extract(_ARGS_LOGGING, 1).cast(pl.Float64).drop_nulls().first()).item()
-    per_epoch = (total[-1] / epochs[-1]) if len(total) and len(epochs) and epochs[-1] else None
-    epoch = num(_value("epoch"))
-    est = epoch * per_epoch if per_epoch else pl.lit(None, pl.Float64)
-    if every:
-        est = (est / every).round() * every
+    # the steps per epoch: the file's last banner's; the logging interval: the file's first printed one
+    total = _banner_number("train_iters").drop_nulls().last().over(f)
+    epochs = _banner_number("num_epochs").drop_nulls().last().over(f)
+    every = pl.col("msg").str.extract(_ARGS_LOGGING, 1).cast(pl.Float64).drop_nulls().first().over(f)
+    per_epoch = pl.when(epochs != 0).then(total / epochs)
+    est = pl.when(per_epoch != 0).then(num(_value("epoch")) * per_epoch)
+    # NOTE: times the reciprocal, as polars divides a column by a number (see `_steplog.seconds`)
+    est = pl.when(every != 0).then((est * (1 / every)).round() * every).otherwise(est)
     launch = pl.col("msg").str.contains(_BANNER["num_examples"]).cum_sum()  # each launch prints its banner
-    return df.with_columns(last_bar_step=pl.col("bar_step").forward_fill().over(launch),
-                           epoch_step=est.round().cast(pl.Int64, strict=False)).drop("_elapsed", "_prev_ts", "_bar")
+    return df.with_columns(last_bar_step=pl.col("bar_step").forward_fill().over(f, launch),
+                           epoch_step=est.round().cast(pl.Int64, strict=False)
+                           ).drop("_elapsed", "_new", "_prev_ts", "_bar")
+
+
+def _banner_number(key: str) -> pl.Expr:
+    """The number a banner line prints (null on other lines)."""
+    return pl.col("msg").str.extract(_BANNER[key], 1).str.replace_all(",", "").cast(pl.Float64)
 
 
 def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:

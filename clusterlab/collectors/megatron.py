@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed, search
+from clusterlab.collectors._base import Context, Parsed, file_of_line, search
 from clusterlab.collectors._steplog import (
+    GROUP_CONTEXT,  # noqa: F401  (the collector contract: what parse() reads of the context)
     NUM,
     TS_FORMAT,
     checkpoint_ops,
@@ -163,7 +164,7 @@ def _hidden_nan(rows: pl.DataFrame) -> pl.DataFrame:
       on. Skips at a higher fp16 scale are the scaler's search (many at the start of a run): no event.
     """
     printed = pl.col("loss").is_not_null()
-    seen = printed.cast(pl.Int32).cum_sum().shift(1, fill_value=0) > 0
+    seen = printed.cast(pl.Int32).cum_sum().shift(1, fill_value=0).over(file_of_line()) > 0
     skipped = pl.col("skipped").fill_null(0)
     # NOTE: only a whole line: the counters come after the loss, a line cut short has neither
     hidden = ~printed & seen & (skipped == 0) & pl.col("nan").is_not_null()
@@ -212,7 +213,7 @@ def _op(df: pl.DataFrame, pattern: str, action: str, phase: str, step: int | Non
 def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:
     """The save/load lines and checkpoint timer lines, in the form `checkpoint_rows` takes."""
     timers = checkpoint_ops(df, _TIMER, pl.col("msg").str.extract(_TIMER, 1), "timer",
-                            duration_s=pl.coalesce(num(_TIMER, 3), num(_TIMER, 4)) / 1000)
+                            duration_s=pl.coalesce(num(_TIMER, 3), num(_TIMER, 4)) * (1 / 1000))  # (see `seconds`)
     parts = [
         _op(df, _SAVE, "save", "start", 1, 2), _op(df, _ASYNC, "save", "info", 1, 2),
         _op(df, _SAVED, "save", "finish", 1, 2, ok=True),

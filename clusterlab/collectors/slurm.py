@@ -160,6 +160,12 @@ EXTRACTORS: tuple[str, ...] = (
 )
 
 
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
+    """What parse() reads of the context: the zone of the times, and whether the file belongs to a run (`_in_run`
+    reads no more of it)."""
+    return (ctx.tz, ctx.run is None)
+
+
 def sniff(head: bytes, path: str) -> bool:
     """Job output or a slurmd log holding slurmstepd banners or srun errors."""
     text = head.decode("utf-8", "replace")

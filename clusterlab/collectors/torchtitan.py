@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed, search
+from clusterlab.collectors._base import Context, Parsed, file_of_line, search
 from clusterlab.collectors._steplog import (
+    GROUP_CONTEXT,  # noqa: F401  (the collector contract: what parse() reads of the context)
     NUM,
     checkpoint_ops,
     checkpoint_rows,
@@ -106,8 +107,10 @@ def _checkpoint_ops(df: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
         checkpoint_ops(df, _LOAD, "load", "start", path=path, step=load_step),
         checkpoint_ops(df.filter(verb == "loading"), _DONE, "load", "finish", duration_s=done, ok=pl.lit(True)),
     ]).sort("line")
-    logged = steps.select("line", pl.col("step").alias("_logged")).sort("line")
-    ops = ops.join_asof(logged, on="line", strategy="backward")
+    # NOTE: the step logged before it in its own file (`by`: files parsed together); both sorted by line
+    logged = steps.select("line", pl.col("step").alias("_logged"), _f=file_of_line()).sort("line")
+    ops = ops.with_columns(_f=file_of_line()).join_asof(logged, on="line", by="_f", strategy="backward",
+                                                        check_sortedness=False).drop("_f")
     fill = (pl.col("action") == "save") & pl.col("phase").is_in(["start", "info"])
     return ops.with_columns(step=pl.when(fill).then(pl.coalesce("step", "_logged")).otherwise("step")).drop("_logged")
 
