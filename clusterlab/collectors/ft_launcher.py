@@ -99,6 +99,13 @@ _DETAIL = ["task", "role", "cycle", "phase", "section", "elapsed_s", "timeout_s"
            "max_restarts", "group_rank", "local_rank", "pid", "exitcode", "signal", "check", "log_pid"]
 
 
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
+    """What parse() reads of the context: logs agreeing on it may be parsed together (clusterlab.ingest.groups_text).
+
+    Every row depends on its own line only."""
+    return (ctx.tz,)
+
+
 def sniff(head: bytes, path: str) -> bool:
     """ft_launcher's or its rank monitors' log header in the head of the file."""
     return search(head, _SNIFF)
@@ -122,7 +129,9 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     restarts = known.filter(pl.col("max_restarts").is_not_null())
     out.add("facts", restarts.select("line", "ts", "host", key=pl.lit("ft_max_restarts"),
                                      value=pl.col("max_restarts").cast(pl.String)))
-    out.unparsed = f.filter(pl.col("msg").is_null()).height
+    # by number, not only counted: files parsed together get their own counts (clusterlab.ingest.groups_text)
+    out.unparsed_lines = f.filter(pl.col("msg").is_null())["line"]
+    out.unparsed = len(out.unparsed_lines)
     return out
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed, search
+from clusterlab.collectors._base import Context, Parsed, file_of_line, search
 from clusterlab.collectors._steplog import TS_FORMAT, local_time, prepare, step_result
 
 NAME = "nan_guard"
@@ -73,12 +73,22 @@ _HEAD = PATTERN + (r"| - mm\w+ - INFO - (?:Epoch|Iter)(?:\(train\))? *\[|Epoch: 
                    r"|\d+/\d+ (?:\[[=>.]+\]|━+) .*/(?:step|sample) - |\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*loss\w*="
                    r"|\biter \d+: loss [\d.]+, time [\d.]+ ?ms|\bloss = [\d.]+, step = \d+")
 _GUARD_STEP = r"\bIter(?:\(train\))? *\[ *(\d+)/"  # MMEngine / MMCV by iteration: the global step
+# NOTE: Rust's fast regex engine (a lazy DFA) gives up on a Unicode word boundary (`\b`) at the first non-ASCII
+# character: on a head holding one (a curly quote, a progress bar, a cut-off character) `_HEAD` costs 50 ms and
+# more. Without its `\b`s it matches wherever `_HEAD` does (and a little more) at DFA speed, under a millisecond:
+# asked first, it rules out nearly every head; `_HEAD` itself decides the rest.
+_HEAD_LOOSE = _HEAD.replace(r"\b", "")
+# Every `_HEAD` match holds one of these (ASCII case aside): "loss" in any case but for `(?i:loss)`, where a long s
+# (U+017F) is an `s` too. A head without one is no such log, and its sniff is skipped.
+SNIFF_HINT = (b"loss", "lo\u017f".encode(), "los\u017f".encode(), b"nan", b"grad_norm", b"monitored metric",
+              b" - info - ", b"epoch: [", b"/step - ", b"/sample - ")
 
 
 def _events(df: pl.DataFrame) -> pl.DataFrame:
     """Loss-divergence events for the lines of `df` (`prepare`d) that match one of `GUARDS`, `_MM_GRAD_NAN` after a
     finite grad norm, or an MMEngine / MMCV grad norm of `GRAD_EXPLODED` or more."""
-    settled = pl.col("msg").str.contains(_MM_GRAD_OK).cum_sum().shift(1, fill_value=0) > 0
+    # NOTE: a finite grad norm earlier in the same file (many small logs may be parsed as one batch)
+    settled = pl.col("msg").str.contains(_MM_GRAD_OK).cum_sum().shift(1, fill_value=0).over(file_of_line()) > 0
     mm_nan = pl.col("msg").str.contains(_MM_GRAD_NAN) & settled
     norm = pl.col("msg").str.extract(_MM_GRAD + r"(\d[\d.]*(?:[eE][-+]?\d+)?)", 1).cast(pl.Float64, strict=False)
     huge = (norm >= GRAD_EXPLODED).fill_null(False)
@@ -106,9 +116,15 @@ _TS_MMENGINE = r"^(\d{2}/\d{2} \d{2}:\d{2}:\d{2}) - [\w.]+ - [A-Z]+ - "
 _TS_NEMO = r"^\[NeMo [DIWEC] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) "  # NeMo's logger: `[NeMo W <time> file:line]`
 
 
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
+    """What parse() reads of the context: logs agreeing on it may be parsed together (clusterlab.ingest.groups_text)."""
+    return (ctx.tz, ctx.year, ctx.known_hosts)
+
+
 def sniff(head: bytes, path: str) -> bool:
     """A guard's line, or a train line of a loop it reads (its NaN may come long after the head)."""
-    return search(head, _HEAD)
+    text = head.decode("utf-8", "replace")
+    return search(text, _HEAD_LOOSE) and search(text, _HEAD)
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:

@@ -28,6 +28,7 @@ from clusterlab.collectors._base import (
     Context,
     Parsed,
     cuda_mode,
+    file_of_line,
     first_kind,
     json_detail,
     local_to_utc,
@@ -163,6 +164,11 @@ _DETAIL = [
 _MANUAL_SIGNALS = ("SIGINT", "SIGHUP")
 
 
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
+    """What parse() reads of the context: logs agreeing on it may be parsed together (clusterlab.ingest.groups_text)."""
+    return (ctx.tz, ctx.year, ctx.known_hosts)
+
+
 def sniff(head: bytes, path: str) -> bool:
     """PyTorch distributed, CUDA or torchrun output in the head of the file."""
     return _SNIFF.search(head) is not None
@@ -195,7 +201,9 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     # A launcher start anchors the attempt in time (and gives the lines after it a clock).
     out.add("facts", f.filter(pl.col("msg").str.contains(_START)).select(
         "line", "ts", key=pl.lit("launcher_start"), value=pl.lit("torchrun")))
-    out.unparsed = unpaired + bad_entries
+    # by number, not only counted: files parsed together get their own counts (clusterlab.ingest.groups_text)
+    out.unparsed_lines = pl.concat([unpaired, bad_entries]).sort()
+    out.unparsed = len(out.unparsed_lines)
     return out
 
 
@@ -224,7 +232,8 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     # called ...` and its `what():`) has no other line that says the collective timed out
     watchdog = rest.str.contains(r"watchdog thread terminated|Watchdog caught")
     what = rest.str.contains(r"^\s*what\(\):")
-    logged_before = (watchdog & ~what).cast(pl.Int8).cum_max().shift(1, fill_value=0) > 0
+    # NOTE: per file: many small logs may be parsed as one batch (clusterlab.ingest.groups_text)
+    logged_before = (watchdog & ~what).cast(pl.Int8).cum_max().shift(1, fill_value=0).over(file_of_line()) > 0
     drop = (what & watchdog & logged_before) | rest.str.contains(r"NCCL (?:INFO|WARN|TRACE) ")
     f = f.with_columns(
         msg=pl.coalesce("gmsg", "pmsg", "omsg", "rest"),
@@ -233,7 +242,10 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         header=pl.when(rest.str.contains(r"^Root Cause(?: \(first observed failure\))?:\s*$")).then(pl.lit("root"))
         .when(rest.str.contains(r"^(?:Other )?Failures:\s*$")).then(pl.lit("others")),
         exc_type=pl.when(~drop).then(pl.col("exc_type")),
-        key=pl.concat_str([pl.col("pfx").str.strip_chars(), pl.lit("|"), body.str.extract(r"^(\s*)", 1)]),
+        # the stream a line belongs to (file, launcher prefix; then indentation): tracebacks, chains and summaries
+        # are read within one
+        key=pl.concat_str([file_of_line().cast(pl.String), pl.lit("|"), pl.col("pfx").str.strip_chars(), pl.lit("|"),
+                           body.str.extract(r"^(\s*)", 1)]),
         drop=drop,
     )
     kind, mode, severity = first_kind(pl.col("msg"), _KINDS)
@@ -331,14 +343,14 @@ def _message_fields(f: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _tracebacks(f: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """The exception line that ends each traceback (causes of chained ones folded in); count of unended ones."""
+def _tracebacks(f: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
+    """The exception line that ends each traceback (causes of chained ones folded in); the unended ones' lines."""
     tb = f.filter(pl.col("is_tb")).select(pl.col("line").alias("tb_line"), "key", "rank_tb")
     ex = f.filter(pl.col("exc_type").is_not_null()).select("line", "key", "exc_type", "exc_msg")
     schema = {"line": pl.Int64, "tb_line": pl.Int64, "exc_type": pl.String, "exc_msg": pl.String,
               "causes": pl.List(pl.String), "chain_msgs": pl.List(pl.String), "consumed": pl.Boolean}
     if not tb.height:
-        return pl.DataFrame(schema=schema), 0
+        return pl.DataFrame(schema=schema), pl.Series("line", [], pl.Int64)
     pairs = (ex.sort("line").join_asof(tb.sort("tb_line"), left_on="line", right_on="tb_line", by="key",
                                        strategy="backward", check_sortedness=False)
              .filter(pl.col("tb_line").is_not_null() & (pl.col("line") - pl.col("tb_line") <= _TB_MAX_LINES))
@@ -363,17 +375,19 @@ def _tracebacks(f: pl.DataFrame) -> tuple[pl.DataFrame, int]:
                          "exc_msg": cur["exc_msg"], "causes": [*causes, *mine] or None,
                          "chain_msgs": [*msgs, *their, cur["exc_msg"]], "consumed": chained})
             causes, msgs = ([*causes, cur["exc_type"]], [*msgs, cur["exc_msg"]]) if chained else ([], [])
-    return pl.DataFrame(rows, schema=schema), tb.height - pairs.height
+    unended = tb.filter(~pl.col("tb_line").is_in(pairs["tb_line"].implode()))["tb_line"].alias("line")
+    return pl.DataFrame(rows, schema=schema), unended
 
 
-def _children(f: pl.DataFrame, finals: pl.DataFrame, ctx: Context) -> tuple[pl.DataFrame, list[int], int]:
-    """One event per failure entry of a ChildFailedError summary, grouped by line adjacency."""
+def _children(f: pl.DataFrame, finals: pl.DataFrame, ctx: Context) -> tuple[pl.DataFrame, list[int], pl.Series]:
+    """One event per failure entry of a ChildFailedError summary, grouped by line adjacency; the first lines of the
+    entries that name neither rank nor exit code."""
     lines = f.filter(pl.col("field").is_not_null() | pl.col("header").is_not_null()).select(
         "line", "rest", "key", "field", "value", "header").sort("line")
     entries: list[dict] = []
     section: dict[str, str] = {}
     for r in lines.iter_rows(named=True):  # summary lines only: a handful per failure
-        block = r["key"].split("|")[0]
+        block = r["key"].rsplit("|", 1)[0]  # file and launcher prefix
         if r["header"]:
             section[block] = r["header"]
             continue
@@ -396,8 +410,9 @@ def _children(f: pl.DataFrame, finals: pl.DataFrame, ctx: Context) -> tuple[pl.D
            if r["rank"] is None and r["exitcode"] is None and e["root"] is not None]
     tbs = [e["tb"] for e in entries if e["tb"] is not None]
     odd_frame = rows_frame("events", odd)
+    bad = pl.Series("line", [r["line"] for r in rows if r["rank"] is None and r["exitcode"] is None], pl.Int64)
     if not good:
-        return odd_frame, tbs, len(rows)
+        return odd_frame, tbs, bad
     frame = pl.DataFrame(good, infer_schema_length=None)
     stamp = pl.col("time").cast(pl.String).str.replace("_", " ").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us",
                                                                    strict=False)
@@ -410,7 +425,7 @@ def _children(f: pl.DataFrame, finals: pl.DataFrame, ctx: Context) -> tuple[pl.D
         json_detail(["root_cause", "local_rank", "exitcode", "signal", "pid", "fqdn", "error_file", "exception",
                      "message"]).alias("detail"),
     )
-    return pl.concat([frame, odd_frame], how="diagonal_relaxed"), tbs, len(rows) - len(good)
+    return pl.concat([frame, odd_frame], how="diagonal_relaxed"), tbs, bad
 
 
 def _child_row(e: dict, exc: dict | None, ctx: Context) -> dict:
