@@ -147,10 +147,9 @@ def _write_batch(con: duckdb.DuckDBPyConnection, batch: list[ParsedFile]) -> Non
     for pf in batch:
         if pf.plan.earlier:
             _drop_repeats(con, pf)
-    for pf in batch:
-        # NOTE: a new file without step rows has no loss spikes to derive or to delete: no statement at all
-        if pf.result.rows.get("steps") or pf.plan.status != "ingested":
-            training_health.refresh(con, pf.plan.file_id, pf.result.rows)
+    # NOTE: a new file without step rows has no loss spikes to derive or to delete: left out
+    training_health.refresh_files(con, {pf.plan.file_id: pf.result.rows for pf in batch
+                                        if pf.result.rows.get("steps") or pf.plan.status != "ingested"})
     _record(con, batch)
 
 
