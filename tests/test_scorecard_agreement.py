@@ -21,11 +21,12 @@ import pytest
 from click.testing import CliRunner
 
 from clusterlab import Lab
-from clusterlab.account import advice
+from clusterlab.account import advice, fleet
 from clusterlab.cli import main
 from clusterlab.reports import render, scorecard, what_if_week
 from clusterlab.whatif import provider as provider_whatif
 from clusterlab.whatif.what_if import Pricing, WhatIf, training_interval_s
+from clusterlab.widgets import Explorer
 
 WEEK = "2026-W48"
 SCORECARD = importlib.import_module("clusterlab.reports.scorecard")  # the module, not the function of its name
@@ -249,7 +250,7 @@ def test_scorecard_json_carries_the_same_figures(sc, bundle_db_copy: Path) -> No
     res = CliRunner().invoke(main, ["--db", str(bundle_db_copy), "scorecard", "--week", WEEK, "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
-    for name in ("providers", "ranking", "checkpoint_advice", "what_if", "runs"):
+    for name in ("providers", "ranking", "checkpoint_advice", "what_if", "runs", "fleet_hosts"):
         assert doc[name] == json.loads(json.dumps(SCORECARD.records(getattr(sc, name)), default=str))
 
 
@@ -273,3 +274,38 @@ def test_totals_are_the_same_in_every_table(sc) -> None:
     for h in sc.worst_hosts.iter_rows(named=True):
         inc = sc.incidents.filter(pl.col("host") == h["host"])
         assert _same(h["gpu_hours_lost"], inc["gpu_hours_lost"].sum()) and h["incidents"] == inc.height
+
+
+# --- fleet memory: one host's incidents, GPU-hours lost and episodes, wherever they are printed ---------------
+
+def test_fleet_memory_is_one_figure_per_host(sc, blab: Lab, bundle_db_copy: Path, md: str) -> None:
+    """The scorecard's fleet table, its worst hosts, `clusterlab hosts --week` and the Explorer's host history give a
+    host the same incidents, GPU-hours lost and episodes (every record of the demo is in week 48)."""
+    week = blab.hosts(WEEK)
+    res = CliRunner().invoke(main, ["--db", str(bundle_db_copy), "hosts", "--week", WEEK, "--json"])
+    assert res.exit_code == 0, res.output
+    cli = {r["host"]: r for r in json.loads(res.output)}
+    assert set(cli) == set(week["host"]) == set(sc.fleet_hosts["host"])
+    ex, shown = Explorer(blab, run="llama8b-pretrain"), []
+    for h in sc.fleet_hosts.iter_rows(named=True):
+        want = _row(week, host=h["host"])
+        assert {c: h[c] for c in fleet.FLEET_COLUMNS} == want
+        for col in ("incidents", "episodes", "open_episodes", "jobs_killed"):
+            assert cli[h["host"]][col] == h[col], (h["host"], col)
+        for col in ("gpu_hours_lost", "repair_hours"):
+            assert _same(cli[h["host"]][col], h[col]), (h["host"], col)
+        worst = _row(sc.worst_hosts, host=h["host"])
+        assert worst["incidents"] == h["incidents"] and _same(worst["gpu_hours_lost"], h["gpu_hours_lost"])
+        assert _md_row(md, h["host"], "### Fleet memory")[4] == _md_row(md, h["host"], "## Worst hosts")[5] \
+            == f"{h['gpu_hours_lost']:.2f}"
+        if h["host"] in ex.host.options:  # the Explorer lists the hosts of its run (llama8b-pretrain's here)
+            ex.host.value = h["host"]
+            shown.append(h["host"])
+            assert ex.host_memory_frame.to_dicts() == [want]
+            assert ex.host_history_frame.filter(pl.col("record") == "incident").height == h["incidents"]
+            assert ex.host_history_frame.filter(pl.col("record") == "episode").height == h["episodes"]
+            assert _same(ex.host_history_frame["gpu_hours_lost"].sum(), h["gpu_hours_lost"])
+    assert {"east-002", "east-003"} <= set(shown)
+    # the week's GPU-hours lost on hosts are the week's incidents' on them
+    on_hosts = sc.incidents.filter(pl.col("host").is_not_null())
+    assert _same(sc.fleet_hosts["gpu_hours_lost"].sum(), on_hosts["gpu_hours_lost"].sum())

@@ -19,9 +19,12 @@ from clusterlab.collectors.fault_episodes import failure_mode
 
 EPISODE_COLUMNS = {"host": pl.String, "ts": pl.Datetime("us"), "end_ts": pl.Datetime("us"), "source": pl.String,
                    "fault_class": pl.String, "detail": pl.String, "failure_mode": pl.String}
-# the incident history's columns (reports.hosts.HOST_COLUMNS, which this room sits below), then the episodes
+# a host's incident history (`incident_hosts`), then its episodes
 HOST_COLUMNS = ["host", "cluster", "provider", "incidents", "runs", "failure_modes", "gpu_hours_lost", "usd_lost",
                 "first_incident", "last_incident"]
+HOST_SCHEMA = {"host": pl.String, "cluster": pl.String, "provider": pl.String, "incidents": pl.UInt32,
+               "runs": pl.UInt32, "failure_modes": pl.String, "gpu_hours_lost": pl.Float64, "usd_lost": pl.Float64,
+               "first_incident": pl.Datetime("us"), "last_incident": pl.Datetime("us")}
 FLEET_COLUMNS = [*HOST_COLUMNS, "episodes", "open_episodes", "repair_hours", "repair_gpu_hours", "episode_modes",
                  "jobs_killed", "first_episode", "last_episode"]
 
@@ -33,23 +36,25 @@ _BACK = ("slurm_node_resume", "slurm_node_responding")
 _KILLED = ("slurm_job_node_fail", "slurm_job_requeue")
 
 
-def episodes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """Every host's fault episodes, from `fault_episodes` and from slurmctld's node states, by host and start."""
+def episodes(con: duckdb.DuckDBPyConnection, host: str | None = None) -> pl.DataFrame:
+    """Every host's fault episodes (or one `host`'s), from `fault_episodes` and from slurmctld's node states, by
+    host and start."""
     given = store.frame(con, """
         SELECT host, ts, end_ts, source, fault_class, detail, failure_mode FROM fault_episodes
-        WHERE host IS NOT NULL AND ts IS NOT NULL""")
-    out = pl.concat([given.cast(EPISODE_COLUMNS), slurm_episodes(con)], how="vertical")  # type: ignore[arg-type]
+        WHERE host IS NOT NULL AND ts IS NOT NULL AND (CAST(? AS VARCHAR) IS NULL OR host = ?)""", [host, host])
+    out = pl.concat([given.cast(EPISODE_COLUMNS), slurm_episodes(con, host)],  # type: ignore[arg-type]
+                    how="vertical")
     return out.sort("host", "ts", "end_ts", nulls_last=True)
 
 
-def slurm_episodes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+def slurm_episodes(con: duckdb.DuckDBPyConnection, host: str | None = None) -> pl.DataFrame:
     """Episodes of slurmctld's node states: out of service at the first DOWN / DRAIN after the node was last back,
     until it is back again (null: not back in the evidence)."""
     ev = store.frame(con, f"""
         SELECT host, ts, kind, failure_mode, json_extract_string(detail, '$.reason') AS reason,
                json_extract_string(detail, '$.state') AS state
         FROM events WHERE source = 'slurmctld' AND host IS NOT NULL AND ts IS NOT NULL
-          AND kind IN {tuple(_OUT + _BACK)!r}""")
+          AND kind IN {tuple(_OUT + _BACK)!r} AND (CAST(? AS VARCHAR) IS NULL OR host = ?)""", [host, host])
     if not ev.height:
         return pl.DataFrame(schema=EPISODE_COLUMNS)
     # NOTE: `now responding` ends only an episode of a node that stopped answering; a drained node answers pings
@@ -74,18 +79,59 @@ def slurm_episodes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     ).cast(EPISODE_COLUMNS)  # type: ignore[arg-type]
 
 
+def incident_hosts(incidents: pl.DataFrame) -> pl.DataFrame:
+    """One row per host named by an incident (`Lab.incidents()`, cut to a window by the caller), costliest first
+    (GPU-hours lost, then incidents). `failure_modes` reads `gpu_fell_off_bus x2, nvlink_error`, most frequent
+    first; GPU-hours and dollars are null where no incident of the host has a known cost (no ledger)."""
+    inc = incidents.filter(pl.col("host").is_not_null())
+    if inc.is_empty():
+        return pl.DataFrame(schema=HOST_SCHEMA)
+    inc = inc.with_columns(pl.col("gpu_hours_lost", "usd_lost").cast(pl.Float64),
+                           pl.col("root_ts").cast(pl.Datetime("us")))
+    out = inc.group_by("host").agg(
+        cluster=pl.col("cluster").drop_nulls().first(),
+        provider=pl.col("provider").drop_nulls().first(),
+        incidents=pl.len(),
+        runs=pl.col("run").n_unique(),
+        gpu_hours_lost=_known_sum("gpu_hours_lost"),
+        usd_lost=_known_sum("usd_lost"),
+        first_incident=pl.col("root_ts").min(),
+        last_incident=pl.col("root_ts").max(),
+    ).join(_modes(inc, "failure_mode", "failure_modes"), on="host", how="left")
+    return (out.select(HOST_COLUMNS).cast(HOST_SCHEMA)  # type: ignore[arg-type]
+            .sort(["gpu_hours_lost", "incidents", "host"], descending=[True, True, False], nulls_last=True))
+
+
+def _known_sum(col: str) -> pl.Expr:
+    """The sum, or null when no incident of the host has a known cost (no ledger): unknown is not zero."""
+    return pl.when(pl.col(col).is_not_null().any()).then(pl.col(col).sum())
+
+
+def _modes(frame: pl.DataFrame, col: str, name: str) -> pl.DataFrame:
+    """Per host, its `col` values most frequent first, `mode x2` where one repeats, as the column `name`."""
+    return (frame.group_by("host", col).len()
+            .sort(["host", "len", col], descending=[False, True, False])
+            .with_columns(m=pl.when(pl.col("len") > 1)
+                          .then(pl.format("{} x{}", pl.col(col).fill_null("unknown"), pl.col("len")))
+                          .otherwise(pl.col(col).fill_null("unknown")))
+            .group_by("host", maintain_order=True).agg(pl.col("m").str.join(", ").alias(name)))
+
+
 def fleet_memory(con: duckdb.DuckDBPyConnection, hosts: pl.DataFrame, since: dt.datetime | None = None,
-                 until: dt.datetime | None = None) -> pl.DataFrame:
+                 until: dt.datetime | None = None, host: str | None = None) -> pl.DataFrame:
     """One row per host with an incident or a fault episode: its incident history (`hosts`, the frame of
-    `reports.hosts.costliest_hosts`), its episodes, time in repair (closed episodes) and the jobs the scheduler
+    `incident_hosts`), its episodes, time in repair (closed episodes) and the jobs the scheduler
     killed for it; costliest first, then the most episodes.
 
     `since` / `until`: only episodes and kills that started in [since, until). `repair_gpu_hours` is the time in
-    repair times the host's GPUs where the inventory knows them (null where it does not).
+    repair times the host's GPUs where the inventory knows them (null where it does not). `host`: that host's row
+    only (none where it has no record), the same figures, read for it alone.
     """
-    inc = hosts
-    eps = episodes(con)
+    inc = hosts if host is None else hosts.filter(pl.col("host") == host)
+    eps = episodes(con, host)
     killed = _jobs_killed(con)
+    if host is not None:
+        killed = killed.filter(pl.col("host") == host)
     if since is not None:
         eps, killed = eps.filter(pl.col("ts") >= since), killed.filter(pl.col("ts") >= since)
     if until is not None:
@@ -106,14 +152,39 @@ def fleet_memory(con: duckdb.DuckDBPyConnection, hosts: pl.DataFrame, since: dt.
                   nulls_last=True))
 
 
+HISTORY_SCHEMA = {"ts": pl.Datetime("us"), "end_ts": pl.Datetime("us"), "record": pl.String, "run": pl.String,
+                  "attempt": pl.Int32, "failure_mode": pl.String, "what": pl.String, "detail": pl.String,
+                  "gpu_hours_lost": pl.Float64, "repair_hours": pl.Float64, "source": pl.String,
+                  "incident_id": pl.String}
+
+
+def host_history(con: duckdb.DuckDBPyConnection, host: str, incidents: pl.DataFrame) -> pl.DataFrame:
+    """One host's record across runs, in time order: its incidents (`record` "incident": the rows of `incidents`,
+    any frame of `Lab.incidents`' columns, that name the host) and its fault episodes ("episode", `episodes`).
+
+    An incident's `what` is its kind and `detail` its blame; an episode's are its class and its detail (the
+    operator's reason, the trace's description). `repair_hours` is a closed episode's own length: the host's
+    total in `fleet_memory` counts overlapping episodes once, so it can be less than their sum."""
+    inc = incidents.filter(pl.col("host") == host)
+    mine = inc.select(
+        ts=pl.col("root_ts").cast(pl.Datetime("us")), end_ts=pl.col("exit_ts").cast(pl.Datetime("us")),
+        record=pl.lit("incident"), run="run", attempt="attempt", failure_mode="failure_mode", what="kind",
+        detail=pl.col("blame").cast(pl.String), gpu_hours_lost="gpu_hours_lost",
+        repair_hours=pl.lit(None, pl.Float64), source=pl.lit("incident"), incident_id="incident_id",
+    ) if inc.height else pl.DataFrame(schema=HISTORY_SCHEMA)
+    eps = episodes(con, host).select(
+        "ts", "end_ts", record=pl.lit("episode"), run=pl.lit(None, pl.String), attempt=pl.lit(None, pl.Int32),
+        failure_mode="failure_mode", what="fault_class", detail="detail", gpu_hours_lost=pl.lit(None, pl.Float64),
+        repair_hours=(pl.col("end_ts") - pl.col("ts")).dt.total_microseconds() / 3.6e9, source="source",
+        incident_id=pl.lit(None, pl.String))
+    out = pl.concat([mine.cast(HISTORY_SCHEMA), eps.cast(HISTORY_SCHEMA)],  # type: ignore[arg-type]
+                    how="vertical")
+    return out.sort("ts", "record", "incident_id", nulls_last=True)
+
+
 def _episode_summary(eps: pl.DataFrame) -> pl.DataFrame:
     """Per host: episodes, those still open, hours in repair (closed ones), modes most frequent first."""
-    modes = (eps.group_by("host", "failure_mode").len()
-             .sort(["host", "len", "failure_mode"], descending=[False, True, False])
-             .with_columns(m=pl.when(pl.col("len") > 1)
-                           .then(pl.format("{} x{}", pl.col("failure_mode").fill_null("unknown"), pl.col("len")))
-                           .otherwise(pl.col("failure_mode").fill_null("unknown")))
-             .group_by("host", maintain_order=True).agg(episode_modes=pl.col("m").str.join(", ")))
+    modes = _modes(eps, "failure_mode", "episode_modes")
     return eps.group_by("host").agg(
         episodes=pl.len().cast(pl.UInt32), open_episodes=pl.col("end_ts").is_null().sum().cast(pl.UInt32),
         first_episode=pl.col("ts").min(), last_episode=pl.col("ts").max(),

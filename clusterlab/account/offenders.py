@@ -22,6 +22,13 @@ import numpy as np
 import polars as pl
 
 DAY_US = 86_400e6
+# The repeat-offender rule `clusterlab relaunch` excludes hosts by (relaunch.plan.PlanSettings' defaults) and the
+# scorecard flags them by: k faults in W days, chosen by benchmarks/repeat_offenders.py on InfiniteHBD-Trace (the
+# most precise rule with recall >= 0.20: precision 0.50 against a base rate of 0.089, README "Fleet view").
+REPEAT_AFTER = 2
+HISTORY_DAYS = 30.0
+RULE_SCHEMA = {"host": pl.String, "rule_incidents": pl.UInt32, "rule_episodes": pl.UInt32, "rule_faults": pl.UInt32,
+               "repeat_offender": pl.Boolean}
 SCORE_SCHEMA = {"k": pl.Int64, "window_days": pl.Float64, "flags": pl.Int64, "precision": pl.Float64,
                 "precision_lo": pl.Float64, "precision_hi": pl.Float64, "recall": pl.Float64,
                 "base_rate": pl.Float64, "lift": pl.Float64, "flagged_hosts": pl.Int64, "capacity_flagged": pl.Float64}
@@ -104,3 +111,19 @@ def score_grid(episodes: pl.DataFrame, ks: list[int], windows: list[float], flee
     base = base_rate(f, fleet_size, horizon_days, span)
     rows = [score(f, k, w, fleet_size, horizon_days, span, base) for w in windows for k in ks]
     return pl.DataFrame(rows, schema=SCORE_SCHEMA)
+
+
+def rule_faults(incidents: pl.DataFrame, episode_faults: pl.DataFrame,
+                repeat_after: int = REPEAT_AFTER) -> pl.DataFrame:
+    """Per host, the faults the relaunch plan's repeat-offender rule counts, both frames cut to its window by the
+    caller: incidents that call for an action on their host (`action` not none: a host-attributable fault) and
+    fault episodes that are not an incident's own repair (`account.fleet.episode_faults`). `repeat_offender`:
+    they reach `repeat_after`."""
+    own = incidents.filter(pl.col("host").is_not_null(), pl.col("action").fill_null("none") != "none")
+    n_inc = own.group_by("host").agg(rule_incidents=pl.len())
+    n_ep = episode_faults.filter(pl.col("host").is_not_null()).group_by("host").agg(rule_episodes=pl.len())
+    out = n_inc.join(n_ep, on="host", how="full", coalesce=True).with_columns(
+        pl.col("rule_incidents", "rule_episodes").fill_null(0))
+    out = out.with_columns(rule_faults=pl.col("rule_incidents") + pl.col("rule_episodes"))
+    return out.with_columns(repeat_offender=pl.col("rule_faults") >= repeat_after).cast(
+        RULE_SCHEMA).select(list(RULE_SCHEMA)).sort("host")  # type: ignore[arg-type]

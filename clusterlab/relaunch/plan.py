@@ -20,7 +20,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store, taxonomy
-from clusterlab.account import attribution, fleet
+from clusterlab.account import attribution, fleet, offenders
 from clusterlab.diagnose import checkpoint_files as ckpts
 from clusterlab.diagnose import incidents
 from clusterlab.relaunch.backends import BACKENDS, LaunchSpec, get_backend
@@ -92,8 +92,8 @@ class RelaunchPlan:
 
 @dataclass(frozen=True)
 class PlanSettings:
-    history_days: float = 30.0  # incidents and preflight results this far back count
-    repeat_after: int = 2  # a host in this many host-attributable incidents is excluded whatever they were
+    history_days: float = offenders.HISTORY_DAYS  # incidents and preflight results this far back count
+    repeat_after: int = offenders.REPEAT_AFTER  # a host in this many host-attributable faults is excluded
     # NOTE: k = repeat_after faults in W = history_days, chosen by benchmarks/repeat_offenders.py on a real fleet
     # (InfiniteHBD-Trace: 584 fault episodes, 400 servers, 348 days): of hosts flagged after 2 faults in 30 days,
     # 0.50 (95 % CI 0.43-0.56) fault again within 30 days against a fleet base rate of 0.089 (lift 5.6), and the

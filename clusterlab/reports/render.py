@@ -18,6 +18,7 @@ from pathlib import Path
 
 import jinja2
 
+from clusterlab.account import offenders
 from clusterlab.reports import figures, fmt
 from clusterlab.reports.incident_report import IncidentReport
 from clusterlab.reports.scorecard import Scorecard
@@ -148,7 +149,19 @@ def _records(frame) -> list[dict]:
 def scorecard_context(sc: Scorecard, images: dict[str, str]) -> dict:
     """What the scorecard templates see: the scorecard, its frames as rows, and image sources."""
     return {"sc": sc, "t": {name: _records(getattr(sc, name)) for name in Scorecard.FRAMES},
-            "images": images, "runs_with_plots": sorted(sc.attributions), "score_note": SCORE_NOTE}
+            "images": images, "runs_with_plots": sorted(sc.attributions), "score_note": SCORE_NOTE,
+            "fleet_note": fleet_note()}
+
+
+def fleet_note() -> str:
+    """What the fleet table counts, and the rule its repeat offenders meet (`account.offenders`)."""
+    return (f"Each host's incidents and the GPU-hours they cost this week, and its fault episodes (slurmctld's DOWN / "
+            f"DRAIN until RESUME, a provider's repair records, a fault trace), hours in repair (overlapping episodes "
+            f"once) and jobs the scheduler killed for it that started this week, as clusterlab hosts --week "
+            f"WEEK prints them. A repeat offender meets the relaunch plan's rule at the week's end: "
+            f"{offenders.REPEAT_AFTER} or more faults (incidents that call for an action on the host, and fault "
+            f"episodes that are not an incident's own repair) in the {offenders.HISTORY_DAYS:g} days before it; "
+            "clusterlab relaunch excludes such a host.")
 
 
 def render_scorecard(sc: Scorecard, format: str = "html", images: dict[str, str] | None = None) -> str:

@@ -16,7 +16,8 @@ import duckdb
 import polars as pl
 
 from clusterlab import store, taxonomy
-from clusterlab.account import attribution, rates
+from clusterlab.account import attribution, offenders, rates
+from clusterlab.account import fleet as memory
 from clusterlab.account.advice import is_failure  # NOTE: one definition of "failure" for MTBF and advice
 from clusterlab.account.ledger import LedgerError
 from clusterlab.diagnose import incidents
@@ -74,6 +75,8 @@ class Scorecard:
     failure_modes: pl.DataFrame  # provider, failure_mode, blame, incidents, gpu_hours_lost, usd_lost
     blame: pl.DataFrame  # provider, blame, gpu_hours_lost, usd_lost, share
     worst_hosts: pl.DataFrame  # hosts with incidents, repeat offenders across weeks flagged
+    # the week's fleet memory per host (`clusterlab hosts --week`) with the relaunch rule's repeat offenders
+    fleet_hosts: pl.DataFrame
     stragglers: pl.DataFrame  # hosts the straggler category is pinned on
     delivery: pl.DataFrame  # per cluster: contracted, inventory, missing, late, drained, available GPU-hours
     drained: pl.DataFrame  # per host taken out of service: since, until, state, reason, file:line
@@ -91,8 +94,8 @@ class Scorecard:
     changes: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=what_if_week.CHANGES_SCHEMA))
 
     FRAMES = ("ranking", "providers", "clusters", "runs", "delivery", "drained", "ledger", "failure_modes", "blame",
-              "worst_hosts", "stragglers", "responsiveness", "support", "checkpoint_advice", "what_if", "changes",
-              "change", "incidents")
+              "worst_hosts", "fleet_hosts", "stragglers", "responsiveness", "support", "checkpoint_advice", "what_if",
+              "changes", "change", "incidents")
 
     def to_dict(self) -> dict:
         """The JSON document of `clusterlab scorecard --json`."""
@@ -294,6 +297,33 @@ def _worst_hosts(lost: pl.DataFrame, inc: pl.DataFrame, history: pl.DataFrame, l
         ["gpu_hours_lost", "incidents", "host"], descending=[True, True, False]).head(limit)
 
 
+FLEET_LIMIT = 20  # hosts of the fleet table, costliest first (every host the rule flags is listed too)
+
+
+def _fleet_hosts(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, history: pl.DataFrame, start: dt.datetime,
+                 end: dt.datetime, limit: int = FLEET_LIMIT) -> pl.DataFrame:
+    """The week's fleet memory (`account.fleet.fleet_memory`, what `clusterlab hosts --week` prints): per host its
+    incidents and GPU-hours lost this week, and the fault episodes, hours in repair and jobs killed that started in
+    it; beside them the relaunch plan's repeat-offender rule at the week's end (`account.offenders.rule_faults` over
+    the HISTORY_DAYS before it). The `limit` costliest hosts, then every other host the rule flags."""
+    week = memory.fleet_memory(con, memory.incident_hosts(inc), start, end)
+    since = end - dt.timedelta(days=offenders.HISTORY_DAYS)
+    recent = history.filter(pl.col("root_ts") >= since, pl.col("root_ts") < end)
+    rule = offenders.rule_faults(recent, memory.episode_faults(con, since, history).filter(pl.col("ts") < end))
+    top = week.head(limit)
+    flagged = rule.filter(pl.col("repeat_offender"), ~pl.col("host").is_in(top["host"].implode()))
+    rest = week.join(flagged.select("host"), on="host", how="right").select(week.columns)
+    inv = store.frame(con, "SELECT host, cluster AS _c, provider AS _p FROM inventory")
+    out = pl.concat([top, rest], how="vertical_relaxed").join(rule, on="host", how="left").join(
+        inv, on="host", how="left")
+    counts = ["incidents", "runs", "episodes", "open_episodes", "jobs_killed", "rule_incidents", "rule_episodes",
+              "rule_faults"]
+    return out.with_columns(
+        pl.col(counts).fill_null(0), repair_hours=pl.col("repair_hours").fill_null(0.0),
+        repeat_offender=pl.col("repeat_offender").fill_null(False),
+        cluster=pl.coalesce("cluster", "_c"), provider=pl.coalesce("provider", "_p")).drop("_c", "_p")
+
+
 def _stragglers(lost: pl.DataFrame, inc: pl.DataFrame) -> pl.DataFrame:
     """Hosts the ledger's straggler time is pinned on, with the step stretches that made them incidents."""
     strag = lost.filter(pl.col("category") == "straggler")
@@ -473,6 +503,7 @@ def scorecard(con: duckdb.DuckDBPyConnection, week: str, providers: list[str] | 
         ledger=rows.group_by("provider", "cluster", "category").agg(pl.col("gpu_hours").sum(), pl.col("usd").sum())
         .sort("provider", "cluster", "category"),
         failure_modes=_failure_modes(lost, inc), blame=_blame(lost), worst_hosts=_worst_hosts(lost, inc, history),
+        fleet_hosts=_fleet_hosts(con, inc, history, start, end),
         stragglers=_stragglers(lost, inc), delivery=delivery, drained=drained,
         responsiveness=fleet.responsiveness(con, history, start, end), checkpoint_advice=_advice(
             ev.attributions, week_runs, priced), ranking=_ranking(prov), change=_change(prov, last),

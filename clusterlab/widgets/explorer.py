@@ -13,7 +13,7 @@ import ipywidgets as w
 import polars as pl
 
 from clusterlab import taxonomy
-from clusterlab.account import attribution
+from clusterlab.account import attribution, fleet
 from clusterlab.account.attribution import Attribution
 from clusterlab.account.ledger import LedgerError
 from clusterlab.diagnose import incidents
@@ -109,6 +109,8 @@ class Explorer(w.VBox):
         self.attribution: Attribution | None = None
         self.ledger_frame = self.incidents_frame = self.evidence_frame = pl.DataFrame()
         self.host_frame = self.host_events_frame = self.step_stats_frame = pl.DataFrame()
+        # the selected host's record across runs (incidents and fault episodes) and its fleet-memory totals
+        self.host_history_frame = self.host_memory_frame = pl.DataFrame()
         self.step_series_frame = pl.DataFrame()
         self.heatmap_frame = self.mix_frame = self.rejected_frame = pl.DataFrame()
         self.relaunch_panel = None
@@ -213,6 +215,7 @@ class Explorer(w.VBox):
         self.attribution, self.relaunch_box.children, self.what_if_box.children = None, [], []
         self.ledger_frame = self.incidents_frame = self.evidence_frame = self.rejected_frame = pl.DataFrame()
         self.host_frame = self.host_events_frame = self.step_stats_frame = pl.DataFrame()
+        self.host_history_frame = self.host_memory_frame = pl.DataFrame()
         self.step_series_frame = pl.DataFrame()
         self.heatmap_frame = self.mix_frame = pl.DataFrame()
         self._dirty = {"Step times", HEATMAP, "Providers", "Relaunch", "What-if"}
@@ -425,20 +428,34 @@ class Explorer(w.VBox):
             return d.evidence.filter(pl.col("incident_id") == incident_id).sort("rank_in_incident")
         return self.lab.evidence(incident_id)
 
+    def host_incidents(self, host: str) -> pl.DataFrame:
+        """The host's incidents in every run that named it, each costed by its run's ledger (computed once, kept):
+        the incidents `Lab.incidents()` gives for the host."""
+        runs = sorted(set(self.fleet_incidents().filter(pl.col("host") == host)["run"].drop_nulls().to_list()))
+        incs = [self.data(r).incidents.filter(pl.col("host") == host) for r in runs]
+        return pl.concat(incs, how="diagonal_relaxed") if incs else attribution.empty_incidents()
+
     def _show_host(self) -> None:
-        """The host's incidents across runs and its failure-mode evidence: is it a repeat offender?"""
+        """The host's record across runs (incidents and fault episodes, in time order), its fleet-memory totals
+        (`account.fleet`, the row `clusterlab hosts` prints) and its failure-mode evidence: a repeat offender?"""
         host = self.host.value
         if not host:
             self.host_html.value = html.note("no host")
             return
-        self.host_frame = frames.host_history(self.fleet_incidents(), host)
+        inc = self.host_incidents(host)
+        self.host_frame = frames.host_history(inc, host)
+        self.host_history_frame = fleet.host_history(self.lab.con, host, inc)
+        self.host_memory_frame = fleet.fleet_memory(self.lab.con, fleet.incident_hosts(inc), host=host)
         self.host_events_frame = frames.host_events(self.lab.events(host=host))
         runs = self.host_frame["run"].n_unique() if self.host_frame.height else 0
         verdict = (f"{host}: {self.host_frame.height} incidents in {runs} run(s) — repeat offender"
                    if frames.repeat_offender(self.host_frame) else
                    f"{host}: {self.host_frame.height} incident(s) on record")
         self.host_html.value = (html.note(verdict, warn=frames.repeat_offender(self.host_frame))
-                                + html.table(self.host_frame, height_px=220)
+                                + html.facts(frames.memory_facts(self.host_memory_frame))
+                                + "<b>Incidents and fault episodes across runs</b> (oldest first)"
+                                + html.table(self.host_history_frame, frames.HOST_HISTORY_VIEW, wrap=("detail",),
+                                             height_px=220)
                                 + "<b>Evidence lines naming a failure mode</b>" + html.table(self.host_events_frame)
                                 + telemetry_plot.host_html(self.lab.con, host, self.incidents_frame,
                                                            self.incident.value, self.run.value))

@@ -20,6 +20,12 @@ SERIES_POINTS = 600  # time buckets in the step-time-over-time plot: about one p
 INCIDENT_VIEW = ["incident_id", "failure_mode", "host", "blame", "attempt", "kind", "root_ts", "gpu_hours_lost",
                  "usd_lost", "confidence", "evidence_count", "status", "ticket", "overridden", "note"]
 REJECTED_VIEW = ["failure_mode", "host", "ts", "kind", "where", "reason"]
+HOST_HISTORY_VIEW = ["ts", "end_ts", "record", "run", "attempt", "failure_mode", "what", "detail", "gpu_hours_lost",
+                     "repair_hours", "source"]
+# the fleet-memory totals of a host as the Explorer's facts line names them (account.fleet.fleet_memory's columns)
+MEMORY_FACTS = (("incidents", "incidents"), ("runs", "runs"), ("gpu_hours_lost", "GPU-h lost"),
+                ("episodes", "fault episodes"), ("open_episodes", "still out"), ("repair_hours", "hours in repair"),
+                ("jobs_killed", "jobs killed"))
 
 
 def time_marks(start: dt.datetime, end: dt.datetime, n: int = 48) -> list[dt.datetime]:
@@ -185,6 +191,16 @@ def host_history(incidents: pl.DataFrame, host: str) -> pl.DataFrame:
     cols = [c for c in ("run", "attempt", "incident_id", "root_ts", "failure_mode", "kind", "gpu_hours_lost",
                         "status", "ticket") if c in incidents.columns]
     return incidents.filter(pl.col("host") == host).select(cols).sort("root_ts", nulls_last=True)
+
+
+def memory_facts(memory: pl.DataFrame) -> list[tuple[str, str]]:
+    """A host's fleet-memory row (`account.fleet.fleet_memory`) as (label, text) facts; nothing on record: zeros."""
+    row = memory.row(0, named=True) if memory.height else {}
+    def text(key: str, v) -> str:
+        if v is None:
+            return "unknown" if key == "gpu_hours_lost" and row else "0"
+        return f"{v:,.2f}" if isinstance(v, float) else str(v)
+    return [(label, text(key, row.get(key))) for key, label in MEMORY_FACTS]
 
 
 def host_events(events: pl.DataFrame) -> pl.DataFrame:
