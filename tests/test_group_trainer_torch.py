@@ -11,6 +11,7 @@ gzip and a missing last newline."""
 from __future__ import annotations
 
 import gzip
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -148,6 +149,32 @@ def test_the_trap_logs_are_read_by_grouping_collectors_only(logs) -> None:
         assert choose("\n".join(lines).encode(), rel, all_collectors()), rel
         readers |= {c.NAME for c in chosen for ln in lines if search(ln, c.PATTERN)}
     assert readers == {"torch", "ft_launcher", "nan_guard"}
+
+
+def test_the_pytorch_and_launcher_excerpts_parsed_as_one_group_store_the_rows_of_each_alone(tmp_path) -> None:
+    """Every PyTorch and launcher shape the format tests hold (tracebacks, summaries, prefixes, chains), a file each."""
+    here = Path(__file__).resolve().parent
+    n = 0
+    for toml in [here / "real_excerpts" / "pytorch.toml", *(here / "format_variants").glob("[pl]*.toml")]:
+        for case in tomllib.loads(toml.read_text())["case"]:
+            n += 1
+            name = Path(case.get("file") or case.get("path") or "excerpt.log").name
+            p = tmp_path / "tree" / "runs" / "x" / f"attempt-{n}" / name
+            p.parent.mkdir(parents=True)
+            p.write_text(case["text"])
+    assert n > 80
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(ingest_group, "GROUP_FILES", False)
+        m.setattr(ingest_write, "BATCH_FILES", 1)
+        alone = _ingest(tmp_path / "alone.duckdb", tmp_path / "tree")
+    groups: list[tuple[int, int]] = []
+    with pytest.MonkeyPatch.context() as m:
+        real = ingest_group_text.parse_text_group
+        m.setattr(ingest_group, "parse_text_group",
+                  lambda items, chosen: groups.append((len(items), len(rest := real(items, chosen)))) or rest)
+        assert _ingest(tmp_path / "grouped.duckdb", tmp_path / "tree") == alone
+    assert _snapshot(tmp_path / "grouped.duckdb") == _snapshot(tmp_path / "alone.duckdb")
+    assert sum(a - b for a, b in groups) > 0.9 * n  # parsed together, not sent back one by one
 
 
 @pytest.mark.parametrize("head", [
