@@ -315,8 +315,13 @@ def _keep_points(att: pl.DataFrame, saves: pl.DataFrame, inc: pl.DataFrame, con,
            .join(firsts.rename({"attempt": "next_attempt"}), on="next_attempt", how="left"))
     keep = nxt.with_columns(keep_step=pl.coalesce("load_step", pl.col("first_step") - 1))
     ended_badly = inc.filter(pl.col("kind") == "attempt_end").select("attempt").with_columns(bad=pl.lit(True))
-    last_save = saves.group_by("s_attempt").agg(last_save_step=pl.col("save_step").max(),
-                                                last_save_ts=pl.col("ts").max()).rename({"s_attempt": "attempt"})
+    # a save the job was killed in the middle of (its finish never logged) keeps nothing
+    cut = store.frame(con, """SELECT attempt AS s_attempt, step AS save_step FROM checkpoints
+                              WHERE run = ? AND action = 'save' GROUP BY ALL HAVING NOT bool_or(coalesce(ok, true))""",
+                      [run])
+    last_save = (saves.join(cut, on=["s_attempt", "save_step"], how="anti").group_by("s_attempt")
+                 .agg(last_save_step=pl.col("save_step").max(), last_save_ts=pl.col("ts").max())
+                 .rename({"s_attempt": "attempt"}))
     keep = keep.join(ended_badly, on="attempt", how="left").join(last_save, on="attempt", how="left")
     # A final attempt that failed keeps only what it saved; one that finished keeps everything.
     final_bad = pl.col("next_attempt").is_null() & pl.col("bad").fill_null(False)

@@ -280,12 +280,16 @@ def checkpoint_incidents(con: duckdb.DuckDBPyConnection, run: str | None, s: Set
 
 
 ROLLBACK_LR_CHANGE = 0.01  # a resume whose learning rate differs this much from the first run of its steps
+# what torch.load says of a checkpoint file cut short (a zip without its central directory, a truncated pickle)
+UNREADABLE_CHECKPOINT = (r"failed finding central directory|PytorchStreamReader failed|file is not a zip file"
+                         r"|Ran out of input|invalid load key|unexpected EOF, expected")
 
 
 def _rollbacks(con: duckdb.DuckDBPyConnection, run: str | None) -> pl.DataFrame:
     """Attempts whose resume from an older checkpoint was deliberate (`run`, `attempt`): the attempt before it
     ended in a diverging loss (the team rolled back past it), or it trains its first steps at another learning
-    rate than the earlier attempts did at the same steps (a rollback with a changed schedule)."""
+    rate than the earlier attempts did at the same steps (a rollback with a changed schedule); unless torch could
+    not read a checkpoint before its first step (`UNREADABLE_CHECKPOINT`): then the newer save was lost."""
     return store.frame(con, """
         WITH diverged AS (
             SELECT DISTINCT run, attempt + 1 AS attempt FROM events
@@ -301,9 +305,18 @@ def _rollbacks(con: duckdb.DuckDBPyConnection, run: str | None) -> pl.DataFrame:
               AND e.attempt < f.attempt
             GROUP BY f.run, f.attempt
             HAVING median(abs(f.lr - e.lr) / e.lr) > $change
+        ),
+        -- the launch itself found the newer save unreadable before its first step: that save was lost, whatever
+        -- the team meant to do (`latest` pointing at a save with a truncated shard)
+        firsts_ts AS (SELECT run, attempt, min(ts) AS ts FROM steps WHERE run IS NOT NULL
+                        AND ($run IS NULL OR run = $run) GROUP BY ALL),
+        unreadable AS (
+            SELECT DISTINCT e.run, e.attempt FROM events e JOIN firsts_ts f USING (run, attempt)
+            WHERE e.ts <= f.ts AND regexp_matches(coalesce(e.text, ''), $unreadable)
         )
-        SELECT run, attempt::INTEGER AS attempt FROM diverged UNION SELECT run, attempt::INTEGER FROM changed
-    """, {"run": run, "change": ROLLBACK_LR_CHANGE})
+        (SELECT run, attempt::INTEGER AS attempt FROM diverged UNION SELECT run, attempt::INTEGER FROM changed)
+        EXCEPT SELECT run, attempt::INTEGER FROM unreadable
+    """, {"run": run, "change": ROLLBACK_LR_CHANGE, "unreadable": UNREADABLE_CHECKPOINT})
 
 
 def _lost_checkpoints(saves: pl.DataFrame, dirs: dict[str, str | None], rollbacks: pl.DataFrame

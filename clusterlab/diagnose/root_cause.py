@@ -194,7 +194,8 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
                                                gap_s=pl.col("ts").sort().diff().dt.total_seconds().median())
             if job.height else pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, "last_ts": pl.Datetime("us"),
                                                      "last_step": pl.Int64, "gap_s": pl.Float64}))
-    att = att.join(last, on=["run", "attempt"], how="left")
+    att = att.join(last, on=["run", "attempt"], how="left").join(_open_saves(con, run), on=["run", "attempt"],
+                                                                  how="left")
     keys = ["run", "attempt"]
     flagged = (_with_progress_flags(cand, s).sort(*keys, "ts", "file", "line")
                .with_columns(_id=pl.int_range(pl.len()).over(keys).cast(pl.UInt32)))
@@ -226,6 +227,17 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
     inc, ev = maintenance.with_maintenance(con, inc, ev, EVIDENCE_SCHEMA)
     inc, ev = sdc.with_silent_corruption(con, inc, ev, EVIDENCE_SCHEMA)
     return inc, ev.select(list(EVIDENCE_SCHEMA))
+
+
+def _open_saves(con: duckdb.DuckDBPyConnection, run: str | None) -> pl.DataFrame:
+    """Per attempt, when its last checkpoint save that never finished began (`open_save_ts`): a job killed while
+    writing one was busy, not hung, however long the write took (a slow filesystem stretches a save to minutes)."""
+    return store.frame(con, """
+        SELECT run, attempt, max(ts) AS open_save_ts FROM (
+            SELECT run, attempt, step, min(ts) AS ts FROM checkpoints
+            WHERE action = 'save' AND ts IS NOT NULL AND run IS NOT NULL AND ($run IS NULL OR run = $run)
+            GROUP BY ALL HAVING NOT bool_or(coalesce(ok, true)))
+        GROUP BY ALL""", {"run": run}).cast({"attempt": pl.Int32})
 
 
 _CAND = pl.Struct({"failure_mode": pl.String, "host": pl.String, "ts": pl.String, "kind": pl.String,
@@ -277,7 +289,10 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
             reasons[r["_id"]] = f"after the scheduler's {verdict['failure_mode']} at {vts:%H:%M:%S}: a consequence"
         faults = faults.filter(pl.col("ts") <= vts + skew)
         symptoms = symptoms.filter(pl.col("ts") < vts - skew)
-        hung = last is not None and (vts - last > hang_gap or symptoms.height > 0)
+        # a save begun after the last step and still open at the kill: the job was writing, not hung
+        saving = (last is not None and a.get("open_save_ts") is not None
+                  and last - skew - hang_gap <= a["open_save_ts"] <= vts + skew)
+        hung = last is not None and ((vts - last > hang_gap and not saving) or symptoms.height > 0)
         healthy = verdict["failure_mode"] in KILLS and not hung
         if healthy:  # the job stepped until the kill: what it stepped past did not stop it
             for r in faults.filter(pl.col("n_after") > 0).iter_rows(named=True):

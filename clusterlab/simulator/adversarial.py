@@ -12,6 +12,23 @@ On top of the ordinary fleet (`Config.adversarial`, reproducible by seed):
   only, or none at all (the training log prints every step's own time, so the ledger stays knowable);
 - clock skew of a few seconds on some hosts, in those hosts' own logs (kernel, per-rank JSONL);
 - missing kernel logs for nodes that hold no evidence of any incident.
+
+With `Config.cases`, the script goes on with the root-cause cases of issue 29 (`CASES`), each written in the
+formats real clusters print and each scored by the round trip like any other ending:
+- `hung_rank`: one rank stops inside a step (no fault anywhere): its per-rank records end a step before every
+  other rank's, and the others' NCCL watchdogs fire ten minutes later (symptoms; truth: nccl_timeout on its host);
+- `maintenance`: the operator drains every node of the job for an emergency maintenance and root cancels the
+  job (truth: preemption, no single host);
+- `lustre`: a Lustre OST stops answering; every host's client reports the lost connection, one rank's read
+  fails (truth: filesystem_io on the target, as the kernel names it);
+- `sdc`: one rank's loss goes non-finite for a few steps while every other rank's stays finite, then Megatron's
+  NaN check stops it (truth: silent_data_corruption on its host);
+- `rollback`: the loss diverges (Megatron's NaN check) and the team relaunches from the checkpoint before the
+  newest one (a deliberate rollback: no checkpoint_lost); the lost checkpoint of `Config.scenarios` is then
+  printed as a `latest` pointing at a save with incomplete shards, whose load fails before the fallback;
+- `sticky`: an uncorrectable ECC error (Xid 48) kills the job and nobody drains the node; the next launch lands
+  on the same GPU and dies in its first step of a CUDA out-of-memory (truth: gpu_memory_ecc on that host, for
+  both launches).
 """
 
 from __future__ import annotations
@@ -29,16 +46,28 @@ if TYPE_CHECKING:
     from clusterlab.simulator.textlog import Proc
 
 SCRIPT = ("preemption", "hang_limit", "manual_stop", "storage", "time_limit")
+CASES = ("hung_rank", "maintenance", "lustre", "sdc", "rollback", "sticky")
 # hardware faults that hang the job (no process dies; the NCCL watchdog would fire after 10 minutes)
 HANG_CAUSES = ("gpu_fell_off_bus", "nvlink_error", "gpu_hw_other", "pcie_error")
 CANCEL_UID = 1000  # the user who runs scancel
+ROOT_UID = 0  # the operator's scancel during a maintenance
+MAINTENANCE_REASON = "emergency maintenance - PDU replacement"
+LUSTRE_TARGET = "lustre-OST0003"  # the OST the `lustre` case loses, as the kernel's Lustre client names it
+LUSTRE_NID = "10.40.0.13@o2ib"
+SDC_STEPS = 3  # steps one rank's loss is non-finite before the NaN check stops it
 XIDS = (13, 31, 43)
 
 
+def script(cfg: Config) -> tuple[str, ...]:
+    """The scripted endings of each run, in order (before the rotation)."""
+    return SCRIPT + CASES if cfg.cases else SCRIPT
+
+
 def time_limit_ms(cfg: Config) -> int:
-    """Each job's limit (whole minutes, at least 20): the window holds about six launches."""
+    """Each job's limit (whole minutes, at least 20): the window holds about one launch per scripted ending
+    and one more."""
     lo, hi = cfg.window_ms
-    return max(20, int((hi - lo) / (len(SCRIPT) + 1) // 60_000)) * 60_000
+    return max(20, int((hi - lo) / (len(script(cfg)) + 1) // 60_000)) * 60_000
 
 
 def job_start_ms(start_ms: int) -> int:
@@ -51,12 +80,13 @@ def server_name(cluster: Cluster) -> str:
     return f"{cluster.hosts[0].rsplit('-', 1)[0]}-fs01"
 
 
-def scripted(run: Run, k: int, seed: int = 0) -> str | None:
+def scripted(run: Run, k: int, seed: int = 0, cases: bool = False) -> str | None:
     """The scripted ending of launch k of this run (None: a random failure or the limit); the order
     turns with the cluster and the seed, so that seeds see the endings in different places."""
-    if k > len(SCRIPT):
+    order = SCRIPT + CASES if cases else SCRIPT
+    if k > len(order):
         return None
-    return SCRIPT[(k - 1 + run.cluster.index + seed) % len(SCRIPT)]
+    return order[(k - 1 + run.cluster.index + seed) % len(order)]
 
 
 def scripted_fail(script: str, start: int, limit_at: int | None, rng: np.random.Generator
@@ -66,14 +96,25 @@ def scripted_fail(script: str, start: int, limit_at: int | None, rng: np.random.
         return None, ""
     if script == "hang_limit":  # the fault 2-8 minutes before the limit: the watchdog never gets to fire
         return limit_at - int(rng.uniform(120_000, 480_000)), HANG_CAUSES[int(rng.integers(len(HANG_CAUSES)))]
+    if script == "hung_rank":  # early enough that the watchdog fires before the limit
+        at = start + int((limit_at - start) * rng.uniform(0.2, 0.4))
+        return (at, "nccl_timeout") if at + endings.WATCHDOG_MS + 180_000 < limit_at else (None, "")
     at = start + int((limit_at - start) * rng.uniform(0.35, 0.8))
-    return at, {"preemption": "preemption", "manual_stop": "manual_stop", "storage": "filesystem_io"}[script]
+    return at, {"preemption": "preemption", "manual_stop": "manual_stop", "storage": "filesystem_io",
+                "maintenance": "preemption", "lustre": "filesystem_io", "sdc": "silent_data_corruption",
+                "rollback": "loss_divergence", "sticky": "gpu_memory_ecc"}[script]
 
 
 def shape_ending(script: str, run: Run, att: Attempt, limit_at: int | None, rng: np.random.Generator) -> None:
     """Turn the drawn ending into the scripted one: a hang killed by the limit, a storage server lost."""
     e, n = att.ending, len(att.hosts)
-    if script == "hang_limit" and e.mode in HANG_CAUSES and limit_at is not None and e.root_ms < limit_at - 30_000:
+    if script in CASES and e.mode == scripted_mode(script):
+        e.case = script
+    if script == "lustre" and e.mode == "filesystem_io" and e.rank is not None:
+        e.server = e.host = LUSTRE_TARGET
+        e.trigger_ms = e.root_ms + endings.NFS_SOFT_MS + int(rng.integers(5, 900))
+        e.exit_ms = endings.exit_ms(e.mode, e.trigger_ms, n, e.rank // run.cluster.gpus_per_node)
+    elif script == "hang_limit" and e.mode in HANG_CAUSES and limit_at is not None and e.root_ms < limit_at - 30_000:
         e.kill = "time_limit"
         e.trigger_ms = limit_at
         e.exit_ms = endings.exit_ms("time_limit", limit_at, n, None)
@@ -81,6 +122,12 @@ def shape_ending(script: str, run: Run, att: Attempt, limit_at: int | None, rng:
         e.server = e.host = server_name(run.cluster)
         e.trigger_ms = e.root_ms + endings.NFS_SOFT_MS + int(rng.integers(5, 900))
         e.exit_ms = endings.exit_ms(e.mode, e.trigger_ms, n, e.rank // run.cluster.gpus_per_node)
+
+
+def scripted_mode(script: str) -> str:
+    """The failure mode a case's ending is drawn as."""
+    return {"hung_rank": "nccl_timeout", "maintenance": "preemption", "lustre": "filesystem_io",
+            "sdc": "silent_data_corruption", "rollback": "loss_divergence", "sticky": "gpu_memory_ecc"}.get(script, "")
 
 
 def skews(cfg: Config, cluster: Cluster) -> dict[str, int]:
@@ -105,7 +152,8 @@ def coverage(run: Run, att: Attempt, r: random.Random) -> tuple[int, int, tuple[
     need = np.nonzero((s.slow >= 0) | (s.data_ms != run.model.data_ms))[0]
     slow_hosts = set(int(x) for x in np.unique(s.slow[s.slow >= 0]))
     kind = COVERAGE[(att.k + run.cluster.index) % len(COVERAGE)]
-    if n < 40 or kind == "full" or (kind == "none" and len(need)):
+    # the cases told by per-rank records (who stopped first, whose loss alone went non-finite) have them all
+    if n < 40 or kind == "full" or (kind == "none" and len(need)) or att.ending.case in ("hung_rank", "sdc"):
         return 0, n, hosts
     if kind == "none":
         return 0, 0, ()
@@ -221,6 +269,8 @@ def storage_lines(run: Run, att: Attempt, r: random.Random) -> list[tuple[str, i
     e = att.ending
     if not e.server:
         return []
+    if e.server == LUSTRE_TARGET:
+        return _lustre_lines(run, att, r)
     culprit = att.hosts[e.rank // run.cluster.gpus_per_node]
     order = r.sample(list(att.hosts), len(att.hosts))  # who prints first is chance, not cause
     out = [(h, e.root_ms + (0 if n == 0 else r.randint(200, 9000)), f"nfs: server {e.server} not responding, "
@@ -231,9 +281,29 @@ def storage_lines(run: Run, att: Attempt, r: random.Random) -> list[tuple[str, i
     return out
 
 
+def _lustre_lines(run: Run, att: Attempt, r: random.Random) -> list[tuple[str, int, str]]:
+    """Every host's Lustre client loses its connection to the OST within seconds (in-flight operations wait for
+    recovery); the culprit's read is the one that fails; the connection comes back minutes later. The spellings
+    are the Lustre client's (ptlrpc import.c / client.c), as the kernel collector's samples hold them."""
+    e = att.ending
+    culprit = att.hosts[e.rank // run.cluster.gpus_per_node]
+    order = r.sample(list(att.hosts), len(att.hosts))  # who prints first is chance, not cause
+    osc = {h: f"{LUSTRE_TARGET}-osc-ffff{r.randrange(16 ** 12):012x}" for h in att.hosts}
+    out = [(h, e.root_ms + (0 if n == 0 else r.randint(200, 9000)),
+            f"Lustre: {osc[h]}: Connection to {LUSTRE_TARGET} (at {LUSTRE_NID}) was lost; in progress operations "
+            "using this service will wait for recovery to complete") for n, h in enumerate(order)]
+    out.append((culprit, e.trigger_ms - r.randint(20, 200), f"LustreError: 11-0: {osc[culprit]}: operation ost_read "
+                                                            f"to node {LUSTRE_NID} failed: rc = -107"))
+    back = e.trigger_ms + r.randint(300_000, 900_000)
+    out += [(h, back + r.randint(0, 3000), f"Lustre: {osc[h]}: Connection restored to {LUSTRE_TARGET} (at "
+                                           f"{LUSTRE_NID})") for h in att.hosts]
+    return out
+
+
 def missing_logs(cluster: Cluster, evidence: dict[str, list[tuple[int, str]]], r: random.Random) -> set[str]:
     """One node's kernel log is not in the bundle: a node with no evidence of any incident on it but
     its share of a storage outage that every host of the launch (at least three) reported."""
     # NOTE: never the last node: its log carries the spare's NFS blip
-    free = [h for h in cluster.hosts[:-1] if all(msg.startswith("nfs: server ") for _, msg in evidence.get(h, []))]
+    free = [h for h in cluster.hosts[:-1]
+            if all(msg.startswith(("nfs: server ", "Lustre: ")) for _, msg in evidence.get(h, []))]
     return {r.choice(free)} if len(cluster.hosts) >= 3 and free else set()

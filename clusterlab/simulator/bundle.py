@@ -40,7 +40,7 @@ def simulate(out: Path | str, seed: int = 0, providers: int = 2, clusters_per_pr
              nodes_per_cluster: int = 16, days: float = 1.0, gpus_per_node: int = 8, gzip: bool = False,
              failure_scale: float = 1.0, step_s: float | None = None, save_every_s: float = 1800.0,
              scenarios: bool = True, rates: dict[str, float] | None = None,
-             adversarial: bool = False) -> SimulationResult:
+             adversarial: bool = False, cases: bool = False) -> SimulationResult:
     """Write a simulated fleet's evidence bundle (and truth.json) to `out`, replacing what is there.
 
     failure_scale multiplies the per-GPU-hour failure rates (a small fleet over a day sees few
@@ -48,7 +48,8 @@ def simulate(out: Path | str, seed: int = 0, providers: int = 2, clusters_per_pr
     Llama 3 mix, `failure_model.llama3_rates()`); step_s fixes every run's steady step time;
     scenarios guarantees a lost checkpoint, a straggler and a stalled save where the fleet has room;
     adversarial adds scripted scheduler ends, decoys, partial per-rank timings, clock skew and a
-    missing node log (`clusterlab.simulator.adversarial`), with the decoys listed apart in truth.json.
+    missing node log (`clusterlab.simulator.adversarial`), with the decoys listed apart in truth.json;
+    cases (with adversarial) scripts the root-cause cases of issue 29 too (`adversarial.CASES`).
     """
     unknown = set(rates or {}) - set(llama3_rates())
     if unknown:
@@ -62,7 +63,7 @@ def simulate(out: Path | str, seed: int = 0, providers: int = 2, clusters_per_pr
     cfg = Config(seed=seed, providers=providers, clusters_per_provider=clusters_per_provider,
                  nodes_per_cluster=nodes_per_cluster, days=days, gpus_per_node=gpus_per_node, gzip=gzip,
                  failure_scale=failure_scale, step_s=step_s, save_every_s=save_every_s, scenarios=scenarios,
-                 adversarial=adversarial,
+                 adversarial=adversarial, cases=adversarial and cases,
                  model=FailureModel(rates=dict(rates) if rates is not None else llama3_rates(), scale=failure_scale))
     fleet = clusters(cfg)
     runs = [timeline.build(cfg, c) for c in fleet]
@@ -126,13 +127,16 @@ def _write_run(sink: Sink, cfg: Config, run: Run, files: dict[str, list[str]], s
     """Every attempt's console and per-rank step files; the evidence their endings left elsewhere,
     and the decoys' kernel lines (adversarial)."""
     out: dict[int, failures.Evidence] = {}
-    records, saved = 0, 0
+    records, saved, prev_rollback = 0, 0, False
     fakes: list[tuple[str, int, str]] = []
     for att in run.attempts:
         r = random.Random(f"{cfg.seed}:{run.name}:{att.k}:log")
         procs, agents = trainlog.procs_for(run, att, r)
+        if prev_rollback:  # the team went back on purpose: the saves after its step are abandoned, not lost
+            saved = min(saved, att.resumed_from)
         lost = saved if att.resumed_from < saved else None
         saved = max(saved, att.last_save() or 0)
+        prev_rollback = att.ending.case == "rollback"
         base = f"runs/{run.name}/attempt-{att.k}"
         lines: dict[int, list[str]] = {}
         if cfg.adversarial:
@@ -142,7 +146,7 @@ def _write_run(sink: Sink, cfg: Config, run: Run, files: dict[str, list[str]], s
             fakes += kern
             mess.decoys += rows
         with sink.open(f"{base}/train.log", big=True) as log:
-            log.write(trainlog.startup(run, att, procs, agents, r, lost).render())
+            log.write(trainlog.startup(run, att, procs, agents, r, lost, shards=cfg.cases).render())
             trainlog.training(log, run, att, r, junk=run.cluster.index == 0 and att.k == 1, extra=lines)
             end, ev = failures.ending(run, att, procs, agents, r, f"{cfg.seed}:{run.name}")
             log.write(end.render())

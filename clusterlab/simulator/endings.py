@@ -10,8 +10,9 @@ from __future__ import annotations
 HANG = frozenset({"gpu_fell_off_bus", "gpu_hw_other", "nvlink_error", "pcie_error", "nccl_timeout"})
 # A link or a whole node is gone: the peers' queue pairs retry, then fail with completion errors.
 LINK = frozenset({"network", "node_failure"})
-# One process dies at once (CUDA ECC error, SIGBUS, an exception, a NaN check): its peers follow.
-CRASH = frozenset({"gpu_memory_ecc", "host_hw", "user_code_error", "cuda_error", "loss_divergence", "filesystem_io"})
+# One process dies at once (CUDA ECC error, SIGBUS, an exception, a NaN check, one GPU's NaN): its peers follow.
+CRASH = frozenset({"gpu_memory_ecc", "host_hw", "user_code_error", "cuda_error", "loss_divergence", "filesystem_io",
+                   "silent_data_corruption"})
 # The scheduler ends the job: the provider reclaims the nodes, the time limit is reached, or a
 # person cancels it (scancel; only scripted by the adversarial scenarios).
 SCHEDULER = frozenset({"preemption", "time_limit", "manual_stop"})

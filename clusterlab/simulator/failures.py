@@ -136,10 +136,20 @@ def _culprit_block(run: Run, att: Attempt, p: Proc) -> tuple[str | None, str, in
     e = att.ending
     if e.mode == "host_hw":
         return None, f"Signal 7 (SIGBUS) received by PID {p.pid}", -7
-    exc, frame, code = _CULPRIT[e.mode]
-    if e.server:  # the training data on the lost NFS server's soft mount
+    # a GPU computing NaNs trips the same numerics check as a diverging model, on its own rank only
+    exc, frame, code = _CULPRIT["loss_divergence" if e.mode == "silent_data_corruption" else e.mode]
+    if e.server and e.server != adversarial.LUSTRE_TARGET:  # the training data on the lost NFS server's soft mount
         exc = f"OSError: [Errno 5] Input/output error: '/mnt/{e.server}/data/tokens/shard-00412.bin'"
-    if e.mode == "loss_divergence":
+    if e.case == "sticky_init":  # the first forward's allocation fails on a GPU whose memory is still bad
+        exc = (f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.95 GiB. GPU {p.local} has a total "
+               "capacity of 79.10 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process has "
+               "78.06 GiB memory in use. Of the allocated memory 74.21 GiB is allocated by PyTorch, and 2.36 GiB is "
+               "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+               "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
+               "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
+        frame, code = ('megatron/core/transformer/mlp.py", line 148, in forward',
+                       "intermediate_parallel, bias_parallel = self.linear_fc1(hidden_states)")
+    if e.mode in ("loss_divergence", "silent_data_corruption"):
         exc = (f"RuntimeError: Rank {p.rank}, node {p.host}, device {p.local}, iteration {att.last_step + 1}: "
                "Unexpected result nan (message='found NaN in local grad norm for bucket #0 in backward pass before "
                "data-parallel communication collective')")
@@ -229,6 +239,8 @@ def _scheduler(log: Log, ev: Evidence, run: Run, att: Attempt, procs: list[Proc]
     t = from_ms(e.trigger_ms)
     # slurmstepd's banner (src/slurmd/slurmstepd/req.c): no DUE TO for a plain scancel
     why = {"preemption": " DUE TO PREEMPTION", "time_limit": " DUE TO TIME LIMIT"}.get(verdict, "")
+    if e.case == "maintenance":
+        why = ""  # root's scancel: no reason in the banner
     log.add(t, f"slurmstepd: error: *** JOB {att.job_id} ON {att.hosts[0]} CANCELLED AT {iso_s(t)}{why} ***")
     log.add(after(t, 0.004), f"slurmstepd: error: *** STEP {att.job_id}.0 ON {att.hosts[0]} CANCELLED AT "
                              f"{iso_s(t)}{why} ***")
@@ -245,7 +257,17 @@ def _scheduler(log: Log, ev: Evidence, run: Run, att: Attempt, procs: list[Proc]
                   f"{agents[host]} got signal: 15"]
         log.add(tt, "\n".join(lines))
         log.add(after(tt, 2.2), f"srun: error: {host}: task {n}: Exited with exit code 1")
-    if verdict == "preemption":
+    if e.case == "maintenance":
+        # the operator drains every node of the job for an emergency maintenance, then root cancels the job
+        drained = e.trigger_ms - 60_000 * (2 + att.k % 5)
+        for n, host in enumerate(att.hosts):
+            ev.ctld.append((drained + 400 * n, f"update_node: node {host} reason set to: "
+                                               f"{adversarial.MAINTENANCE_REASON}"))
+            ev.ctld.append((drained + 400 * n + 1, f"update_node: node {host} state set to DRAIN"))
+        ev.ctld.append((e.trigger_ms - 40, f"_slurm_rpc_kill_job: REQUEST_KILL_JOB JobId={att.job_id} uid "
+                                           f"{adversarial.ROOT_UID}"))
+        ev.state = (f"CANCELLED by {adversarial.ROOT_UID}", "0:0")
+    elif verdict == "preemption":
         ev.ctld.append((e.trigger_ms + 5, f"preempted JobId={att.job_id} has been killed to reclaim resources for "
                                           f"JobId={int(att.job_id) + 500}"))
         ev.state = ("PREEMPTED", "0:15")
@@ -277,8 +299,11 @@ def _kernel(ev: Evidence, run: Run, att: Attempt, p: Proc, r: random.Random) -> 
     elif e.mode == "nvlink_error":
         msgs = [(0, xid.format(74, f"NVLink: fatal error detected on link {r.randint(0, 17)}(0x0, 0x0, 0x10000, "
                                    "0x0, 0x0, 0x0, 0x0)"))]
+    elif e.mode == "gpu_memory_ecc" and e.case == "sticky_init":
+        msgs = []  # its memory failed under the launch before (Xid 48 then): nothing new in the kernel log
     elif e.mode == "gpu_memory_ecc":
-        msgs = [(0, xid.format(94, "Contained: SM (0x1). RST: No, D-RST: No") if r.random() < 0.6 else
+        contained = r.random() < 0.6 and e.case != "sticky"  # sticky: a double-bit error, whose rows stay bad
+        msgs = [(0, xid.format(94, "Contained: SM (0x1). RST: No, D-RST: No") if contained else
                  xid.format(48, "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer "
                                 "at partition 6, subpartition 0."))]
     elif e.mode == "pcie_error":

@@ -31,6 +31,7 @@ class Config:
     hang_timeout_s: float | None = None  # a hang detector's timeout (simulator/policy.py); None: NCCL's watchdog
     scenarios: bool = True  # guarantee one lost checkpoint, one straggler and one stalled save
     adversarial: bool = False  # scripted scheduler ends, decoys, partial timings, skew, missing logs (adversarial.py)
+    cases: bool = False  # with adversarial: the root-cause cases of issue 29 scripted too (adversarial.CASES)
     model: FailureModel = field(default_factory=FailureModel)
 
     @property

@@ -13,6 +13,7 @@ import io
 import numpy as np
 import polars as pl
 
+from clusterlab.simulator.adversarial import SDC_STEPS
 from clusterlab.simulator.sink import Out
 from clusterlab.simulator.timeline import Attempt, Run
 
@@ -47,7 +48,19 @@ def _block(run: Run, att: Attempt, node: int, lo: int, hi: int, rng: np.random.G
     ranks = np.tile(np.arange(node * gpn, (node + 1) * gpn), m)
     per_rank = pl.DataFrame({"i": np.repeat(np.arange(m), gpn), "rank": ranks, "compute_ms": compute.ravel(),
                              "comm_ms": comm.ravel(), "loss": loss.ravel()})
-    return per_step, per_rank
+    return per_step, _case(per_rank, att, lo)
+
+
+def _case(per_rank: pl.DataFrame, att: Attempt, lo: int) -> pl.DataFrame:
+    """The ending's rank as the issue-29 cases leave it: one rank's loss non-finite on the last steps while its
+    peers' stay finite (`sdc`), or one rank stopped inside the last step the others finished (`hung_rank`)."""
+    e, n = att.ending, len(att.steps)
+    if e.case == "sdc":
+        bad = (pl.col("rank") == e.rank) & (pl.col("i") + lo >= n - SDC_STEPS)
+        return per_rank.with_columns(nonfinite=bad)
+    if e.case == "hung_rank":
+        return per_rank.filter(~((pl.col("rank") == e.rank) & (pl.col("i") + lo == n - 1)))
+    return per_rank
 
 
 def _lines(per_step: pl.DataFrame, per_rank: pl.DataFrame, host: str, tokens: int, epoch: bool) -> pl.DataFrame:
@@ -59,10 +72,12 @@ def _lines(per_step: pl.DataFrame, per_rank: pl.DataFrame, host: str, tokens: in
                            b=pl.concat_str([pl.lit(f',"host":"{host}","step":'), pl.col("step").cast(pl.String),
                                             pl.lit(',"step_s":'), _ms("step_ms"), pl.lit(',"compute_s":')]),
                            c=pl.concat_str([pl.lit(',"data_s":'), _ms("data_ms"),
-                                            pl.lit(f',"tokens":{tokens},"loss":')]))
+                                            pl.lit(f',"tokens":{tokens},')]))
     shared = head[per_rank["i"]]
-    loss = pl.concat_str([(pl.col("loss") // 10_000).cast(pl.String), pl.lit("."),
+    loss = pl.concat_str([pl.lit('"loss":'), (pl.col("loss") // 10_000).cast(pl.String), pl.lit("."),
                           (pl.col("loss") % 10_000).cast(pl.String).str.zfill(4)])
+    if "nonfinite" in per_rank.columns:  # JSON holds no NaN: the recorder says so instead (instrument.StepRecorder)
+        loss = pl.when(pl.col("nonfinite")).then(pl.lit('"loss_nonfinite":true')).otherwise(loss)
     return pl.concat([shared, per_rank], how="horizontal").select(pl.concat_str([
         pl.col("a"), pl.col("rank").cast(pl.String), pl.col("b"), _ms("compute_ms"), pl.lit(',"comm_s":'),
         _ms("comm_ms"), pl.col("c"), loss, pl.lit("}")]).alias("line"))

@@ -31,6 +31,7 @@ class Ending:
     exit_ms: int
     kill: str | None = None  # the scheduler's verdict where it ended a job already dying of `mode` (hang → limit)
     server: str | None = None  # the storage server a filesystem fault came from (host is then the server)
+    case: str | None = None  # the issue-29 case this ending plants (adversarial.CASES), if any
 
 
 @dataclass

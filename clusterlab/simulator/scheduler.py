@@ -53,7 +53,7 @@ def slurmctld(sink: Sink, cfg: Config, cluster: Cluster, run: Run, evidence: dic
         lines.append((end, f"_job_complete: JobId={j} {'WTERMSIG 15' if sig else 'WEXITSTATUS 1'}"))
         lines.append((end + 1, f"_job_complete: JobId={j} done"))
         e = att.ending
-        if e.mode in HARDWARE and e.host and e.mode != "node_failure":
+        if e.mode in HARDWARE and e.host and e.mode != "node_failure" and e.case != "sticky":  # sticky: missed
             t = att.end_ms + r.randint(30_000, 110_000)
             lines.append((t, f"update_node: node {e.host} reason set to: {REASONS[e.mode]}"))
             lines.append((t + 1, f"update_node: node {e.host} state set to DRAIN"))

@@ -80,7 +80,7 @@ def build(cfg: Config, cluster: Cluster) -> Run:
     available: list[Save] = []  # durable checkpoints
     lose = cfg.scenarios and _first_bad(cfg, cluster)  # the provider will lose a checkpoint here
     run.stall_pending = cfg.scenarios and cluster.index == min(1, cfg.providers * cfg.clusters_per_provider - 1)
-    k = 1
+    k, sticky = 1, None
     while True:
         hosts = tuple(sorted(h for h in cluster.hosts if back[h] <= t)[: cluster.run_nodes])
         if len(hosts) < cluster.run_nodes:
@@ -90,14 +90,20 @@ def build(cfg: Config, cluster: Cluster) -> Run:
             available.pop().deleted = True  # the newest checkpoint is gone when the relaunch looks for it
             lose = False
         resume = available[-1].step if available else 0
-        att = _attempt(cfg, run, k, hosts, t, resume, rates, eps, rng, (lo + (hi - lo) * 9 // 20) if lose else None)
+        att = _attempt(cfg, run, k, hosts, t, resume, rates, eps, rng, (lo + (hi - lo) * 9 // 20) if lose else None,
+                       sticky if sticky in hosts else None)
+        sticky = None
         if att is None:
             break
         run.attempts.append(att)
         available += [s for s in att.saves if s.complete]
+        if att.ending.case == "rollback" and len(available) >= 2:
+            available.pop()  # the team goes back past the newest save (not lost: abandoned, still on disk)
         if (att.ending.kill or att.ending.mode) == "time_limit" and att.ending.trigger_ms >= hi:
             break  # the campaign's window is over
-        if att.ending.mode in HARDWARE and att.ending.host:
+        if att.ending.case == "sticky":  # nobody drained the node: the next launch lands on its faulty GPU
+            sticky = att.ending.host
+        elif att.ending.mode in HARDWARE and att.ending.host:
             back[att.ending.host] = att.end_ms + int(rng.uniform(*cluster.profile.repair_h) * 3_600_000)
             run.repairs.append((att.ending.host, att.end_ms, back[att.ending.host]))
         t = att.end_ms + int(rng.uniform(*cluster.profile.restart_s) * 1000)
@@ -112,8 +118,9 @@ def _first_bad(cfg: Config, cluster: Cluster) -> bool:
 
 def _attempt(cfg: Config, run: Run, k: int, hosts: tuple[str, ...], start: int, resume: int,
              rates: dict[str, float], eps: list[Episode], rng: np.random.Generator,
-             forced_at: int | None) -> Attempt | None:
-    """One launch: start-up, steps until its failure or the window's end, and the ending."""
+             forced_at: int | None, sticky: str | None = None) -> Attempt | None:
+    """One launch: start-up, steps until its failure or the window's end, and the ending (`sticky`: the host
+    whose GPU memory failed under the launch before, not drained: this launch dies of it in its first step)."""
     lo, hi = cfg.window_ms
     m = run.model
     load = int(rng.uniform(15_000, 40_000)) if resume else 0
@@ -130,12 +137,14 @@ def _attempt(cfg: Config, run: Run, k: int, hosts: tuple[str, ...], start: int, 
         fail, mode = forced_at, "gpu_fell_off_bus"
     if len(hosts) == 1 and mode in endings.LINK:
         mode = "gpu_hw_other"  # a one-node run has no peer to lose: what breaks is the node's GPU
-    script = adversarial.scripted(run, k, cfg.seed) if cfg.adversarial else None
+    script = adversarial.scripted(run, k, cfg.seed, cfg.cases) if cfg.adversarial else None
     limit_at = adversarial.job_start_ms(start) + run.limit_ms if run.limit_ms else None
     if script is not None:
         # a scripted ending replaces the random failure; it comes well before the job's time limit
         fail, mode = adversarial.scripted_fail(script, start, limit_at, rng)
-    if fail is not None:
+    if sticky is not None:  # its first allocations hit the faulty rows: one step logged, then the crash
+        script, fail, mode = None, first_start + 3 * m.step_ms, "gpu_memory_ecc"
+    elif fail is not None:
         fail = max(fail, earliest)
     if limit_at is not None and limit_at <= earliest:
         limit_at = None
@@ -143,6 +152,8 @@ def _attempt(cfg: Config, run: Run, k: int, hosts: tuple[str, ...], start: int, 
         fail, mode = limit_at, "time_limit"
     horizon = fail if fail is not None and fail < hi else hi
     steps, saves = _steps(cfg, run, resume + 1, first_start, horizon, hosts, rng)
+    if sticky is not None:  # killed in its second step, whatever the first one's warm-up took
+        fail = horizon = int(steps.end[0]) + int(0.3 * m.step_ms)
     att = Attempt(run.name, k, hosts, start, startup, load, resume, steps, saves, _ending_placeholder())
     _apply_episodes(att, run, eps, first_start, horizon)
     att.saves = _saves(att, horizon)
@@ -153,7 +164,8 @@ def _attempt(cfg: Config, run: Run, k: int, hosts: tuple[str, ...], start: int, 
         root = (hi // 1000 + 1) * 1000  # Slurm's time limit is checked on a whole second
         att.ending = _ending(run, att, "time_limit", root, None, rng)
     else:
-        att.ending = _ending(run, att, mode, fail, hosts[int(rng.integers(len(hosts)))], rng)
+        att.ending = _ending(run, att, mode, fail, sticky or hosts[int(rng.integers(len(hosts)))], rng)
+        att.ending.case = "sticky_init" if sticky else None
     if script is not None:
         adversarial.shape_ending(script, run, att, limit_at, rng)
     return att

@@ -43,14 +43,36 @@ def ckpt_dir(run: Run) -> str:
     return f"/lustre/{run.cluster.name}/ckpt/{run.name}"
 
 
+def _incomplete_latest(log: Log, run: Run, att: Attempt, s: dt.datetime, lost: int) -> None:
+    """The launch script's check of `latest` before the launch: the save it points at has a shard torch cannot
+    open (a truncated zip: torch.load's own error), so it falls back to the save before it."""
+    d = f"{ckpt_dir(run)}/iter_{lost:07d}"
+    tb = ["+ python tools/verify_checkpoint.py --load " + ckpt_dir(run),
+          f"latest_checkpointed_iteration.txt -> {lost}", "Traceback (most recent call last):",
+          '  File "/opt/megatron-lm/tools/verify_checkpoint.py", line 38, in <module>',
+          '    torch.load(path, map_location="cpu", weights_only=False)',
+          '  File "/usr/local/lib/python3.10/dist-packages/torch/serialization.py", line 1025, in load',
+          "    with _open_zipfile_reader(opened_file) as opened_zipfile:",
+          '  File "/usr/local/lib/python3.10/dist-packages/torch/serialization.py", line 446, in __init__',
+          "    super().__init__(torch._C.PyTorchFileReader(name_or_buffer))",
+          "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory",
+          f"+ echo '{d}/mp_rank_{run.cluster.gpus_per_node - 1:02d}/model_optim_rng.pt is incomplete; resuming "
+          f"from iteration {att.resumed_from}'",
+          f"{d}/mp_rank_{run.cluster.gpus_per_node - 1:02d}/model_optim_rng.pt is incomplete; resuming from "
+          f"iteration {att.resumed_from}"]
+    log.add(s, "\n".join(tb))
+
+
 def startup(run: Run, att: Attempt, procs: list[Proc], agents: dict[str, int], r: random.Random,
-            lost: int | None) -> Log:
+            lost: int | None, shards: bool = False) -> Log:
     """srun and torchrun start-up, Megatron's arguments, NCCL init, the checkpoint load."""
     log, s = Log(), from_ms(att.start_ms)
     gpn = run.cluster.gpus_per_node
     log.add(s, f"+ echo 'job {att.job_id} on {hostlist(att.hosts)} starting at {s:%a %b %d %H:%M:%S} UTC {s:%Y}'\n"
                f"job {att.job_id} on {hostlist(att.hosts)} starting at {s:%a %b %d %H:%M:%S} UTC {s:%Y}")
-    if lost is not None:
+    if lost is not None and shards:
+        _incomplete_latest(log, run, att, s, lost)
+    elif lost is not None:
         log.add(s, f"+ echo 'iter_{lost:07d} is missing from {ckpt_dir(run)}; resuming from iteration "
                    f"{att.resumed_from}'\niter_{lost:07d} is missing from {ckpt_dir(run)}; resuming from iteration "
                    f"{att.resumed_from}")

@@ -86,6 +86,8 @@ def interruption(run: Run, att: Attempt, nxt: Attempt | None) -> dict:
         out["ended_by"] = e.kill
     if e.server:
         out["server"] = e.server
+    if e.case:
+        out["case"] = e.case
     return out
 
 
@@ -105,14 +107,18 @@ def degradations(run: Run, att: Attempt) -> list[dict]:
 
 
 def lost_checkpoints(run: Run) -> list[dict]:
-    """Attempts that resumed from an older step than the newest save logged before them."""
+    """Attempts that resumed from an older step than the newest save logged before them (and not already gone
+    back past by an earlier resume)."""
     out, saved = [], 0
     for prev, att in zip(run.attempts, run.attempts[1:], strict=False):
         saved = max(saved, prev.last_save() or 0)
+        if prev.ending.case == "rollback":  # a deliberate rollback abandons the newer saves: none is lost
+            saved = min(saved, att.resumed_from)
         if att.resumed_from < saved:
             load_ms = att.start_ms + 36_000
             out.append({**_base(run, att, "degradation", "checkpoint_lost", None), "root_ts": _ts(load_ms),
                         "exit_ts": None, "lost_step": saved, "resumed_from": att.resumed_from})
+            saved = att.resumed_from  # lost once: a later resume from the same step loses nothing more
     return out
 
 
@@ -151,7 +157,7 @@ def document(cfg: Config, fleet: list[Cluster], runs: list[Run], benign: list[di
     incidents.sort(key=lambda i: (i["run"], i["attempt"], i["root_ts"] or ""))
     # NOTE: the options added later (`adversarial`, policy.py's `hang_timeout_s`) only where set: the ordinary
     # family's truth.json stays byte for byte as it was
-    optional = ("adversarial", "hang_timeout_s")
+    optional = ("adversarial", "hang_timeout_s", "cases")
     config = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "model" and (k not in optional or v)}
     config["failure_rates_per_gpu_hour"] = cfg.model.rates
     doc = {"generator": "clusterlab.simulator", "notes": NOTES + (ADVERSARIAL_NOTES if cfg.adversarial else ""),
