@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -317,16 +318,19 @@ def choose(head: bytes, path: str, collectors: list[ModuleType],
     for c in collectors:
         if getattr(c, "EXCLUSIVE", False) and sniffed(c):
             return [c]
-    # NOTE: any line-oriented sniff will do, so the one that recognised the last text file is asked first: a
-    # fleet's NCCL log then costs one sniff, not the six that come before NCCL's (a millisecond each)
-    for c in sorted(line_based, key=lambda c: _LAST_TEXT[0] != c.NAME):
+    # NOTE: any line-oriented sniff will do, so the ones that recognised the latest text files are asked first,
+    # most recent first: a fleet's NCCL log then costs one sniff, not the six that come before NCCL's, and a
+    # bundle whose trainer, Slurm and kernel logs alternate costs about one each (a false one is up to a ms)
+    for c in sorted(line_based, key=lambda c: _TEXT_ORDER.get(c.NAME, 0), reverse=True):
         if sniffed(c):
-            _LAST_TEXT[0] = c.NAME
+            _TEXT_ORDER[c.NAME] = next(_TEXT_CLOCK)
             return line_based
     return []
 
 
-_LAST_TEXT = [""]  # the line-oriented collector whose sniff last said yes (an order to ask in, never an answer)
+# the line-oriented collectors whose sniffs said yes, and when (an order to ask in, never an answer)
+_TEXT_ORDER: dict[str, int] = {}
+_TEXT_CLOCK = itertools.count(1)
 
 
 def _describe(head: bytes) -> str:
