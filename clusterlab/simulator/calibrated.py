@@ -11,18 +11,28 @@
 - repair times: log-normal, fitted to the episodes' positive durations, with the share that lasted no time.
 
 `sample` draws a fleet's fault history from the fit; `rates_per_gpu_hour` turns it into the per-mode rates that
-`clusterlab.simulator.simulate(rates=...)` takes. Every fit names its `source`.
+`clusterlab.simulator.simulate(rates=...)` takes; `campaign` runs a training campaign on the whole model (each node
+its own rate, the culprit of a failure drawn by those rates, repairs drawn from the fit), as
+`simulator.policy.campaign` does on the even Llama 3 rates, for the what-if's validation. Every fit names its
+`source`; `infinitehbd()` is InfiniteHBD-Trace's, kept for where the trace is not at hand.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
-from clusterlab.simulator.failure_model import llama3_rates
+from clusterlab.simulator import endings
+from clusterlab.simulator.failure_model import HARDWARE, FailureModel, llama3_rates
+from clusterlab.simulator.fleet import Config, clusters
+from clusterlab.simulator.runs import Attempt, Run
+from clusterlab.simulator.timeline import _attempt, start
 
 INFINITEHBD = "InfiniteHBD-Trace (github.com/stepfun-ai/InfiniteHBD-Trace @7aacdc8, Apache-2.0; arXiv 2502.03885)"
 
@@ -52,6 +62,23 @@ class FleetFit:
                 mode = mode if mode in known else "gpu_hw_other"
                 out[mode] = out.get(mode, 0.0) + per * share * part
         return out
+
+
+# InfiniteHBD-Trace as `fit` reads it (ingested with --epoch 2024-03-30): its 584 episodes by taxonomy mode, the
+# span and the fitted shape and repair times. The simulator needs no more than the modes' shares; the classes are
+# the trace's (tests/test_fleet_calibration.py fits the trace again and checks these).
+INFINITEHBD_MODES = {"node_failure": 280, "network": 73, "host_hw": 69, "gpu_hw_other": 64, "gpu_memory_ecc": 61,
+                     "pcie_error": 26, "gpu_fell_off_bus": 6, "filesystem_io": 3, "gpu_throttle": 2}
+INFINITEHBD_FIT = {"fleet_size": 400, "days": 345.0843, "shape": 0.9294497, "repair_mu": 3.0984422,
+                   "repair_sigma": 2.5374728, "repair_zero": 14 / 584}
+
+
+def infinitehbd() -> FleetFit:
+    """InfiniteHBD-Trace's fit, from the figures above: one class per taxonomy mode (the same rates by mode)."""
+    total = sum(INFINITEHBD_MODES.values())
+    return FleetFit(source=INFINITEHBD, classes={m: n / total for m, n in INFINITEHBD_MODES.items()},
+                    modes={m: {m: 1.0} for m in INFINITEHBD_MODES},
+                    mean_faults=total / INFINITEHBD_FIT["fleet_size"], **INFINITEHBD_FIT)  # type: ignore[arg-type]
 
 
 def class_key(frame: pl.DataFrame) -> pl.Expr:
@@ -151,3 +178,67 @@ def _kolmogorov_q(lam: float) -> float:
         return float(min(max(1.0 - cdf, 0.0), 1.0))
     p = 2 * sum((-1) ** (j - 1) * math.exp(-2 * j * j * lam * lam) for j in range(1, 101))
     return float(min(max(p, 0.0), 1.0))
+
+
+def node_weights(f: FleetFit, hosts: Sequence[str], rng: np.random.Generator) -> dict[str, float]:
+    """Each node's failure rate against the fleet's mean: a gamma draw of shape `f.shape` and mean 1 (every node 1
+    where the fit found no spread)."""
+    if not math.isfinite(f.shape):
+        return dict.fromkeys(hosts, 1.0)
+    return dict(zip(hosts, rng.gamma(f.shape, 1 / f.shape, len(hosts)).tolist(), strict=True))
+
+
+def repair_ms(f: FleetFit, rng: np.random.Generator) -> int:
+    """One repair's length in ms, drawn from the fit (none for the share that lasted no time)."""
+    u, z = rng.random(), rng.normal(f.repair_mu, f.repair_sigma)
+    return 0 if u < f.repair_zero else int(math.exp(z) * 3_600_000)
+
+
+def campaign(cfg: Config, f: FleetFit, scale: float = 1.0, cluster_index: int = 0) -> Run:
+    """One cluster's run on the fit's failure model, with common random numbers across policies (as
+    `simulator.policy.campaign`, which runs the even Llama 3 rates; `cfg.model` is not read).
+
+    Each node keeps one rate for the campaign (`node_weights`, times the fit's rates by mode at `scale`, times the
+    cluster's quality): a launch fails at the sum of its nodes' rates, in the fit's mode mix, and the node to blame
+    is drawn by their rates, so the heavy tail fails again and again. A failed node is out for a repair drawn from
+    the fit; the launch after waits for enough nodes. The weights, culprits and repairs come from generators of
+    their own (seed, cluster, launch), so a policy that changes what a launch draws changes none of them."""
+    cluster = clusters(cfg)[cluster_index]
+    cfg = dataclasses.replace(cfg, model=FailureModel(rates=f.rates_per_gpu_hour(cluster.gpus_per_node), scale=scale))
+    _, run, eps, rates, back, t = start(cfg, cluster)
+    weight = node_weights(f, cluster.hosts, np.random.default_rng([cfg.seed, cluster.index, 3]))
+    hi = cfg.window_ms[1]
+    available: list[int] = []  # steps of durable checkpoints
+    for k in itertools.count(1):
+        hosts = tuple(sorted(h for h in cluster.hosts if back[h] <= t)[: cluster.run_nodes])
+        if len(hosts) < cluster.run_nodes:
+            t = sorted(back.values())[cluster.run_nodes - 1]
+            hosts = tuple(sorted(h for h in cluster.hosts if back[h] <= t)[: cluster.run_nodes])
+        mean = sum(weight[h] for h in hosts) / len(hosts)
+        att_rng = np.random.default_rng([cfg.seed, cluster.index, 2, k])
+        att = _attempt(cfg, run, k, hosts, t, available[-1] if available else 0,
+                       {m: r * mean for m, r in rates.items()}, eps, att_rng, None)
+        if att is None:
+            break
+        _blame_by_rate(att, weight, np.random.default_rng([cfg.seed, cluster.index, 4, k]), cluster.gpus_per_node)
+        run.attempts.append(att)
+        available += [sv.step for sv in att.saves if sv.complete]
+        if att.ending.mode == "time_limit" and att.ending.trigger_ms >= hi:
+            break  # the campaign's window is over
+        if att.ending.mode in HARDWARE and att.ending.host:
+            back[att.ending.host] = att.end_ms + repair_ms(f, np.random.default_rng([cfg.seed, cluster.index, 5, k]))
+            run.repairs.append((att.ending.host, att.end_ms, back[att.ending.host]))
+        t = att.end_ms + int(att_rng.uniform(*cluster.profile.restart_s) * 1000)
+    return run
+
+
+def _blame_by_rate(att: Attempt, weight: dict[str, float], rng: np.random.Generator, gpus_per_node: int) -> None:
+    """The failed node of a launch drawn by the nodes' rates (the timeline draws it evenly); the rank moves with it
+    to the same GPU of the new node. A scheduler's end has no node to blame."""
+    e = att.ending
+    if e.host is None or e.rank is None or endings.family(e.mode) == "scheduler":
+        return
+    w = np.array([weight[h] for h in att.hosts])
+    host = att.hosts[int(rng.choice(len(att.hosts), p=w / w.sum()))]
+    rank = att.hosts.index(host) * gpus_per_node + e.rank % gpus_per_node
+    att.ending = dataclasses.replace(e, host=host, rank=rank)
