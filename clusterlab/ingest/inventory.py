@@ -7,6 +7,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from clusterlab import store
 from clusterlab.ingest import metadata
 
 
@@ -31,8 +32,8 @@ def load_inventory(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, int]
             # NOTE: one statement, not one per node (executemany costs milliseconds a row: seconds for a fleet);
             # a host listed twice keeps its last cluster, as row-by-row upserts did
             last = {h: (h, c, d) for h, c, d in node_rows}
-            con.register("_nodes", pl.DataFrame(list(last.values()), orient="row", schema={
-                "host": pl.String, "cluster": pl.String, "delivered": pl.Date}))
+            con.register("_nodes", store.ArrowStream(pl.DataFrame(list(last.values()), orient="row", schema={
+                "host": pl.String, "cluster": pl.String, "delivered": pl.Date})))
             try:
                 con.execute("INSERT OR REPLACE INTO nodes (host, cluster, delivered) SELECT * FROM _nodes")
             finally:

@@ -8,7 +8,6 @@ costs one statement per table, not one per file: that is what makes a 20-line fi
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,13 +18,14 @@ from clusterlab import store
 from clusterlab.ingest import training_health
 from clusterlab.ingest.pack import UNMATCHED
 from clusterlab.ingest.parse import FilePlan, PackedRows, ParsedFile
+from clusterlab.store import ArrowStream
 from clusterlab.tables import TABLE_COLUMNS, evidence_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-# NOTE: pyarrow (a tenth of a second to import) is imported by the first batch that has rows to write: an
-# ingest that finds nothing new never needs it
+# NOTE: pyarrow (a tenth of a second to import) is imported only where workers' rows or spilled parts come as Arrow:
+# the rows parsed in this process go to DuckDB through the Arrow C stream interface (`store.ArrowStream`)
 
 BATCH_FILES = 2048  # files per transaction at most ...
 BATCH_ROWS = 1_000_000  # ... or rows (a batch of ~100k rows costs 1.5x as much a row: see _write_batch)
@@ -36,11 +36,6 @@ _RECORD = {
     "collectors": pl.List(pl.String), "run": pl.String, "attempt": pl.Int32, "host": pl.String,
     "rows": pl.Int64, "unparsed": pl.Int64, "other_lines": pl.Int64,
 }
-
-
-@cache
-def _arrow_types() -> dict[str, pa.DataType]:
-    return {name: pl.Series([], dtype=t).to_arrow().type for name, t in _RECORD.items()}
 
 
 class Writer:
@@ -127,18 +122,23 @@ def _write_batch(con: duckdb.DuckDBPyConnection, batch: list[ParsedFile]) -> Non
                 (frames if isinstance(p, pl.DataFrame) else spills).setdefault(table, []).append(p)
         if pf.unmatched is not None:
             frames.setdefault(UNMATCHED, []).append(pf.unmatched)
-    import pyarrow as pa
-
     for table in (*TABLE_COLUMNS, UNMATCHED):
         # NOTE: one insert per table and batch: rechunked, as DuckDB reads an Arrow table of hundreds of one-file
         # chunks 3x slower; and whole, as an insert of less than a row group (122,880 rows) is written twice (its
         # rows go through the log at commit), where a large one goes straight to the database file
         mine = frames.get(table)
-        parts = [pl.concat(mine, how="vertical", rechunk=True).to_arrow()] if mine else []
-        parts += [rows for packed, keep in packs.values() if (rows := packed.table(table, keep)) is not None]
-        if parts:
+        whole = pl.concat(mine, how="vertical", rechunk=True) if mine else None
+        packed = [rows for packed, keep in packs.values() if (rows := packed.table(table, keep)) is not None]
+        if packed:  # (workers' rows come as Arrow tables)
+            import pyarrow as pa
+
+            parts = [whole.to_arrow(), *packed] if whole is not None else packed
             _insert(con, table, pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0])
+        elif whole is not None:
+            _insert(con, table, ArrowStream(whole))
         for spill in spills.get(table, ()):
+            import pyarrow as pa
+
             with pa.memory_map(str(spill)) as src:
                 _insert(con, table, pa.ipc.open_file(src).read_all())
     nccl = [pf.plan.file_id for pf in batch if "nccl" in pf.collectors]
@@ -153,7 +153,7 @@ def _write_batch(con: duckdb.DuckDBPyConnection, batch: list[ParsedFile]) -> Non
     _record(con, batch)
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
+def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table | ArrowStream) -> None:
     # NOTE: read by a replacement scan of this local, not con.register(): a registered table stays alive to the
     # end of the transaction, and a big file's spilled parts (memory-mapped) then add up to its whole size in RSS
     _batch = rows  # noqa: F841 (read by name in the SQL)
@@ -221,14 +221,12 @@ def _record(con: duckdb.DuckDBPyConnection, batch: list[ParsedFile]) -> None:
                     st.text_bytes, st.lines, st.last_line_open, st.last_line_start, pf.collectors, plan.ctx.run,
                     plan.ctx.attempt, plan.ctx.host, rows, res.unparsed, res.other_lines))
     if new:
-        # NOTE: built with Arrow column by column: polars builds a Series for each row's list of collectors
+        # NOTE: built column by column: polars built a Series for each row's list of collectors when given rows
         # (0.1 ms a file, a tenth of the writer's time at a fleet's file count)
-        import pyarrow as pa
-
         columns = zip(*new, strict=True)  # (every record has every field)
-        types = _arrow_types()
-        records = pa.table({name: pa.array(col, types[name]) for name, col in zip(_RECORD, columns, strict=True)})
-        con.register("_records", records)
+        records = pl.DataFrame([pl.Series(name, col, dtype=_RECORD[name])
+                                for name, col in zip(_RECORD, columns, strict=True)])
+        con.register("_records", ArrowStream(records))
         try:
             con.execute("INSERT INTO ingested_files BY NAME SELECT *, now() AS ingested_at FROM _records")
         finally:
