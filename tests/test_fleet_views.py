@@ -116,6 +116,16 @@ def test_explorer_host_history_lists_episodes_and_incidents_in_time_order(flab: 
     assert ex.host_history_frame["ts"].to_list() == sorted(ex.host_history_frame["ts"].to_list())
     assert ex.host_history_frame["record"].to_list() == ["episode", "incident", "episode"]
     assert ex.host_memory_frame.to_dicts() == [_row(flab.hosts(), "east-005")]
+    # and the relaunch plan's rule as a relaunch of this run reads it: the plan excludes it, for the same count
+    assert ex.host_rule_frame.select("rule_faults", "repeat_offender").row(0) == (3, True)
+    assert "3 (1 incidents calling for an action on it, 2 fault episodes" in ex.host_html.value
+    assert "a relaunch excludes it" in ex.host_html.value
+    plan = relaunch_plan(flab.con, "llama8b-pretrain")
+    assert next(e.reason for e in plan.exclude if e.host == "east-005").startswith(
+        "repeat offender: 1 incidents and 2 fault episodes")
+    ex.host.value = "east-003"  # the GPU replacement is its Xid 79's repair: one fault
+    assert ex.host_rule_frame.select("rule_faults", "repeat_offender").row(0) == (1, False)
+    assert "not excluded for its history" in ex.host_html.value
 
 
 def test_host_history_of_a_host_with_no_record_is_empty(flab: Lab) -> None:

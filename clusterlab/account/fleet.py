@@ -15,6 +15,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store
+from clusterlab.account import offenders
 from clusterlab.collectors.fault_episodes import failure_mode
 
 EPISODE_COLUMNS = {"host": pl.String, "ts": pl.Datetime("us"), "end_ts": pl.Datetime("us"), "source": pl.String,
@@ -233,3 +234,16 @@ def episode_faults(con: duckdb.DuckDBPyConnection, since: dt.datetime | None, in
     echo = eps.join(roots, on="host").filter(
         pl.col("ts").is_between(root - pl.duration(hours=1), root + pl.duration(hours=same_fault_h)))
     return eps.join(echo.select("host", "ts", "line", "file").unique(), on=["host", "ts", "line", "file"], how="anti")
+
+
+def repeat_offenders(con: duckdb.DuckDBPyConnection, incidents: pl.DataFrame, since: dt.datetime,
+                     until: dt.datetime | None = None, repeat_after: int = offenders.REPEAT_AFTER) -> pl.DataFrame:
+    """The relaunch plan's repeat-offender rule over [since, until) (None: no end, as the plan reads it):
+    `offenders.rule_faults` of the incidents rooted in it (`incidents`: every run's, which also tells an
+    episode that is an incident's own repair) and of the fault episodes starting in it."""
+    ts = pl.col("root_ts")
+    inc = incidents.filter(ts >= since, ts < until) if until is not None else incidents.filter(ts >= since)
+    eps = episode_faults(con, since, incidents)
+    if until is not None:
+        eps = eps.filter(pl.col("ts") < until)
+    return offenders.rule_faults(inc, eps, repeat_after)

@@ -307,9 +307,7 @@ def _fleet_hosts(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, history: pl.
     it; beside them the relaunch plan's repeat-offender rule at the week's end (`account.offenders.rule_faults` over
     the HISTORY_DAYS before it). The `limit` costliest hosts, then every other host the rule flags."""
     week = memory.fleet_memory(con, memory.incident_hosts(inc), start, end)
-    since = end - dt.timedelta(days=offenders.HISTORY_DAYS)
-    recent = history.filter(pl.col("root_ts") >= since, pl.col("root_ts") < end)
-    rule = offenders.rule_faults(recent, memory.episode_faults(con, since, history).filter(pl.col("ts") < end))
+    rule = memory.repeat_offenders(con, history, end - dt.timedelta(days=offenders.HISTORY_DAYS), end)
     top = week.head(limit)
     flagged = rule.filter(pl.col("repeat_offender"), ~pl.col("host").is_in(top["host"].implode()))
     rest = week.join(flagged.select("host"), on="host", how="right").select(week.columns)

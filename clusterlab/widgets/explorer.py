@@ -13,7 +13,7 @@ import ipywidgets as w
 import polars as pl
 
 from clusterlab import taxonomy
-from clusterlab.account import attribution, fleet
+from clusterlab.account import attribution, fleet, offenders
 from clusterlab.account.attribution import Attribution
 from clusterlab.account.ledger import LedgerError
 from clusterlab.diagnose import incidents
@@ -110,7 +110,7 @@ class Explorer(w.VBox):
         self.ledger_frame = self.incidents_frame = self.evidence_frame = pl.DataFrame()
         self.host_frame = self.host_events_frame = self.step_stats_frame = pl.DataFrame()
         # the selected host's record across runs (incidents and fault episodes) and its fleet-memory totals
-        self.host_history_frame = self.host_memory_frame = pl.DataFrame()
+        self.host_history_frame = self.host_memory_frame = self.host_rule_frame = pl.DataFrame()
         self.step_series_frame = pl.DataFrame()
         self.heatmap_frame = self.mix_frame = self.rejected_frame = pl.DataFrame()
         self.relaunch_panel = None
@@ -215,7 +215,7 @@ class Explorer(w.VBox):
         self.attribution, self.relaunch_box.children, self.what_if_box.children = None, [], []
         self.ledger_frame = self.incidents_frame = self.evidence_frame = self.rejected_frame = pl.DataFrame()
         self.host_frame = self.host_events_frame = self.step_stats_frame = pl.DataFrame()
-        self.host_history_frame = self.host_memory_frame = pl.DataFrame()
+        self.host_history_frame = self.host_memory_frame = self.host_rule_frame = pl.DataFrame()
         self.step_series_frame = pl.DataFrame()
         self.heatmap_frame = self.mix_frame = pl.DataFrame()
         self._dirty = {"Step times", HEATMAP, "Providers", "Relaunch", "What-if"}
@@ -435,6 +435,17 @@ class Explorer(w.VBox):
         incs = [self.data(r).incidents.filter(pl.col("host") == host) for r in runs]
         return pl.concat(incs, how="diagonal_relaxed") if incs else attribution.empty_incidents()
 
+    def relaunch_rule(self, host: str) -> pl.DataFrame:
+        """The relaunch plan's repeat-offender rule for `host` as a relaunch of the selected run reads it: faults in
+        the HISTORY_DAYS before the run's last attempt ended (`account.fleet.repeat_offenders`)."""
+        att = self.data(self.run.value).attempts
+        end = att["end_ts"].max() if att.height else None
+        if end is None:
+            return pl.DataFrame(schema=offenders.RULE_SCHEMA)
+        rule = fleet.repeat_offenders(self.lab.con, self.fleet_incidents(),
+                                      end - dt.timedelta(days=offenders.HISTORY_DAYS))
+        return rule.filter(pl.col("host") == host)
+
     def _show_host(self) -> None:
         """The host's record across runs (incidents and fault episodes, in time order), its fleet-memory totals
         (`account.fleet`, the row `clusterlab hosts` prints) and its failure-mode evidence: a repeat offender?"""
@@ -451,8 +462,11 @@ class Explorer(w.VBox):
         verdict = (f"{host}: {self.host_frame.height} incidents in {runs} run(s) — repeat offender"
                    if frames.repeat_offender(self.host_frame) else
                    f"{host}: {self.host_frame.height} incident(s) on record")
+        self.host_rule_frame = self.relaunch_rule(host)
         self.host_html.value = (html.note(verdict, warn=frames.repeat_offender(self.host_frame))
                                 + html.facts(frames.memory_facts(self.host_memory_frame))
+                                + frames.rule_note(self.host_rule_frame, offenders.REPEAT_AFTER,
+                                                   offenders.HISTORY_DAYS, self.run.value)
                                 + "<b>Incidents and fault episodes across runs</b> (oldest first)"
                                 + html.table(self.host_history_frame, frames.HOST_HISTORY_VIEW, wrap=("detail",),
                                              height_px=220)

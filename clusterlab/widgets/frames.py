@@ -12,6 +12,7 @@ import polars as pl
 
 from clusterlab import store
 from clusterlab.account.attribution import Attribution
+from clusterlab.widgets import html
 from clusterlab.widgets.html import short_path
 
 STEP_HOSTS_SHOWN = 24  # boxes in the step-time plot: past that the slowest hosts are what matters
@@ -201,6 +202,17 @@ def memory_facts(memory: pl.DataFrame) -> list[tuple[str, str]]:
             return "unknown" if key == "gpu_hours_lost" and row else "0"
         return f"{v:,.2f}" if isinstance(v, float) else str(v)
     return [(label, text(key, row.get(key))) for key, label in MEMORY_FACTS]
+
+
+def rule_note(rule: pl.DataFrame, repeat_after: int, days: float, run: str | None) -> str:
+    """One line: the relaunch plan's repeat-offender rule for the host (`account.fleet.repeat_offenders`' row)."""
+    row = rule.row(0, named=True) if rule.height else {"rule_faults": 0, "rule_incidents": 0, "rule_episodes": 0,
+                                                        "repeat_offender": False}
+    said = (f"relaunch rule ({repeat_after} faults in {days:g} days before {run}'s end): {row['rule_faults']} "
+            f"({row['rule_incidents']} incidents calling for an action on it, {row['rule_episodes']} fault episodes "
+            "not an incident's own repair) — " + ("a relaunch excludes it" if row["repeat_offender"] else
+                                                   "not excluded for its history"))
+    return html.note(said, warn=bool(row["repeat_offender"]))
 
 
 def host_events(events: pl.DataFrame) -> pl.DataFrame:
