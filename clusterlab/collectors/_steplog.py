@@ -10,6 +10,9 @@ one file (`file_of_line`): many small logs may be parsed as one batch (clusterla
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
 import polars as pl
 
 from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, file_of_line, local_to_utc
@@ -155,17 +158,52 @@ def loss_events(steps: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def checkpoint_ops(df: pl.DataFrame, pattern: str, action: str | pl.Expr, phase: str,
-                   **cols: pl.Expr) -> pl.DataFrame:
-    """The lines matching `pattern` as checkpoint operation lines, in the form `checkpoint_rows` takes."""
-    # `cols`: any of step, path, duration_s, ok (null where not given).
-    base = {"step": pl.lit(None, pl.Int64), "path": pl.lit(None, pl.String),
-            "duration_s": pl.lit(None, pl.Float64), "ok": pl.lit(None, pl.Boolean)}
-    base.update(cols)
-    act = pl.lit(action) if isinstance(action, str) else action
-    return df.filter(pl.col("msg").str.contains(pattern)).select(
-        "line", "ts", "host", act.alias("action"), pl.lit(phase).alias("phase"),
-        *[e.alias(k) for k, e in base.items()])
+def any_of(patterns: Iterable[str]) -> str:
+    """A regex that matches (somewhere) where any of `patterns` does."""
+    return "|".join(f"(?:{p})" for p in dict.fromkeys(patterns))
+
+
+@dataclass(frozen=True)
+class Op:
+    """The lines of one kind of checkpoint message: `pattern` (and `where`, where given) selects them; `cols`: any
+    of step, path, duration_s, ok (null where not given)."""
+
+    pattern: str
+    action: str | pl.Expr
+    phase: str
+    where: pl.Expr | None = None
+    cols: dict[str, pl.Expr] = field(default_factory=dict)
+
+
+def op(pattern: str, action: str | pl.Expr, phase: str, where: pl.Expr | None = None, **cols: pl.Expr) -> Op:
+    return Op(pattern, action, phase, where, cols)
+
+
+_OP_COLS = {"step": pl.Int64, "path": pl.String, "duration_s": pl.Float64, "ok": pl.Boolean}
+
+
+def checkpoint_ops(df: pl.DataFrame, ops: Sequence[Op]) -> pl.DataFrame:
+    """The lines matching each of `ops` as checkpoint operation lines, in the form `checkpoint_rows` takes, in line
+    order (a line that several match: a row for each, in the order of `ops`)."""
+    # NOTE: one regex pass over the batch for all kinds (a filter per kind cost a pass each), the rest on the few
+    # lines it leaves
+    hits = [pl.col("msg").str.contains(o.pattern) for o in ops]
+    hits = [h if o.where is None else h & o.where.fill_null(False) for h, o in zip(hits, ops, strict=True)]
+    which = pl.concat_list([pl.when(h).then(pl.lit(i, pl.Int32)) for i, h in enumerate(hits)]).list.drop_nulls()
+    got = (df.filter(pl.col("msg").str.contains(any_of(o.pattern for o in ops))).with_columns(_op=which)
+           .explode("_op").filter(pl.col("_op").is_not_null()).sort("line", maintain_order=True))
+
+    def pick(exprs: list[pl.Expr], dtype: pl.DataType) -> pl.Expr:
+        chain = pl.when(pl.col("_op") == 0).then(exprs[0])
+        for i, e in enumerate(exprs[1:], 1):
+            chain = chain.when(pl.col("_op") == i).then(e)
+        return chain.otherwise(pl.lit(None, dtype))
+
+    return got.select(
+        "line", "ts", "host",
+        pick([pl.lit(o.action) if isinstance(o.action, str) else o.action for o in ops], pl.String).alias("action"),
+        pick([pl.lit(o.phase) for o in ops], pl.String).alias("phase"),
+        *[pick([o.cols.get(k, pl.lit(None, t)) for o in ops], t).alias(k) for k, t in _OP_COLS.items()])
 
 
 def checkpoint_rows(ops: pl.DataFrame, missing_ok: bool | None) -> pl.DataFrame:
@@ -203,13 +241,23 @@ def checkpoint_rows(ops: pl.DataFrame, missing_ok: bool | None) -> pl.DataFrame:
     ).sort("line")
 
 
-def facts_from(df: pl.DataFrame, pattern: str, pairs: dict[str, int]) -> pl.DataFrame:
-    """Facts `key = group` for each line matching `pattern` (`pairs`: key -> regex group)."""
-    hit = df.filter(pl.col("msg").str.contains(pattern))
-    frames = [hit.select("line", "ts", "host", pl.lit(k).alias("key"),
-                         pl.col("msg").str.extract(pattern, g).str.replace_all(",", "").alias("value"))
-              for k, g in pairs.items()]
-    return pl.concat(frames).filter(pl.col("value").is_not_null()) if frames else hit.clear()
+FactSpec = tuple[str, dict[str, int]] | tuple[str, dict[str, int], pl.Expr]
+
+
+def facts_from(df: pl.DataFrame, specs: Sequence[FactSpec]) -> pl.DataFrame:
+    """Facts `key = group` for each line matching a spec's pattern (and its `within` mask, where given): a spec is
+    `(pattern, {key: regex group}[, within])`; thousands separators dropped, facts without a value left out."""
+    # NOTE: one regex pass over the batch for all specs (a filter per key cost a pass each), the rest on the few
+    # lines it leaves
+    def value(spec: FactSpec, group: int) -> pl.Expr:
+        got = pl.col("msg").str.extract(spec[0], group).str.replace_all(",", "")
+        return got if len(spec) == 2 else pl.when(spec[2]).then(got)
+
+    hit = df.filter(pl.col("msg").str.contains(any_of(s[0] for s in specs)))
+    kv = pl.concat_list([pl.struct(pl.lit(k).alias("key"), value(s, g).alias("value"))
+                         for s in specs for k, g in s[1].items()])
+    return (hit.select("line", "ts", "host", kv.alias("_kv")).explode("_kv").unnest("_kv")
+            .filter(pl.col("value").is_not_null()))
 
 
 def unused_lines(lines: pl.DataFrame, *frames: pl.DataFrame) -> pl.Series:

@@ -18,6 +18,7 @@ from clusterlab.collectors._base import Context, Parsed, file_of_line, search
 from clusterlab.collectors._steplog import (
     GROUP_CONTEXT,  # noqa: F401  (the collector contract: what parse() reads of the context)
     NUM,
+    Op,
     checkpoint_ops,
     checkpoint_rows,
     facts_from,
@@ -27,6 +28,7 @@ from clusterlab.collectors._steplog import (
     loss_events,
     merge_repeats,
     num,
+    op,
     prepare,
     segment,
     step_result,
@@ -78,7 +80,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     rows = _step_lines(df)
     ops = _checkpoint_ops(df)
     steps = _steps(segment(rows, ops.filter(pl.col("action") == "load")["line"]))
-    facts = pl.concat([facts_from(df, _VERSION, {"deepspeed_version": 1}), _config_facts(df)]).sort("line")
+    facts = pl.concat([facts_from(df, [(_VERSION, {"deepspeed_version": 1})]), _config_facts(df)]).sort("line")
     # NOTE: NaN events come from the unmerged rows so that they cite the line that printed the NaN.
     events = pl.concat([loss_events(flag_nonfinite(rows)), _scale_events(df)], how="diagonal_relaxed")
     return step_result(lines, [rows, ops, facts, events], steps=steps,
@@ -111,23 +113,22 @@ def _tag_step(text: pl.Expr) -> pl.Expr:
     return text.str.extract(r"global_step(\d+)", 1).cast(pl.Int64, strict=False)
 
 
-def _op(df: pl.DataFrame, pattern: str, action: str, phase: str, path: int | None, tag: int | None,
-        ok: bool | None = None) -> pl.DataFrame:
+def _op(pattern: str, action: str, phase: str, path: int | None, tag: int | None, ok: bool | None = None) -> Op:
     """Checkpoint lines matching `pattern` (`path`/`tag`: regex groups), step from the tag or the path."""
     path_text = pl.col("msg").str.extract(pattern, path) if path else pl.lit(None, pl.String)
     tag_text = pl.col("msg").str.extract(pattern, tag) if tag else pl.lit(None, pl.String)
     # the directory of the checkpoint: a file path's folder, as printed
-    return checkpoint_ops(df, pattern, action, phase, step=pl.coalesce(_tag_step(tag_text), _tag_step(path_text)),
-                          path=path_text.str.replace(r"/[^/]+\.pt$", ""), ok=pl.lit(ok, pl.Boolean))
+    return op(pattern, action, phase, step=pl.coalesce(_tag_step(tag_text), _tag_step(path_text)),
+              path=path_text.str.replace(r"/[^/]+\.pt$", ""), ok=pl.lit(ok, pl.Boolean))
 
 
 def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:
     """Save and load lines; one save spans `about to be saved` .. `is ready now`."""
-    return pl.concat([
-        _op(df, _CREATE, "save", "start", None, 1), _op(df, _SAVING, "save", "info", 1, None),
-        _op(df, _READY, "save", "finish", None, 1, ok=True), _op(df, _FAILED, "save", "finish", 1, 2, ok=False),
-        _op(df, _LOAD, "load", "info", 1, None), _op(df, _LOADED, "load", "finish", 1, None, ok=True),
-    ]).sort("line")
+    return checkpoint_ops(df, [
+        _op(_CREATE, "save", "start", None, 1), _op(_SAVING, "save", "info", 1, None),
+        _op(_READY, "save", "finish", None, 1, ok=True), _op(_FAILED, "save", "finish", 1, 2, ok=False),
+        _op(_LOAD, "load", "info", 1, None), _op(_LOADED, "load", "finish", 1, None, ok=True),
+    ])
 
 
 def _config_facts(df: pl.DataFrame) -> pl.DataFrame:

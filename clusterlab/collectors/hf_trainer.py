@@ -32,6 +32,7 @@ from clusterlab.collectors._steplog import (
     local_time,
     loss_events,
     num,
+    op,
     prepare,
     step_result,
 )
@@ -151,19 +152,17 @@ def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:
     """`Saving model checkpoint to` and `Loading model from` lines (step from `checkpoint-N`), and the files the
     save wrote into that checkpoint (`Model weights saved in .../checkpoint-N/model.safetensors`): the last one
     ends it, which gives the save its duration."""
-    parts = []
+    ops = []
     for pattern, action, phase in ((_SAVE, "save", "start"), (_LOAD, "load", "start"), (_SAVED, "save", "finish")):
         path = pl.col("msg").str.extract(pattern, 1)
-        parts.append(checkpoint_ops(
-            df, pattern, action, phase, path=path.str.strip_suffix("."),
-            step=path.str.extract(r"checkpoint-(\d+)", 1).cast(pl.Int64, strict=False),
-            **({"ok": pl.lit(True)} if phase == "finish" else {})))
-    return pl.concat(parts).sort("line")
+        ops.append(op(pattern, action, phase, path=path.str.strip_suffix("."),
+                      step=path.str.extract(r"checkpoint-(\d+)", 1).cast(pl.Int64, strict=False),
+                      **({"ok": pl.lit(True)} if phase == "finish" else {})))
+    return checkpoint_ops(df, ops)
 
 
 def _facts(df: pl.DataFrame) -> pl.DataFrame:
     """The `***** Running training *****` banner, a resume's step and the final train metrics."""
-    banner = [facts_from(df, rx, {k: 1}) for k, rx in _BANNER.items()]
-    end = df.filter(pl.col("msg").str.contains(_END_DICT))
-    ending = [facts_from(end, _value(v), {k: 1}) for k, v in _END.items()]
-    return pl.concat([*banner, facts_from(df, _RESUME, {"start_step": 1}), *ending]).sort("line", "key")
+    end = pl.col("msg").str.contains(_END_DICT)
+    return facts_from(df, [*((rx, {k: 1}) for k, rx in _BANNER.items()), (_RESUME, {"start_step": 1}),
+                           *((_value(v), {k: 1}, end) for k, v in _END.items())]).sort("line", "key")

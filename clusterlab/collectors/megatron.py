@@ -23,6 +23,7 @@ from clusterlab.collectors._steplog import (
     GROUP_CONTEXT,  # noqa: F401  (the collector contract: what parse() reads of the context)
     NUM,
     TS_FORMAT,
+    Op,
     checkpoint_ops,
     checkpoint_rows,
     facts_from,
@@ -32,6 +33,7 @@ from clusterlab.collectors._steplog import (
     loss_events,
     merge_repeats,
     num,
+    op,
     prepare,
     segment,
     step_result,
@@ -201,26 +203,23 @@ def _nemo_rows(df: pl.DataFrame) -> pl.DataFrame:
     ).drop("_post")], how="diagonal_relaxed").sort("line")
 
 
-def _op(df: pl.DataFrame, pattern: str, action: str, phase: str, step: int | None, path: int | None,
-        ok: bool | None = None) -> pl.DataFrame:
+def _op(pattern: str, action: str, phase: str, step: int | None, path: int | None, ok: bool | None = None) -> Op:
     """Checkpoint operation lines matching `pattern` (`step`/`path`: regex groups)."""
-    return checkpoint_ops(
-        df, pattern, action, phase, ok=pl.lit(ok, pl.Boolean),
-        step=integer(pattern, step) if step else pl.lit(None, pl.Int64),
-        path=pl.col("msg").str.extract(pattern, path) if path else pl.lit(None, pl.String))
+    return op(pattern, action, phase, ok=pl.lit(ok, pl.Boolean),
+              step=integer(pattern, step) if step else pl.lit(None, pl.Int64),
+              path=pl.col("msg").str.extract(pattern, path) if path else pl.lit(None, pl.String))
 
 
 def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:
     """The save/load lines and checkpoint timer lines, in the form `checkpoint_rows` takes."""
-    timers = checkpoint_ops(df, _TIMER, pl.col("msg").str.extract(_TIMER, 1), "timer",
-                            duration_s=pl.coalesce(num(_TIMER, 3), num(_TIMER, 4)) * (1 / 1000))  # (see `seconds`)
-    parts = [
-        _op(df, _SAVE, "save", "start", 1, 2), _op(df, _ASYNC, "save", "info", 1, 2),
-        _op(df, _SAVED, "save", "finish", 1, 2, ok=True),
-        _op(df, _LOAD, "load", "start", 2, 1),
-        _op(df, _LOADED, "load", "finish", 2, 1, ok=True), timers,
-    ]
-    return pl.concat(parts).sort("line")
+    timers = op(_TIMER, pl.col("msg").str.extract(_TIMER, 1), "timer",
+                duration_s=pl.coalesce(num(_TIMER, 3), num(_TIMER, 4)) * (1 / 1000))  # (see `seconds`)
+    return checkpoint_ops(df, [
+        _op(_SAVE, "save", "start", 1, 2), _op(_ASYNC, "save", "info", 1, 2),
+        _op(_SAVED, "save", "finish", 1, 2, ok=True),
+        _op(_LOAD, "load", "start", 2, 1),
+        _op(_LOADED, "load", "finish", 2, 1, ok=True), timers,
+    ])
 
 
 def _facts(df: pl.DataFrame, ctx: Context) -> pl.DataFrame:
@@ -236,10 +235,9 @@ def _facts(df: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         pl.format("params_shard_tp{}_pp{}", ranks.list.first(), ranks.list.last()).alias("key"),
         pl.col("msg").str.extract(_PARAMS, 2).alias("value"),
     )
-    world = facts_from(df, _WORLD, {"world_size": 1, "data_parallel_size": 2,
-                                    "tensor_parallel_size": 3, "pipeline_parallel_size": 4})
-    gbs = facts_from(df, _GBS, {"global_batch_size": 1})
-    return pl.concat([args, params, world, gbs, _milestones(df, ctx)]).sort("line", "key")
+    said = facts_from(df, [(_WORLD, {"world_size": 1, "data_parallel_size": 2, "tensor_parallel_size": 3,
+                                     "pipeline_parallel_size": 4}), (_GBS, {"global_batch_size": 1})])
+    return pl.concat([args, params, said, _milestones(df, ctx)]).sort("line", "key")
 
 
 def _milestones(df: pl.DataFrame, ctx: Context) -> pl.DataFrame:

@@ -27,6 +27,7 @@ from clusterlab.collectors._steplog import (
     loss_events,
     merge_repeats,
     num,
+    op,
     prepare,
     segment,
     step_result,
@@ -45,6 +46,10 @@ _LOAD = r"Loading the checkpoint (?:at step (\d+)|from (\S+?))\.?$"
 _SIZE = r"Model (\S+) (\S+) size: ([\d,]+) total parameters"
 _START = r"Training starts at step (\d+)"
 _INIT = r"Trainer is initialized with |Training starts at step \d+, with "
+# Batch and length facts from `Trainer is initialized with ...` / `Training starts at step 1, with`.
+_BATCH = {"tokens_per_step": r"(\d+) tokens per train step", "seq_len": r"maximum context length (\d+)",
+          "global_batch_size": r"global batch size (\d+)", "micro_batch_size": r"local batch size (\d+)",
+          "gradient_accumulation_steps": r"gradient accumulation steps (\d+)", "train_iters": r"total steps (\d+)"}
 _GPU = r"\b[A-Z]+ capacity: (.+?)(?: \(\d+\))? with [\d.]+ ?GiB memory"
 
 PATTERN = "|".join([
@@ -97,16 +102,16 @@ def _checkpoint_ops(df: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
     path = pl.col("msg").str.extract(_LOAD, 2)
     load_step = pl.coalesce(integer(_LOAD), path.str.extract(r"step-(\d+)", 1).cast(pl.Int64, strict=False))
     done = num(_DONE, 3)
-    ops = pl.concat([
-        checkpoint_ops(df, _SAVE, "save", "start"),
-        checkpoint_ops(df, _LAST, "save", "start", step=integer(_LAST)),
-        checkpoint_ops(df, _LAST_DONE, "save", "finish", duration_s=num(_LAST_DONE), ok=pl.lit(True)),
+    ops = checkpoint_ops(df, [
+        op(_SAVE, "save", "start"),
+        op(_LAST, "save", "start", step=integer(_LAST)),
+        op(_LAST_DONE, "save", "finish", duration_s=num(_LAST_DONE), ok=pl.lit(True)),
         # NOTE: "staging" (async) ends before the checkpoint is durable: ok stays unknown.
-        checkpoint_ops(df.filter(verb.is_in(["saving", "staging"])), _DONE, "save", "finish", duration_s=done,
-                       ok=pl.when(verb == "saving").then(True)),
-        checkpoint_ops(df, _LOAD, "load", "start", path=path, step=load_step),
-        checkpoint_ops(df.filter(verb == "loading"), _DONE, "load", "finish", duration_s=done, ok=pl.lit(True)),
-    ]).sort("line")
+        op(_DONE, "save", "finish", verb.is_in(["saving", "staging"]), duration_s=done,
+           ok=pl.when(verb == "saving").then(True)),
+        op(_LOAD, "load", "start", path=path, step=load_step),
+        op(_DONE, "load", "finish", verb == "loading", duration_s=done, ok=pl.lit(True)),
+    ])
     # NOTE: the step logged before it in its own file (`by`: files parsed together); both sorted by line
     logged = steps.select("line", pl.col("step").alias("_logged"), _f=file_of_line()).sort("line")
     ops = ops.with_columns(_f=file_of_line()).join_asof(logged, on="line", by="_f", strategy="backward",
@@ -120,16 +125,7 @@ def _facts(df: pl.DataFrame) -> pl.DataFrame:
     model = df.filter(pl.col("msg").str.contains(_SIZE)).select(
         "line", "ts", "host", pl.lit("model").alias("key"),
         pl.format("{} {}", pl.col("msg").str.extract(_SIZE, 1), pl.col("msg").str.extract(_SIZE, 2)).alias("value"))
-    return pl.concat([
-        model, facts_from(df, _SIZE, {"params": 3}), facts_from(df, _GPU, {"gpu_name": 1}),
-        facts_from(df, _START, {"start_step": 1}), _batch_facts(df),
-    ]).sort("line", "key")
-
-
-def _batch_facts(df: pl.DataFrame) -> pl.DataFrame:
-    """Batch and length facts from `Trainer is initialized with ...` / `Training starts at step 1, with`."""
-    hit = df.filter(pl.col("msg").str.contains(_INIT))
-    fields = {"tokens_per_step": r"(\d+) tokens per train step", "seq_len": r"maximum context length (\d+)",
-              "global_batch_size": r"global batch size (\d+)", "micro_batch_size": r"local batch size (\d+)",
-              "gradient_accumulation_steps": r"gradient accumulation steps (\d+)", "train_iters": r"total steps (\d+)"}
-    return pl.concat([facts_from(hit, rx, {k: 1}) for k, rx in fields.items()])
+    init = pl.col("msg").str.contains(_INIT)
+    said = facts_from(df, [(_SIZE, {"params": 3}), (_GPU, {"gpu_name": 1}), (_START, {"start_step": 1}),
+                           *((rx, {k: 1}, init) for k, rx in _BATCH.items())])
+    return pl.concat([model, said]).sort("line", "key")
