@@ -26,6 +26,7 @@ from clusterlab.collectors._base import (
     Context,
     Parsed,
     extract_all,
+    file_of_line,
     fraction,
     json_detail,
     local_to_utc,
@@ -130,6 +131,12 @@ EXTRACTORS: tuple[str, ...] = (
 )
 
 
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802 (the collector contract's name)
+    """What parse() reads of the context: controller logs agreeing on it may be parsed together (a fleet's
+    clusters each have one, rotated: many small files)."""
+    return ctx.tz, ctx.year
+
+
 def sniff(head: bytes, path: str) -> bool:
     """A slurmctld log: its start-up line, or bracket-timed lines with messages we read."""
     text = head.decode("utf-8", "replace")
@@ -179,8 +186,9 @@ def _with_reasons(frame: pl.DataFrame) -> pl.DataFrame:
     """Drain / down lines take the reason set for the same node just before (same update_node call)."""
     frame = frame.with_columns(pl.col("line").cast(pl.Int64)).sort("line")
     has = pl.col("reason").is_not_null()
-    last = pl.col("reason").forward_fill().over("host")
-    last_line = pl.when(has).then(pl.col("line")).forward_fill().over("host")
+    # (each file's own: files parsed together number their lines apart, `file_of_line`)
+    last = pl.col("reason").forward_fill().over("host", file_of_line())
+    last_line = pl.when(has).then(pl.col("line")).forward_fill().over("host", file_of_line())
     near = (pl.col("line") - last_line) <= 5
     node_state = pl.col("kind").is_in(["slurm_node_drain", "slurm_node_down"]) & pl.col("state").is_not_null()
     frame = frame.with_columns(pl.when(has).then(pl.col("reason")).when(node_state & near).then(last).alias("reason"))
@@ -191,7 +199,8 @@ def _not_back(frame: pl.DataFrame) -> pl.DataFrame:
     """A node that stopped answering pings and is not heard from again (`Node X now responding`) later in the
     batch was lost: node failure. One that answered again had a hiccup: no mode, `recovered` in the detail."""
     # NOTE: a recovery in a later batch (200,000 lines on) is not seen; the node then counts as lost.
-    back = pl.when(pl.col("kind") == "slurm_node_responding").then(pl.col("line")).backward_fill().over("host")
+    back = (pl.when(pl.col("kind") == "slurm_node_responding").then(pl.col("line")).backward_fill()
+            .over("host", file_of_line()))
     missed = pl.col("kind") == "slurm_node_not_responding"
     recovered = missed & back.is_not_null()
     return frame.sort("line").with_columns(

@@ -1,0 +1,84 @@
+"""slurmctld logs parsed together (one text group) store exactly the rows of each parsed alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_ingest_parallel import _ingest, _snapshot
+
+from clusterlab import Lab
+from clusterlab.ingest import groups as ingest_group
+from clusterlab.ingest import groups_text as ingest_group_text
+from clusterlab.ingest import write as ingest_write
+
+T = "[2026-12-03T08:{m:02d}:{s:02d}.100] "
+# Each file is a rotated controller log of one cluster. The traps: a node that stops answering at the end of one
+# file and answers at the start of the next (alone: lost, a node failure); a reason set on the last line of one
+# file and a drain on the first of the next (alone: no reason); the same host in every file; a file whose first
+# lines carry no time of ours; CRLF line ends; no final newline; gzip.
+LOGS = {
+    "a/slurmctld.log": [
+        "slurmctld version 23.11.4 started on cluster west",
+        "sched: Allocate JobId=41 NodeList=gpu[01-02] #CPUs=16 Partition=main",
+        "error: Nodes gpu01 not responding",
+        "update_node: node gpu02 reason set to: xid79 GPU fell off the bus",
+    ],
+    "b/slurmctld.log": [
+        "Node gpu01 now responding",
+        "update_node: node gpu02 state set to DRAINED",
+        "Killing JobId=41 on failed node gpu02",
+        "error: Nodes gpu01 not responding",
+    ],
+    "c/slurmctld.log": [
+        "update_node: node gpu02 state set to DRAINED",
+        "Node gpu01 now responding",
+        "requeue job JobId=41 due to failure of node gpu02",
+        "node gpu02 returned to service",
+    ],
+}
+
+
+def _write(root: Path) -> list[Path]:
+    import gzip
+
+    for i, (name, lines) in enumerate(LOGS.items()):
+        text = "".join(T.format(m=10 + i, s=k) + ln + "\n" for k, ln in enumerate(lines))
+        p = root / "scheduler" / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if i == 0:
+            text = "controller restarted by hand\n" + text.replace("\n", "\r\n")
+        if i == 1:
+            text = text.rstrip("\n")
+        if i == 2:
+            p.with_name(p.name + ".gz").write_bytes(gzip.compress(text.encode()))
+            continue
+        p.write_text(text, newline="")
+    return [root]
+
+
+def test_slurmctld_logs_grouped_store_the_rows_of_each_alone(tmp_path: Path) -> None:
+    paths = _write(tmp_path / "logs")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(ingest_group, "GROUP_FILES", False)
+        m.setattr(ingest_write, "BATCH_FILES", 1)
+        alone = _ingest(tmp_path / "alone.duckdb", *paths)
+    groups = []
+    with pytest.MonkeyPatch.context() as m:
+        real = ingest_group_text.parse_text_group
+        m.setattr(ingest_group, "parse_text_group",
+                  lambda items, chosen: groups.append((len(items), len(rest := real(items, chosen)))) or rest)
+        grouped = _ingest(tmp_path / "grouped.duckdb", *paths)
+    assert groups == [(3, 0)]  # parsed together, none sent back alone
+    assert grouped == alone
+    snap = _snapshot(tmp_path / "grouped.duckdb")
+    assert snap == _snapshot(tmp_path / "alone.duckdb")
+    with Lab(tmp_path / "grouped.duckdb", read_only=True) as lab:
+        rows = lab.sql("SELECT regexp_extract(f.path, '/([abc])/', 1) AS f, e.line, e.host, e.kind, e.failure_mode, "
+                       "json_extract_string(e.detail, '$.reason') AS reason FROM events e "
+                       "JOIN ingested_files f USING (file_id) ORDER BY ALL").rows()
+    # the traps are live: a's gpu01 was lost (b's answer is another file's), b's drain has no reason (a's last line
+    # is another file's), and b's last gpu01 is lost though c's first lines answer
+    assert ("a", 4, "gpu01", "slurm_node_not_responding", "node_failure", None) in rows
+    assert ("b", 2, "gpu02", "slurm_node_drain", None, None) in [(*r[:4], None, r[5]) for r in rows]
+    assert ("b", 4, "gpu01", "slurm_node_not_responding", "node_failure", None) in rows
