@@ -146,6 +146,48 @@ def _dur(s: float) -> str:
     return f"{s / 60:.0f} min" if s >= 120 else f"{s:.0f} s"
 
 
+def _stepped_past(who: str, r: dict) -> str:
+    """Why a candidate the job stepped past did not end the attempt."""
+    to = f"{r['last_after']:%H:%M:%S}" if r["last_after"] is not None else f"step {r['step_file']}"
+    return f"{who} kept stepping for {_dur(r['progress_s'])} after it ({r['n_after']} step records, to {to})"
+
+
+def _steps_later_in_file(con: duckdb.DuckDBPyConnection, run: str | None, cand: pl.DataFrame) -> pl.DataFrame:
+    """For each candidate, the step lines of its attempt that its own file prints after it (`n_file`), the time
+    they stand for (`file_s`: the steps they cover at their median step time), their last step and time.
+
+    A log is written in order: a step line below a traceback came after it, whatever time either borrows. Where
+    neither carries a stamp of its own (a console whose only stamps are the launcher's, a trainer's progress bar),
+    both take the last stamp above them, and only the file's order tells that the job stepped on (an ft_launcher
+    cycle's start-up traceback, and the hundreds of steps its workers trained after it)."""
+    cols = {"n_file": pl.UInt32, "file_s": pl.Float64, "step_file": pl.Int64, "last_file": pl.Datetime("us")}
+    if not cand.height or "file" not in cand.columns:
+        return cand.with_columns(*(pl.lit(None, t).alias(c) for c, t in cols.items()))
+    steps = store.frame(con, """
+        SELECT f.path AS file, s.run, s.attempt, s.line, s.step, s.ts, s.step_s FROM steps s
+        JOIN ingested_files f USING (file_id)
+        WHERE s.step IS NOT NULL AND s.line IS NOT NULL AND s.run IS NOT NULL AND ($run IS NULL OR s.run = $run)
+          AND f.path IN (SELECT DISTINCT file FROM c)""", {"run": run},
+                        c=cand.select("file").drop_nulls().unique())
+    by = ["file", "run", "attempt"]
+    if not steps.height:
+        return cand.with_columns(*(pl.lit(None, t).alias(c) for c, t in cols.items()))
+    steps = steps.with_columns(pl.col("attempt").cast(pl.Int32)).sort(*by, "line")
+    per = steps.group_by(by).agg(_tot=pl.len().cast(pl.UInt32), _lstep=pl.col("step").last(),
+                                 last_file=pl.col("ts").max(), _med=pl.col("step_s").median())
+    first_after = steps.select(*by, "line", _fstep="step", _i=pl.int_range(pl.len()).over(by).cast(pl.UInt32))
+    got = (cand.with_row_index("_r").sort("line")
+           .join_asof(first_after.sort("line"), on="line", by=by, strategy="forward", allow_exact_matches=False,
+                      check_sortedness=False)
+           .join(per, on=by, how="left")
+           .with_columns(n_file=(pl.col("_tot") - pl.col("_i")).cast(pl.UInt32),
+                         step_file=pl.when(pl.col("_i").is_not_null()).then(pl.col("_lstep")),
+                         file_s=(pl.col("_lstep") - pl.col("_fstep") + 1) * pl.col("_med"))
+           .with_columns(last_file=pl.when(pl.col("_i").is_not_null()).then(pl.col("last_file")))
+           .sort("_r").drop("_r", "_fstep", "_i", "_tot", "_lstep", "_med"))
+    return got
+
+
 def _service(row: dict) -> str | None:
     """The shared service a filesystem line names: the NFS server or the Lustre target (from the kernel's detail).
 
@@ -190,6 +232,7 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
     job, host = _progress(con, run, cand, skew, profile, clocks)
     cand = _steps_after(cand, job, ["run", "attempt"], skew, "job")
     cand = _steps_after(cand, host, ["run", "attempt", "host"], skew, "host")
+    cand = _steps_later_in_file(con, run, cand)
     last = (job.group_by("run", "attempt").agg(last_ts=pl.col("ts").max(), last_step=pl.col("step").max(),
                                                gap_s=pl.col("ts").sort().diff().dt.total_seconds().median())
             if job.height else pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, "last_ts": pl.Datetime("us"),
@@ -262,8 +305,7 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
     c = c.with_row_index("_id")
     for r in c.filter("progressed").iter_rows(named=True):
         who = f"{r['host']}'s ranks and the job" if r["host"] else "all ranks"
-        reasons[r["_id"]] = (f"{who} kept stepping for {_dur(r['progress_s'])} after it "
-                             f"({r['n_after']} step records, to {r['last_after']:%H:%M:%S})")
+        reasons[r["_id"]] = _stepped_past(who, r)
     live = c.filter(~pl.col("progressed"))
     verdicts = live.filter("is_verdict").sort(pl.col("source") == "sacct", pl.col("kind") == "slurm_node_fail",
                                               "ts", "line")
@@ -373,11 +415,12 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
 def _with_progress_flags(cand: pl.DataFrame, s: incidents.Settings) -> pl.DataFrame:
     """The columns `_decide` derives from progress, for the candidates of every attempt at once."""
     c = cand.with_columns(
-        n_after=pl.max_horizontal(pl.col("n_job"), pl.col("n_host").fill_null(0)),
-        last_after=pl.max_horizontal("last_job", "last_host"),
+        n_after=pl.max_horizontal(pl.col("n_job"), pl.col("n_host").fill_null(0), pl.col("n_file").fill_null(0)),
+        last_after=pl.max_horizontal("last_job", "last_host", "last_file"),
         is_verdict=pl.col("failure_mode").is_in(KILLS + ("node_failure",)) & pl.col("source").is_in(VERDICT_SOURCES),
         symptom=pl.col("tier") <= incidents.SYMPTOM_TIER,
-    ).with_columns(progress_s=(pl.col("last_after") - pl.col("ts")).dt.total_seconds())
+    ).with_columns(progress_s=pl.max_horizontal((pl.col("last_after") - pl.col("ts")).dt.total_seconds(),
+                                                pl.col("file_s")))
     progressed = (pl.col("n_after") >= s.progress_min_steps) & (pl.col("progress_s") >= s.progress_min_s)
     return c.with_columns(progressed=progressed.fill_null(False))
 
@@ -500,8 +543,7 @@ def _rejected_all(rej: pl.DataFrame, incs: dict[tuple, dict], limit: int) -> dic
         winner = incs[k]["_winner"]
         if x["progressed"]:
             who = f"{x['host']}'s ranks and the job" if x["host"] else "all ranks"
-            reason = (f"{who} kept stepping for {_dur(x['progress_s'])} after it "
-                      f"({x['n_after']} step records, to {x['last_after']:%H:%M:%S})")
+            reason = _stepped_past(who, x)
         elif winner is None:
             reason = "no cause"
         else:
