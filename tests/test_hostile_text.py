@@ -153,7 +153,7 @@ def test_scorecard_figures_draw_hostile_labels(hostile) -> None:
     sc = dataclasses.replace(hostile["sc"], attributions={r: hostile["sc"].attributions[r] for r in drawn})
     html = render.render_scorecard(sc, "html")
     _assert_inert(html)
-    assert html.count("<img") == 2 + len(drawn)  # the ledger, the failure modes, a waterfall per run
+    assert html.count("<img") == 3 + len(drawn)  # the ledger, the failure modes, the fleet's hosts, a waterfall a run
 
 
 def test_markdown_keeps_hostile_text_readable(hostile) -> None:

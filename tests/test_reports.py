@@ -176,7 +176,8 @@ def test_rendered_documents_show_the_scorecards_own_numbers(sc) -> None:
         for text in (fmt.pct(p["ettr"]), fmt.num(p["lost_gpu_hours"]), fmt.pct(p["effective_mfu"])):
             assert text in html and text in md
         assert fmt.usd(p["usd_lost"]) in html and render.md_text(fmt.usd(p["usd_lost"])) in md
-    assert html.count("data:image/png;base64,") == 2 + len(sc.attributions)
+    # the ledger, the failure-mode mix and the fleet's hosts, then one waterfall a run
+    assert html.count("data:image/png;base64,") == 3 + len(sc.attributions)
     assert "://" not in html, "self-contained: no URL of any scheme, not even in a PNG's metadata"
     pngs = [base64.b64decode(m) for m in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", html)]
     # in the PNGs' text chunks, where a tool writes its URL (the compressed pixels may hold any three bytes)

@@ -78,6 +78,31 @@ def failure_modes(frame: pl.DataFrame):
     return fig
 
 
+FLEET_SHOWN = 15  # hosts in the fleet plot: the table's first ones (costliest first)
+
+
+def fleet_hosts(frame: pl.DataFrame):
+    """Two panels of the week's fleet table (`Scorecard.fleet_hosts`), one bar per host: GPU-hours its incidents
+    lost, and hours its fault episodes kept it in repair; each host labelled with its faults this week, repeat
+    offenders (the relaunch rule) marked."""
+    rows = frame.filter((pl.col("incidents") + pl.col("episodes")) > 0).head(FLEET_SHOWN)
+    # NOTE: a trace's node ids are UUIDs: 14 characters tell them apart and leave the panels their width
+    labels = [f"{r['host'][:14]} · {r['incidents'] + r['episodes']}" for r in rows.iter_rows(named=True)]
+    fig = _figure(8, 1.4 + 0.3 * max(len(labels), 1))
+    lost_ax, repair_ax = fig.subplots(1, 2, sharey=True)
+    colors = ["#c44e52" if f else "#4c72b0" for f in rows["repeat_offender"]]
+    lost_ax.barh(range(len(labels)), rows["gpu_hours_lost"].fill_null(0.0).to_list(), color=colors)
+    repair_ax.barh(range(len(labels)), rows["repair_hours"].to_list(), color=colors)
+    lost_ax.set_yticks(range(len(labels)), [plots.plain(x) for x in labels])
+    for ax, what in ((lost_ax, "GPU-h lost (incidents)"), (repair_ax, "hours in repair (episodes)")):
+        ax.set_xlabel(what)
+        ax.set_xlim(left=0)
+    lost_ax.invert_yaxis()
+    fig.suptitle("Hosts by faults this week (host · faults) and what they cost; red: the relaunch rule's repeat "
+                 "offenders", fontsize=9)
+    return fig
+
+
 def waterfall(a):
     """A run's ledger waterfall (steady → effective MFU), from `clusterlab.plots.charts`."""
     fig = _figure(8, 3.2)
@@ -92,6 +117,8 @@ def scorecard_figures(sc) -> dict[str, bytes]:
         out["ledger"] = png(ledger_by_provider(sc.ledger))
     if sc.failure_modes.filter(pl.col("gpu_hours_lost") > 0).height:
         out["failure-modes"] = png(failure_modes(sc.failure_modes))
+    if sc.fleet_hosts.filter((pl.col("incidents") + pl.col("episodes")) > 0).height:
+        out["fleet-hosts"] = png(fleet_hosts(sc.fleet_hosts))
     for run, a in sorted(sc.attributions.items()):
         out[f"waterfall-{run}"] = png(waterfall(a))
     return out
