@@ -96,7 +96,7 @@ def _many_text_logs(root: Path) -> None:
     """Small kernel and NCCL logs that trap a group parse: a call trace whose hung-task header ends the file
     before it, dmesg -H deltas before any minute line, one pid holding different ranks in two attempts' NCCL
     logs, a FQDN of the file's own host, foreign and unreadable lines, a raw dmesg log without a boot time, a
-    line for a collector that cannot be grouped, CRLF, gzip and a missing last newline."""
+    line for a collector that cannot be grouped, a byte that is not UTF-8, CRLF, gzip and a missing last newline."""
     t = "[Wed Nov 25 04:04:{:02d} 2026] "
     logs = {
         "nodes/t000/kern.log": _text([
@@ -140,7 +140,9 @@ def _many_text_logs(root: Path) -> None:
     for rel, text in logs.items():
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
-        if rel.endswith("t002/kern.log"):
+        if rel.endswith("t004/kern.log"):  # one byte that is not UTF-8 (a Latin-1 é): the file still groups
+            p.write_bytes(text.replace("port_module_event", "port_module_\u00e9vent").encode("latin-1"))
+        elif rel.endswith("t002/kern.log"):
             p.with_suffix(".log.gz").write_bytes(gzip.compress(text.encode()))
         else:
             p.write_bytes(text.encode())
@@ -260,7 +262,17 @@ def test_text_logs_parsed_together_keep_to_their_own_file(corpus, reference, tmp
     root = corpus[2]
     files = sorted(p for p in [*(root / "nodes").rglob("*"), *(root / "runs").rglob("*.log")] if p.is_file())
     db = tmp_path / "text.duckdb"
-    _ingest(db, *files)  # one group: nothing cuts it
+    grouped: list[str] = []
+    with pytest.MonkeyPatch.context() as m:
+        real = ingest_group_text.parse_text_group
+
+        def spy(items, chosen):
+            alone = real(items, chosen)
+            grouped.extend(str(o.plan.task.path) for o, x, _ in items if all(a[1] is not x for a in alone))
+            return alone
+        m.setattr(ingest_group, "parse_text_group", spy)
+        _ingest(db, *files)  # one group: nothing cuts it
+    assert any(p.endswith("t004/kern.log") for p in grouped)  # its byte that is not UTF-8 kept it in
     names = {str(p) for p in files}
     mine = {t: [r for r in rows if str(r[0]) in names] for t, rows in _snapshot(db).items() if t != "orphans"}
     ref = {t: [r for r in rows if str(r[0]) in names] for t, rows in snap.items() if t != "orphans"}

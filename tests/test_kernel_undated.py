@@ -144,3 +144,36 @@ def test_a_message_printed_twice_dates_by_the_twins_that_agree(tmp_path: Path) -
         got = lab.sql("SELECT e.ts FROM events e JOIN ingested_files f USING (file_id) "
                       "WHERE f.path LIKE '%/dmesg' ORDER BY line")
     assert got["ts"].to_list() == [_at(100.25), _at(400.5), _at(7322.104511)]
+
+
+def test_many_raw_dmesg_logs_leave_the_other_kernel_logs_of_their_group_grouped(tmp_path: Path, monkeypatch) -> None:
+    """Five raw dmesg logs without a boot time (each warned about, so each parsed alone) beside three journals: the
+    group sends the five back together, and the journals are still parsed as one group."""
+    from clusterlab.ingest import groups as ingest_group
+    from clusterlab.ingest import groups_text
+
+    def _write(p: Path, text: str) -> None:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+    for n in range(5):
+        _write(tmp_path / "nodes" / f"raw{n}" / "dmesg.log",
+               f"[ 4242.{n:06d}] NVRM: Xid (PCI:0000:1b:00): 79, pid=1, name=python3, GPU has fallen off the bus.\n")
+    for n in range(3):
+        _write(tmp_path / "nodes" / f"jr{n}" / "kern.log",
+               f"2026-11-24T06:01:3{n}+00:00 jr{n} kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=7, name=python3, "
+               "GPU has fallen off the bus.\n")
+    grouped: list[str] = []
+    real = groups_text.parse_text_group
+
+    def spy(items, chosen):
+        alone = real(items, chosen)
+        grouped.extend(o.plan.task.path.parent.name for o, x, _ in items if all(a[1] is not x for a in alone))
+        return alone
+    monkeypatch.setattr(ingest_group, "parse_text_group", spy)
+    with Lab(tmp_path / "k.duckdb") as lab:
+        files = lab.ingest(tmp_path / "nodes", workers=1).files
+        got = lab.sql("SELECT host, dated FROM events WHERE kind LIKE 'xid%' ORDER BY host").rows()
+    assert sum("raw dmesg timestamps" in m for f in files for m in f.messages) == 5
+    assert sorted(grouped) == ["jr0", "jr1", "jr2"]
+    assert len(got) == 8 and {d for h, d in got if h.startswith("raw")} == {"undated"}

@@ -349,8 +349,10 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
             # NOTE: never refused: an Xid 79 is worth reporting without its time. The lines are kept undated
             # (ts empty, `dated` = undated) and dated after the ingest where the same boot's time is found
             # (clusterlab.ingest.boot: a boot_time file put beside it later, a journal of the same boot).
-            out.warnings.append(f"line {raw['line'][0]}: raw dmesg timestamps but no boot time: kept undated "
-                                "(put a boot_time file beside the log, or the journal of the same boot)")
+            # (one warning for each file of a group, at its first such line: the group sends them all back at once)
+            firsts = raw.group_by(file_of_line().alias("_f")).agg(pl.col("line").min())["line"].sort()
+            out.warnings += [f"line {n}: raw dmesg timestamps but no boot time: kept undated (put a boot_time file "
+                             "beside the log, or the journal of the same boot)" for n in firsts.to_list()]
     # Lines another program wrote into the journal or syslog are not kernel events, even if they
     # quote one (a health daemon repeating an Xid would count it twice).
     foreign = frame["prog"].is_not_null()

@@ -40,19 +40,28 @@ def eligible(out: ParsedFile, chosen: list[ModuleType]) -> bool:
             and out.plan.first == 1 and out.plan.clock is None and out.plan.size <= MAX_LINE_BYTES)
 
 
-def read_whole(path: Path, raw: bytes | None = None, as_bytes: bool = False) -> str | bytes | None:
-    """The file's text, or None where the line-by-line reader must handle it (damaged gzip, bad UTF-8, long).
+def read_whole(path: Path, raw: bytes | None = None, as_bytes: bool = False) -> tuple[str | bytes, bytes] | None:
+    """(the file's text, its decompressed bytes), or None where the line-by-line reader must handle it (damaged
+    gzip, long; in a structured format, bad UTF-8).
 
-    `raw`: its content, where it was read already; `as_bytes`: the text as UTF-8 (checked, not decoded)."""
+    `raw`: its content, where it was read already; `as_bytes`: the text as UTF-8 bytes, checked, not decoded (a
+    structured format's native reader takes bytes). A text log's invalid bytes are replaced, as the line reader
+    replaces them (no line break is ever part of a multi-byte sequence, so the lines are the same): one odd byte in
+    a trainer's output must not cost its file the group."""
     try:
         raw = path.read_bytes() if raw is None else raw
         data = gzip.decompress(raw) if raw[:2] == GZIP_MAGIC else raw
         if len(data) > MAX_LINE_BYTES:
             return None
         if as_bytes and data.isascii():  # (ASCII is UTF-8: no decoding to find out)
-            return data
-        text = data.decode("utf-8")
-        return data if as_bytes else text
+            return data, data
+        if as_bytes:
+            data.decode("utf-8")
+            return data, data
+        try:
+            return data.decode("utf-8"), data
+        except UnicodeDecodeError:
+            return data.decode("utf-8", errors="replace"), data
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError):
         return None
 
@@ -73,10 +82,14 @@ def parse_many(plans: list[FilePlan], collectors: list[ModuleType] | None = None
             continue
         key = _group_key(out, ctx, chosen) if GROUP_FILES else None
         # NOTE: a structured group's text stays bytes: its native reader takes bytes (no decoding, no encoding)
-        text = read_whole(plan.task.path, raw, key[0] == "structured") if key is not None else None
-        if text is None:
+        whole = read_whole(plan.task.path, raw, key[0] == "structured") if key is not None else None
+        if whole is None:
             finish(out, ctx, chosen)
             continue
+        text, data = whole
+        # NOTE: what reading it line by line records, from its bytes (a replaced byte is not its character's size);
+        # a file the group sends back alone is read again by `finish`, which sets all of it anew
+        read_state(out, data)
         _, items = groups.setdefault(key, (chosen, []))
         items.append((out, ctx, text))
         held[key] = held.get(key, 0) + len(text)
@@ -111,8 +124,6 @@ def parse_group(items: list[Item], c: ModuleType) -> list[Item]:
         return items  # parsed alone, each with its own safety net
     if got.warnings or got.refuse:  # a message of its own: not one the group can split
         return items
-    for out, _, text in items:
-        read_state(out, text)
     bad = (got.unparsed_lines if got.unparsed_lines is not None else pl.Series("line", [], pl.Int64))
     bad_by_file = bad.to_frame("line").with_columns(_file=pl.col("line") // BASE, line=pl.col("line") % BASE)
     for i, (out, ctx, _) in enumerate(items):

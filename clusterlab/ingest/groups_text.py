@@ -22,7 +22,7 @@ from types import ModuleType
 import polars as pl
 
 from clusterlab.collectors._base import FILE_LINE_BASE, Context, Parsed
-from clusterlab.ingest.group_rows import numbered_lines, read_state, split_rows
+from clusterlab.ingest.group_rows import numbered_lines, split_rows
 from clusterlab.ingest.parse import FLUSH_ROWS, TROUBLE, UNMATCHED_PER_FILE, ParsedFile, unparsed_warnings
 from clusterlab.ingest.prefilter import split
 from clusterlab.ingest.reader import MAX_LINE_BYTES
@@ -67,8 +67,6 @@ def parse_text_group(items: list[Item], chosen: list[ModuleType]) -> list[Item]:
     else:
         return items
     _per_file(items, keep, lines, parsed)  # (lines: the lines no collector matched)
-    for out, _, text in (items[i] for i in keep):
-        read_state(out, text)
     stamped = [f.select("line", "ts").filter(pl.col("ts").is_not_null())
                for _, p in parsed for f in p.tables.values() if "ts" in f.columns]
     known = pl.concat(stamped).unique("line").sort("line") if stamped else None
