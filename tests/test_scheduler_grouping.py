@@ -1,4 +1,4 @@
-"""slurmctld logs parsed together (one text group) store exactly the rows of each parsed alone."""
+"""Scheduler logs parsed together (text groups) store exactly the rows of each parsed alone."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from clusterlab.ingest import groups as ingest_group
 from clusterlab.ingest import groups_text as ingest_group_text
 from clusterlab.ingest import write as ingest_write
 
+SAMPLES = Path(__file__).parent.parent / "data_samples"
 T = "[2026-12-03T08:{m:02d}:{s:02d}.100] "
 # Each file is a rotated controller log of one cluster. The traps: a node that stops answering at the end of one
 # file and answers at the start of the next (alone: lost, a node failure); a reason set on the last line of one
@@ -82,3 +83,61 @@ def test_slurmctld_logs_grouped_store_the_rows_of_each_alone(tmp_path: Path) -> 
     assert ("a", 4, "gpu01", "slurm_node_not_responding", "node_failure", None) in rows
     assert ("b", 2, "gpu02", "slurm_node_drain", None, None) in [(*r[:4], None, r[5]) for r in rows]
     assert ("b", 4, "gpu01", "slurm_node_not_responding", "node_failure", None) in rows
+
+
+def test_slurm_cloud_logs_grouped_store_the_rows_of_each_alone(tmp_path: Path) -> None:
+    """ParallelCluster's plugin logs (each line read on its own): a resume log and a cut copy of it, CRLF."""
+    text = (SAMPLES / "slurm_cloud" / "resume_and_clustermgtd.log").read_text()
+    root = tmp_path / "logs" / "scheduler"
+    root.mkdir(parents=True)
+    (root / "slurm_resume.log").write_text(text)
+    lines = text.splitlines(keepends=True)
+    (root / "clustermgtd").write_bytes("".join(lines[len(lines) // 3:]).replace("\n", "\r\n").encode())
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(ingest_group, "GROUP_FILES", False)
+        m.setattr(ingest_write, "BATCH_FILES", 1)
+        alone = _ingest(tmp_path / "alone.duckdb", tmp_path / "logs")
+    groups = []
+    with pytest.MonkeyPatch.context() as m:
+        real = ingest_group_text.parse_text_group
+        m.setattr(ingest_group, "parse_text_group",
+                  lambda items, chosen: groups.append((len(items), len(rest := real(items, chosen)))) or rest)
+        grouped = _ingest(tmp_path / "grouped.duckdb", tmp_path / "logs")
+    assert groups == [(2, 0)]
+    assert grouped == alone and any(r[2].get("events") for r in alone)
+    assert _snapshot(tmp_path / "grouped.duckdb") == _snapshot(tmp_path / "alone.duckdb")
+
+
+def _grouped_equals_alone(tmp_path: Path, root: Path) -> list[tuple]:
+    """Ingest `root` file by file and grouped; asserts one group, none sent back and the same rows; the rows."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(ingest_group, "GROUP_FILES", False)
+        m.setattr(ingest_write, "BATCH_FILES", 1)
+        alone = _ingest(tmp_path / "alone.duckdb", root)
+    groups = []
+    with pytest.MonkeyPatch.context() as m:
+        real = ingest_group_text.parse_text_group
+        m.setattr(ingest_group, "parse_text_group",
+                  lambda items, chosen: groups.append((len(items), len(rest := real(items, chosen)))) or rest)
+        grouped = _ingest(tmp_path / "grouped.duckdb", root)
+    assert groups == [(2, 0)]
+    assert grouped == alone
+    snap = _snapshot(tmp_path / "grouped.duckdb")
+    assert snap == _snapshot(tmp_path / "alone.duckdb")
+    return snap["events"]
+
+
+def test_sinfo_listings_grouped_store_the_rows_of_each_alone(tmp_path: Path) -> None:
+    """A `sinfo -lN` listing with its date line, then one without a date whose first row comes before its header:
+    alone, that row belongs to no header and the rows have no time; grouped, neither may come from the file
+    before."""
+    root = tmp_path / "logs" / "scheduler"
+    root.mkdir(parents=True)
+    (root / "a.txt").write_bytes((SAMPLES / "sinfo" / "long_nodes.txt").read_bytes())
+    head = (SAMPLES / "sinfo" / "long_nodes.txt").read_text().splitlines()[1]
+    row = "gpu-{n}        1      gpu*     drained  224   2:56:2 2000000        0      1   (null) {why}"
+    (root / "b.txt").write_text("\n".join([row.format(n="050", why="before any header"), head,
+                                           row.format(n="051", why="Kill task failed")]))
+    events = _grouped_equals_alone(tmp_path, root)
+    hosts = {(r[0].rsplit("/", 1)[1], r[6]): r[5] for r in events}  # (file, host): ts (after source, run, ...)
+    assert ("b.txt", "gpu-050") not in hosts and hosts[("b.txt", "gpu-051")] is None

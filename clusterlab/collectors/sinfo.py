@@ -22,7 +22,16 @@ import re
 
 import polars as pl
 
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, json_detail, local_to_utc, search
+from clusterlab.collectors._base import (
+    FILE_LINE_BASE,
+    TABLE_COLUMNS,
+    Context,
+    Parsed,
+    file_of_line,
+    json_detail,
+    local_to_utc,
+    search,
+)
 from clusterlab.collectors._slurmlib import explode_hosts, iso_local, known, with_reason_modes
 
 NAME = "sinfo"
@@ -43,6 +52,11 @@ _FINE = ["idle", "alloc", "allocated", "mix", "mixed", "comp", "completing", "re
          "npc", "perfctrs", "futr", "future", "powered_down", "powering_up", "power_down", "powering_down"]
 
 
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802 (the collector contract's name)
+    """What parse() reads of the context: listings agreeing on it may be parsed together."""
+    return (ctx.tz,)
+
+
 def sniff(head: bytes, path: str) -> bool:
     """A `sinfo -R` or `sinfo -lN` listing: its header line (possibly quoted, after a prompt line)."""
     lines = head.decode("utf-8", "replace").splitlines()[:50]
@@ -58,7 +72,11 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         pl.col("row").str.contains(_HEAD).alias("_head"), pl.col("row").str.contains(_DATE).alias("_date"))
     date = pl.when(pl.col("_date")).then(pl.col("row").str.strip_chars().str.replace_all(" +", " ")
                                          .str.strptime(pl.Datetime("us"), "%a %b %d %H:%M:%S %Y", strict=False))
-    frame = frame.with_columns(_grp=pl.col("_head").cum_sum(), _listed=local_to_utc(date, ctx.tz).forward_fill())
+    # NOTE: each file's own headers and listing times (files parsed together number their lines apart): rows
+    # before a file's first header belong to no header, not to the one the file before ended with
+    frame = frame.with_columns(
+        _grp=file_of_line() * FILE_LINE_BASE + pl.col("_head").cum_sum().over(file_of_line()),
+        _listed=local_to_utc(date, ctx.tz).forward_fill().over(file_of_line()))
     parts = []
     for grp, head in frame.filter(pl.col("_head")).select("_grp", "row").iter_rows():
         rows = frame.filter((pl.col("_grp") == grp) & ~pl.col("_head") & ~pl.col("_date"))
