@@ -141,3 +141,19 @@ def test_sinfo_listings_grouped_store_the_rows_of_each_alone(tmp_path: Path) -> 
     events = _grouped_equals_alone(tmp_path, root)
     hosts = {(r[0].rsplit("/", 1)[1], r[6]): r[5] for r in events}  # (file, host): ts (after source, run, ...)
     assert ("b.txt", "gpu-050") not in hosts and hosts[("b.txt", "gpu-051")] is None
+
+
+def test_scontrol_records_grouped_store_the_rows_of_each_alone(tmp_path: Path) -> None:
+    """`scontrol show node` output, then a file whose first lines continue no record of its own (a paste cut at
+    the top): alone, they are nobody's; grouped, they must not become the reason of the file before's last node."""
+    root = tmp_path / "logs" / "scheduler"
+    root.mkdir(parents=True)
+    (root / "a.txt").write_text("NodeName=gpu-012 Arch=x86_64 CoresPerSocket=56\n"
+                                "   State=IDLE ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A\n")
+    (root / "b.txt").write_text("   State=DOWN+NOT_RESPONDING ThreadsPerCore=2 TmpDisk=0 Weight=1\n"
+                                "   Reason=rack maintenance [ops@2026-12-03T09:00:00]\n"
+                                "NodeName=gpu-020 Arch=x86_64 CoresPerSocket=56\n"
+                                "   State=IDLE+DRAIN ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A\n"
+                                "   Reason=xid79 fell off bus [ops@2026-12-03T08:44:51]\n")
+    events = _grouped_equals_alone(tmp_path, root)
+    assert [(r[0].rsplit("/", 1)[1], r[6]) for r in events] == [("b.txt", "gpu-020")]

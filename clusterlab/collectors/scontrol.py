@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, json_detail, search
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, file_of_line, json_detail, search
 from clusterlab.collectors._slurmlib import STATE_MODES, explode_hosts, iso_local, state, with_reason_modes
 
 NAME = "scontrol"
@@ -32,6 +32,12 @@ _JOB = r"^\s*JobId=\d+(?:_\d+)?\s"
 PATTERN = "|".join([_NODE, _JOB, r"^\s+(?:State|JobState)=[A-Z_+*]+", r"(?:^|\s)Reason=", r"^\s+ExitCode=\d+:\d+"])
 
 _NODE_BAD = r"(?:^|\+)(?:DOWN|DRAIN|DRAINED|DRAINING|FAIL|FAILING|NOT_RESPONDING|INVALID|INVALID_REG)(?:\+|\*|$)"
+
+
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802 (the collector contract's name)
+    """What parse() reads of the context (the time zone of reasons' times; whether the file is a run's, where a
+    FAILED job is the run's own failure): records agreeing on it may be parsed together."""
+    return ctx.tz, ctx.run is None
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -49,9 +55,12 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     job = text.str.extract(r"^\s*JobId=(\d+(?:_\d+)?)\s")
     opened = pl.when(node.is_not_null()).then(pl.lit("node")).when(job.is_not_null()).then(pl.lit("job"))
     # NOTE: the fields of a record are the lines from its first to the next record's (forward fill)
+    # (each file's own: files parsed together number their lines apart, and a file's first lines before any
+    # record of its own belong to none, not to the file before's last record)
     frame = lines.with_columns(
-        opened.forward_fill().alias("_what"), pl.coalesce(node, job).forward_fill().alias("_id"),
-        pl.when(opened.is_not_null()).then(pl.col("line")).forward_fill().alias("_rec"),
+        opened.forward_fill().over(file_of_line()).alias("_what"),
+        pl.coalesce(node, job).forward_fill().over(file_of_line()).alias("_id"),
+        pl.when(opened.is_not_null()).then(pl.col("line")).forward_fill().over(file_of_line()).alias("_rec"),
         text.str.extract(r"(?:^|\s)State=(\S+)").alias("_state"),
         text.str.extract(r"(?:^|\s)JobState=(\S+)").alias("_jstate"),
         text.str.extract(r"(?:^|\s)Reason=(.*?)(?:\s+\[(\S+)@(\S+)\])?\s*$").alias("_reason"),
