@@ -1,7 +1,8 @@
 """The issue-29 cases the simulator plants (`adversarial.CASES`, `simulate(..., adversarial=True, cases=True)`).
 
 Fast tests check that the bundle holds each case in the shape real clusters print it (a hung rank's records end
-a step before the others', every host reporting the lost Lustre OST, the operator's drain and root's cancel, one
+a step before the others', every host reporting the lost Lustre OST, the operator's drain and root's cancel (or the
+node rebooted under the job), one
 rank's non-finite losses among finite ones, a rollback after a diverging loss, a `latest` whose shard torch cannot
 read, the job that lands on the GPU an uncorrectable ECC error left bad). The round trip (slow) holds the
 analysis to the adversarial family's bar: every incident on its mode and host, the ledger within 0.5 %, no decoy
@@ -10,6 +11,7 @@ blamed, and no checkpoint reported lost that a deliberate rollback went back pas
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -18,7 +20,7 @@ import pytest
 
 from clusterlab import Lab
 from clusterlab.simulator import simulate
-from clusterlab.simulator.adversarial import CASES, LUSTRE_TARGET, MAINTENANCE_REASON, SDC_STEPS
+from clusterlab.simulator.adversarial import CASES, LUSTRE_TARGET, MAINTENANCE_REASON, REBOOT_REASON, SDC_STEPS
 from clusterlab.simulator.score import score
 
 # as the adversarial family, over a window long enough for each run's scripted endings and the cases
@@ -48,7 +50,7 @@ def test_every_case_is_planted(bundle) -> None:
     assert set(CASES) | {"sticky_init"} <= planted
     want = {"hung_rank": "nccl_timeout", "maintenance": "preemption", "lustre": "filesystem_io",
             "sdc": "silent_data_corruption", "rollback": "loss_divergence", "sticky": "gpu_memory_ecc",
-            "sticky_init": "gpu_memory_ecc"}
+            "sticky_init": "gpu_memory_ecc", "maint_reboot": "preemption"}
     for inc in (i for i in truth["incidents"] if i.get("case")):
         assert inc["failure_mode"] == want[inc["case"]], inc
 
@@ -89,6 +91,20 @@ def test_maintenance_drains_every_node_then_root_cancels(bundle) -> None:
         ctld = lab.sql("SELECT host, text FROM events WHERE source = 'slurmctld' AND text LIKE ?",
                        [f"%{MAINTENANCE_REASON}%"])
         assert set(att["hosts"]) <= set(ctld["host"])
+
+
+def test_maintenance_reboot_drains_the_node_then_loses_it(bundle) -> None:
+    _, truth, lab = bundle
+    for inc in _cases(truth, "maint_reboot"):
+        ctld = lab.sql("SELECT ts, host, text FROM events WHERE source = 'slurmctld' AND host = ?", [inc["host"]])
+        drain = ctld.filter(pl.col("text").str.contains(REBOOT_REASON, literal=True))
+        down = ctld.filter(pl.col("text").str.contains("not responding, setting DOWN", literal=True))
+        root = dt.datetime.fromisoformat(inc["root_ts"].replace("Z", ""))
+        assert drain.height and drain["ts"].max() < root and down.height and down["ts"].min() > root
+        # its peers lost it as a node: the evidence alone says node_failure, the operator's words say maintenance
+        peers = lab.sql("SELECT count(*) AS n FROM events WHERE run = ? AND attempt = ? AND failure_mode = 'network'",
+                        [inc["run"], inc["attempt"]])
+        assert peers["n"][0] > 0
 
 
 def test_sdc_one_rank_nonfinite_while_the_others_stay_finite(bundle) -> None:

@@ -28,7 +28,10 @@ formats real clusters print and each scored by the round trip like any other end
   printed as a `latest` pointing at a save with incomplete shards, whose load fails before the fallback;
 - `sticky`: an uncorrectable ECC error (Xid 48) kills the job and nobody drains the node; the next launch lands
   on the same GPU and dies in its first step of a CUDA out-of-memory (truth: gpu_memory_ecc on that host, for
-  both launches).
+  both launches);
+- `maint_reboot`: the operator drains one node of the job for a firmware upgrade and reboots it under the job:
+  the node is lost as in a node failure, its peers' queue pairs fail, slurmctld sets it DOWN (truth: preemption,
+  the provider's maintenance, on that node).
 """
 
 from __future__ import annotations
@@ -42,16 +45,17 @@ from clusterlab.simulator import endings
 
 if TYPE_CHECKING:
     from clusterlab.simulator.fleet import Cluster, Config
-    from clusterlab.simulator.runs import Attempt, Run
+    from clusterlab.simulator.runs import Attempt, Ending, Run
     from clusterlab.simulator.textlog import Proc
 
 SCRIPT = ("preemption", "hang_limit", "manual_stop", "storage", "time_limit")
-CASES = ("hung_rank", "maintenance", "lustre", "sdc", "rollback", "sticky")
+CASES = ("hung_rank", "maintenance", "lustre", "sdc", "rollback", "sticky", "maint_reboot")
 # hardware faults that hang the job (no process dies; the NCCL watchdog would fire after 10 minutes)
 HANG_CAUSES = ("gpu_fell_off_bus", "nvlink_error", "gpu_hw_other", "pcie_error")
 CANCEL_UID = 1000  # the user who runs scancel
 ROOT_UID = 0  # the operator's scancel during a maintenance
 MAINTENANCE_REASON = "emergency maintenance - PDU replacement"
+REBOOT_REASON = "firmware upgrade - BMC 2.14"  # the node the operator reboots under the job (`maint_reboot`)
 LUSTRE_TARGET = "lustre-OST0003"  # the OST the `lustre` case loses, as the kernel's Lustre client names it
 LUSTRE_NID = "10.40.0.13@o2ib"
 SDC_STEPS = 3  # steps one rank's loss is non-finite before the NaN check stops it
@@ -102,7 +106,7 @@ def scripted_fail(script: str, start: int, limit_at: int | None, rng: np.random.
     at = start + int((limit_at - start) * rng.uniform(0.35, 0.8))
     return at, {"preemption": "preemption", "manual_stop": "manual_stop", "storage": "filesystem_io",
                 "maintenance": "preemption", "lustre": "filesystem_io", "sdc": "silent_data_corruption",
-                "rollback": "loss_divergence", "sticky": "gpu_memory_ecc"}[script]
+                "rollback": "loss_divergence", "sticky": "gpu_memory_ecc", "maint_reboot": "node_failure"}[script]
 
 
 def shape_ending(script: str, run: Run, att: Attempt, limit_at: int | None, rng: np.random.Generator) -> None:
@@ -127,7 +131,13 @@ def shape_ending(script: str, run: Run, att: Attempt, limit_at: int | None, rng:
 def scripted_mode(script: str) -> str:
     """The failure mode a case's ending is drawn as."""
     return {"hung_rank": "nccl_timeout", "maintenance": "preemption", "lustre": "filesystem_io",
-            "sdc": "silent_data_corruption", "rollback": "loss_divergence", "sticky": "gpu_memory_ecc"}.get(script, "")
+            "sdc": "silent_data_corruption", "rollback": "loss_divergence", "sticky": "gpu_memory_ecc",
+            "maint_reboot": "node_failure"}.get(script, "")
+
+
+def truth_mode(e: Ending) -> str:
+    """The failure mode truth.json states for an ending: what it was, where its evidence looks like another."""
+    return "preemption" if e.case == "maint_reboot" else e.mode
 
 
 def skews(cfg: Config, cluster: Cluster) -> dict[str, int]:

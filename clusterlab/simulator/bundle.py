@@ -168,7 +168,7 @@ def _evidence_paths(files: dict[str, list[str]], run: Run, att: Attempt, ev: fai
     paths = [log] + [f"nodes/{h}/{node}" for h in sorted({h for h, _, _ in ev.kernel})]
     if ev.ctld:
         paths.append(f"scheduler/{run.cluster.name}/slurmctld.log")
-    files[f"{run.name}:{att.k}:{e.mode}"] = paths
+    files[f"{run.name}:{att.k}:{adv.truth_mode(e)}"] = paths
     if att.stragglers:
         files[f"{run.name}:{att.k}:straggler"] = [f"{base}/steps/{s.host}.jsonl" + (".gz" if sink.gzip_big else "")
                                                   for s in att.stragglers]

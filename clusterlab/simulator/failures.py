@@ -201,6 +201,10 @@ def _crash(log: Log, ev: Evidence, run: Run, att: Attempt, procs: list[Proc], ag
     if lost_node:
         down = e.root_ms + r.randint(60_000, 110_000)
         ev.ctld.append((down, f"error: Nodes {culprit.host} not responding, setting DOWN"))
+    if e.case == "maint_reboot":  # the operator's drain, minutes before the node went away under the job
+        drained = e.root_ms - 60_000 * (3 + att.k % 4)
+        ev.ctld += [(drained, f"update_node: node {culprit.host} reason set to: {adversarial.REBOOT_REASON}"),
+                    (drained + 1, f"update_node: node {culprit.host} state set to DRAIN")]
 
 
 def _ib_errors(log: Log, run: Run, att: Attempt, procs: list[Proc], culprit: Proc, trigger: dt.datetime,

@@ -80,7 +80,7 @@ def build(cfg: Config, cluster: Cluster) -> Run:
     available: list[Save] = []  # durable checkpoints
     lose = cfg.scenarios and _first_bad(cfg, cluster)  # the provider will lose a checkpoint here
     run.stall_pending = cfg.scenarios and cluster.index == min(1, cfg.providers * cfg.clusters_per_provider - 1)
-    k, sticky = 1, None
+    k, sticky, extra = 1, None, 0  # extra: the launches the script does not count (a sticky fault's second)
     while True:
         hosts = tuple(sorted(h for h in cluster.hosts if back[h] <= t)[: cluster.run_nodes])
         if len(hosts) < cluster.run_nodes:
@@ -91,7 +91,8 @@ def build(cfg: Config, cluster: Cluster) -> Run:
             lose = False
         resume = available[-1].step if available else 0
         att = _attempt(cfg, run, k, hosts, t, resume, rates, eps, rng, (lo + (hi - lo) * 9 // 20) if lose else None,
-                       sticky if sticky in hosts else None)
+                       sticky if sticky in hosts else None, k - extra)
+        extra += sticky in hosts
         sticky = None
         if att is None:
             break
@@ -118,9 +119,10 @@ def _first_bad(cfg: Config, cluster: Cluster) -> bool:
 
 def _attempt(cfg: Config, run: Run, k: int, hosts: tuple[str, ...], start: int, resume: int,
              rates: dict[str, float], eps: list[Episode], rng: np.random.Generator,
-             forced_at: int | None, sticky: str | None = None) -> Attempt | None:
+             forced_at: int | None, sticky: str | None = None, slot: int | None = None) -> Attempt | None:
     """One launch: start-up, steps until its failure or the window's end, and the ending (`sticky`: the host
-    whose GPU memory failed under the launch before, not drained: this launch dies of it in its first step)."""
+    whose GPU memory failed under the launch before, not drained: this launch dies of it in its first step; `slot`:
+    its place in the adversarial script, k less the sticky launches before it, which the script does not count)."""
     lo, hi = cfg.window_ms
     m = run.model
     load = int(rng.uniform(15_000, 40_000)) if resume else 0
@@ -137,7 +139,7 @@ def _attempt(cfg: Config, run: Run, k: int, hosts: tuple[str, ...], start: int, 
         fail, mode = forced_at, "gpu_fell_off_bus"
     if len(hosts) == 1 and mode in endings.LINK:
         mode = "gpu_hw_other"  # a one-node run has no peer to lose: what breaks is the node's GPU
-    script = adversarial.scripted(run, k, cfg.seed, cfg.cases) if cfg.adversarial else None
+    script = adversarial.scripted(run, slot or k, cfg.seed, cfg.cases) if cfg.adversarial else None
     limit_at = adversarial.job_start_ms(start) + run.limit_ms if run.limit_ms else None
     if script is not None:
         # a scripted ending replaces the random failure; it comes well before the job's time limit
