@@ -163,12 +163,20 @@ def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file
     if more:  # hosts the walk could not know yet: walk again (a root's own inventory was loaded before it)
         known = frozenset(r[0] for r in con.execute("SELECT host FROM nodes").fetchall())
         walked = bundle.walk(roots, known)
-    for name, f in walked.runs.items():
-        try:
-            inventory.load_run(con, f, name)
-            summary.runs.append(name)
-        except InputError as e:
-            summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
+    # NOTE: every run.toml in one transaction: a commit each waited for the disk (a campaign has one per bundle);
+    # a bad one is refused before its statement (InputError), so it leaves the others' as they are
+    con.execute("BEGIN")
+    try:
+        for name, f in walked.runs.items():
+            try:
+                inventory.load_run(con, f, name)
+                summary.runs.append(name)
+            except InputError as e:
+                summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
     for disp, why in walked.unreadable:
         summary.files.append(FileResult(disp, "error", messages=[f"{disp}: {why}"]))
     zones = dict(con.execute(
