@@ -135,10 +135,12 @@ def bus_ids(printed: pl.Series) -> pl.Series:
     return printed.replace_strict(distinct, parsed, default=None, return_dtype=pl.String)
 
 
-def to_rows(samples: pl.DataFrame, names: dict[str, Metric]) -> pl.DataFrame:
+def to_rows(samples: pl.DataFrame, names: dict[str, Metric], apart: pl.Expr | None = None) -> pl.DataFrame:
     """`telemetry` rows from samples in the exporter's names: known metrics only, counters as read and as rates.
 
-    A counter's first sample in the frame has no rate (nothing before it to compare with) and is left out."""
+    A counter's first sample in the frame has no rate (nothing before it to compare with) and is left out.
+    `apart`: an expression of the samples' columns whose values are never compared (a collector's
+    `file_of_line()`, where many files are parsed together: a rate never spans two files)."""
     schema = TABLE_COLUMNS["telemetry"]
     known = (samples.select([pl.col(c).cast(t) if c in samples.columns else pl.lit(None, t).alias(c)
                              for c, t in SAMPLE_SCHEMA.items()])
@@ -155,21 +157,26 @@ def to_rows(samples: pl.DataFrame, names: dict[str, Metric]) -> pl.DataFrame:
     parts = [gauges.select(cols)]
     if counted.height:  # NOTE: rates of no counters still cost a sort and a window (a tenth of a GPU file's parse)
         raw = counted.with_columns(metric=pl.col("metric").str.replace(r"_per_s$", "_total"))
-        parts += [raw.select(cols), rates(counted).select(cols)]
+        parts += [raw.select(cols), rates(counted, apart).select(cols)]
     return pl.concat(parts, how="vertical_relaxed").sort("line", "metric")
 
 
-def rates(counters: pl.DataFrame) -> pl.DataFrame:
-    """Per-second rates of counter samples between consecutive samples of each series; resets never go below zero."""
+def rates(counters: pl.DataFrame, apart: pl.Expr | None = None) -> pl.DataFrame:
+    """Per-second rates of counter samples between consecutive samples of each series (of each value of `apart`,
+    see `to_rows`); resets never go below zero."""
     series = ["host", "gpu", "device", "metric"]
-    s = counters.filter(pl.col("ts").is_not_null()).sort([*series, "ts", "line"], nulls_last=True)
+    s = counters.filter(pl.col("ts").is_not_null())
+    if apart is not None:
+        s = s.with_columns(apart.alias("_apart"))
+        series = ["_apart", *series]
+    s = s.sort([*series, "ts", "line"], nulls_last=True)
     prev_v = pl.col("value").shift(1).over(series)
     prev_t = pl.col("ts").shift(1).over(series)
     dt_s = (pl.col("ts") - prev_t).dt.total_microseconds() / 1e6
     # NOTE: a counter that went down restarted from zero: what it counted since is its value now
     increase = pl.when(pl.col("value") >= prev_v).then(pl.col("value") - prev_v).otherwise(pl.col("value"))
     return (s.with_columns(value=(increase / dt_s).clip(lower_bound=0.0), _dt=dt_s)
-            .filter(pl.col("_dt") > 0, pl.col("value").is_not_null()).drop("_dt"))
+            .filter(pl.col("_dt") > 0, pl.col("value").is_not_null()).drop("_dt", "_apart", strict=False))
 
 
 def throttle_names(mask: int) -> list[str]:

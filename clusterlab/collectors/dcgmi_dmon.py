@@ -14,7 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from clusterlab import telemetry
-from clusterlab.collectors._base import Context, Parsed, local_to_utc, syslog_time
+from clusterlab.collectors._base import Context, Parsed, file_of_line, local_to_utc, syslog_time
 
 NAME = "dcgmi_dmon"
 EXCLUSIVE = True
@@ -26,6 +26,18 @@ _HEADER = r"#Entity\s"
 _ROW = r"(?:GPU|GPU-I|GPU-CI|Switch|Link|CPU|Core)\s+\d+\s"
 PATTERN = rf"^(?:{_STAMP})?(?:{_HEADER}|{_ROW})"
 BLOCK_START = None
+
+
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
+    """What parse() reads of the context (the zone and year of `ts` times, the file's first header without its
+    time): a fleet's dmon loops of one field list may be parsed together. Every relation between lines (a row's
+    header, a counter's rate) stays within one file (`file_of_line`)."""
+    return ctx.tz, ctx.year, _first_header(ctx)
+
+
+def _first_header(ctx: Context) -> str:
+    """The file's first line (its header) without the time `ts` put before it."""
+    return pl.Series([ctx.header or ""], dtype=pl.String).str.replace(_STAMP, "").str.strip_chars().item()
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -41,18 +53,20 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     f = lines.with_columns(pl.col("text").str.extract_groups(_STAMP).alias("_s"), rest.alias("rest")).unnest("_s")
     local = pl.coalesce(pl.col("iso").str.replace(" ", "T").str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False),
                         syslog_time(pl.col("sys"), ctx.year)).cast(pl.Datetime("us"))
-    first_header = (ctx.header or "")
-    first_header = pl.Series([first_header], dtype=pl.String).str.replace(_STAMP, "").str.strip_chars().item()
+    first_header = _first_header(ctx)
     is_header = pl.col("rest").str.starts_with("#Entity")
     f = f.with_columns(
         local_to_utc(local, ctx.tz).alias("ts"),
-        pl.when(is_header).then(pl.col("rest")).forward_fill().fill_null(first_header).alias("header"),
+        pl.when(is_header).then(pl.col("rest")).forward_fill().over(file_of_line()).fill_null(first_header)
+        .alias("header"),
         pl.col("rest").str.extract_groups(r"^GPU\s+(?P<gpu>\d+)\s+(?P<vals>.*)$").alias("_r"),
     ).unnest("_r").filter(~is_header, pl.col("gpu").is_not_null())
     untimed = f.filter(pl.col("ts").is_null())
-    out.unparsed += untimed.height
-    if untimed.height:
-        out.warnings.append(f"line {untimed['line'][0]}: no time (pipe dcgmi dmon through `ts`)")
+    out.unparsed_lines = untimed["line"]
+    out.unparsed = len(out.unparsed_lines)
+    if untimed.height:  # once per file, at its first: a group sends every such file back at once
+        firsts = untimed.group_by(file_of_line().alias("_f")).agg(pl.col("line").min())["line"].sort()
+        out.warnings += [f"line {n}: no time (pipe dcgmi dmon through `ts`)" for n in firsts]
     f = f.filter(pl.col("ts").is_not_null()).with_columns(
         pl.col("vals").str.strip_chars().str.replace_all(r"\s+", " ").str.split(" "))
     samples = []
@@ -66,5 +80,5 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
                 value = pl.when(raw.str.starts_with("0x")).then(hexa).otherwise(raw.cast(pl.Float64, strict=False))
                 samples.append(rows.select("line", "ts", pl.col("gpu").cast(pl.Int32), name=pl.lit(n), value=value))
     if samples:
-        out.add("telemetry", telemetry.to_rows(pl.concat(samples), telemetry.DCGMI_DMON))
+        out.add("telemetry", telemetry.to_rows(pl.concat(samples), telemetry.DCGMI_DMON, apart=file_of_line()))
     return out

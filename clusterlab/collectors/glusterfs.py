@@ -24,6 +24,7 @@ import polars as pl
 from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, classify, fraction, json_detail, offset_to_utc
 
 NAME = "glusterfs"
+FILE_HOST_COLUMN = True  # parsed with other files, the lines carry their file's host (ctx.host) as `file_host`
 EXCLUSIVE = True
 SNIFF_HINT = (b".c:",)
 
@@ -50,6 +51,12 @@ RULES = [_Rule(_STALE, "gluster_stale_file_handle"), _Rule(_GONE, "gluster_disco
          _Rule(_IO, "gluster_io_error")]
 
 
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
+    """What parse() reads of the context (each line is read on its own, its time in UTC or its printed offset, its
+    host the file's: `file_host`): any GlusterFS logs may be parsed together."""
+    return ()
+
+
 def sniff(head: bytes, path: str) -> bool:
     """A GlusterFS log: most of its first lines are in GlusterFS's line format."""
     lines = [ln for ln in head.decode("utf-8", "replace").splitlines()[:50] if ln.strip()]
@@ -60,8 +67,11 @@ def sniff(head: bytes, path: str) -> bool:
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """One event per stale handle, lost brick or I/O error line of the batch."""
     out = Parsed()
-    frame = lines.select("line", "text", pl.col("text").str.extract_groups(_LINE).alias("_g")).unnest("_g")
-    out.unparsed = frame.filter(pl.col("msg").is_null()).height
+    own = pl.col("file_host") if "file_host" in lines.columns else pl.lit(ctx.host, pl.String)
+    frame = lines.select("line", "text", own.alias("host"),
+                         pl.col("text").str.extract_groups(_LINE).alias("_g")).unnest("_g")
+    out.unparsed_lines = frame.filter(pl.col("msg").is_null())["line"]
+    out.unparsed = len(out.unparsed_lines)
     frame = frame.filter(pl.col("msg").is_not_null())
     if not frame.height:
         return out
@@ -71,7 +81,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     ts = offset_to_utc(local, pl.col("off"), "UTC")
     out.add("events", frame.filter(pl.col("kind").is_not_null()).select(
         pl.col("line").cast(pl.Int64), ts.cast(TABLE_COLUMNS["events"]["ts"]).alias("ts"),
-        pl.lit(ctx.host, pl.String).alias("host"), "kind", pl.lit("filesystem_io").alias("failure_mode"),
+        "host", "kind", pl.lit("filesystem_io").alias("failure_mode"),
         pl.when(pl.col("level") == "W").then(pl.lit("warning")).otherwise(pl.lit("error")).alias("severity"),
         pl.lit(None, pl.Int32).alias("xid"), pl.lit(None, pl.String).alias("pci_bus"), "text",
         json_detail({"level": pl.col("level"), "msgid": pl.col("msgid").cast(pl.Int64, strict=False),

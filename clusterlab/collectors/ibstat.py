@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, json_detail
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, file_of_line, json_detail
 
 NAME = "ibstat"
+FILE_HOST_COLUMN = True  # parsed with other files, the lines carry their file's host (ctx.host) as `file_host`
 EXCLUSIVE = True
 SNIFF_HINT = (b"ca '",)
 
@@ -50,6 +51,12 @@ _DOWN_PHYS = ["Polling", "LinkErrorRecovery", "Sleep", "PortConfigurationTrainin
 _NOT_ACTIVE = ["Initializing", "Init", "Armed"]
 
 
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
+    """What parse() reads of the context (no time; the host is the file's, `file_host`, where no pdsh prefix names
+    one): any ibstat outputs may be parsed together."""
+    return ()
+
+
 def sniff(head: bytes, path: str) -> bool:
     """ibstat output: a `CA '<name>'` line followed by its `CA type:`, `Number of ports:` or port lines (a grep
     may have kept only some of them), each line perhaps behind pdsh's `<node>: `."""
@@ -62,30 +69,35 @@ def sniff(head: bytes, path: str) -> bool:
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """One event per port of the batch's adapters."""
     out = Parsed()
-    frame = lines.select("line", "text", pl.col("text").str.extract_groups(_SPLIT).alias("_s")).unnest("_s")
+    own = pl.col("file_host") if "file_host" in lines.columns else pl.lit(ctx.host, pl.String)
+    frame = lines.select("line", "text", own.alias("file_host"), file_of_line().alias("_f"),
+                         pl.col("text").str.extract_groups(_SPLIT).alias("_s")).unnest("_s")
     frame = frame.select(
-        "line", "text", "node",
+        "line", "text", "node", "file_host", "_f",
         pl.col("rest").str.extract(_CA, 1).alias("ca"),
         pl.col("rest").str.extract(_PORT, 1).cast(pl.Int32, strict=False).alias("port"),
         pl.col("rest").str.extract_groups(_KV).alias("_kv"),
     ).unnest("_kv").with_columns(pl.col("node").fill_null(""))
     # NOTE: a port belongs to the adapter above it and a key to the port above it (the adapter's own keys come
-    # first), both of the same node: pdsh interleaves the nodes' lines
-    frame = frame.with_columns(pl.col("ca").forward_fill().over("node"),
-                               block=pl.col("ca").is_not_null().cum_sum().over("node"))
-    frame = frame.with_columns(pl.col("port").forward_fill().over("node", "block"))
+    # first), both of the same node (pdsh interleaves the nodes' lines) and the same file (`_f`: files parsed
+    # together; a file's first keys never belong to the adapter another file ends with)
+    who = ["_f", "node"]
+    frame = frame.with_columns(pl.col("ca").forward_fill().over(who),
+                               block=pl.col("ca").is_not_null().cum_sum().over(who))
+    frame = frame.with_columns(pl.col("port").forward_fill().over(*who, "block"))
     port_key = pl.col("key").is_in(_PORT_KEYS)
-    adapters = frame.filter(pl.col("key").is_not_null() & ~port_key).group_by("node", "block").agg(
+    adapters = frame.filter(pl.col("key").is_not_null() & ~port_key).group_by(*who, "block").agg(
         _val("CA type").alias("ca_type"), _val("Firmware version").alias("firmware"))
     # NOTE: a port's keys under no `Port N:` line (`ibstat | grep -E "CA '|State"`) are still its adapter's port
     ports = frame.filter(pl.col("ca").is_not_null() & (pl.col("port").is_not_null() | port_key))
-    out.unparsed = frame.filter(pl.col("ca").is_null()).height  # keys before any adapter line: not guessed
+    out.unparsed_lines = frame.filter(pl.col("ca").is_null())["line"]  # keys before any adapter line: not guessed
+    out.unparsed = len(out.unparsed_lines)
     if not ports.height:
         return out
-    g = ports.group_by("node", "block", "ca", "port").agg(
-        pl.col("line").first(), _val("State").alias("state"), _val("Physical state").alias("phys"),
-        _val("Rate").alias("rate"), _val("Link layer").alias("link_layer"),
-    ).join(adapters, on=["node", "block"], how="left").sort("line")
+    g = ports.group_by(*who, "block", "ca", "port").agg(
+        pl.col("line").first(), pl.col("file_host").first(), _val("State").alias("state"),
+        _val("Physical state").alias("phys"), _val("Rate").alias("rate"), _val("Link layer").alias("link_layer"),
+    ).join(adapters, on=[*who, "block"], how="left").sort("line")
     out.add("events", _events(g, ctx))
     return out
 
@@ -108,7 +120,7 @@ def _events(g: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     rate = pl.col("rate").str.extract(r"^(\d+)", 1).cast(pl.Int64, strict=False)
     return g.select(
         pl.col("line").cast(pl.Int64), pl.lit(None, TABLE_COLUMNS["events"]["ts"]).alias("ts"),
-        pl.when(pl.col("node") != "").then(pl.col("node")).otherwise(pl.lit(ctx.host, pl.String)).alias("host"),
+        pl.when(pl.col("node") != "").then(pl.col("node")).otherwise(pl.col("file_host")).alias("host"),
         kind.alias("kind"), mode.alias("failure_mode"),
         severity.alias("severity"), pl.lit(None, pl.Int32).alias("xid"), pl.lit(None, pl.String).alias("pci_bus"),
         pl.format("ibstat: {} port {}: State {}, Physical state {}, Rate {}", "ca", pl.col("port").fill_null("?"),

@@ -35,9 +35,18 @@ from __future__ import annotations
 
 import polars as pl
 
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, json_detail, local_to_utc
+from clusterlab.collectors._base import (
+    FILE_LINE_BASE,
+    TABLE_COLUMNS,
+    Context,
+    Parsed,
+    file_of_line,
+    json_detail,
+    local_to_utc,
+)
 
 NAME = "nvidia_smi"
+FILE_HOST_COLUMN = True  # parsed with other files, the lines carry their file's host (ctx.host) as `file_host`
 EXCLUSIVE = True
 SNIFF_HINT = (b"nvsmi log", b"unable to determine the device handle", b"driver version")
 
@@ -70,6 +79,12 @@ _SRAM_LIMIT = "ecc errors/aggregate/sram threshold exceeded"
 _RESET = "gpu reset status/reset required"
 _DRAIN_RESET = "gpu reset status/drain and reset recommended"
 _YES_NO = [_PENDING_REMAP, _REMAP_FAILED, *_PAGE_PENDING, _SRAM_LIMIT, _RESET, _DRAIN_RESET]
+
+
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
+    """What parse() reads of the context (the host is the file's: `file_host`): reports agreeing on it may be
+    parsed together (a fleet's nodes each keep a few small ones)."""
+    return (ctx.tz,)
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -105,12 +120,16 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
 
 
 def _rows(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
-    """The batch's lines with their GPU block, snapshot time, section path, key and value."""
+    """The batch's lines with their GPU block, snapshot time, section path, key and value.
+
+    Every relation between lines is within one file (`_f`: many files may be parsed together): a file's first
+    keys never belong to the block another file ends with, nor its blocks to that file's `Timestamp`."""
     text = pl.col("text").str.strip_chars_end()
     indent = text.str.len_chars() - text.str.strip_chars_start(" ").str.len_chars()
     level = indent // 4
+    own = pl.col("file_host") if "file_host" in lines.columns else pl.lit(ctx.host, pl.String)
     frame = lines.select(
-        "line", text.alias("text"), level.alias("level"),
+        "line", text.alias("text"), level.alias("level"), own.alias("file_host"), file_of_line().alias("_f"),
         pl.col("text").str.extract(_GPU, 1).alias("bus"),
         pl.col("text").str.extract_groups(_LOST).alias("_l"),
         pl.col("text").str.extract(_TS, 1).alias("tstamp"),
@@ -118,11 +137,13 @@ def _rows(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     ).unnest("_l", "_kv")
     section = (frame["key"].is_null() & (frame["level"] >= 1) & frame["bus"].is_null()
                & frame["tstamp"].is_null() & (frame["text"].str.strip_chars() != ""))
+    # a block's number: its file's count of blocks so far (0: before the file's first), unique in the group
+    block = (pl.col("bus").is_not_null() | pl.col("lbus").is_not_null()
+             | pl.col("text").str.contains(_LOG)).cum_sum().over("_f")
     frame = frame.with_columns(
         section=pl.when(section).then(pl.col("text").str.strip_chars().str.to_lowercase()),
-        gpu=(pl.col("bus").is_not_null() | pl.col("lbus").is_not_null()
-             | pl.col("text").str.contains(_LOG)).cum_sum(),
-        ts=_snapshot_time(ctx).forward_fill(),
+        gpu=pl.when(block > 0).then(block + pl.col("_f") * FILE_LINE_BASE).otherwise(0),
+        ts=_snapshot_time(ctx).forward_fill().over("_f"),
     )
     # Section path: the latest section of each level above a key, each reset by any section above it.
     paths = []
@@ -130,7 +151,7 @@ def _rows(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         opened = pl.col("bus").is_not_null() | (pl.col("section").is_not_null() & (pl.col("level") <= lv))
         scope = opened.cum_sum()
         name = pl.when(pl.col("level") == lv).then(pl.col("section"))
-        paths.append(name.forward_fill().over(scope).alias(f"s{lv}"))
+        paths.append(name.forward_fill().over("_f", scope).alias(f"s{lv}"))
     frame = frame.with_columns(paths)
     parts = [pl.when(pl.col("level") > lv).then(pl.col(f"s{lv}")) for lv in (1, 2, 3)]
     path = pl.concat_str([*parts, pl.col("key").str.to_lowercase()], separator="/", ignore_nulls=True)
@@ -157,7 +178,7 @@ def _lost_events(lost: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     gone = pl.col("why").str.contains(r"(?i)GPU is lost")
     return lost.select(
         pl.col("line").cast(pl.Int64), pl.col("ts").cast(TABLE_COLUMNS["events"]["ts"]),
-        pl.lit(ctx.host, pl.String).alias("host"),
+        pl.col("file_host").alias("host"),
         pl.when(gone).then(pl.lit("gpu_lost")).otherwise(pl.lit("gpu_unreachable")).alias("kind"),
         pl.when(gone).then(pl.lit("gpu_fell_off_bus")).otherwise(pl.lit("gpu_hw_other")).alias("failure_mode"),
         pl.when(gone).then(pl.lit("critical")).otherwise(pl.lit("error")).alias("severity"),
@@ -192,6 +213,7 @@ def _gpu_events(rows: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     recovery = _first("gpu recovery action")
     g = rows.group_by("gpu").agg(
         pl.col("line").first(), pl.col("bus").first(), pl.col("ts").first(), pl.col("text").first(),
+        pl.col("file_host").first(),
         _first("product name").alias("product"), _first("serial number").alias("serial"),
         _first("gpu uuid").alias("uuid"),
         _num(p == "remapped rows/correctable error").alias("remapped_correctable"),
@@ -248,7 +270,7 @@ def _gpu_events(rows: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     g = g.filter(pl.col("bus").is_not_null()).sort("line")
     return g.with_columns(kind=kind, failure_mode=mode, severity=sev, action=action, what=what).select(
         pl.col("line").cast(pl.Int64), pl.col("ts").cast(TABLE_COLUMNS["events"]["ts"]),
-        pl.lit(ctx.host, pl.String).alias("host"), "kind", "failure_mode", "severity",
+        pl.col("file_host").alias("host"), "kind", "failure_mode", "severity",
         pl.lit(None, pl.Int32).alias("xid"), _bdf(pl.col("bus")).alias("pci_bus"),
         pl.format("nvidia-smi -q: GPU {}: {}", pl.col("bus"), pl.col("what")).alias("text"),
         detail.fill_null("{}").alias("detail"),

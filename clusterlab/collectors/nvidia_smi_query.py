@@ -26,9 +26,10 @@ from __future__ import annotations
 import polars as pl
 
 from clusterlab.collectors import nvidia_smi as report
-from clusterlab.collectors._base import Context, Parsed
+from clusterlab.collectors._base import Context, Parsed, file_of_line
 
 NAME = "nvidia_smi_query"
+FILE_HOST_COLUMN = True  # parsed with other files, the lines carry their file's host (ctx.host) as `file_host`
 EXCLUSIVE = True
 # the sections this collector gives a meaning to: one of them must be in the head
 _SECTIONS = ("Remapped Rows", "Retired Pages", "ECC Errors", "GPU Reset Status")
@@ -43,6 +44,12 @@ PATTERN = "|".join([_GPU, _SECTION, rf"^ *(?:{_KEYS}) *: "])
 BLOCK_START = _GPU
 _TOP = 4  # the report indents a GPU's top-level sections by four spaces
 _SENTINEL = "(not named)"  # the bus of a group without a GPU line, replaced before the rows leave
+
+
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
+    """What parse() reads of the context (the report's, `nvidia_smi.GROUP_CONTEXT`): pieces agreeing on it may be
+    parsed together."""
+    return report.GROUP_CONTEXT(ctx)
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -78,31 +85,40 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
 
 
 def _reindented(lines: pl.DataFrame) -> pl.DataFrame:
-    """The lines shifted so that the piece's outermost section sits where the report puts it (four spaces)."""
+    """The lines shifted so that the piece's outermost section sits where the report puts it (four spaces); each
+    file's own (many may be parsed together)."""
     text = pl.col("text").str.strip_chars_end()
     indent = text.str.len_chars() - text.str.strip_chars_start(" ").str.len_chars()
     # NOTE: measured on the sections this module knows (else on the keys, one level under a top section), not on
     # any capitalised line: a line of prose before the piece must not push its sections a level down
     known = text.str.strip_chars().is_in(list(_SECTIONS))
     keys = text.str.contains(rf"^ *(?:{_KEYS}) *: ")
-    outer = lines.select(pl.coalesce(indent.filter(known).min(), indent.filter(keys).min() - _TOP)).item()
-    if outer is None or outer == _TOP:
+    outer = pl.coalesce(indent.filter(known).min(), indent.filter(keys).min() - _TOP).over(file_of_line())
+    f = lines.with_columns(_outer=outer, _indent=indent)
+    if f["_outer"].drop_nulls().eq(_TOP).all():  # (none to shift: the report's own indentation, or no piece)
         return lines
-    text = pl.col("text")
-    shifted = (pl.lit(" " * (_TOP - outer)) + text) if outer < _TOP else text.str.slice(outer - _TOP)
+    text, outer = pl.col("text"), pl.col("_outer")
+    # (outer is at least -_TOP: keys at the margin put their section four spaces to the left of it)
+    shifted = (pl.when(outer < _TOP).then(pl.lit(" " * 2 * _TOP).str.slice(0, _TOP - outer) + text)
+               .otherwise(text.str.slice(outer - _TOP)))
     # (a line less indented than the outermost section is no part of the piece: it stays where it was)
-    inside = (indent >= outer) & ~pl.col("text").str.contains(_GPU)
-    return lines.with_columns(pl.when(inside).then(shifted).otherwise(pl.col("text")).alias("text"))
+    inside = (pl.col("_indent") >= outer) & (outer != _TOP) & ~text.str.contains(_GPU)
+    return f.select(pl.exclude("_outer", "_indent", "text"),
+                    pl.when(inside).then(shifted).otherwise(text).alias("text")).select(lines.columns)
 
 
 def _groups(rows: pl.DataFrame) -> pl.DataFrame:
     """The rows with `gpu` (their group) and `bus` (its GPU line's, or the sentinel) for the report's aggregation."""
     top = pl.col("section").is_not_null() & (pl.col("level") == 1)
-    rows = rows.with_columns(_gpu_line=pl.col("bus").is_not_null().cum_sum())
+    # NOTE: each file's own GPU lines and sections (`_f`: many may be parsed together): a file's first sections
+    # are never a copy of those another file ends with
+    rows = rows.with_columns(_gpu_line=pl.col("bus").is_not_null().cum_sum().over("_f"))
+    scope = ["_f", "_gpu_line"]
     # the n-th copy of a top-level section after a GPU line (or the piece's start) opens group n
-    copy = pl.when(top).then(pl.col("line").rank("ordinal").over("_gpu_line", "section"))
+    copy = pl.when(top).then(pl.col("line").rank("ordinal").over(*scope, "section"))
     rows = rows.with_columns(copy.alias("_copy")).with_columns(
-        pl.col("_copy").forward_fill().fill_null(1).cum_max().over("_gpu_line").alias("_copy"))
-    rows = rows.with_columns(gpu=pl.col("_gpu_line") * 100_000 + pl.col("_copy"))
-    bus = pl.col("bus").forward_fill().over("_gpu_line").fill_null(_SENTINEL)
+        pl.col("_copy").forward_fill().fill_null(1).cum_max().over(scope).alias("_copy"))
+    # (rows are in line order: a group's rows are one run of (file, GPU line, copy))
+    rows = rows.with_columns(gpu=pl.struct(*scope, "_copy").rle_id() + 1)
+    bus = pl.col("bus").forward_fill().over(scope).fill_null(_SENTINEL)
     return rows.with_columns(bus=pl.when(pl.int_range(pl.len()).over("gpu") == 0).then(bus)).drop("_copy", "_gpu_line")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import polars as pl
 
 from clusterlab import telemetry
-from clusterlab.collectors._base import Context, Parsed, local_to_utc
+from clusterlab.collectors._base import Context, Parsed, file_of_line, local_to_utc
 
 NAME = "prometheus_text"
 EXCLUSIVE = True
@@ -31,6 +31,13 @@ _SAMPLE = (r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>.*)\})?[ \t]+(?P
            r"(?:[ \t]+(?P<tms>-?\d+))?\s*$")
 PATTERN = rf"^(?:{_NAMES})(?:\{{|[ \t])|{_TIME}"
 BLOCK_START = None
+
+
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
+    """What parse() reads of the context (the zone of scrape times printed without an offset): scrape files
+    agreeing on it may be parsed together. Every relation between lines (a scrape's time, a counter's rate) stays
+    within one file (`file_of_line`)."""
+    return (ctx.tz,)
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -52,8 +59,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """One telemetry row per sample of a known metric (counters: per-second rates between scrapes)."""
     out = Parsed()
     f = lines.select(
-        "line", pl.col("text").str.extract_groups(_TIME).alias("_t"), pl.col("text").str.extract_groups(_SAMPLE)
-        .alias("_s"),
+        "line", file_of_line().alias("_f"), pl.col("text").str.extract_groups(_TIME).alias("_t"),
+        pl.col("text").str.extract_groups(_SAMPLE).alias("_s"),
     ).unnest("_t", "_s")
     iso = pl.col("iso").str.replace(" ", "T").str.replace(r"Z$", "+00:00")
     # NOTE: each naive UTC before they meet: an aware UTC and an aware local time have no common type
@@ -63,16 +70,16 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         local_to_utc(iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False), ctx.tz),
     ).cast(pl.Datetime("us")))[:, 0]
     epoch = (f["epoch"].cast(pl.Float64, strict=False) * 1e6).cast(pl.Int64).cast(pl.Datetime("us"))
-    f = f.with_columns(scrape=scrape.fill_null(epoch)).with_columns(pl.col("scrape").forward_fill())
+    f = f.with_columns(scrape=scrape.fill_null(epoch)).with_columns(pl.col("scrape").forward_fill().over("_f"))
     samples = f.filter(pl.col("name").is_not_null())
-    bad = f.filter(pl.col("name").is_null(), pl.col("iso").is_null(), pl.col("epoch").is_null()).height
+    bad = f.filter(pl.col("name").is_null(), pl.col("iso").is_null(), pl.col("epoch").is_null())["line"]
     own = (pl.col("tms").cast(pl.Int64, strict=False) * 1000).cast(pl.Datetime("us"))
     port = _label("port")
     device = pl.coalesce(_label("export"), pl.when(port.is_not_null()).then(pl.format("{}/{}", _label("device"),
                                                                                       port)), _label("device"))
     gpu_metric = pl.col("name").str.starts_with("DCGM_")
     s = samples.select(
-        "line", pl.coalesce(own, "scrape").alias("ts"), _label("Hostname").alias("host"),
+        "line", "_f", pl.coalesce(own, "scrape").alias("ts"), _label("Hostname").alias("host"),
         _label("gpu").cast(pl.Int32, strict=False).alias("gpu"),
         _label("pci_bus_id").alias("bus_id"),
         pl.when(gpu_metric).then(pl.lit(None, pl.String)).otherwise(device).alias("device"),
@@ -80,10 +87,20 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     )
     s = s.with_columns(telemetry.bus_ids(s["bus_id"]))  # a scrape repeats its 8 GPUs' ids: each parsed once
     unreadable = s.filter(pl.col("value").is_null())
-    out.unparsed += int(bad) + unreadable.height
-    if unreadable.height:
-        out.warnings.append(f"line {unreadable['line'][0]}: sample value is not a number")
-    if s.height and s["ts"].null_count() == s.height and not f["scrape"].is_not_null().any():
-        out.warnings.append(f"line {s['line'][0]}: no scrape time (write `# <ISO time>` before each scrape)")
-    out.add("telemetry", telemetry.to_rows(s, telemetry.PROMETHEUS))
+    out.unparsed_lines = pl.concat([bad, unreadable["line"]]).sort() if unreadable.height else bad
+    out.unparsed = len(out.unparsed_lines)
+    # NOTE: each warning once per file, at the file's first such line: a group sends every such file back at once
+    firsts = unreadable.group_by("_f").agg(pl.col("line").min())["line"].sort() if unreadable.height else []
+    out.warnings += [f"line {n}: sample value is not a number" for n in firsts]
+    if s["ts"].null_count():
+        out.warnings += _unscraped(f, s)
+    out.add("telemetry", telemetry.to_rows(s, telemetry.PROMETHEUS, apart=file_of_line()))
     return out
+
+
+def _unscraped(f: pl.DataFrame, s: pl.DataFrame) -> list[str]:
+    """Warnings for the files whose samples have no time at all and no scrape time line (at their first sample)."""
+    timed = f.filter(pl.col("scrape").is_not_null()).select("_f").vstack(
+        s.filter(pl.col("ts").is_not_null()).select("_f"))
+    blind = s.group_by("_f").agg(pl.col("line").min()).join(timed, on="_f", how="anti")["line"].sort()
+    return [f"line {n}: no scrape time (write `# <ISO time>` before each scrape)" for n in blind]
