@@ -110,7 +110,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     keyed = rows.filter(pl.col("key").is_not_null())
     # Keys before the batch's first GPU line belong to a block whose start is not at hand (a block
     # longer than the engine holds back): counted, not guessed.
-    out.unparsed += keyed.filter(pl.col("gpu") == 0).height
+    out.unparsed_lines = keyed.filter(pl.col("gpu") == 0)["line"]
+    out.unparsed = len(out.unparsed_lines)
     gpus = rows.filter(pl.col("gpu") > 0)
     if gpus.height:
         out.add("events", _gpu_events(gpus, ctx))

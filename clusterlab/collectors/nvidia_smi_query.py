@@ -70,7 +70,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     rows = _groups(rows)
     keyed = rows.filter(pl.col("key").is_not_null())
     if not keyed.height:
-        out.unparsed = lines.height
+        out.unparsed_lines = lines["line"]
+        out.unparsed = len(out.unparsed_lines)
         return out
     events = report._gpu_events(rows, ctx)  # noqa: SLF001
     unnamed = pl.col("pci_bus").is_null()
