@@ -305,27 +305,41 @@ def choose(head: bytes, path: str, collectors: list[ModuleType],
     """The collectors that read this file: one exclusive format, or every line-oriented one.
 
     `present`: the SNIFF_HINTs the head contains, where they were found already (`read_heads`)."""
+    exclusive, line_based = _roles(tuple(collectors))
     if present is None:
         low = head.lower()
-        present = frozenset(h for c in collectors for h in (getattr(c, "SNIFF_HINT", None) or ()) if h in low)
+        found = {h for _, hints in (*exclusive, *line_based) for h in hints or () if h.encode() in low}
+    else:
+        found = present.found if isinstance(present, HeadHints) else {h.decode() for h in present}
 
-    def sniffed(c: ModuleType) -> bool:
-        hint = getattr(c, "SNIFF_HINT", None)
+    def sniffed(c: ModuleType, hints: frozenset[str] | None) -> bool:
         # NOTE: a hint test costs nothing; most sniffs cost a millisecond, on every file
-        return (not hint or any(h in present for h in hint)) and c.sniff(head, path)
+        return (hints is None or not hints.isdisjoint(found)) and c.sniff(head, path)
 
-    line_based = [c for c in collectors if not getattr(c, "EXCLUSIVE", False)]
-    for c in collectors:
-        if getattr(c, "EXCLUSIVE", False) and sniffed(c):
+    for c, hints in exclusive:
+        if sniffed(c, hints):
             return [c]
     # NOTE: any line-oriented sniff will do, so the ones that recognised the latest text files are asked first,
     # most recent first: a fleet's NCCL log then costs one sniff, not the six that come before NCCL's, and a
     # bundle whose trainer, Slurm and kernel logs alternate costs about one each (a false one is up to a ms)
-    for c in sorted(line_based, key=lambda c: _TEXT_ORDER.get(c.NAME, 0), reverse=True):
-        if sniffed(c):
+    for c, hints in sorted(line_based, key=lambda ch: _TEXT_ORDER.get(ch[0].NAME, 0), reverse=True):
+        if sniffed(c, hints):
             _TEXT_ORDER[c.NAME] = next(_TEXT_CLOCK)
-            return line_based
+            return [c for c, _ in line_based]
     return []
+
+
+Role = tuple[ModuleType, frozenset[str] | None]  # a collector and its SNIFF_HINTs (None: it sniffs every file)
+
+
+@cache
+def _roles(collectors: tuple[ModuleType, ...]) -> tuple[tuple[Role, ...], tuple[Role, ...]]:
+    """The exclusive collectors and the line-oriented ones, in order, each with its hints as text (worked out once
+    per list of collectors, not for every file)."""
+    roles = [(c, frozenset(h.decode() for h in hint) if (hint := getattr(c, "SNIFF_HINT", None)) else None)
+             for c in collectors]
+    return (tuple(r for r in roles if getattr(r[0], "EXCLUSIVE", False)),
+            tuple(r for r in roles if not getattr(r[0], "EXCLUSIVE", False)))
 
 
 # the line-oriented collectors whose sniffs said yes, and when (an order to ask in, never an answer)
