@@ -45,6 +45,12 @@ _TIME = r"^(?P<t>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:[,.](?P<ms>\d+))?"
 _MAX_NODES = 10_000  # names taken from one line at most (log text is untrusted)
 
 
+def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802 (the collector contract's name)
+    """What parse() reads of the context (each line is read on its own): plugin logs agreeing on it may be
+    parsed together."""
+    return (ctx.tz,)
+
+
 def sniff(head: bytes, path: str) -> bool:
     """A ParallelCluster Slurm plugin log (resume or cluster daemon)."""
     return search(head.decode("utf-8", "replace").splitlines()[:200], _PLUGIN)
