@@ -51,7 +51,8 @@ _DOCS = r"\[(?P<dlvl>[A-Z]+)\] \[RankMonitorServer:(?P<drank>\d+)\] "
 _HEADER = (r"^(?:\s*(?P<task>\d{1,6}): )?(?:\[default\d{1,4}\]: ?)?(?:" + _NVRX + "|" + _OLD + "|" + _DOCS
            + r")(?P<msg>.*)$")
 # Messages worth a row; the engine hands over only lines with a known header and one of these.
-_WORDS = (r"Did not get \w+ heartbeat|has been open for|out of section for|FT timeout elapsed|attempts left"
+_WORDS = (r"starting workers for entrypoint|Did not get \w+ heartbeat|has been open for|out of section for"
+          r"|FT timeout elapsed|attempts left"
           r"|Joining cluster restart|restart(?:ing)? worker group|non-zero exit code|[Hh]ealth check failed"
           r"|UnhealthyNodeException|no progress across restarts|EARLY TERMINATION|terminal worker-group failure"
           r"|Maximum number of nodes \(\d+\) exceeded|likely a configuration error")
@@ -72,6 +73,9 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
      "nccl_timeout", "error"),
     ("out_of_section_timeout", r"Was out of section for \d+(?:\.\d+)? seconds\. Timeout is \d+(?:\.\d+)? seconds",
      "nccl_timeout", "error"),
+    # NOTE: each node's agent says so as a cycle begins: which nodes the launch ran on, where no other line of the
+    # cycle names one (a node whose ranks print nothing else must still count among the attempt's hosts)
+    ("workers_started", r"starting workers for entrypoint: ", None, "info"),
     ("ft_timeout", r"^FT timeout elapsed\.", None, "warning"),
     ("restart", r"Worker group \w+\. \d+/\d+ attempts left; will restart worker group", None, "warning"),
     ("restart", r"Joining cluster restart \(group_rank=\d+\)", None, "warning"),
