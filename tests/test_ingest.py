@@ -179,6 +179,7 @@ def _events_of(path: Path) -> list[tuple]:
 def test_a_batch_boundary_never_cuts_a_failure_summary_or_traceback(monkeypatch) -> None:
     """Flushes every few lines: the ChildFailedError summaries and tracebacks come out as from one batch."""
     from clusterlab.collectors import torch_dist
+    from clusterlab.ingest import groups as ingest_groups
     from clusterlab.ingest import parse as ingest_parse
     from clusterlab.ingest import reader
 
@@ -186,6 +187,8 @@ def test_a_batch_boundary_never_cuts_a_failure_summary_or_traceback(monkeypatch)
     whole = _events_of(log)
     assert any(k == "child_failed" for _, k, *_ in whole)
     monkeypatch.setattr(reader, "CHUNK_BYTES", 128)  # a frame every line or two, so flushes can fall anywhere
+    # (a whole small log is otherwise parsed in one call with its group, never in batches)
+    monkeypatch.setattr(ingest_groups, "GROUP_FILES", False)
     cut = {}
     monkeypatch.setattr(ingest_parse, "BLOCK_LINES", 24)  # the sample's blocks are shorter than that
     for rows in range(25, 45, 3):  # batches at least a block longer than the window, as in real ingests
