@@ -176,3 +176,20 @@ def test_round_trip_cases(tmp_path: Path, seed: int) -> None:
     want_lost = {(i["run"], i["attempt"]) for i in truth["incidents"] if i["failure_mode"] == "checkpoint_lost"}
     assert lost == want_lost  # no rollback reported as a lost checkpoint
     assert {i["case"] for i in truth["incidents"] if i.get("case")} & set(CASES)
+
+
+def test_simulate_command_plants_the_cases_only_with_adversarial(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from clusterlab.cli.simulate import simulate as simulate_cmd
+
+    runner = CliRunner()
+    refused = runner.invoke(simulate_cmd, ["--out", str(tmp_path / "a"), "--cases"])
+    assert refused.exit_code == 2 and "--cases needs --adversarial" in refused.output
+    ok = runner.invoke(simulate_cmd, ["--out", str(tmp_path / "b"), "--adversarial", "--cases", "--providers", "2",
+                                      "--clusters-per-provider", "1", "--nodes-per-cluster", "5", "--gpus-per-node",
+                                      "2", "--days", "0.4", "--failure-scale", "200", "--step-s", "8"])
+    assert ok.exit_code == 0, ok.output
+    truth = json.loads((tmp_path / "b" / "truth.json").read_text())
+    assert truth["config"].get("cases") is True
+    assert set(CASES) <= {i["case"] for i in truth["incidents"] if i.get("case")}

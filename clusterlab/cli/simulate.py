@@ -28,6 +28,9 @@ from clusterlab.cli.common import EXIT_BAD_INPUT
 @click.option("--no-scenarios", is_flag=True, help="No guaranteed lost checkpoint, straggler and stalled save.")
 @click.option("--adversarial", is_flag=True, help="Scripted scheduler ends, decoys, partial per-rank timings, clock "
               "skew and a missing node log, with the decoys listed apart in truth.json.")
+@click.option("--cases", is_flag=True, help="With --adversarial: also the root-cause cases (a rank that hangs first, "
+              "a storage target several hosts report, operator maintenance, a sticky GPU fault, silent data "
+              "corruption, a rollback and a checkpoint with incomplete shards).")
 @click.option("--telemetry", is_flag=True, help="dcgm-exporter scrapes for the job's hosts: each straggler's slow "
               "GPU throttling (truth: gpu_throttle on that GPU), a hot GPU that does not throttle as a decoy, and each "
               "noticeable job-wide slowdown a bulk NFS transfer by a host outside the job (truth: filesystem_io on "
@@ -37,7 +40,7 @@ from clusterlab.cli.common import EXIT_BAD_INPUT
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def simulate(out: Path, scenario: str, seed: int, providers: int, clusters_per_provider: int, nodes_per_cluster: int,
              days: float, gpus_per_node: int, failure_scale: float, step_s: float | None, no_scenarios: bool,
-             adversarial: bool, telemetry: bool, gzip: bool, force: bool, as_json: bool) -> None:
+             adversarial: bool, cases: bool, telemetry: bool, gzip: bool, force: bool, as_json: bool) -> None:
     """Write a synthetic fleet's evidence bundle, in real log formats, with truth.json."""
     # (imported here: the simulator is a tenth of a second that no other command needs)
     from clusterlab.simulator.bundle import simulate as _simulate
@@ -45,6 +48,9 @@ def simulate(out: Path, scenario: str, seed: int, providers: int, clusters_per_p
     from clusterlab.simulator.sink import OutDirError, check_out_dir, mark_out_dir
     from clusterlab.simulator.telemetry import add_telemetry
 
+    if cases and not adversarial:
+        click.echo("error: --cases needs --adversarial (the cases are scripted into its runs)", err=True)
+        raise click.exceptions.Exit(EXIT_BAD_INPUT)
     try:
         check_out_dir(out, force)
     except OutDirError as e:
@@ -56,7 +62,7 @@ def simulate(out: Path, scenario: str, seed: int, providers: int, clusters_per_p
         res = _simulate(out, seed=seed, providers=providers, clusters_per_provider=clusters_per_provider,
                         nodes_per_cluster=nodes_per_cluster, days=days, gpus_per_node=gpus_per_node, gzip=gzip,
                         failure_scale=failure_scale, step_s=step_s, scenarios=not no_scenarios,
-                        adversarial=adversarial)
+                        adversarial=adversarial, cases=cases)
         if telemetry:
             add_telemetry(out, seed)
     mark_out_dir(out)
