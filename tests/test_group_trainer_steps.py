@@ -144,10 +144,18 @@ def _rows(db: Path, table: str, attempt: str, **where: object) -> list[dict]:
     return [r for r in got if Path(r["_file"]).parent.name == attempt and all(r[k] == v for k, v in where.items())]
 
 
+def _one_group_for_all_kinds(m: pytest.MonkeyPatch) -> None:
+    """Logs of every kind in one group, as they were grouped before each kind had its own (`text_key`): the traps
+    run from one kind's file into the next kind's, so the group must hold them all to fall into them."""
+    real = ingest_group.text_key
+    m.setattr(ingest_group, "text_key", lambda out, ctx, chosen: (k := real(out, ctx, chosen)) and k[:3])
+
+
 def test_step_logs_parsed_together_store_the_rows_of_each_parsed_alone(logs, alone, tmp_path) -> None:
     results, snap, _ = alone
     groups: list[tuple[int, int]] = []  # (files, sent back alone)
     with pytest.MonkeyPatch.context() as m:
+        _one_group_for_all_kinds(m)
         real = ingest_group_text.parse_text_group
 
         def spy(items, chosen):
@@ -173,6 +181,7 @@ def test_without_the_warned_file_nothing_is_sent_back(logs, tmp_path) -> None:
         ref = _ingest(tmp_path / "a.duckdb", root)
     groups: list[tuple[int, int]] = []
     with pytest.MonkeyPatch.context() as m:
+        _one_group_for_all_kinds(m)
         real = ingest_group_text.parse_text_group
         m.setattr(ingest_group, "parse_text_group",
                   lambda items, chosen: groups.append(len(items)) or real(items, chosen))

@@ -263,16 +263,19 @@ def test_text_logs_parsed_together_keep_to_their_own_file(corpus, reference, tmp
     files = sorted(p for p in [*(root / "nodes").rglob("*"), *(root / "runs").rglob("*.log")] if p.is_file())
     db = tmp_path / "text.duckdb"
     grouped: list[str] = []
+    kinds: list[set] = []  # what each group's logs are: one kind a group (the patterns' union is slow on a mix)
     with pytest.MonkeyPatch.context() as m:
         real = ingest_group_text.parse_text_group
 
         def spy(items, chosen):
+            kinds.append({o.sniffed for o, _, _ in items})
             alone = real(items, chosen)
             grouped.extend(str(o.plan.task.path) for o, x, _ in items if all(a[1] is not x for a in alone))
             return alone
         m.setattr(ingest_group, "parse_text_group", spy)
         _ingest(db, *files)  # one group: nothing cuts it
     assert any(p.endswith("t004/kern.log") for p in grouped)  # its byte that is not UTF-8 kept it in
+    assert all(len(k) == 1 for k in kinds) and {"kernel", "nccl"} <= set().union(*kinds)
     names = {str(p) for p in files}
     mine = {t: [r for r in rows if str(r[0]) in names] for t, rows in _snapshot(db).items() if t != "orphans"}
     ref = {t: [r for r in rows if str(r[0]) in names] for t, rows in snap.items() if t != "orphans"}

@@ -107,6 +107,7 @@ class ParsedFile:
     unmatched: pl.DataFrame | None = None
     held_rows: int = 0  # rows held in memory (not spilled)
     packed: PackedRows | None = None  # in-memory rows shared with the rest of a worker's chunk (`ingest.pack`)
+    sniffed: str | None = None  # a text log: the line-oriented collector whose sniff recognised it (what it is)
 
     @property
     def ok(self) -> bool:
@@ -239,6 +240,7 @@ def prepare(plan: FilePlan, collectors: list[ModuleType] | None = None, head: He
         res.messages.append(f"{task.display}: cannot read: {e.strerror or e}")
         return out, plan.ctx, []
     out.collectors = [c.NAME for c in chosen]
+    out.sniffed = _SNIFFED[0] if len(chosen) > 1 else None
     return out, dataclasses.replace(plan.ctx, header=first_line(head)), chosen
 
 
@@ -325,6 +327,7 @@ def choose(head: bytes, path: str, collectors: list[ModuleType],
     for c, hints in sorted(line_based, key=lambda ch: _TEXT_ORDER.get(ch[0].NAME, 0), reverse=True):
         if sniffed(c, hints):
             _TEXT_ORDER[c.NAME] = next(_TEXT_CLOCK)
+            _SNIFFED[0] = c.NAME
             return [c for c, _ in line_based]
     return []
 
@@ -341,6 +344,8 @@ def _roles(collectors: tuple[ModuleType, ...]) -> tuple[tuple[Role, ...], tuple[
     return (tuple(r for r in roles if getattr(r[0], "EXCLUSIVE", False)),
             tuple(r for r in roles if not getattr(r[0], "EXCLUSIVE", False)))
 
+
+_SNIFFED: list[str | None] = [None]  # the line-oriented collector whose sniff said yes to the latest text file
 
 # the line-oriented collectors whose sniffs said yes, and when (an order to ask in, never an answer)
 _TEXT_ORDER: dict[str, int] = {}
