@@ -13,6 +13,14 @@ A collector is one module in this package with:
                               row depends on its own line only, and unread lines are returned in
                               `Parsed.unparsed_lines` (reported as UNPARSED_WARNING), not as warnings; the
                               engine may then parse many small files of this format in one call
+    GROUP_CONTEXT(ctx) -> tuple
+                              optional (line-oriented formats): the context fields parse() reads; whole small
+                              logs agreeing on them may be parsed in one call (clusterlab.ingest.groups_text),
+                              their lines numbered `file index x FILE_LINE_BASE + line`. Such a parse keeps every
+                              relation between lines within a file (`file_of_line()`), reports its unread lines
+                              in `Parsed.unparsed_lines` and warns only as "line N: ..."
+    FILE_HOST_COLUMN: bool    optional, with GROUP_CONTEXT: parsed with other files, the lines carry their
+                              file's host as a `file_host` column (the parse reads the host of a line there)
     BLOCK_START: str | None   optional regex for the first line of a multi-line block (a
                               traceback): the engine does not cut a batch inside one that starts
                               in a batch's last 256 lines, it hands the block to the next call whole
