@@ -34,7 +34,7 @@ from clusterlab.collectors import (
 from clusterlab.ingest import groups as ingest_group
 from clusterlab.ingest import groups_text as ingest_group_text
 from clusterlab.ingest import write as ingest_write
-from clusterlab.ingest.parse import choose
+from clusterlab.ingest.heads import choose
 
 GFS = "[2026-03-02 10:{:02d}:12.345678 +0000] "
 GFS_INFO = GFS + "I [MSGID: 114046] [client-handshake.c:857:client_setvolume_cbk] 0-gv0-client-0: Connected"

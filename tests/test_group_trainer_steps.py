@@ -25,7 +25,7 @@ from clusterlab.collectors._base import search
 from clusterlab.ingest import groups as ingest_group
 from clusterlab.ingest import groups_text as ingest_group_text
 from clusterlab.ingest import write as ingest_write
-from clusterlab.ingest.parse import choose
+from clusterlab.ingest.heads import choose
 
 ITER = (" [2026-11-24 08:{:02d}:00] iteration {:>8}/    1000 | consumed samples:  12800 | elapsed time per iteration "
         "(ms): 1500.0 | learning rate: 3.000000E-04 | global batch size:   128 |{} loss scale: 1.0 | grad norm: 1.234 "

@@ -22,7 +22,7 @@ from clusterlab.collectors._base import search
 from clusterlab.ingest import groups as ingest_group
 from clusterlab.ingest import groups_text as ingest_group_text
 from clusterlab.ingest import write as ingest_write
-from clusterlab.ingest.parse import choose
+from clusterlab.ingest.heads import choose
 from clusterlab.store import evidence_schema
 
 WATCHDOG = ("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, "

@@ -20,7 +20,7 @@ from clusterlab.collectors import all_collectors
 from clusterlab.ingest import groups as ingest_group
 from clusterlab.ingest import groups_text as ingest_group_text
 from clusterlab.ingest import write as ingest_write
-from clusterlab.ingest.parse import choose
+from clusterlab.ingest.heads import choose
 from clusterlab.ingest.reader import read_head
 from clusterlab.store import evidence_schema
 from clusterlab.tables import TABLE_COLUMNS
@@ -219,7 +219,8 @@ def test_sniff_hints_past_the_first_4_kib_are_found(tmp_path) -> None:
     ones the whole head holds, whatever their place (a hint across the 4 KiB mark, or only at the end)."""
     from clusterlab.collectors._base import Context
     from clusterlab.ingest.bundle import FileTask
-    from clusterlab.ingest.parse import NEAR_BYTES, FilePlan, _hints, read_heads
+    from clusterlab.ingest.heads import NEAR_BYTES, _hints, read_heads
+    from clusterlab.ingest.parse import FilePlan
 
     pad = '"x": "' + "a" * (NEAR_BYTES - 30)
     heads = {

@@ -22,7 +22,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store, taxonomy
-from clusterlab.diagnose import incidents, root_cause, telemetry_incidents
+from clusterlab.diagnose import incidents, progress, root_cause, telemetry_incidents
 
 # The faults counters can witness on a host: the GPU and host hardware modes of the top tier of incidents.TIERS.
 HARDWARE = ("gpu_fell_off_bus", "gpu_memory_ecc", "gpu_hw_other", "nvlink_error", "pcie_error", "host_hw")
@@ -141,8 +141,8 @@ def _where(r: dict) -> str:
 
 
 def _kept_stepping(r: dict) -> str:
-    return (f"the job kept stepping for {root_cause._dur(r['progress_s'])} after it ({r['n_after']} step records, "
-            f"to {r['last_after']:%H:%M:%S})")
+    return (f"the job kept stepping for {progress.duration_text(r['progress_s'])} after it ({r['n_after']} step "
+            f"records, to {r['last_after']:%H:%M:%S})")
 
 
 def _is_silent(inc: dict) -> bool:

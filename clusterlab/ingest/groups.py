@@ -20,12 +20,12 @@ import polars as pl
 from clusterlab.collectors._base import Context
 from clusterlab.ingest.group_rows import BASE, Item, numbered_lines, read_state, split_rows
 from clusterlab.ingest.groups_text import parse_text_group, text_key
+from clusterlab.ingest.heads import read_heads
 from clusterlab.ingest.parse import (
     FilePlan,
     ParsedFile,
     finish,
     prepare,
-    read_heads,
     unparsed_warnings,
 )
 from clusterlab.ingest.reader import GZIP_MAGIC, MAX_LINE_BYTES

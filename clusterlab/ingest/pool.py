@@ -25,8 +25,9 @@ from itertools import chain
 from pathlib import Path
 
 from clusterlab.ingest.groups import parse_many
+from clusterlab.ingest.heads import _collectors, _hints
 from clusterlab.ingest.pack import pack
-from clusterlab.ingest.parse import FilePlan, ParsedFile, _collectors, _hints
+from clusterlab.ingest.parse import FilePlan, ParsedFile
 
 POOL_MIN_BYTES = 32 << 20  # less to parse than this: no workers (unless asked for explicitly)
 # ... or fewer files than this. NOTE: small files of a kind are parsed together (text groups, step records), a
