@@ -145,6 +145,20 @@ def test_megatron_truncated_iteration_line_is_counted_unparsed():
     assert parsed.warnings == ["line 2: iteration line without a readable step time"]
 
 
+def test_megatron_warns_of_five_unreadable_iteration_lines_in_each_file_of_a_group():
+    """Two files' lines in one parse (numbered `file x FILE_LINE_BASE + line`, as a group numbers them): each file
+    gets the warnings it gets alone, the first five of its own, not five for the group."""
+    from clusterlab.collectors._base import FILE_LINE_BASE
+
+    cut = [meg_iter(100 + i)[:110] for i in range(7)]
+    frame = pl.DataFrame({"line": [f * FILE_LINE_BASE + n for f in (0, 1) for n in range(1, 8)], "text": cut * 2})
+    parsed = megatron.parse(frame.filter(pl.col("text").str.contains(megatron.PATTERN)), CTX)
+    want = [f"line {f * FILE_LINE_BASE + n}: iteration line without a readable step time" for f in (0, 1)
+            for n in range(1, 6)]
+    assert parsed.warnings == want and parsed.unparsed == 14
+    assert megatron.WARNINGS_PER_FILE
+
+
 def test_megatron_argument_dump_gives_model_shape_facts():
     parsed = run(
         megatron,

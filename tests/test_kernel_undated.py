@@ -146,9 +146,10 @@ def test_a_message_printed_twice_dates_by_the_twins_that_agree(tmp_path: Path) -
     assert got["ts"].to_list() == [_at(100.25), _at(400.5), _at(7322.104511)]
 
 
-def test_many_raw_dmesg_logs_leave_the_other_kernel_logs_of_their_group_grouped(tmp_path: Path, monkeypatch) -> None:
-    """Five raw dmesg logs without a boot time (each warned about, so each parsed alone) beside three journals: the
-    group sends the five back together, and the journals are still parsed as one group."""
+def test_many_raw_dmesg_logs_are_parsed_in_their_group_each_with_its_warning(tmp_path: Path, monkeypatch) -> None:
+    """Five raw dmesg logs without a boot time beside three journals: one group, none sent back alone, and each raw
+    log gets its own warning, as alone (kernel.WARNINGS_PER_FILE; the group used to give up after three rounds of
+    sending one back each, and parsed all eight alone)."""
     from clusterlab.ingest import groups as ingest_group
     from clusterlab.ingest import groups_text
 
@@ -175,5 +176,5 @@ def test_many_raw_dmesg_logs_leave_the_other_kernel_logs_of_their_group_grouped(
         files = lab.ingest(tmp_path / "nodes", workers=1).files
         got = lab.sql("SELECT host, dated FROM events WHERE kind LIKE 'xid%' ORDER BY host").rows()
     assert sum("raw dmesg timestamps" in m for f in files for m in f.messages) == 5
-    assert sorted(grouped) == ["jr0", "jr1", "jr2"]
+    assert sorted(grouped) == ["jr0", "jr1", "jr2", "raw0", "raw1", "raw2", "raw3", "raw4"]
     assert len(got) == 8 and {d for h, d in got if h.startswith("raw")} == {"undated"}

@@ -19,6 +19,9 @@ A collector is one module in this package with:
                               their lines numbered `file index x FILE_LINE_BASE + line`. Such a parse keeps every
                               relation between lines within a file (`file_of_line()`), reports its unread lines
                               in `Parsed.unparsed_lines` and warns only as "line N: ..."
+    WARNINGS_PER_FILE: bool   optional, with GROUP_CONTEXT: parse()'s warnings are "line N: ..." and each file
+                              gets in a group the ones it gets alone (a cap per file, `file_of_line()`): the
+                              engine hands them to their files instead of parsing the files warned about alone
     FILE_HOST_COLUMN: bool    optional, with GROUP_CONTEXT: parsed with other files, the lines carry their
                               file's host as a `file_host` column (the parse reads the host of a line there)
     BLOCK_START: str | None   optional regex for the first line of a multi-line block (a

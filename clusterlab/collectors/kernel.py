@@ -31,6 +31,7 @@ from clusterlab.collectors._base import (
 
 NAME = "kernel"
 EXCLUSIVE = False
+WARNINGS_PER_FILE = True  # its one warning (raw dmesg without a boot time) is each such file's: a group hands it on
 # A hung-task report is a header line and, some lines later, its call trace: the trace frames that
 # name a shared filesystem belong to the header before them, so a batch is not cut between the two.
 BLOCK_START = r"INFO: task .*:\d+ blocked for more than "

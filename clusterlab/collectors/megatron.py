@@ -41,6 +41,7 @@ from clusterlab.collectors._steplog import (
 
 NAME = "megatron"
 EXCLUSIVE = False
+WARNINGS_PER_FILE = True  # its warnings are each file's own (five a file): a group hands them to their files
 
 # Megatron prints its arguments as `  name <48 - len(name) dots> value`; matching the exact dot
 # count keeps DeepSpeed's config dump (29 - len dots) and other tables out.
@@ -124,7 +125,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
                        how="diagonal_relaxed")
     out = step_result(lines, [rows, ops, facts, events], steps=steps, checkpoints=ckpt,
                       facts=facts.filter(pl.col("value") != "None"), events=events)
-    out.warnings += [f"line {n}: iteration line without a readable step time" for n in bad_steps["line"][:5]]
+    first = bad_steps.filter(pl.int_range(pl.len()).over(file_of_line()) < 5)  # five a file, parsed alone or not
+    out.warnings += [f"line {n}: iteration line without a readable step time" for n in first["line"]]
     return out
 
 

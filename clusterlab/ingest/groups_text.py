@@ -102,11 +102,13 @@ def _parse_all(items: list[Item], keep: list[int], chosen: list[ModuleType], sel
         unread = 0 if got.unparsed_lines is None else len(got.unparsed_lines)
         if got.unparsed != unread:  # a count the group cannot split
             return None, None
+        per_file = getattr(c, "WARNINGS_PER_FILE", False)
         for why in [*got.warnings, *([got.refuse] if got.refuse else [])]:
             line = why.removeprefix("line ").split(":", 1)[0]
             if not (why.startswith("line ") and line.isdigit()):
                 return None, None
-            blamed.add(int(line) // FILE_LINE_BASE)
+            if not per_file or why is got.refuse:  # (a warning it gives each file as alone is that file's message)
+                blamed.add(int(line) // FILE_LINE_BASE)
         parsed.append((c, got))
     return (None, blamed) if blamed else (parsed, None)
 
@@ -119,9 +121,10 @@ def _per_file(items: list[Item], keep: list[int], lines: pl.DataFrame,
     trouble = (rest.filter(pl.col("text").str.contains(TROUBLE))
                .filter(pl.int_range(pl.len()).over("_file") < UNMATCHED_PER_FILE))
     by_file = {k[0]: v for k, v in trouble.partition_by("_file", as_dict=True).items()} if trouble.height else {}
-    unread = [(c, p.unparsed_lines.to_frame("line").with_columns(_file=pl.col("line") // FILE_LINE_BASE,
-                                                                 line=pl.col("line") % FILE_LINE_BASE))
-              for c, p in parsed if p.unparsed_lines is not None and len(p.unparsed_lines)]
+    unread = {c.NAME: p.unparsed_lines.to_frame("line").with_columns(_file=pl.col("line") // FILE_LINE_BASE,
+                                                                     line=pl.col("line") % FILE_LINE_BASE)
+              for c, p in parsed if p.unparsed_lines is not None and len(p.unparsed_lines)}
+    warned = {c.NAME: _warnings_by_file(p.warnings) for c, p in parsed if p.warnings}
     for i in keep:
         out, ctx, _ = items[i]
         res = out.result
@@ -133,13 +136,23 @@ def _per_file(items: list[Item], keep: list[int], lines: pl.DataFrame,
                 file_id=pl.lit(out.plan.file_id, pl.Int64), run=pl.lit(ctx.run, pl.String),
                 attempt=pl.lit(ctx.attempt, pl.Int32), host=pl.lit(ctx.host, pl.String),
                 line=(pl.col("line") % FILE_LINE_BASE).cast(pl.Int64), text=pl.col("text").str.slice(0, 2000))
-        for c, bad in unread:
-            got = bad.filter(pl.col("_file") == i)["line"]
-            res.unparsed += len(got)
-            for w in unparsed_warnings(c, got):
+        # as `parse._rows` has them for a file alone: each collector's warnings (20 a parse), then its unread lines'
+        for c, _ in parsed:
+            got = unread[c.NAME].filter(pl.col("_file") == i)["line"] if c.NAME in unread else None
+            res.unparsed += 0 if got is None else len(got)
+            for w in warned.get(c.NAME, {}).get(i, [])[:20] + unparsed_warnings(c, got):
                 msg = f"{ctx.path}:{w.removeprefix('line ')}"
                 if msg not in res.messages and len(res.messages) < 50:
                     res.messages.append(msg)
+
+
+def _warnings_by_file(warnings: list[str]) -> dict[int, list[str]]:
+    """A WARNINGS_PER_FILE collector's `line N: ...` warnings of a group, each renumbered in its own file."""
+    out: dict[int, list[str]] = {}
+    for w in warnings:
+        line, _, why = w.removeprefix("line ").partition(":")
+        out.setdefault(int(line) // FILE_LINE_BASE, []).append(f"line {int(line) % FILE_LINE_BASE}:{why}")
+    return out
 
 
 __all__ = ["parse_text_group", "text_key"]
