@@ -19,7 +19,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from test_ingest_parallel import _ingest, _snapshot
+from test_ingest_parallel import _ingest, _ingest_alone, _snapshot
 
 from clusterlab import Lab
 from clusterlab.collectors import (
@@ -33,7 +33,6 @@ from clusterlab.collectors import (
 )
 from clusterlab.ingest import groups as ingest_group
 from clusterlab.ingest import groups_text as ingest_group_text
-from clusterlab.ingest import write as ingest_write
 from clusterlab.ingest.heads import choose
 
 GFS = "[2026-03-02 10:{:02d}:12.345678 +0000] "
@@ -153,13 +152,6 @@ def _write(root: Path, formats: tuple[str, ...] = tuple(LOGS)) -> None:
             p.write_bytes(gzip.compress(text.encode()) if rel.endswith(".gz") else text.encode())
 
 
-def _alone(root: Path, db: Path) -> list:
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(ingest_group, "GROUP_FILES", False)
-        m.setattr(ingest_write, "BATCH_FILES", 1)
-        return _ingest(db, root)
-
-
 def _grouped(root: Path, db: Path, m: pytest.MonkeyPatch) -> tuple[list, dict[str, tuple[int, int]]]:
     """Ingested as the engine does, and each group's (files, sent back alone) by collector."""
     groups: dict[str, tuple[int, int]] = {}
@@ -184,7 +176,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def alone(logs: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[list, dict, Path]:
     db = tmp_path_factory.mktemp("alone") / "alone.duckdb"
-    results = _alone(logs, db)
+    results = _ingest_alone(db, logs)
     return results, _snapshot(db), db
 
 
@@ -257,7 +249,7 @@ def test_each_trap_bites_without_the_partition(fmt, tmp_path) -> None:
     group test would fail if a collector forgot the partition."""
     root = tmp_path / "logs"
     _write(root, (fmt,))
-    _alone(root, tmp_path / "a.duckdb")
+    _ingest_alone(tmp_path / "a.duckdb", root)
     with pytest.MonkeyPatch.context() as m:
         for mod in PARTITIONS.get(fmt, []):
             m.setattr(mod, "file_of_line", lambda: pl.lit(0, pl.Int64))

@@ -17,14 +17,13 @@ import json
 from pathlib import Path
 
 import pytest
-from test_ingest_parallel import _ingest, _snapshot
+from test_ingest_parallel import _ingest, _ingest_alone, _snapshot
 
 from clusterlab import Lab
 from clusterlab.collectors import all_collectors
 from clusterlab.collectors._base import search
 from clusterlab.ingest import groups as ingest_group
 from clusterlab.ingest import groups_text as ingest_group_text
-from clusterlab.ingest import write as ingest_write
 from clusterlab.ingest.heads import choose
 
 ITER = (" [2026-11-24 08:{:02d}:00] iteration {:>8}/    1000 | consumed samples:  12800 | elapsed time per iteration "
@@ -129,10 +128,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def alone(logs: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[list, dict, Path]:
     db = tmp_path_factory.mktemp("alone") / "alone.duckdb"
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(ingest_group, "GROUP_FILES", False)
-        m.setattr(ingest_write, "BATCH_FILES", 1)
-        results = _ingest(db, logs)
+    results = _ingest_alone(db, logs)
     return results, _snapshot(db), db
 
 
@@ -176,10 +172,7 @@ def test_without_the_warned_file_nothing_is_sent_back(logs, tmp_path) -> None:
     """The same logs less the line that draws a warning: every file stays in the group."""
     root = tmp_path / "quiet"
     _write(root, {**LOGS, "attempt-2/megatron.log": LOGS["attempt-2/megatron.log"][:-1]})
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(ingest_group, "GROUP_FILES", False)
-        m.setattr(ingest_write, "BATCH_FILES", 1)
-        ref = _ingest(tmp_path / "a.duckdb", root)
+    ref = _ingest_alone(tmp_path / "a.duckdb", root)
     groups: list[tuple[int, int]] = []
     with pytest.MonkeyPatch.context() as m:
         _one_group_for_all_kinds(m)

@@ -15,13 +15,12 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from test_ingest_parallel import _ingest, _snapshot
+from test_ingest_parallel import _ingest, _ingest_alone, _snapshot
 
 from clusterlab.collectors import all_collectors, nan_guards
 from clusterlab.collectors._base import search
 from clusterlab.ingest import groups as ingest_group
 from clusterlab.ingest import groups_text as ingest_group_text
-from clusterlab.ingest import write as ingest_write
 from clusterlab.ingest.heads import choose
 from clusterlab.store import evidence_schema
 
@@ -111,10 +110,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_trainer_logs_parsed_together_store_the_rows_of_each_parsed_alone(logs, tmp_path) -> None:
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(ingest_group, "GROUP_FILES", False)
-        m.setattr(ingest_write, "BATCH_FILES", 1)
-        alone = _ingest(tmp_path / "alone.duckdb", logs)
+    alone = _ingest_alone(tmp_path / "alone.duckdb", logs)
     groups: list[tuple[int, int]] = []  # (files, sent back alone)
     with pytest.MonkeyPatch.context() as m:
         real = ingest_group_text.parse_text_group
@@ -163,10 +159,7 @@ def test_the_pytorch_and_launcher_excerpts_parsed_as_one_group_store_the_rows_of
             p.parent.mkdir(parents=True)
             p.write_text(case["text"])
     assert n > 80
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(ingest_group, "GROUP_FILES", False)
-        m.setattr(ingest_write, "BATCH_FILES", 1)
-        alone = _ingest(tmp_path / "alone.duckdb", tmp_path / "tree")
+    alone = _ingest_alone(tmp_path / "alone.duckdb", tmp_path / "tree")
     groups: list[tuple[int, int]] = []
     with pytest.MonkeyPatch.context() as m:
         real = ingest_group_text.parse_text_group

@@ -63,6 +63,14 @@ def _ingest(db: Path, *paths: Path, workers: int | None = 1, one_by_one: bool = 
                 for f in lab.ingest(*paths, workers=workers).files]
 
 
+def _ingest_alone(db: Path, *paths: Path) -> list[tuple]:
+    """`_ingest` with every file parsed alone, one a transaction: the reference a grouped ingest must equal."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(ingest_group, "GROUP_FILES", False)
+        m.setattr(ingest_write, "BATCH_FILES", 1)
+        return _ingest(db, *paths)
+
+
 def _many_step_files(root: Path, n: int = 120) -> None:
     """Small per-rank step files, some gzipped, some with junk or blank lines, a rank past 32 bits, a record
     without a time, some without a last newline."""

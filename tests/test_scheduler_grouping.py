@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_ingest_parallel import _ingest, _snapshot
+from test_ingest_parallel import _ingest, _ingest_alone, _snapshot
 
 from clusterlab import Lab
 from clusterlab.ingest import groups as ingest_group
 from clusterlab.ingest import groups_text as ingest_group_text
-from clusterlab.ingest import write as ingest_write
 
 SAMPLES = Path(__file__).parent.parent / "data_samples"
 T = "[2026-12-03T08:{m:02d}:{s:02d}.100] "
@@ -60,10 +59,7 @@ def _write(root: Path) -> list[Path]:
 
 def test_slurmctld_logs_grouped_store_the_rows_of_each_alone(tmp_path: Path) -> None:
     paths = _write(tmp_path / "logs")
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(ingest_group, "GROUP_FILES", False)
-        m.setattr(ingest_write, "BATCH_FILES", 1)
-        alone = _ingest(tmp_path / "alone.duckdb", *paths)
+    alone = _ingest_alone(tmp_path / "alone.duckdb", *paths)
     groups = []
     with pytest.MonkeyPatch.context() as m:
         real = ingest_group_text.parse_text_group
@@ -93,10 +89,7 @@ def test_slurm_cloud_logs_grouped_store_the_rows_of_each_alone(tmp_path: Path) -
     (root / "slurm_resume.log").write_text(text)
     lines = text.splitlines(keepends=True)
     (root / "clustermgtd").write_bytes("".join(lines[len(lines) // 3:]).replace("\n", "\r\n").encode())
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(ingest_group, "GROUP_FILES", False)
-        m.setattr(ingest_write, "BATCH_FILES", 1)
-        alone = _ingest(tmp_path / "alone.duckdb", tmp_path / "logs")
+    alone = _ingest_alone(tmp_path / "alone.duckdb", tmp_path / "logs")
     groups = []
     with pytest.MonkeyPatch.context() as m:
         real = ingest_group_text.parse_text_group
@@ -110,10 +103,7 @@ def test_slurm_cloud_logs_grouped_store_the_rows_of_each_alone(tmp_path: Path) -
 
 def _grouped_equals_alone(tmp_path: Path, root: Path) -> list[tuple]:
     """Ingest `root` file by file and grouped; asserts one group, none sent back and the same rows; the rows."""
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(ingest_group, "GROUP_FILES", False)
-        m.setattr(ingest_write, "BATCH_FILES", 1)
-        alone = _ingest(tmp_path / "alone.duckdb", root)
+    alone = _ingest_alone(tmp_path / "alone.duckdb", root)
     groups = []
     with pytest.MonkeyPatch.context() as m:
         real = ingest_group_text.parse_text_group
