@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, search
+from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, file_of_line, search
 from clusterlab.collectors._slurmlib import job_events, jobs_frame
 
 NAME = "sacct"
@@ -117,8 +117,16 @@ def _file_layout(ctx: Context) -> _Layout | None:
     return _Layout(tuple(h.split("|"))) if _HEADER_RE.match(h) and re.search(_NAMES_ID, h) else None
 
 
+def GROUP_CONTEXT(ctx: Context) -> tuple | None:  # noqa: N802  (a collector's contract names are capitals)
+    """What parse() reads of the context, for whole dumps that start with a `|` header: dumps agreeing on it are
+    parsed in one call (clusterlab.ingest.groups); None (JSON, fixed width, a pasted prompt first): alone."""
+    layout = _file_layout(ctx)
+    # the header groups them: rows under one header are read in one polars call, whatever file they come from
+    return None if layout is None else (layout.names, ctx.tz, ctx.run is None)
+
+
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
-    """Jobs (and steps) from the header and rows of one batch."""
+    """Jobs (and steps) from the header and rows of one batch (or of many whole dumps, `file_of_line()`)."""
     if ctx in _JSON or (ctx.header or "").lstrip().startswith("{"):
         return _parse_json(lines, ctx)
     out = Parsed()
@@ -127,7 +135,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
                                                           ~pl.col("text").str.contains(_PROMPT))
     rule = pl.col("text").str.contains(_RULE)
     pipe_hdr = pl.col("text").str.strip_chars().str.contains(_HEADER) & pl.col("text").str.contains(_NAMES_ID)
-    fixed_hdr = (rule.shift(-1).fill_null(False) & pl.col("text").str.contains(_FIXED_HEAD)
+    # (the next line of the same file: dumps parsed together never lend one another a rule)
+    fixed_hdr = (rule.shift(-1).over(file_of_line()).fill_null(False) & pl.col("text").str.contains(_FIXED_HEAD)
                  & pl.col("text").str.contains(_WORDS_ID))
     frame = frame.with_columns(pipe_hdr.alias("_pipe"), fixed_hdr.alias("_fixed"), rule.alias("_rule"))
     frame = frame.with_columns((pl.col("_pipe") | pl.col("_fixed")).cum_sum().alias("_grp"))
@@ -138,15 +147,21 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     heads = heads.join(rules, on="line", how="left")
     for g, head, is_fixed, rule_text in heads.select("_grp", "text", "_fixed", "_rule_text").iter_rows():
         layouts[g] = _fixed_layout(head, rule_text) if is_fixed else _Layout(tuple(head.strip().split("|")))
+    # NOTE: the rows under every header of one layout are read together (one call, not one a header: many dumps
+    # of one `--format` parsed as one batch); warnings stay one a header, in the order of the headers
+    by_layout: dict[_Layout | None, list[int]] = {}
     for g, layout in sorted(layouts.items()):
-        rows = frame.filter((pl.col("_grp") == g) & ~pl.col("_pipe") & ~pl.col("_fixed"))
+        by_layout.setdefault(layout, []).append(g)
+    said: list[tuple[int, str]] = []
+    for layout, groups in by_layout.items():
+        rows = frame.filter(pl.col("_grp").is_in(groups) & ~pl.col("_pipe") & ~pl.col("_fixed"))
         if layout is not None and layout.spans is not None:  # the dash rule under a fixed-width header
             rows = rows.filter(~pl.col("_rule"))
         if not rows.height:
             continue
         if layout is None:
             out.unparsed += rows.height
-            out.warnings.append(f"line {rows['line'][0]}: sacct rows before any header line")
+            said.append((0, f"line {rows['line'][0]}: sacct rows before any header line"))
             continue
         jobs, bad = (read_fixed(rows, layout, ctx) if layout.spans is not None
                      else read_rows(rows, list(layout.names), ctx))
@@ -154,7 +169,11 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         out.add("events", job_events(jobs, rows, ctx))
         if bad.height:
             out.unparsed += bad.height
-            out.warnings.append(f"line {bad['line'][0]}: {bad.height} sacct rows that do not fit the header")
+            for g, line, n in bad.group_by("_grp").agg(pl.col("line").first(), pl.len()).iter_rows():
+                said.append((g, f"line {line}: {n} sacct rows that do not fit the header"))
+    out.warnings += [w for _, w in sorted(said)]
+    if len(by_layout) > 1:  # (rows of several layouts: each table in the lines' order, as read one by one)
+        out.tables = {t: f.sort("line", maintain_order=True) for t, f in out.tables.items()}
     if len(layouts) > 1 and layouts[max(layouts)] is not None:
         _LAYOUTS[ctx] = layouts[max(layouts)]
     return out

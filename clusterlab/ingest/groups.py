@@ -33,11 +33,20 @@ from clusterlab.ingest.reader import GZIP_MAGIC, MAX_LINE_BYTES
 GROUP_BYTES = 32 << 20  # decompressed bytes parsed in one call at most
 
 
-def eligible(out: ParsedFile, chosen: list[ModuleType]) -> bool:
-    """A whole small file of a GROUPABLE format (no over-long line possible, nothing read before)."""
+def structured_key(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> tuple | None:
+    """The group of a whole small file of a structured format (no over-long line possible, nothing read before):
+    a GROUPABLE one, or one whose parse reads context and names it (`GROUP_CONTEXT(ctx)`, None: alone); None:
+    parse it alone."""
     c = chosen[0] if len(chosen) == 1 else None
-    return (c is not None and getattr(c, "GROUPABLE", False) and c.PATTERN is None and out.plan.skip == 0
-            and out.plan.first == 1 and out.plan.clock is None and out.plan.size <= MAX_LINE_BYTES)
+    if not (c is not None and c.PATTERN is None and out.plan.skip == 0 and out.plan.first == 1
+            and out.plan.clock is None and out.plan.size <= MAX_LINE_BYTES):
+        return None
+    if getattr(c, "GROUPABLE", False):
+        return ("structured", c.NAME)
+    # NOTE: a dump whose parse reads its header, its zone or its run (sacct): files agreeing on all of it are
+    # parsed in one call (12 ms a file alone, most of it polars calls per file)
+    context = c.GROUP_CONTEXT(ctx) if hasattr(c, "GROUP_CONTEXT") else None
+    return None if context is None else ("structured", c.NAME, context)
 
 
 def read_whole(path: Path, raw: bytes | None = None, as_bytes: bool = False) -> tuple[str | bytes, bytes] | None:
@@ -102,9 +111,8 @@ def parse_many(plans: list[FilePlan], collectors: list[ModuleType] | None = None
 
 
 def _group_key(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> tuple | None:
-    if eligible(out, chosen):
-        return ("structured", chosen[0].NAME)
-    return text_key(out, ctx, chosen)
+    key = structured_key(out, ctx, chosen)
+    return key if key is not None else text_key(out, ctx, chosen)
 
 
 def _parse_or_alone(key: tuple, chosen: list[ModuleType], items: list[Item]) -> None:
@@ -125,6 +133,8 @@ def parse_group(items: list[Item], c: ModuleType) -> list[Item]:
     if got.warnings or got.refuse:  # a message of its own: not one the group can split
         return items
     bad = (got.unparsed_lines if got.unparsed_lines is not None else pl.Series("line", [], pl.Int64))
+    if got.unparsed != len(bad):  # a count the group cannot split among its files
+        return items
     bad_by_file = bad.to_frame("line").with_columns(_file=pl.col("line") // BASE, line=pl.col("line") % BASE)
     for i, (out, ctx, _) in enumerate(items):
         mine = bad_by_file.filter(pl.col("_file") == i)["line"] if bad_by_file.height else None
@@ -133,9 +143,13 @@ def parse_group(items: list[Item], c: ModuleType) -> list[Item]:
             msg = f"{ctx.path}:{w.removeprefix('line ')}"
             if msg not in out.result.messages and len(out.result.messages) < 50:
                 out.result.messages.append(msg)
+    # a record without a time takes the nearest stamped line of any table, as alone (`parse._rows`)
+    stamped = [f.select("line", "ts").filter(pl.col("ts").is_not_null())
+               for f in got.tables.values() if "ts" in f.columns] if len(got.tables) > 1 else []
+    known = pl.concat(stamped).unique("line").sort("line") if stamped else None
     for table, frame in got.tables.items():
         if frame.height:
-            split_rows(items, c, table, frame)
+            split_rows(items, c, table, frame, known)
     return []
 
 
