@@ -91,7 +91,7 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
         clocks = timeline.host_clocks(con, run)
     if clocks is not None and cand.height:
         cand = timeline.on_log_clock(cand, clocks)
-    first = stopped_first.suspects(con, run, s.hang_min_s, s.hang_steps)
+    first = stopped_first.suspects(con, run, s.hang_min_s, s.hang_steps, profile)
     if first.height:  # the rank that stopped first in a hang: what the others print after it are symptoms
         cand = pl.concat([cand, first.with_columns(peer_host=pl.lit(None, pl.String))], how="diagonal_relaxed")
     sacct = _sacct_verdicts(con, run)
@@ -327,6 +327,7 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
              named.sort([*keys, "len", "peer_host"], descending=[False, False, True, False])
              .group_by(keys, maintain_order=True).first().iter_rows(named=True)}
     winners, incs = [], {}
+    stamped, none = _stamped_by_attempt(live), live.clear()
     for a in att.iter_rows(named=True):
         k = (a["run"], a["attempt"])
         winner, host, mode, conf_base = None, None, "unknown", 0.1
@@ -349,7 +350,7 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
                 conf_base = 0.8
         incs[k] = {"incident_id": f"{a['run']}:{a['attempt']}:end", "run": a["run"], "attempt": a["attempt"],
                    "kind": "attempt_end", "exit_ts": a["end_ts"],
-                   "root_ts": _root_time(winner, live, a) if winner else a["end_ts"],
+                   "root_ts": _root_time(winner, stamped.get(k, none)) if winner else a["end_ts"],
                    "failure_mode": mode, "host": host, "rank": _rank_of(winner, host),
                    "tier": winner["tier"] if winner else None, "_conf": conf_base, "_winner": winner}
         winners.append({"run": a["run"], "attempt": a["attempt"], "_has_w": winner is not None,
@@ -441,15 +442,21 @@ def _rejected(c: pl.DataFrame, reasons: dict[int, str], limit: int) -> list[dict
             for x in r.iter_rows(named=True)]
 
 
-def _root_time(winner: dict, cands: pl.DataFrame, a: dict | None = None) -> dt.datetime:
+def _stamped_by_attempt(live: pl.DataFrame) -> dict[tuple, pl.DataFrame]:
+    """The candidates with a stamp of their own, per (run, attempt): what `_root_time` looks through (split once;
+    filtering all of them per attempt is quadratic)."""
+    if "own_stamp" not in live.columns or not live.height:
+        return {}
+    return live.filter(pl.col("own_stamp").fill_null(True)).partition_by("run", "attempt", as_dict=True)
+
+
+def _root_time(winner: dict, cands: pl.DataFrame) -> dt.datetime:
     """When the cause happened: the winner's time, or, for a winner without its own stamp (a traceback dated by
     its process's death), the first stamped line of the same failure mode inside its interval (the NFS server's
-    first "not responding" before the `OSError` it caused). `a`: the attempt, where `cands` holds others too."""
+    first "not responding" before the `OSError` it caused). `cands`: the attempt's candidates."""
     lo = winner.get("ts_lo")
     if lo is None or lo >= winner["ts"] or "own_stamp" not in cands.columns:
         return winner["ts"]
-    if a is not None:
-        cands = cands.filter(pl.col("run") == a["run"], pl.col("attempt") == a["attempt"])
     same = cands.filter(pl.col("failure_mode") == winner["failure_mode"], pl.col("own_stamp").fill_null(True),
                         pl.col("ts") >= lo, pl.col("ts") <= winner["ts"])
     return same["ts"].min() if same.height else winner["ts"]

@@ -41,12 +41,21 @@ _TAIL = """tail AS (SELECT run, attempt, last_step - $tail AS from_step FROM att
                    WHERE last_step IS NOT NULL AND ($run IS NULL OR run = $run))"""
 
 
-def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float, hang_steps: float) -> pl.DataFrame:
-    """One candidate row per attempt whose hang has a single suspect host (the `candidates` columns)."""
+def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float, hang_steps: float,
+             profile: pl.DataFrame | None = None) -> pl.DataFrame:
+    """One candidate row per attempt whose hang has a single suspect host (the `candidates` columns).
+    `profile`: `timeline.rank_profile(con, run)` where the caller has it; it tells which attempts can have one."""
+    schema = {"run": pl.String, "attempt": pl.Int32, "ts": pl.Datetime("us"), "host": pl.String,
+              "source": pl.String, "kind": pl.String, "failure_mode": pl.String, "xid": pl.Int32,
+              "rank": pl.Int32, "peer": pl.String, "file": pl.String, "line": pl.Int64, "text": pl.String,
+              "tier": pl.Int32, "detail": pl.String}
+    worth = None if profile is None or run is None else _worth_a_look(con, run, profile)
+    if worth is not None and not worth:
+        return pl.DataFrame(schema=schema)
     # NOTE: one pass, over each attempt's last steps only (a stopped rank is within MAX_BEHIND of the end): the
     # per-rank table is the largest there is, and a pass over all of it would cost as much as attribution
     tail = store.frame(con, f"""
-        WITH {_TAIL}
+        WITH {_TAIL if worth is None else _TAIL.replace("WHERE", "WHERE list_contains($worth, attempt) AND")}
         SELECT rs.run, rs.attempt, rs.rank, any_value(rs.host) AS host, max(rs.step) AS last_step,
                max(rs.ts) AS last_ts, max_by(rs.file_id, rs.step) AS file_id, max_by(rs.line, rs.step) AS line,
                avg(rs.step_s) AS step_s
@@ -55,7 +64,7 @@ def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float,
         WHERE rs.step IN (SELECT unnest(range(from_step, from_step + $tail + 1)) FROM tail)
           AND rs.step >= tail.from_step AND rs.rank IS NOT NULL
         GROUP BY rs.run, rs.attempt, rs.rank
-    """, {"run": run, "tail": MAX_BEHIND + 1})
+    """, {"run": run, "tail": MAX_BEHIND + 1, **({} if worth is None else {"worth": sorted(worth)})})
     found = store.frame(con, """
         WITH j AS (
             SELECT run, attempt, max(last_step) AS job_step, max(last_ts) AS job_ts, count(*) AS ranks,
@@ -69,10 +78,6 @@ def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float,
         SELECT b.*, a.end_ts, f.path AS file FROM behind b JOIN attempts a USING (run, attempt)
         JOIN ingested_files f USING (file_id)
     """, {"max_behind": MAX_BEHIND, "near": NEAR_STEPS}, r=tail)
-    schema = {"run": pl.String, "attempt": pl.Int32, "ts": pl.Datetime("us"), "host": pl.String,
-              "source": pl.String, "kind": pl.String, "failure_mode": pl.String, "xid": pl.Int32,
-              "rank": pl.Int32, "peer": pl.String, "file": pl.String, "line": pl.Int64, "text": pl.String,
-              "tier": pl.Int32, "detail": pl.String}
     rows = []
     for (run_, attempt), g in found.group_by(["run", "attempt"], maintain_order=True):
         first = g.row(0, named=True)
@@ -99,6 +104,31 @@ def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float,
         seen = {(r["run"], r["attempt"]) for r in rows}
         rows += [r for r in more if (r["run"], r["attempt"]) not in seen]
     return pl.DataFrame(rows, schema=schema)
+
+
+def _worth_a_look(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFrame) -> set[int]:
+    """The attempts of `run` where any of the three ways can name a rank, told without reading the per-rank rows:
+    fewer ranks recorded the last step than one of the steps before it (a rank behind), a stall record, or collective
+    timeouts from fewer ranks than recorded steps, or of different collectives (`_from_timeouts`' `worth`)."""
+    counts = profile.filter(pl.col("attempt").is_not_null()).sort("step").group_by("attempt").agg(
+        last=pl.col("n_c").last(), most=pl.col("n_c").tail(MAX_BEHIND + 1).max())
+    behind = set(counts.filter(pl.col("last") < pl.col("most"))["attempt"].to_list())
+    ranks = dict(counts.select("attempt", "most").iter_rows())
+    said = store.frame(con, """
+        SELECT attempt, bool_or(kind = 'step_stalled') AS stalled,
+               count(DISTINCT rank) FILTER (WHERE kind = 'watchdog_timeout') AS timed_out,
+               min(TRY_CAST(json_extract_string(detail, '$.seq_num') AS BIGINT))
+                   FILTER (WHERE kind = 'watchdog_timeout') AS lo,
+               max(TRY_CAST(json_extract_string(detail, '$.seq_num') AS BIGINT))
+                   FILTER (WHERE kind = 'watchdog_timeout') AS hi
+        FROM events WHERE run = $run AND attempt IS NOT NULL AND rank IS NOT NULL
+          AND kind IN ('step_stalled', 'watchdog_timeout')
+        GROUP BY attempt""", {"run": run})
+    for r in said.iter_rows(named=True):  # NOTE: one row per attempt
+        short = r["timed_out"] and r["timed_out"] < (ranks.get(r["attempt"]) or 0)
+        if r["stalled"] or short or (r["lo"] is not None and r["lo"] < r["hi"]):
+            behind.add(r["attempt"])
+    return behind
 
 
 def _from_stalls(con: duckdb.DuckDBPyConnection, run: str | None, tail: pl.DataFrame, hang_min_s: float
