@@ -36,11 +36,13 @@ def _split_unsplit_logs(con: duckdb.DuckDBPyConnection) -> None:
         -- one file may hold every rank's records, one rank after another)
         s AS (
             SELECT file_id, rank, line, step, lag(step) OVER w AS prev, lag(line) OVER w AS prev_line
-            FROM (SELECT file_id, line, step, NULL::INTEGER AS rank FROM steps
+            FROM (SELECT file_id, line, step, NULL::INTEGER AS rank, source FROM steps
                   WHERE file_id IN (SELECT file_id FROM unsplit)
-                  UNION ALL SELECT file_id, line, step, rank FROM rank_steps
+                  UNION ALL SELECT file_id, line, step, rank, source FROM rank_steps
                   WHERE file_id IN (SELECT file_id FROM unsplit))
-            WINDOW w AS (PARTITION BY file_id, rank ORDER BY line)
+            -- each printer of steps counts on its own: Megatron's iteration line and DeepSpeed's `step=N` line
+            -- after it name the same step in one log, which is no counter going back
+            WINDOW w AS (PARTITION BY file_id, rank, source ORDER BY line)
         ),
         gaps AS (
             SELECT s.*, (SELECT min(c.line) FROM checkpoints c
@@ -50,20 +52,51 @@ def _split_unsplit_logs(con: duckdb.DuckDBPyConnection) -> None:
         )
         -- the new attempt starts at its launch where the log shows one (the launcher's start, the trainer's world
         -- size: what each appended instance prints first), else at its checkpoint load, else at its first step
-        SELECT file_id, rank, coalesce((SELECT min(x.line) FROM facts x
+        SELECT file_id, rank, prev_line, coalesce((SELECT min(x.line) FROM facts x
                                   WHERE x.file_id = gaps.file_id AND list_contains($launch, x.key)
                                     AND x.line > gaps.prev_line AND x.line <= coalesce(gaps.load_line, gaps.line)),
                                  load_line, line) AS line
         FROM gaps WHERE step <= prev OR load_line IS NOT NULL
     """, {"launch": list(LAUNCH_FACTS)})
+    # one launch seen by two printers of steps is one restart: each printer places it somewhere after its own
+    # last line before it; where those places overlap, the earliest is where the launch began
+    con.execute("""
+        DELETE FROM _restarts r WHERE EXISTS (
+            SELECT 1 FROM _restarts o WHERE o.file_id = r.file_id AND o.rank IS NOT DISTINCT FROM r.rank
+              AND o.line < r.line AND o.line > r.prev_line)
+    """)
     for t in _TS_TABLES:
         # a per-rank record counts its own rank's restarts; every other line the log's (rank-less) ones
         rank = f"{t}.rank" if t == "rank_steps" else "NULL"
         con.execute(f"""
-            UPDATE {t} SET attempt = 1 + (SELECT count(*) FROM _restarts r
+            UPDATE {t} SET attempt = 1 + (SELECT count(DISTINCT r.line) FROM _restarts r
                                           WHERE r.file_id = {t}.file_id AND r.line <= {t}.line
                                             AND r.rank IS NOT DISTINCT FROM {rank})
             WHERE file_id IN (SELECT file_id FROM ingested_files WHERE run IS NOT NULL AND attempt IS NULL)
+        """)
+    _after_directory_attempts(con)
+
+
+def _after_directory_attempts(con: duckdb.DuckDBPyConnection) -> None:
+    """A log holding several launches beside attempt directories of the same run (a requeued job's appended
+    `slurm-J.out` next to `attempt-<k>/`) numbers its launches after the directory attempts that began before
+    it, not from 1 again: its first launch is not the run's first attempt."""
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE _unsplit_offset AS
+        WITH unsplit AS (SELECT file_id, run FROM ingested_files WHERE run IS NOT NULL AND attempt IS NULL),
+        first AS (SELECT file_id, min(ts) AS t0 FROM steps WHERE file_id IN (SELECT file_id FROM unsplit)
+                  GROUP BY file_id),
+        dirs AS (SELECT i.run, i.attempt, min(s.ts) AS t FROM ingested_files i JOIN steps s ON s.file_id = i.file_id
+                 WHERE i.run IS NOT NULL AND i.attempt IS NOT NULL GROUP BY ALL)
+        SELECT u.file_id, (SELECT coalesce(max(d.attempt), 0) FROM dirs d WHERE d.run = u.run AND d.t < f.t0) AS off
+        FROM unsplit u JOIN first f ON f.file_id = u.file_id
+    """)
+    if not con.execute("SELECT 1 FROM _unsplit_offset WHERE off > 0 LIMIT 1").fetchall():
+        return
+    for t in _TS_TABLES:
+        con.execute(f"""
+            UPDATE {t} SET attempt = {t}.attempt + o.off FROM _unsplit_offset o
+            WHERE o.file_id = {t}.file_id AND o.off > 0 AND {t}.attempt IS NOT NULL
         """)
 
 
