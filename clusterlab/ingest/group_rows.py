@@ -96,6 +96,20 @@ def split_rows(items: list[Item], c: ModuleType, table: str, frame: pl.DataFrame
         _keep(items[int(i)][0], table, part)
 
 
+def file_slices(frame: pl.DataFrame) -> dict[int, pl.DataFrame]:
+    """`frame`'s rows by `_file` (dropped), each file's rows a slice of it: sorted by `_file` first where needed.
+
+    NOTE: a slice costs microseconds where a partition (or a filter) costs a fifth of a millisecond a file."""
+    if not frame["_file"].is_sorted():
+        frame = frame.sort("_file", maintain_order=True)
+    runs = frame["_file"].rle()
+    body, out, offset = frame.drop("_file"), {}, 0
+    for i, n in zip(runs.struct.field("value").to_list(), runs.struct.field("len").to_list(), strict=True):
+        out[int(i)] = body.slice(offset, n)
+        offset += n
+    return out
+
+
 def _report_lost(items: list[Item], frame: pl.DataFrame, aligned: pl.DataFrame,
                  schema: dict[str, pl.DataType]) -> None:
     """Values a column could not hold, reported per file as `_aligned` reports them (five a file)."""

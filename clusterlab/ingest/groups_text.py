@@ -22,7 +22,7 @@ from types import ModuleType
 import polars as pl
 
 from clusterlab.collectors._base import FILE_LINE_BASE, Context, Parsed
-from clusterlab.ingest.group_rows import numbered_lines, split_rows
+from clusterlab.ingest.group_rows import file_slices, numbered_lines, split_rows
 from clusterlab.ingest.parse import FLUSH_ROWS, TROUBLE, UNMATCHED_PER_FILE, ParsedFile, unparsed_warnings
 from clusterlab.ingest.prefilter import split
 from clusterlab.ingest.reader import MAX_LINE_BYTES
@@ -120,9 +120,11 @@ def _per_file(items: list[Item], keep: list[int], lines: pl.DataFrame,
     others = dict(rest.group_by("_file").len().iter_rows())
     trouble = (rest.filter(pl.col("text").str.contains(TROUBLE))
                .filter(pl.int_range(pl.len()).over("_file") < UNMATCHED_PER_FILE))
-    by_file = {k[0]: v for k, v in trouble.partition_by("_file", as_dict=True).items()} if trouble.height else {}
-    unread = {c.NAME: p.unparsed_lines.to_frame("line").with_columns(_file=pl.col("line") // FILE_LINE_BASE,
-                                                                     line=pl.col("line") % FILE_LINE_BASE)
+    # NOTE: every per-file frame comes from one call over the group, split once: a select or a filter per file is
+    # a fifth of a millisecond each, the fixed cost of a small file
+    by_file = _unmatched_by_file(items, keep, trouble) if trouble.height else {}
+    unread = {c.NAME: {i: v["line"] for i, v in file_slices(p.unparsed_lines.to_frame("line").select(
+                  _file=pl.col("line") // FILE_LINE_BASE, line=pl.col("line") % FILE_LINE_BASE)).items()}
               for c, p in parsed if p.unparsed_lines is not None and len(p.unparsed_lines)}
     warned = {c.NAME: _warnings_by_file(p.warnings) for c, p in parsed if p.warnings}
     for i in keep:
@@ -130,20 +132,30 @@ def _per_file(items: list[Item], keep: list[int], lines: pl.DataFrame,
         res = out.result
         res.other_lines += others.get(i, 0)
         if i in by_file:
-            t = by_file[i]
-            res.unmatched += t.height
-            out.unmatched = t.select(
-                file_id=pl.lit(out.plan.file_id, pl.Int64), run=pl.lit(ctx.run, pl.String),
-                attempt=pl.lit(ctx.attempt, pl.Int32), host=pl.lit(ctx.host, pl.String),
-                line=(pl.col("line") % FILE_LINE_BASE).cast(pl.Int64), text=pl.col("text").str.slice(0, 2000))
+            out.unmatched = by_file[i]
+            res.unmatched += out.unmatched.height
         # as `parse._rows` has them for a file alone: each collector's warnings (20 a parse), then its unread lines'
         for c, _ in parsed:
-            got = unread[c.NAME].filter(pl.col("_file") == i)["line"] if c.NAME in unread else None
+            got = unread[c.NAME].get(i) if c.NAME in unread else None
             res.unparsed += 0 if got is None else len(got)
             for w in warned.get(c.NAME, {}).get(i, [])[:20] + unparsed_warnings(c, got):
                 msg = f"{ctx.path}:{w.removeprefix('line ')}"
                 if msg not in res.messages and len(res.messages) < 50:
                     res.messages.append(msg)
+
+
+def _unmatched_by_file(items: list[Item], keep: list[int], trouble: pl.DataFrame) -> dict[int, pl.DataFrame]:
+    """The kept trouble lines of the group's files as each file's `unmatched` rows, by the file's index."""
+    mine = sorted(set(trouble["_file"].unique().to_list()) & set(keep))
+    meta = pl.DataFrame({"_file": mine, "file_id": [items[i][0].plan.file_id for i in mine],
+                         "run": [items[i][1].run for i in mine], "attempt": [items[i][1].attempt for i in mine],
+                         "host": [items[i][1].host for i in mine]},
+                        schema={"_file": pl.Int64, "file_id": pl.Int64, "run": pl.String, "attempt": pl.Int32,
+                                "host": pl.String})
+    rows = trouble.join(meta, on="_file", how="inner", maintain_order="left").select(
+        "_file", "file_id", "run", "attempt", "host", line=(pl.col("line") % FILE_LINE_BASE).cast(pl.Int64),
+        text=pl.col("text").str.slice(0, 2000))
+    return file_slices(rows)
 
 
 def _warnings_by_file(warnings: list[str]) -> dict[int, list[str]]:
