@@ -74,7 +74,47 @@ def _split_unsplit_logs(con: duckdb.DuckDBPyConnection) -> None:
                                             AND r.rank IS NOT DISTINCT FROM {rank})
             WHERE file_id IN (SELECT file_id FROM ingested_files WHERE run IS NOT NULL AND attempt IS NULL)
         """)
+    _align_unsplit_launches(con)
     _after_directory_attempts(con)
+
+
+def _align_unsplit_launches(con: duckdb.DuckDBPyConnection) -> None:
+    """Number every appended log's launches on one run-wide count. Each file (each rank's stream of a per-rank
+    file) counts its own launches from 1, but a file need not hold them all: a per-rank step file opened in
+    append mode from the 6th launch on, or a rank that joined later, counts that launch as its 1st. The stream
+    with the most launches of the run is the reference; every other stream's launch takes the number of the
+    reference launch its time span overlaps most (or, overlapping none, of the last one that began before it)."""
+    unsplit = "SELECT file_id FROM ingested_files WHERE run IS NOT NULL AND attempt IS NULL"
+    if con.execute(f"SELECT count(*) FROM ({unsplit})").fetchall()[0][0] < 2:
+        return
+    rows = " UNION ALL ".join(
+        f"SELECT run, file_id, {'rank' if t == 'rank_steps' else 'NULL::INTEGER'} AS rank, attempt, ts FROM {t} "
+        f"WHERE file_id IN ({unsplit}) AND attempt IS NOT NULL AND ts IS NOT NULL" for t in _TS_TABLES)
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _launch_map AS
+        WITH seg AS (SELECT run, file_id, rank, attempt, min(ts) AS t0, max(ts) AS t1 FROM ({rows}) GROUP BY ALL),
+        streams AS (SELECT run, file_id, rank, count(*) AS n, min(t0) AS first FROM seg GROUP BY ALL),
+        ref AS (SELECT DISTINCT ON (run) run, file_id, rank FROM streams ORDER BY run, n DESC, first, file_id, rank),
+        rseg AS (SELECT s.* FROM seg s JOIN ref r ON s.run = r.run AND s.file_id = r.file_id
+                                           AND s.rank IS NOT DISTINCT FROM r.rank),
+        best AS (
+            SELECT DISTINCT ON (s.file_id, s.rank, s.attempt) s.file_id, s.rank, s.attempt AS old,
+                   r.attempt AS new, epoch(least(s.t1, r.t1) - greatest(s.t0, r.t0)) AS overlap,
+                   r.t0 <= s.t0 AS began_before
+            FROM seg s JOIN rseg r ON r.run = s.run
+            ORDER BY s.file_id, s.rank, s.attempt, greatest(overlap, 0) DESC, began_before DESC, r.t0 DESC
+        )
+        SELECT file_id, rank, old,
+               CASE WHEN overlap > 0 OR began_before THEN new ELSE old END AS new FROM best WHERE new <> old
+    """)
+    if not con.execute("SELECT 1 FROM _launch_map LIMIT 1").fetchall():
+        return
+    for t in _TS_TABLES:
+        rank = f"{t}.rank" if t == "rank_steps" else "NULL"
+        con.execute(f"""
+            UPDATE {t} SET attempt = m.new FROM _launch_map m
+            WHERE m.file_id = {t}.file_id AND m.rank IS NOT DISTINCT FROM {rank} AND m.old = {t}.attempt
+        """)
 
 
 def _after_directory_attempts(con: duckdb.DuckDBPyConnection) -> None:
