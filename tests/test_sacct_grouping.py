@@ -72,3 +72,23 @@ def test_sacct_dumps_grouped_store_the_rows_of_each_alone(tmp_path: Path) -> Non
     assert ts == {("undated.psv", 3): dt.datetime(2026, 12, 3, 9, 10), ("crlf.psv", 3): dt.datetime(2026, 12, 3, 9, 10),
                   ("first_undated.psv", 2): dt.datetime(2026, 12, 3, 9, 30),
                   ("first_undated.psv", 3): dt.datetime(2026, 12, 3, 9, 30)}
+
+
+def test_the_prompt_test_without_counted_repeats_reads_lines_as_the_bounded_pattern() -> None:
+    """`_prompt` (runs captured, their lengths checked) says what `_PROMPT` ({1,200} and {0,200} repeats) says."""
+    import random
+
+    import polars as pl
+
+    from clusterlab.collectors import sacct
+
+    lines = ["$ sacct -j 1", "[me@login1 ~]$ sacct -j 4711", "a" * 200 + "$ sacct", "a" * 201 + "$ sacct",
+             "[" + "b" * 200 + "]$ sacct", "[" + "b" * 201 + "]$ sacct", "é" * 200 + "> sacct", "é" * 201 + "> sacct",
+             "[]$ sacct", "[a]]$ sacct", "x y$ sacct", "$ sacctmgr", " " * 300 + "$ sacct", "JobID|State"]
+    rng = random.Random(3)
+    lines += ["".join(rng.choice("a[]$ #%>é.@:~/-\tsct\u00a0") for _ in range(rng.randint(0, 30)))
+              + rng.choice(["sacct", " sacct", "$ sacct", ""]) for _ in range(3000)]
+    frame = pl.DataFrame({"t": lines})
+    bounded = frame.select(pl.col("t").str.contains(sacct._PROMPT))["t"]
+    assert bounded.sum() > 20
+    assert bounded.to_list() == frame.select(sacct._prompt(pl.col("t")))["t"].to_list()

@@ -53,6 +53,10 @@ _FIXED_HEAD = r"^\s*[A-Za-z][A-Za-z0-9]*(?:\s+[A-Za-z][A-Za-z0-9]*)*\s*$"
 # A shell prompt and the sacct command a user pasted with its output (`$ sacct ...`, `[me@login1 ~]$ sacct ...`)
 _PROMPT = r"^\s*(?:\[[^\]]{1,200}\]|[\w.@:~/-]{0,200})\s?[$#%>]\s+\S*sacct\b"
 _PROMPT_RE = re.compile(_PROMPT)
+# NOTE: the same test in polars without the counted repeats: `{0,200}` copies of a Unicode class cost Rust's regex
+# 50 ms to compile, on every parse (polars keeps few compiled patterns). The bracket's text runs to its first `]`
+# and the word run to the first character outside it, so the bounds are checked on what they captured.
+_PROMPT_RUNS = r"^\s*(?:\[(?P<b>[^\]]+)\]|(?P<w>[\w.@:~/-]*))\s?[$#%>]\s+\S*sacct\b"
 
 # sacct field name (lower case) → what we read it as; the first present of each list wins.
 FIELDS: dict[str, tuple[str, ...]] = {
@@ -132,7 +136,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     out = Parsed()
     text = pl.col("text").str.strip_chars_end("\r\n")
     frame = lines.with_columns(text.alias("text")).filter(pl.col("text").str.strip_chars() != "",
-                                                          ~pl.col("text").str.contains(_PROMPT))
+                                                          ~_prompt(pl.col("text")))
     rule = pl.col("text").str.contains(_RULE)
     pipe_hdr = pl.col("text").str.strip_chars().str.contains(_HEADER) & pl.col("text").str.contains(_NAMES_ID)
     # (the next line of the same file: dumps parsed together never lend one another a rule)
@@ -177,6 +181,13 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     if len(layouts) > 1 and layouts[max(layouts)] is not None:
         _LAYOUTS[ctx] = layouts[max(layouts)]
     return out
+
+
+def _prompt(text: pl.Expr) -> pl.Expr:
+    """Whether the line is a shell prompt and the sacct command (`_PROMPT`)."""
+    runs = text.str.extract_groups(_PROMPT_RUNS)
+    short = [runs.struct.field(k).str.len_chars().fill_null(0) <= 200 for k in ("b", "w")]
+    return text.str.contains(_PROMPT_RUNS) & short[0] & short[1]
 
 
 def _fixed_layout(head: str, rule: str) -> _Layout:
