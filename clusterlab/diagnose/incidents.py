@@ -24,6 +24,10 @@ TIERS: list[tuple[int, str]] = [
     (100, "failure_mode IN ('gpu_fell_off_bus','gpu_memory_ecc','gpu_hw_other','nvlink_error','pcie_error',"
           "'host_hw')"),
     (100, "failure_mode = 'network' AND source = 'kernel'"),  # link down / NIC health on the host itself
+    # `Kill task failed`: the step's processes would not die (stuck in the kernel on a hung GPU or filesystem); the
+    # node's drain names where, not why: what the kernel said on it (or on the shared filesystem's clients) wins
+    (30, "failure_mode = 'node_failure' AND source IN ('slurmctld', 'scontrol', 'sinfo') "
+         "AND json_extract_string(detail, '$.reason') ILIKE 'Kill task failed%'"),
     (90, "failure_mode IN ('node_failure', 'preemption', 'checkpoint_lost')"),
     (80, "failure_mode = 'network' AND kind IN ('ib_completion_error', 'ibv_error', 'ib_async_event')"),
     (65, "failure_mode = 'filesystem_io' AND source <> 'kernel'"),  # the application died on I/O

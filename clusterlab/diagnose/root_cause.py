@@ -286,7 +286,9 @@ def _with_progress_flags(cand: pl.DataFrame, s: incidents.Settings) -> pl.DataFr
     c = cand.with_columns(
         n_after=pl.max_horizontal(pl.col("n_job"), pl.col("n_host").fill_null(0), pl.col("n_file").fill_null(0)),
         last_after=pl.max_horizontal("last_job", "last_host", "last_file"),
-        is_verdict=pl.col("failure_mode").is_in(KILLS + ("node_failure",)) & pl.col("source").is_in(VERDICT_SOURCES),
+        # (a node drained for `Kill task failed` after the job is a symptom-tier consequence, no verdict on the job)
+        is_verdict=(pl.col("failure_mode").is_in(KILLS + ("node_failure",)) & pl.col("source").is_in(VERDICT_SOURCES)
+                    & (pl.col("tier") > incidents.SYMPTOM_TIER)),
         symptom=pl.col("tier") <= incidents.SYMPTOM_TIER,
     ).with_columns(progress_s=pl.max_horizontal((pl.col("last_after") - pl.col("ts")).dt.total_seconds(),
                                                 pl.col("file_s")))
