@@ -42,6 +42,12 @@ _SLOW_PART = 64  # lines: a part this small the fast reader refused goes to the 
 # The fallback: every field as text, cast afterwards ("rank": "3" is read).
 _TEXT = pl.Struct({k: pl.String for k in _FIELDS})
 _OBJECT = r"^\s*\{.*\}\s*$"
+# Python's json module writes a non-finite float as the bare token NaN, Infinity or -Infinity (allow_nan is its
+# default), which is no JSON: polars refuses the line and the rank's non-finite loss, the one number that shows a
+# GPU computing wrong values, would be lost. The loss becomes null with `loss_nonfinite` set; any other field null.
+_NONFINITE = (b"NaN", b"Infinity")
+_LOSS_NONFINITE = (r'"loss"\s*:\s*(?:-?Infinity|NaN)(\s*[,}])', '"loss": null, "loss_nonfinite": true${1}')
+_FIELD_NONFINITE = (r':\s*(?:-?Infinity|NaN)(\s*[,}])', ": null${1}")
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -52,7 +58,7 @@ def sniff(head: bytes, path: str) -> bool:
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Rank step rows from a batch of JSONL lines."""
     text = lines.filter(pl.col("text").str.strip_chars() != "")
-    objects = text.filter(pl.col("text").str.contains(_OBJECT))
+    objects = _finite_tokens(text.filter(pl.col("text").str.contains(_OBJECT)))
     rows = _records(_decode(objects))
     out = Parsed()
     _add(out, rows)
@@ -69,6 +75,7 @@ def parse_whole(texts: list[bytes], base: int) -> Parsed | None:
     where a carriage return is in any: the engine then reads every line one by one."""
     if any(b"\r" in t for t in texts):
         return None
+    texts = [_finite_bytes(t) if any(tok in t for tok in _NONFINITE) else t for t in texts]
     out, cut, reads = Parsed(), [i for i, t in enumerate(texts) if not _closed(t)], 0
     # NOTE: the usual damage, a last line cut as the rank died, is seen without a read; halving finds the rest
     # (each halving reads its part again: a few damaged files among hundreds cost a few reads, not hundreds)
@@ -102,6 +109,20 @@ def parse_whole(texts: list[bytes], base: int) -> Parsed | None:
     if out.unparsed_lines is not None:
         out.unparsed_lines = out.unparsed_lines.sort()
     return out
+
+
+def _finite_tokens(objects: pl.DataFrame) -> pl.DataFrame:
+    """The lines with Python's NaN / Infinity tokens made JSON (only where a line holds one: the hot path)."""
+    if not any(objects["text"].str.contains(tok.decode(), literal=True).any() for tok in _NONFINITE):
+        return objects
+    return objects.with_columns(pl.col("text").str.replace_all(*_LOSS_NONFINITE)
+                                .str.replace_all(*_FIELD_NONFINITE))
+
+
+def _finite_bytes(text: bytes) -> bytes:
+    """A whole file's text with Python's NaN / Infinity tokens made JSON (as `_finite_tokens`)."""
+    return _finite_tokens(pl.DataFrame({"text": text.decode("utf-8", "replace").split("\n")}))["text"] \
+        .str.join("\n").item().encode()
 
 
 def _closed(text: bytes) -> bool:
