@@ -177,3 +177,13 @@ def test_a_loss_that_stays_diverged_until_the_attempt_ends_is_its_root_cause(tmp
         assert json.loads(kinds[1][2])["spike_step"] == 4100
         inc = lab.incidents("r").filter(lab.incidents("r")["attempt"] == 1).row(0, named=True)
         assert inc["failure_mode"] == "loss_divergence"
+
+
+def test_a_person_stopping_a_diverged_job_stops_a_divergence(tmp_path: Path) -> None:
+    # the loss never came back; 20 s after the last row somebody scancels the job: the stop is the divergence's
+    rows = log([*STEADY, 7.9, *([9.6] * 20)]) + "".join(meg(i, None, nan=1) + "\n" for i in range(31, 34))
+    stop = T0 + dt.timedelta(seconds=8 * 33 + 20)
+    cancel = f"slurmstepd: error: *** JOB 4711 ON node-01 CANCELLED AT {stop:%Y-%m-%dT%H:%M:%S} ***\n"
+    with _two_attempts(tmp_path, rows + cancel) as lab:
+        inc = lab.incidents("r").filter(lab.incidents("r")["attempt"] == 1).row(0, named=True)
+        assert inc["failure_mode"] == "loss_divergence"

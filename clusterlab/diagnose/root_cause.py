@@ -206,10 +206,13 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
         hung = last is not None and ((vts - last > hang_gap and not saving) or symptoms.height > 0)
         healthy = verdict["failure_mode"] in KILLS and not hung
         if healthy:  # the job stepped until the kill: what it stepped past did not stop it
-            for r in faults.filter(pl.col("n_after") > 0).iter_rows(named=True):
+            # ... except a loss that never came back: stepping on a diverged loss is no health, and a person's
+            # stop of such a job is the stop of a divergence
+            why = (pl.col("kind") == "loss_not_recovered") & (verdict["failure_mode"] == "manual_stop")
+            for r in faults.filter(pl.col("n_after") > 0, ~why).iter_rows(named=True):
                 reasons[r["_id"]] = (f"the job kept stepping after it until the scheduler's "
                                      f"{verdict['failure_mode']} at {vts:%H:%M:%S}")
-            faults = faults.filter(pl.col("n_after") == 0)
+            faults = faults.filter((pl.col("n_after") == 0) | why)
     late = pl.lit(False) if loss is None else pl.col("ts") > loss
     faults = faults.with_columns(late=late).sort("late", pl.col("tier").neg(), "ts", "file", "line")
     conf_base, host, mode, winner = 0.1, None, "unknown", None
