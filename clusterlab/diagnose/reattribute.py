@@ -32,11 +32,15 @@ def apply(inc: pl.DataFrame, ev: pl.DataFrame, found: pl.DataFrame, mode: str, c
             lambda r: [was[r["incident_id"]], *(r["rejected"] or [])] if r["incident_id"] in was
             else r["rejected"], return_dtype=inc.schema["rejected"]),
     ).drop("_rule_host", "_rule_rank")
-    lead = found.with_columns(rank_in_incident=pl.lit(0, pl.Int64), tier=pl.lit(None, pl.Int32)).join(
+    return inc, lead(inc, ev, found, ev_schema)
+
+
+def lead(inc: pl.DataFrame, ev: pl.DataFrame, found: pl.DataFrame, ev_schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """`ev` with each line of `found` (one per `incident_id` of `inc`) first in its incident's evidence."""
+    first = found.with_columns(rank_in_incident=pl.lit(0, pl.Int64), tier=pl.lit(None, pl.Int32)).join(
         inc.select("incident_id", "run", "attempt"), on="incident_id")
     cols = list(ev.columns)
-    ev = pl.concat([lead.select(cols).cast({c: t for c, t in ev_schema.items() if c in cols}), ev],
+    ev = pl.concat([first.select(cols).cast({c: t for c, t in ev_schema.items() if c in cols}), ev],
                    how="vertical_relaxed")
-    ev = ev.sort("run", "attempt", "rank_in_incident").with_columns(
+    return ev.sort("run", "attempt", "rank_in_incident").with_columns(
         rank_in_incident=pl.int_range(1, pl.len() + 1).over("incident_id").cast(pl.Int64))
-    return inc, ev

@@ -5,9 +5,17 @@ An uncorrectable ECC error leaves the faulty HBM rows in use until the GPU is re
 out-of-memory on an empty GPU, an illegal address, an exception in the first collective. Its own evidence
 then says `cuda_oom` or `user_code_error`, and the user is blamed for the provider's GPU.
 
-The rule: an attempt that ended before it finished a step, whose cause is such an application-side mode on
-a host that logged a GPU memory fault (`gpu_memory_ecc`) within `STICKY_WINDOW` before the attempt began died of
-that fault. (No reset or reboot is read from the evidence yet: the window bounds how long a fault is believed.)
+Two rules, each re-attributing an attempt-end incident to `gpu_memory_ecc` on its host:
+- start-up: an attempt that ended before it finished a step, whose cause is such an application-side mode
+  (`MASKED_MODES`) on a host that logged a GPU memory fault within `STICKY_WINDOW` before the attempt began;
+- pending remap: an attempt, however long it ran, that died of a CUDA error (`PENDING_MASKED`) on a GPU that said
+  before the attempt began that a row waits for a reset to be remapped (the driver's Xid 63, a failed remap's Xid
+  64, `nvidia-smi -q`'s `Remapped Rows: Pending: Yes`), within `PENDING_WINDOW`. An incident already
+  `gpu_memory_ecc` there (the Xid 48 at its death) keeps its mode and gets the pending remap as its first evidence.
+Either fault is believed only until the GPU is seen reset or its node rebooted or returned to service
+(`RESET_KINDS`; an `nvidia-smi -q` report of that GPU with nothing pending), before the attempt began. Where
+NCCL's init names the GPU of the incident's rank and a pending remap names its bus, they must be the same GPU (a
+start-up death is any rank's: the first rank to fail need not be the one on the faulty GPU).
 The incident keeps its own evidence; the earlier fault becomes its first evidence line, and the mode it had is
 kept among the rejected candidates with the reason.
 """
@@ -23,31 +31,110 @@ from clusterlab import store
 from clusterlab.diagnose import reattribute
 
 STICKY_WINDOW = dt.timedelta(hours=24)  # a memory fault this long before the attempt still counts (no reset seen)
+# a row remap waits for a reset however long that takes; a week bounds it where the evidence of a reset was lost
+PENDING_WINDOW = dt.timedelta(days=7)
 # what a GPU whose memory is still faulty makes a job that starts on it report
 MASKED_MODES = ("cuda_oom", "cuda_error", "user_code_error", "unknown", "nccl_timeout")
+# what a job reports at any step when it reads the row that waits for its remap
+PENDING_MASKED = ("cuda_error",)
+# the lines that say a GPU's faulty rows wait for a reset (kernel NVRM lines, nvidia-smi findings) and their Xids
+PENDING_KINDS = ("row_remap_pending", "row_remap_failure", "page_retirement_pending")
+PENDING_XIDS = (63, 64)
+# a node rebooted or returned to service by its operator: its GPUs were reset
+RESET_KINDS = ("slurm_node_resume", "slurm_node_reboot")
 STICKY_CONFIDENCE = 0.6  # the link is inferred from time and place, not printed by either job
+
+# `0000:5d:00` (an Xid), `00000000:5D:00.0` (nvidia-smi, NCCL): the bus and device, which name a GPU on its host
+_BUS = r"""nullif(regexp_extract(lower({}), '([0-9a-f]{{2}}:[0-9a-f]{{2}})(\.[0-7])?\s*$', 1), '')"""
+
+# the incidents a rule reads (`masked`) with their attempt's start, the GPU of their rank, and the resets seen
+_CONTEXT = f"""
+    m AS (
+        SELECT m.incident_id, m.run, m.attempt, m.host, m.rank, m.failure_mode AS mode, a.start_ts,
+               coalesce(a.last_step - a.first_step, 0) < 1 AS at_startup
+        FROM masked m JOIN attempts a USING (run, attempt) WHERE a.start_ts IS NOT NULL
+    ),
+    gpu AS (
+        SELECT run, attempt, host, rank, any_value({_BUS.format("bus_id")}) AS bus FROM nccl_ranks
+        WHERE bus_id IS NOT NULL AND rank IS NOT NULL GROUP BY ALL
+    ),
+    mg AS (SELECT m.*, gpu.bus FROM m LEFT JOIN gpu USING (run, attempt, host, rank)),
+    resets AS (
+        SELECT host, NULL AS bus, ts FROM events WHERE kind IN (SELECT unnest($resets)) AND host IS NOT NULL
+        UNION ALL
+        SELECT host, {_BUS.format("pci_bus")} AS bus, ts FROM events
+        WHERE source IN ('nvidia_smi', 'nvidia_smi_query') AND host IS NOT NULL
+          AND json_extract_string(detail, '$.remap_pending') = 'false'
+          AND coalesce(json_extract_string(detail, '$.remap_failure'), 'false') = 'false'
+          AND coalesce(json_extract_string(detail, '$.page_retirement_pending'), 'false') = 'false'
+    )"""
+
+# one fault line per incident: the latest fault `f` (a CTE of events) before its attempt began, on its GPU, not reset
+_FOUND = """
+    SELECT mg.incident_id, f.ts, f.host, f.source, f.kind, f.failure_mode, f.xid,
+           -- a line that names no rank but the GPU of the incident's: that rank's
+           CASE WHEN f.rank IS NULL AND f.bus = mg.bus THEN mg.rank ELSE f.rank END AS rank,
+           fl.path AS file, f.line, f.text
+    FROM mg JOIN f ON f.host = mg.host AND f.ts < mg.start_ts AND f.ts >= mg.start_ts - to_microseconds($window)
+    JOIN ingested_files fl ON fl.file_id = f.file_id
+    WHERE NOT EXISTS (SELECT 1 FROM resets r WHERE r.host = f.host AND r.ts > f.ts AND r.ts <= mg.start_ts
+                                                AND (r.bus IS NULL OR r.bus = f.bus))
+      AND {where}
+    QUALIFY row_number() OVER (PARTITION BY mg.incident_id ORDER BY f.ts DESC, fl.path, f.line) = 1"""
 
 
 def with_sticky_faults(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl.DataFrame,
                        ev_schema: dict[str, pl.DataType]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """`inc` and `ev` (root cause's attempt-end incidents and evidence) with the sticky faults re-attributed."""
+    inc, ev = _pending_remaps(con, inc, ev, ev_schema)
+    return _startup_deaths(con, inc, ev, ev_schema)
+
+
+def _faults(con: duckdb.DuckDBPyConnection, masked: pl.DataFrame, faults: str, where: str,
+            window: dt.timedelta) -> pl.DataFrame:
+    """The fault line (`_FOUND`'s columns) explaining each incident of `masked`, from the events `faults` selects."""
+    return store.frame(con, f"""
+        WITH {_CONTEXT},
+        f AS (SELECT ts, host, {_BUS.format("pci_bus")} AS bus, source, kind, failure_mode, xid, rank, file_id, line,
+                     text FROM events WHERE ts IS NOT NULL AND host IS NOT NULL AND ({faults}))
+        {_FOUND.format(where=where)}
+    """, {"window": int(window.total_seconds() * 1e6), "resets": list(RESET_KINDS)},
+        masked=masked.select("incident_id", "run", "attempt", "host", "rank", "failure_mode"))
+
+
+def _pending_remaps(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl.DataFrame,
+                    ev_schema: dict[str, pl.DataType]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The pending-remap rule (the module's second item)."""
+    masked = inc.filter(pl.col("failure_mode").is_in([*PENDING_MASKED, "gpu_memory_ecc"]), pl.col("host").is_not_null())
+    if not masked.height:
+        return inc, ev
+    kinds = ", ".join(f"'{k}'" for k in PENDING_KINDS)
+    xids = ", ".join(str(x) for x in PENDING_XIDS)
+    # (the same GPU where both name theirs: the row is that GPU's)
+    found = _faults(con, masked, f"kind IN ({kinds}) OR xid IN ({xids})",
+                    "(f.bus IS NULL OR mg.bus IS NULL OR f.bus = mg.bus)", PENDING_WINDOW)
+    if not found.height:
+        return inc, ev
+    mode = dict(inc.select("incident_id", "failure_mode").iter_rows())
+    # already the GPU's memory (the uncorrectable error at its death): the pending remap is why, and leads
+    known = found.join(inc.filter(pl.col("failure_mode") == "gpu_memory_ecc"), on="incident_id", how="semi")
+    if known.height:
+        ev = reattribute.lead(inc, ev, known, ev_schema)
+    found = found.join(known, on="incident_id", how="anti")
+    reasons = {r["incident_id"]: (f"a row of a GPU on {r['host']} waited for a reset to be remapped since "
+                                  f"{r['ts']:%Y-%m-%d %H:%M:%S} and no reset was seen before this attempt began: its "
+                                  f"{mode[r['incident_id']]} is that row's")
+               for r in found.iter_rows(named=True)}
+    return reattribute.apply(inc, ev, found, "gpu_memory_ecc", STICKY_CONFIDENCE, reasons, ev_schema)
+
+
+def _startup_deaths(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl.DataFrame,
+                    ev_schema: dict[str, pl.DataType]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The start-up rule (the module's first item)."""
     masked = inc.filter(pl.col("failure_mode").is_in(MASKED_MODES), pl.col("host").is_not_null())
     if not masked.height:
         return inc, ev
-    found = store.frame(con, """
-        WITH m AS (
-            SELECT m.incident_id, m.host, a.start_ts FROM masked m JOIN attempts a USING (run, attempt)
-            -- died before it finished a step: no step, or only the one it began with
-            WHERE a.start_ts IS NOT NULL AND coalesce(a.last_step - a.first_step, 0) < 1
-        )
-        SELECT m.incident_id, e.ts, e.host, e.source, e.kind, e.failure_mode, e.xid, e.rank, f.path AS file,
-               e.line, e.text
-        FROM m JOIN events e ON e.host = m.host AND e.failure_mode = 'gpu_memory_ecc'
-          AND e.ts BETWEEN m.start_ts - to_microseconds($window) AND m.start_ts
-        JOIN ingested_files f USING (file_id)
-        QUALIFY row_number() OVER (PARTITION BY m.incident_id ORDER BY e.ts DESC, f.path, e.line) = 1
-    """, {"window": int(STICKY_WINDOW.total_seconds() * 1e6)}, masked=masked.select("incident_id", "run", "attempt",
-                                                                                    "host"))
+    found = _faults(con, masked, "failure_mode = 'gpu_memory_ecc'", "mg.at_startup", STICKY_WINDOW)
     if not found.height:
         return inc, ev
     masked_by = dict(inc.select("incident_id", "failure_mode").iter_rows())
