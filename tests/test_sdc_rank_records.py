@@ -50,3 +50,8 @@ def _end(tmp_path: Path, trainer_log: bool) -> dict:
 def test_python_json_nan_and_infinity_losses_are_read_as_non_finite(tmp_path: Path) -> None:
     end = _end(tmp_path, trainer_log=False)
     assert (end["failure_mode"], end["host"], end["rank"]) == ("silent_data_corruption", "sdc-b", BAD_RANK), end
+
+
+def test_the_trainer_logs_reduced_loss_does_not_name_rank_0s_host(tmp_path: Path) -> None:
+    end = _end(tmp_path, trainer_log=True)
+    assert (end["failure_mode"], end["host"], end["rank"]) == ("silent_data_corruption", "sdc-b", BAD_RANK), end

@@ -5,8 +5,9 @@ A model that diverges does so on every rank at once (the ranks all-reduce the sa
 computes wrong values makes its own ranks' local loss or gradients NaN or inf first, while every other rank's
 stays finite. Llama 3's report counts such silent data corruption at 1.4 % of its interruptions. The rule: an
 attempt whose end was read as a diverging loss, the user's code, the user's stop or nothing, whose non-finite
-losses (`loss_nonfinite` per-rank events, or any `loss_divergence` line with a rank) come from ranks of one host
-only, while the per-rank records of other ranks hold finite losses at or after the first non-finite step.
+losses (`loss_nonfinite` per-rank events; where an attempt has none, any `loss_divergence` line with a rank) come
+from ranks of one host only, while the per-rank records of other ranks hold finite losses at or after the first
+non-finite step.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ def with_silent_corruption(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev
             FROM events e JOIN ingested_files f USING (file_id)
             WHERE e.failure_mode = 'loss_divergence' AND e.rank IS NOT NULL AND e.host IS NOT NULL
               AND (e.run, e.attempt) IN (SELECT (run, attempt) FROM masked)
+            -- a rank's own records outrank the trainer's log line: the loss a trainer logs (HF Trainer's
+            -- gathered mean, Megatron's data-parallel average) is every rank's reduced loss, printed by one rank
+            QUALIFY e.kind = 'loss_nonfinite'
+                 OR NOT bool_or(e.kind = 'loss_nonfinite') OVER (PARTITION BY e.run, e.attempt)
         ),
         one_host AS (
             SELECT run, attempt, any_value(host) AS host, list(DISTINCT rank) AS ranks, min(step) AS first_step
