@@ -31,7 +31,17 @@ formats real clusters print and each scored by the round trip like any other end
   both launches);
 - `maint_reboot`: the operator drains one node of the job for a firmware upgrade and reboots it under the job:
   the node is lost as in a node failure, its peers' queue pairs fail, slurmctld sets it DOWN (truth: preemption,
-  the provider's maintenance, on that node).
+  the provider's maintenance, on that node);
+- `remap_pending`: a GPU marks a row for remapping (Xid 63, "reset gpu to activate") before the launch and nobody
+  resets it; the launch dies on that GPU, of an uncorrectable ECC error (Xid 48) or, on every other cluster, of a
+  bare CUDA illegal memory access with nothing new in the kernel log (truth: gpu_memory_ecc on that host);
+- `remap_reset`: the same Xid 63, but the operator drains the node and resumes it (the GPU reset) before the
+  launch, which then dies of the user's own illegal address (Xid 31) on that GPU (truth: cuda_error: the reset
+  cleared the pending remap, so the GPU is not to blame);
+- `gloo_hang`: the hang of `examples/train_tiny_gpt.py --fail-mode hang` on a gloo group: one rank never begins
+  the next step; every other rank's per-rank recorder writes a stall record for it, and their gloo receives time
+  out (`Timed out waiting ...ms for recv operation to complete`, exit code 1) (truth: nccl_timeout on the hung
+  rank's host, never a rank that printed the timeout).
 """
 
 from __future__ import annotations
@@ -49,7 +59,8 @@ if TYPE_CHECKING:
     from clusterlab.simulator.textlog import Proc
 
 SCRIPT = ("preemption", "hang_limit", "manual_stop", "storage", "time_limit")
-CASES = ("hung_rank", "maintenance", "lustre", "sdc", "rollback", "sticky", "maint_reboot")
+CASES = ("hung_rank", "maintenance", "lustre", "sdc", "rollback", "sticky", "maint_reboot", "remap_pending",
+         "remap_reset", "gloo_hang")
 # hardware faults that hang the job (no process dies; the NCCL watchdog would fire after 10 minutes)
 HANG_CAUSES = ("gpu_fell_off_bus", "nvlink_error", "gpu_hw_other", "pcie_error")
 CANCEL_UID = 1000  # the user who runs scancel
@@ -60,6 +71,8 @@ LUSTRE_TARGET = "lustre-OST0003"  # the OST the `lustre` case loses, as the kern
 LUSTRE_NID = "10.40.0.13@o2ib"
 SDC_STEPS = 3  # steps one rank's loss is non-finite before the NaN check stops it
 XIDS = (13, 31, 43)
+REMAP_RESET_REASON = "Xid 63 row remap pending, GPU reset"  # the operator's drain before the reset (`remap_reset`)
+REMAP_QUIET_MS = 10 * 60_000  # a `remap_*` culprit node has been in service at least this long when the launch starts
 
 
 def script(cfg: Config) -> tuple[str, ...]:
@@ -90,7 +103,9 @@ def scripted(run: Run, k: int, seed: int = 0, cases: bool = False) -> str | None
     order = SCRIPT + CASES if cases else SCRIPT
     if k > len(order):
         return None
-    return order[(k - 1 + run.cluster.index + seed) % len(order)]
+    # with the cases, each cluster starts half the order further on: runs too short for every ending each cover more
+    step = 1 + len(order) // 2 if cases else 1
+    return order[(k - 1 + run.cluster.index * step + seed) % len(order)]
 
 
 def scripted_fail(script: str, start: int, limit_at: int | None, rng: np.random.Generator
@@ -100,13 +115,14 @@ def scripted_fail(script: str, start: int, limit_at: int | None, rng: np.random.
         return None, ""
     if script == "hang_limit":  # the fault 2-8 minutes before the limit: the watchdog never gets to fire
         return limit_at - int(rng.uniform(120_000, 480_000)), HANG_CAUSES[int(rng.integers(len(HANG_CAUSES)))]
-    if script == "hung_rank":  # early enough that the watchdog fires before the limit
+    if script in ("hung_rank", "gloo_hang"):  # early enough that the watchdog fires before the limit
         at = start + int((limit_at - start) * rng.uniform(0.2, 0.4))
         return (at, "nccl_timeout") if at + endings.WATCHDOG_MS + 180_000 < limit_at else (None, "")
     at = start + int((limit_at - start) * rng.uniform(0.35, 0.8))
     return at, {"preemption": "preemption", "manual_stop": "manual_stop", "storage": "filesystem_io",
                 "maintenance": "preemption", "lustre": "filesystem_io", "sdc": "silent_data_corruption",
-                "rollback": "loss_divergence", "sticky": "gpu_memory_ecc", "maint_reboot": "node_failure"}[script]
+                "rollback": "loss_divergence", "sticky": "gpu_memory_ecc", "maint_reboot": "node_failure",
+                "remap_pending": "gpu_memory_ecc", "remap_reset": "cuda_error"}[script]
 
 
 def shape_ending(script: str, run: Run, att: Attempt, limit_at: int | None, rng: np.random.Generator) -> None:
@@ -114,6 +130,8 @@ def shape_ending(script: str, run: Run, att: Attempt, limit_at: int | None, rng:
     e, n = att.ending, len(att.hosts)
     if script in CASES and e.mode == scripted_mode(script):
         e.case = script
+    if e.case in ("remap_pending", "remap_reset"):
+        _remap_host(run, att)
     if script == "lustre" and e.mode == "filesystem_io" and e.rank is not None:
         e.server = e.host = LUSTRE_TARGET
         e.trigger_ms = e.root_ms + endings.NFS_SOFT_MS + int(rng.integers(5, 900))
@@ -128,11 +146,28 @@ def shape_ending(script: str, run: Run, att: Attempt, limit_at: int | None, rng:
         e.exit_ms = endings.exit_ms(e.mode, e.trigger_ms, n, e.rank // run.cluster.gpus_per_node)
 
 
+def _remap_host(run: Run, att: Attempt) -> None:
+    """A `remap_*` ending on a node in service for a while before the launch (a node back from repair just then had
+    its GPUs reset: no remap of before would still be pending); no such node: no case."""
+    e, gpn = att.ending, run.cluster.gpus_per_node
+    fresh = {h for h, _, back in run.repairs if att.start_ms - REMAP_QUIET_MS <= back <= att.start_ms}
+    if e.host not in fresh:
+        return
+    settled = [n for n, h in enumerate(att.hosts) if h not in fresh]
+    if not settled or e.rank is None:
+        e.case = None
+        return
+    n = settled[0]
+    e.host, e.rank = att.hosts[n], n * gpn + e.rank % gpn
+    e.exit_ms = endings.exit_ms(e.mode, e.trigger_ms, len(att.hosts), n)
+
+
 def scripted_mode(script: str) -> str:
     """The failure mode a case's ending is drawn as."""
     return {"hung_rank": "nccl_timeout", "maintenance": "preemption", "lustre": "filesystem_io",
             "sdc": "silent_data_corruption", "rollback": "loss_divergence", "sticky": "gpu_memory_ecc",
-            "maint_reboot": "node_failure"}.get(script, "")
+            "maint_reboot": "node_failure", "remap_pending": "gpu_memory_ecc", "remap_reset": "cuda_error",
+            "gloo_hang": "nccl_timeout"}.get(script, "")
 
 
 def truth_mode(e: Ending) -> str:
@@ -163,7 +198,8 @@ def coverage(run: Run, att: Attempt, r: random.Random) -> tuple[int, int, tuple[
     slow_hosts = set(int(x) for x in np.unique(s.slow[s.slow >= 0]))
     kind = COVERAGE[(att.k + run.cluster.index) % len(COVERAGE)]
     # the cases told by per-rank records (who stopped first, whose loss alone went non-finite) have them all
-    if n < 40 or kind == "full" or (kind == "none" and len(need)) or att.ending.case in ("hung_rank", "sdc"):
+    told = att.ending.case in ("hung_rank", "sdc", "gloo_hang")
+    if n < 40 or kind == "full" or (kind == "none" and len(need)) or told:
         return 0, n, hosts
     if kind == "none":
         return 0, 0, ()
@@ -317,3 +353,35 @@ def missing_logs(cluster: Cluster, evidence: dict[str, list[tuple[int, str]]], r
     free = [h for h in cluster.hosts[:-1]
             if all(msg.startswith(("nfs: server ", "Lustre: ")) for _, msg in evidence.get(h, []))]
     return {r.choice(free)} if len(cluster.hosts) >= 3 and free else set()
+
+
+def remap_bare(run: Run) -> bool:
+    """Whether a `remap_pending` launch dies of a bare CUDA error (nothing new in the kernel log) rather than of an
+    Xid 48: on every other cluster, so that each seed sees both."""
+    return run.cluster.index % 2 == 1
+
+
+def remap_lines(run: Run, att: Attempt, bus: str, r: random.Random) -> tuple[list[tuple[int, str]],
+                                                                              list[tuple[int, str]]]:
+    """A `remap_*` launch's earlier evidence: its culprit GPU's row marked for remapping before the launch began (kernel
+    lines of its host: epoch ms, message) and, for `remap_reset`, the operator's drain and resume of the node around
+    the GPU reset that activated the remap (slurmctld lines)."""
+    e, start = att.ending, att.start_ms
+    # the driver's spelling when no process is on the GPU (RM's row remapper, NVRM's Xid 63 message)
+    row = f"0x{r.randrange(1 << 36):016x}"
+    xid63 = (f"NVRM: Xid (PCI:0000:{bus}:00): 63, pid='<unknown>', name=<unknown>, Row Remapper: New row ({row}) "
+             "marked for remapping, reset gpu to activate.")
+    if e.case == "remap_pending":
+        at = start - r.randint(4, 30) * 60_000
+        # after the node's last return to service (REMAP_QUIET_MS before the launch at the latest, `_remap_host`):
+        # nothing reset the GPU between the mark and this launch
+        back = max((b for h, _, b in run.repairs if h == e.host and b <= start), default=None)
+        if back is not None and at <= back:
+            at = (back + start) // 2
+        return [(at, xid63)], []
+    at = start - r.randint(45, 90) * 60_000
+    drained = at + r.randint(2, 6) * 60_000
+    resumed = start - r.randint(3, 12) * 60_000
+    return [(at, xid63)], [(drained, f"update_node: node {e.host} reason set to: {REMAP_RESET_REASON}"),
+                           (drained + 1, f"update_node: node {e.host} state set to DRAIN"),
+                           (resumed, f"update_node: node {e.host} state set to RESUME")]

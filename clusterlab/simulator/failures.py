@@ -91,6 +91,10 @@ def _hang(log: Log, run: Run, att: Attempt, procs: list[Proc], agents: dict[str,
         if p is culprit:
             continue
         t = after(trigger, r.uniform(0.0, 0.12))
+        if e.case == "gloo_hang":  # the wait is on a gloo group: no watchdog, the receive itself times out
+            log.add(t, _gloo_timeout(p))
+            fails[p.host].append((p.rank, p.local, p.pid, 1, after(t, 0.35), (_error_file(att, p), GLOO_TIMEOUT)))
+            continue
         ran = int((t - hang_start).total_seconds() * 1000)
         work = (f"WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn={numel}, NumelOut={numel}, "
                 f"Timeout(ms)={endings.WATCHDOG_MS})")
@@ -110,6 +114,30 @@ def _hang(log: Log, run: Run, att: Attempt, procs: list[Proc], agents: dict[str,
     if not fails[culprit.host]:  # a one-GPU node: the culprit is the only worker to report
         fails[culprit.host].append((culprit.rank, culprit.local, culprit.pid, -9, after(t_c, -0.2), ("", "<N/A>")))
     _summaries(log, run, att, agents, fails, times)
+
+
+# gloo's own words (gloo/transport/tcp/unbound_buffer.cc, as torch 2.x's builds print the source path) when a peer
+# never sends: the group's timeout is the one Megatron gives every group (--distributed-timeout-minutes, 10)
+GLOO_TIMEOUT = (f"RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting "
+                f"{endings.WATCHDOG_MS}ms for recv operation to complete")
+
+
+def _error_file(att: Attempt, p: Proc) -> str:
+    """The error file torchrun's @record writes for a worker that raised."""
+    return f"/tmp/torchelastic_{att.job_id}/{att.job_id}_0/attempt_0/{p.local}/error.json"
+
+
+def _gloo_timeout(p: Proc) -> str:
+    """The traceback of a rank whose all-reduce on a gloo group waited for a peer that never sent."""
+    dist = "/usr/local/lib/python3.10/dist-packages/torch/distributed"
+    lines = ["Traceback (most recent call last):", f'  File "{MEGATRON}/pretrain_gpt.py", line 284, in <module>',
+             "    pretrain(", f'  File "{MEGATRON}/megatron/training/training.py", line 386, in pretrain',
+             "    iteration, num_floating_point_operations_so_far = train(",
+             f'  File "{MEGATRON}/megatron/training/training.py", line 1412, in train',
+             "    torch.distributed.all_reduce(num_zeros_t, group=mpu.get_data_parallel_group_gloo())",
+             f'  File "{dist}/c10d_logger.py", line 83, in wrapper', "    return func(*args, **kwargs)",
+             f'  File "{dist}/distributed_c10d.py", line 2501, in all_reduce', "    work.wait()", GLOO_TIMEOUT]
+    return "\n".join(f"[rank{p.rank}]: {ln}" for ln in lines)
 
 
 _CULPRIT: dict[str, tuple[str, str, str]] = {
@@ -149,6 +177,8 @@ def _culprit_block(run: Run, att: Attempt, p: Proc) -> tuple[str | None, str, in
                "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
         frame, code = ('megatron/core/transformer/mlp.py", line 148, in forward',
                        "intermediate_parallel, bias_parallel = self.linear_fc1(hidden_states)")
+    if e.case == "remap_pending" and adversarial.remap_bare(run):  # what the process saw of the pending row
+        exc, frame, code = _CULPRIT["cuda_error"]
     if e.mode in ("loss_divergence", "silent_data_corruption"):
         exc = (f"RuntimeError: Rank {p.rank}, node {p.host}, device {p.local}, iteration {att.last_step + 1}: "
                "Unexpected result nan (message='found NaN in local grad norm for bucket #0 in backward pass before "
@@ -180,7 +210,7 @@ def _crash(log: Log, ev: Evidence, run: Run, att: Attempt, procs: list[Proc], ag
         block, what, code = _culprit_block(run, att, culprit)
         if block:
             log.add(trigger, block)
-        err = f"/tmp/torchelastic_{att.job_id}/{att.job_id}_0/attempt_0/{culprit.local}/error.json" if block else ""
+        err = _error_file(att, culprit) if block else ""
         fails[culprit.host].append((culprit.rank, culprit.local, culprit.pid, code, trigger, (err, what)))
     for p in procs:
         if (lost_node and p.host == culprit.host) or (p is culprit and not first):
@@ -305,8 +335,11 @@ def _kernel(ev: Evidence, run: Run, att: Attempt, p: Proc, r: random.Random) -> 
                                    "0x0, 0x0, 0x0, 0x0)"))]
     elif e.mode == "gpu_memory_ecc" and e.case == "sticky_init":
         msgs = []  # its memory failed under the launch before (Xid 48 then): nothing new in the kernel log
+    elif e.case == "remap_pending" and adversarial.remap_bare(run):
+        msgs = []  # the row still pending remap returned bad data: the process saw a CUDA error, the driver no Xid
     elif e.mode == "gpu_memory_ecc":
-        contained = r.random() < 0.6 and e.case != "sticky"  # sticky: a double-bit error, whose rows stay bad
+        # sticky: a double-bit error, whose rows stay bad; remap_pending: the pending row's error uncorrected
+        contained = r.random() < 0.6 and e.case not in ("sticky", "remap_pending")
         msgs = [(0, xid.format(94, "Contained: SM (0x1). RST: No, D-RST: No") if contained else
                  xid.format(48, "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer "
                                 "at partition 6, subpartition 0."))]
@@ -339,3 +372,7 @@ def _kernel(ev: Evidence, run: Run, att: Attempt, p: Proc, r: random.Random) -> 
                 (44_800, f"mlx5_core {pci} mlx5_{p.local}: Port: 1 Link INIT"),
                 (49_300, f"mlx5_core {pci} mlx5_{p.local}: Port: 1 Link ACTIVE")]
     ev.kernel += [(h, t + dt_ms, m) for dt_ms, m in msgs]
+    if e.case in ("remap_pending", "remap_reset"):  # the row its GPU marked for remapping before the launch
+        kernel, ctld = adversarial.remap_lines(run, att, bus, r)
+        ev.kernel += [(h, at, m) for at, m in kernel]
+        ev.ctld += ctld

@@ -8,7 +8,9 @@ a step end together (the all-reduce) and report the same step time; they differ 
 
 from __future__ import annotations
 
+import datetime as dt
 import io
+import json
 
 import numpy as np
 import polars as pl
@@ -18,6 +20,8 @@ from clusterlab.simulator.sink import Out
 from clusterlab.simulator.timeline import Attempt, Run
 
 CHUNK = 4096  # steps per block: bounds memory whatever the run's length
+# instrument.StepRecorder's defaults: a step open this many times the usual step, and at least this long, is stalled
+STALL_STEPS, STALL_MIN_S = 10.0, 10.0
 
 
 def _ms(col: str) -> pl.Expr:
@@ -53,7 +57,8 @@ def _block(run: Run, att: Attempt, node: int, lo: int, hi: int, rng: np.random.G
 
 def _case(per_rank: pl.DataFrame, att: Attempt, lo: int) -> pl.DataFrame:
     """The ending's rank as the issue-29 cases leave it: one rank's loss non-finite on the last steps while its
-    peers' stay finite (`sdc`), or one rank stopped inside the last step the others finished (`hung_rank`)."""
+    peers' stay finite (`sdc`), or one rank stopped inside the last step the others finished (`hung_rank`; a
+    `gloo_hang` rank stops after it: every rank's records end together, and `_stalls` tells them apart)."""
     e, n = att.ending, len(att.steps)
     if e.case == "sdc":
         bad = (pl.col("rank") == e.rank) & (pl.col("i") + lo >= n - SDC_STEPS)
@@ -93,7 +98,22 @@ def write_node(out: Out, run: Run, att: Attempt, node: int, seed: int, first: in
     for lo in range(first, n, CHUNK):
         write_records(out, *_block(run, att, node, lo, min(n, lo + CHUNK), rng, skew_ms), att.hosts[node], tokens,
                       epoch)
+    if att.ending.case == "gloo_hang" and n == len(att.steps):
+        out.write(_stalls(run, att, node, skew_ms))
     return max(0, n - first) * run.cluster.gpus_per_node
+
+
+def _stalls(run: Run, att: Attempt, node: int, skew_ms: int) -> bytes:
+    """`gloo_hang`: the stall record `instrument.StepRecorder` writes for each rank of the node that began the step
+    after the last and waits in its all-reduce (the hung rank never began it: it writes none)."""
+    gpn, s = run.cluster.gpus_per_node, att.steps
+    step_s = int(s.step_ms[-1]) / 1000
+    stalled = max(STALL_MIN_S, STALL_STEPS * step_s)
+    at = dt.datetime.fromtimestamp((int(s.end[-1]) + skew_ms) / 1000 + stalled, dt.UTC)
+    return "".join(json.dumps({"ts": at.isoformat(timespec="microseconds"), "rank": rank, "host": att.hosts[node],
+                               "step": int(s.step[-1]) + 1, "stalled_s": round(stalled + 0.05 * (rank % gpn), 3),
+                               "region": "comm"}) + "\n"
+                   for rank in range(node * gpn, (node + 1) * gpn) if rank != att.ending.rank).encode()
 
 
 def write_records(out: Out, per_step: pl.DataFrame, per_rank: pl.DataFrame, host: str, tokens: int, epoch: bool
