@@ -29,8 +29,9 @@ from clusterlab.cli.common import EXIT_BAD_INPUT
 @click.option("--adversarial", is_flag=True, help="Scripted scheduler ends, decoys, partial per-rank timings, clock "
               "skew and a missing node log, with the decoys listed apart in truth.json.")
 @click.option("--cases", is_flag=True, help="With --adversarial: also the root-cause cases (a rank that hangs first, "
-              "a storage target several hosts report, operator maintenance, a sticky GPU fault, silent data "
-              "corruption, a rollback and a checkpoint with incomplete shards).")
+              "a storage target several hosts report, operator maintenance, a sticky GPU fault, a row remap left "
+              "pending or reset, a gloo hang, silent data corruption, a rollback and a checkpoint with incomplete "
+              "shards).")
 @click.option("--telemetry", is_flag=True, help="dcgm-exporter scrapes for the job's hosts: each straggler's slow "
               "GPU throttling (truth: gpu_throttle on that GPU), a hot GPU that does not throttle as a decoy, and each "
               "noticeable job-wide slowdown a bulk NFS transfer by a host outside the job (truth: filesystem_io on "
