@@ -36,6 +36,15 @@ WARNINGS_PER_FILE = True  # its one warning (raw dmesg without a boot time) is e
 # name a shared filesystem belong to the header before them, so a batch is not cut between the two.
 BLOCK_START = r"INFO: task .*:\d+ blocked for more than "
 
+# A block device failing reads or writes, in each kernel's wording: the request's error (`blk_update_request:`
+# 3.17-5.15, `print_req_error:` 4.17-5.0, `end_request:` before 3.17, bare `I/O error, dev` since 5.16), the page
+# cache's (`Buffer I/O error on dev[ice]`) and a filesystem's own report of the failed I/O (ext2-4, XFS).
+_BLOCK_IO = (r"I/O error, dev \S+, sector|Buffer I/O error on dev"
+             r"|(?:EXT[234]-fs (?:warning|error) \(device [^)]+\)|XFS \([^)]+\)): .*I/O error")
+# Devices whose I/O errors are noise: a VM's absent floppy or CD drive probed at boot, a loop device's backing
+# file gone.
+_NOISY_BLOCK_DEV = r"^(?:fd|sr|loop)\d"
+
 # Lines of interest, whatever the time prefix. Every branch starts with a literal (or is one), so
 # the engine's regex prefilter rejects ordinary lines (NCCL INFO, training steps) at memchr speed.
 PATTERN = "|".join([
@@ -64,6 +73,7 @@ PATTERN = "|".join([
     r"LustreError: |LNetError: ",
     r"Lustre: .*(?:Connection to .* was lost|Connection restored to |Request sent has (?:timed out|failed due to))",
     r"LNet: .*(?:Timed out tx|Timed out RDMA|[Cc]losing conn)",
+    _BLOCK_IO,
     r"\[Hardware Error\]: (?:Machine check events logged|CPU \d+: Machine Check|event severity: )",
     r"Uncorrected hardware memory error|Memory failure: 0x",
     r"EDAC (?:\S+ )?MC\d+: \d+ (?:CE|UE|Fatal) ",
@@ -214,6 +224,9 @@ RULES: tuple[Rule, ...] = (
     Rule("lustre", "lnet_timeout", r"LNet: .*(?:Timed out tx|Timed out RDMA|[Cc]losing conn)", "filesystem_io",
          "warning"),
     Rule("lustre", "lustre_error", r"LustreError: |LNetError: ", "filesystem_io", "error"),
+    # NOTE: the node's disk or the filesystem on it (local scratch, a checkpoint being written): the nearest mode
+    # is filesystem_io; a noisy device's errors are informational (_quiet_noisy_devices).
+    Rule("block", "block_io_error", _BLOCK_IO, "filesystem_io", "error"),
     Rule("mce", "mce_panic", r"Kernel panic - not syncing: Fatal (?i:machine check)", "host_hw", "critical"),
     Rule("cpu", "kernel_panic", r"Kernel panic - not syncing: ", "node_failure", "critical"),
     Rule("mce", "mce_exception", r"\[Hardware Error\]: CPU \d+: Machine Check Exception: ", "host_hw", "critical"),
@@ -271,6 +284,7 @@ EXTRACTORS: dict[str, list[str]] = {
              r"^task:(?P<htask2>\S+) +state:D .*\bpid: *(?P<hpid2>\d+)"],
     "nfs": [r"\b(?P<nprog>nfs|nfs4|lockd): server (?P<nserver>\S+) (?P<nstate>not responding, [\w ]+|OK)"],
     "lustre": [r"(?P<ltarget>[\w-]+-(?:OST|MDT|MGS)[0-9A-Fa-f]*)", r"(?P<lnid>[\w.:-]+@(?:o2ib|tcp|gni|kfi)\d*)"],
+    "block": [r"(?:\bdev(?:ice)? |\(device |XFS \()(?P<bdev>[\w.-]+)", r"sector (?P<bsector>\d+)"],
     "mce": [
         r"CPU (?P<mcpu>\d+): Machine Check(?: Exception)?: \w+ Bank (?P<mbank>\d+): (?P<mstatus>[0-9a-fA-F]+)",
         r"EDAC (?:\S+ )?MC(?P<emc>\d+): (?P<ecount>\d+) (?:CE|UE|Fatal) (?P<emsg>.*?)(?: on (?P<eloc>\S+))?"
@@ -311,6 +325,7 @@ def _details() -> dict[str, dict[str, pl.Expr]]:
                  "blocked_in": pl.col("blocked_in"), "frame": pl.col("hframe")},
         "nfs": {"program": pl.col("nprog"), "server": pl.col("nserver"), "state": pl.col("nstate")},
         "lustre": {"target": pl.col("ltarget"), "nid": pl.col("lnid")},
+        "block": {"device": pl.col("bdev"), "sector": _int("bsector")},
         "mce": {"cpu": _int("mcpu"), "bank": _int("mbank"), "status": pl.col("mstatus"), "mc": _int("emc"),
                 "count": _int("ecount"), "location": pl.col("eloc")},
         "cpu": {"cpu": _int("ccpu"), "stuck_s": _int("csecs"), "task": pl.col("ctask"), "reason": pl.col("cwhy")},
@@ -506,6 +521,8 @@ def _family_events(family: str, part: pl.DataFrame) -> tuple[pl.DataFrame, pl.Se
         part = _hung_on_filesystem(part)
     elif family == "aer":
         part = _aer_flood(part)
+    elif family == "block":
+        part = _quiet_noisy_devices(part)
     pci = [_bdf(pl.col(c)) for c in PCI_COLUMNS.get(family, ())]
     # Fields a line did not have are left out rather than written as null (none: `{}`).
     detail = json_detail(_details()[family]).fill_null("{}")
@@ -581,6 +598,15 @@ def _aer_flood(part: pl.DataFrame) -> pl.DataFrame:
     return part.with_columns(
         failure_mode=pl.when(corrected).then(pl.lit("pcie_error")).otherwise(pl.col("failure_mode")),
         severity=pl.when(flood).then(pl.lit("error")).otherwise(pl.col("severity")))
+
+
+def _quiet_noisy_devices(part: pl.DataFrame) -> pl.DataFrame:
+    """I/O errors of a VM's floppy or CD drive or of a loop device are informational, never a failure."""
+    noisy = pl.col("bdev").str.contains(_NOISY_BLOCK_DEV).fill_null(False)
+    return part.with_columns(
+        failure_mode=pl.when(noisy).then(None).otherwise(pl.col("failure_mode")),
+        severity=pl.when(noisy).then(pl.lit("info")).otherwise(pl.col("severity")),
+    )
 
 
 def _hung_on_filesystem(part: pl.DataFrame) -> pl.DataFrame:
