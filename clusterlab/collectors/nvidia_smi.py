@@ -96,9 +96,19 @@ def sniff(head: bytes, path: str) -> bool:
     first = lines[0]
     if first.startswith("=") and first.strip("=").strip() == "NVSMI LOG":
         return True
-    if first.startswith("Unable to determine the device handle for GPU"):
+    if _unreachable_gpu_after_command(lines):
         return True
     return first.startswith("Timestamp") and any(ln.startswith("Driver Version") for ln in lines[1:4])
+
+
+def _unreachable_gpu_after_command(lines: list[str]) -> bool:
+    """nvidia-smi's message for a GPU it cannot reach, first, or pasted after what printed it: the command line
+    that ran nvidia-smi (a shell prompt, `docker run ... nvidia-smi`) or the top of its table."""
+    # NOTE: anything else before the message (a training log, a kernel log quoting it) is another collector's file
+    at = next((i for i, ln in enumerate(lines) if ln.startswith("Unable to determine the device handle for GPU")), None)
+    if at is None:
+        return False
+    return at == 0 or any("nvidia-smi" in ln.lower() for ln in lines[:at])
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
