@@ -37,6 +37,7 @@ PATTERN = (
     r"|Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
     r"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'"
     r"|NCCL INFO [\w./-]+:\d+ -> [1-9]"
+    r"|Test (?:CUDA|NCCL) failure [\w./-]+:\d+ '"
 )
 
 _HEAD = (
@@ -45,8 +46,14 @@ _HEAD = (
     r"(?:(?P<src>[\w./-]+:\d+) (?:\((?P<func>\w+)\) )?)?NCCL (?P<level>INFO|WARN) (?P<msg>.*)$"
 )
 # "Cuda failure 999 'unknown error'" after "Last error:" names the CUDA error behind ncclUnhandledCudaError
+# nccl-tests reports the CUDA or NCCL call that failed in its own words: "Test CUDA failure common.cu:334 '<CUDA
+# error>'", "Test NCCL failure common.cu:958 '<ncclGetErrorString>'"
+_TEST_FAILURE = r"Test (?:CUDA|NCCL) failure [\w./-]+:\d+ '"
 _ECHO = (r"Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
-         r"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'")
+         rf"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'|{_TEST_FAILURE}")
+# ncclGetErrorString's texts (as "Test NCCL failure" quotes them): the failure mode each names
+_NCCL_ERROR_TEXT = [(r"unhandled cuda error", "cuda_error"), (r"network error", "network"),
+                    (r"invalid (?:argument|usage)", "user_code_error"), (r"system error|internal error", "unknown")]
 # NCCLCHECK's trace of a failed call, "NCCL INFO file.cc:LINE -> RES" (an ncclResult_t), under the WARN that began it
 _CHAIN = r"^[\w./-]+:\d+ -> ([1-9])"
 # What each ncclResult_t says of a WARN no message rule classifies: 1 ncclUnhandledCudaError, 2 ncclSystemError,
@@ -92,7 +99,8 @@ _WARN_KINDS: list[tuple[str, str, str | None, str]] = [
      r"Connect to \S+ (?:failed|returned)|Net : ", "network", "error"),
     ("proxy_error", r"\[Proxy Service|\[Service thread\] Error|Proxy (?:Progress|Service)", "network", "error"),
     ("comm_abort", r"commReclaim|in abort state|communicator encountered a fatal error", None, "warning"),
-    ("cuda_failure", r"Cuda failure", "cuda_error", "error"),
+    ("cuda_failure", r"Cuda failure|Test CUDA failure", "cuda_error", "error"),
+    ("nccl_test_failure", r"Test NCCL failure", "unknown", "error"),
 ]
 
 
@@ -106,7 +114,8 @@ def sniff(head: bytes, path: str) -> bool:
     # NOTE: a match lies within one line holding "NCCL ": the first few such lines are asked alone (a regex over
     # the whole 64 KiB head cost a third of a millisecond, on every NCCL log), the rest of the head only if needed
     # NOTE: or NCCL's own words behind another prefix (a custom logger's, a masked host) or none: a WARN, an IB error
-    return _prefixed(head) or b"NCCL WARN " in head or b"Got completion from peer " in head
+    return (_prefixed(head) or b"NCCL WARN " in head or b"Got completion from peer " in head
+            or b"Test CUDA failure " in head or b"Test NCCL failure " in head)
 
 
 def _prefixed(head: bytes) -> bool:
@@ -250,6 +259,7 @@ def _warn_events(w: pl.DataFrame, rank_of: pl.DataFrame, chains: pl.DataFrame) -
         via=pl.when(pl.col("echo")).then(pl.lit("last_error")),
     ).with_columns(
         failure_mode=pl.when(pl.col("kind") == "cuda_failure").then(cuda_mode(pl.col("m")))
+        .when(pl.col("kind") == "nccl_test_failure").then(_error_text_mode(pl.col("m")))
         .otherwise(pl.col("failure_mode")),
         severity=pl.when((pl.col("kind") == "ib_async_event") & pl.col("m").str.contains("non-fatal"))
         .then(pl.lit("warning")).otherwise(pl.col("severity")),
@@ -262,6 +272,14 @@ def _warn_events(w: pl.DataFrame, rank_of: pl.DataFrame, chains: pl.DataFrame) -
         "line", "ts", "host", "kind", "failure_mode", "severity",
         rank=pl.coalesce("prefix_rank", "rank"), peer="peer", text="text", detail=json_detail(cols),
     )
+
+
+def _error_text_mode(text: pl.Expr) -> pl.Expr:
+    """The failure mode of the ncclResult_t a message quotes in words (unknown where it names none known)."""
+    mode = pl.lit("unknown")
+    for pattern, name in reversed(_NCCL_ERROR_TEXT):
+        mode = pl.when(text.str.contains(pattern)).then(pl.lit(name)).otherwise(mode)
+    return mode
 
 
 def _by_result(w: pl.DataFrame, chains: pl.DataFrame) -> pl.DataFrame:
