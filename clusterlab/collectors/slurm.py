@@ -7,6 +7,7 @@ Slurm 22.05–25.05 (`src/slurmd/slurmstepd/req.c`, `src/srun/launch.c`, `src/ap
     slurmstepd[-node3]: error: *** JOB 25 ON node1 CANCELLED AT 2026-12-03T08:45:21 DUE TO NODE FAILURE, ...
     slurmstepd: error: *** STEP 18.0 ON node3 CANCELLED AT 2026-12-03T08:43:54 ***
     slurmstepd: error: *** JOB 18 ON node3 CANCELLED AT 2026-12-03T08:43:54 DUE to SIGNAL Terminated ***  (25.05)
+    slurmstepd: *** JOB 18 CANCELLED AT 2016-12-03T08:43:54 DUE TO TIME LIMIT on node3 ***  (older: node last)
     salloc: error: Node failure on node[2-3]
     srun: error: node2: task 3: Exited with exit code 1
     srun: error: node1: tasks 0-1: Terminated
@@ -75,25 +76,25 @@ _SIGNAL_NAMES = "|".join(re.escape(n) for n in SIGNALS) + r"|Real-time signal \d
 
 # Ordered: the first rule that matches a line decides its kind, failure mode and severity.
 RULES: tuple[Rule, ...] = (
-    Rule("slurm_node_fail", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ DUE TO NODE FAILURE", "node_failure",
+    Rule("slurm_node_fail", r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+ DUE TO NODE FAILURE", "node_failure",
          "critical"),
-    Rule("slurm_time_limit", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT", "time_limit",
+    Rule("slurm_time_limit", r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+ DUE TO TIME LIMIT", "time_limit",
          "error"),
-    Rule("slurm_preempted", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ DUE TO PREEMPTION", "preemption",
+    Rule("slurm_preempted", r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+ DUE TO PREEMPTION", "preemption",
          "warning"),
-    Rule("slurm_requeued", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ DUE TO JOB REQUEUE", None, "warning"),
+    Rule("slurm_requeued", r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+ DUE TO JOB REQUEUE", None, "warning"),
     # NOTE: a whole job cancelled with no reason is scancel (SIGTERM/SIGKILL from a person or their
     # script); a step alone is also cancelled by srun --kill-on-bad-exit after a task failed.
     # NOTE: 25.05+ names the signal (`DUE to SIGNAL Terminated`, lower-case `to`) where older releases print
     # none; `DUE TO TASK FAILURE` (25.05+) is srun --kill-on-bad-exit after a task of the step failed: the
     # application's own failure, whose task line may not be in the file.
-    Rule("slurm_task_failure_cancel", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ DUE TO TASK FAILURE",
+    Rule("slurm_task_failure_cancel", r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+ DUE TO TASK FAILURE",
          "user_code_error", "error"),
     # NOTE: a person's own scancel is no failure: the event keeps its kind (root cause reads it as the user's
     # stop of an attempt, incidents.py) but carries no failure mode, so a file of it alone raises none.
-    Rule("slurm_cancelled", r"\*\*\* JOB \S+ ON \S+ CANCELLED AT \S+ (?:\*\*\*|DUE to SIGNAL )", None,
+    Rule("slurm_cancelled", r"\*\*\* JOB \S+ (?:ON \S+ )?CANCELLED AT \S+ (?:\*\*\*|DUE to SIGNAL )", None,
          "warning"),
-    Rule("slurm_step_cancelled", r"\*\*\* STEP \S+ ON \S+ CANCELLED AT ", None, "warning"),
+    Rule("slurm_step_cancelled", r"\*\*\* STEP \S+ (?:ON \S+ )?CANCELLED AT ", None, "warning"),
     Rule("slurm_step_failed", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ FAILED \(", None, "error"),
     Rule("slurm_memory_error", r"\*\*\* (?:JOB|STEP) \S+ ON \S+ UNCORRECTABLE MEMORY ERROR", "host_hw", "critical"),
     # NOTE: the step's processes would not die (stuck in the kernel: a hung GPU or filesystem); slurmctld drains
@@ -142,9 +143,12 @@ RULES: tuple[Rule, ...] = (
 
 # Named groups (unique across all) that become the detail fields of the lines they match.
 EXTRACTORS: tuple[str, ...] = (
-    rf"\*\*\* (?P<bent>JOB|STEP) (?P<bid>{_ID}) (?:STEPD TERMINATED )?ON (?P<bnode>\S+) "
+    rf"\*\*\* (?P<bent>JOB|STEP) (?P<bid>{_ID}) (?:(?:STEPD TERMINATED )?ON (?P<bnode>\S+) )?"
     rf"(?:CANCELLED AT |FAILED|UNCORRECTABLE MEMORY ERROR AT |AT )?(?P<bts>{_ISO})?"
-    r"(?: DUE (?i:TO) (?P<bwhy>[A-Za-z][\w ]*?)(?:, SEE | \*\*\*|$))?",
+    r"(?: DUE (?i:TO) (?P<bwhy>[A-Za-z][\w ]*?)(?:, SEE | on \S+ \*\*\*| \*\*\*|$))?",
+    # older releases (the 2015-2018 threads) name the node last:
+    # `*** JOB 7 CANCELLED AT <time> DUE TO TIME LIMIT on node3 ***`, `*** JOB 7 CANCELLED AT <time> *** on node3`
+    r"CANCELLED AT \S+ (?:DUE TO [A-Z ]+ on (?P<bnode_old>\S+) \*\*\*|\*\*\* on (?P<bnode_old2>\S+))",
     r"\*\*\* REASON: (?P<reason>.*?)(?: \*\*\*)?$",
     r"srun: error: (?P<thost>[^\s:]+): tasks? (?P<tasks>[\d,-]+): (?:Exited with exit code (?P<texit>\d+)"
     r"|(?P<tsig>[^(]*[^\s(])(?P<core> \(core dumped\))?)",
@@ -154,7 +158,7 @@ EXTRACTORS: tuple[str, ...] = (
     r"srun: error: (?P<emsg>.+)$",
     r"Job step aborted(?:: Waiting up to (?P<wait>\d+) seconds)?",
     rf"(?:Terminat(?:ed|ing)) (?:Step|Job)Id=(?P<tid>{_ID})",
-    rf"Detected (?P<oomn>\d+) oom[_-]kill event(?:s|\(s\))? in (?:Step|Job)Id=(?P<oomid>{_ID})",
+    rf"Detected (?P<oomn>\d+) oom[_-]kill event(?:s|\(s\))? in (?:(?:Step|Job)Id=|step )(?P<oomid>{_ID})",
     rf"(?:Step|Job)Id=(?P<memid>{_ID}) exceeded (?P<virt>virtual )?memory limit \((?P<used>\d+) > (?P<limit>\d+)\)",
     r"srun: job (?P<qjob>\d+) (?P<qstate>queued|has been allocated)",
 )
@@ -229,7 +233,8 @@ def _timestamp(ctx: Context) -> pl.Expr:
 
 def _host_expr() -> pl.Expr:
     """The node a line names: the banner's `ON node`, srun's task or node-failure host, the stepd name."""
-    return pl.coalesce("bnode", "thost", "nfnodes", "nrnodes", "pfnode", "phost").alias("host")
+    return pl.coalesce("bnode", "bnode_old", "bnode_old2", "thost", "nfnodes", "nrnodes", "pfnode",
+                       "phost").alias("host")
 
 
 def job_and_step(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
