@@ -142,7 +142,7 @@ def host_clocks(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFrame 
         profile, offsets = rank_profile_and_offsets(con, run)
     if not offsets.height:
         return empty
-    log = _one_log(logged_steps(con, run)).with_columns(pl.col("attempt").cast(pl.Int32))
+    log = _one_log(_clocked(logged_steps(con, run))).with_columns(pl.col("attempt").cast(pl.Int32))
     timed = profile.filter(pl.col("ts").is_not_null()).select(pl.col("attempt").cast(pl.Int32), "step", rank_ts="ts")
     shift = (log.join(timed, on=["attempt", "step"]).group_by("attempt")
              .agg(shift_us=(_us(pl.col("rank_ts")) - _us(pl.col("ts"))).median()))
@@ -331,10 +331,22 @@ def logged_steps(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     logged = store.frame(con, """SELECT attempt, step, ts, step_s, file_id, line, dated IS NOT NULL AS borrowed
                                  FROM steps WHERE run = ? AND ts IS NOT NULL""", [run])
     if not logged["borrowed"].any():
-        return logged.drop("borrowed")
+        return logged.drop("borrowed").with_columns(clocked=pl.lit(True))
     saves = store.frame(con, """SELECT DISTINCT attempt, step FROM checkpoints
                                 WHERE run = ? AND action = 'save' AND step IS NOT NULL""", [run])
-    return step_clock(_refined_anchors(logged), saves)
+    # `clocked`: the line has a stamp of its own, or its file a stamped step line in the attempt to date it from
+    anchored = logged.filter(~pl.col("borrowed")).select("attempt", "file_id").unique().with_columns(
+        clocked=pl.lit(True))
+    return step_clock(_refined_anchors(logged), saves).join(
+        anchored, on=["attempt", "file_id"], how="left", nulls_equal=True).with_columns(
+        pl.col("clocked").fill_null(False))
+
+
+def _clocked(logged: pl.DataFrame) -> pl.DataFrame:
+    """The step lines whose times measure a clock: HF Trainer's loss dicts carry no stamp and, in a file with no
+    stamped step line, keep the time of whatever stamped line came before them (the start of training, a save):
+    minutes off, they must not move the ranks' or a host's clock."""
+    return logged.filter("clocked") if "clocked" in logged.columns else logged
 
 
 def _refined_anchors(logged: pl.DataFrame) -> pl.DataFrame:
@@ -522,7 +534,9 @@ def merge(logged: pl.DataFrame, profile: pl.DataFrame) -> pl.DataFrame:
     timed = profile.filter(pl.col("ts").is_not_null()).select(
         pl.col("attempt").cast(pl.Int32), "step", "ts", "step_s", "data_s", source=pl.lit("rank"),
         stamp_err_s=pl.lit(0.0))
-    shift = (log.join(timed.select("attempt", "step", rank_ts="ts"), on=["attempt", "step"])
+    clock = log if "clocked" not in logged.columns or logged["clocked"].all() else \
+        _one_log(_clocked(logged)).with_columns(pl.col("attempt").cast(pl.Int32))
+    shift = (clock.join(timed.select("attempt", "step", rank_ts="ts"), on=["attempt", "step"])
              .group_by("attempt").agg(shift_us=(_us(pl.col("rank_ts")) - _us(pl.col("ts"))).median()))
     timed = timed.join(shift, on="attempt", how="left").with_columns(
         ts=pl.col("ts") - pl.duration(microseconds=pl.col("shift_us").fill_null(0).round().cast(pl.Int64)))
