@@ -46,6 +46,8 @@ _READY = r"\[Torch\] Checkpoint (\S+) is ready now!"
 _FAILED = r"Failed saving model checkpoint to (\S+) with tag (\S+)"
 _LOAD = r"\[Torch\] (?:Begin Load|Loading) checkpoint from (\S+?)(?:\.\.\.)?$"
 _LOADED = r"\[Torch\] (?:End Load|Loaded) checkpoint from (\S+?)(?:\.\.\.|\.)?$"
+# the engine's own load (`_load_checkpoint`): the model-states file of the tag it follows, before the ZeRO shards
+_ENGINE_LOAD = r"\] rank: \d+ loading checkpoint: (\S+)"
 _OVERFLOW = r"OVERFLOW! Rank \d+ Skipping step|Overflow detected\. Skipping step"
 _MIN_SCALE = r"Current loss scale already at minimum - cannot decrease scale anymore"
 _VERSION = r"DeepSpeed info: version=([^,\s]+)"
@@ -58,7 +60,7 @@ _CONFIG = r"\] {2,}(" + "|".join(f"{k} \\.{{{max(29 - len(k), 0)}}}" for k in _C
 PATTERN = "|".join([
     r"\] step=\d+, skipped=\d+", r"\bsteps: \d+ loss: ", r"\[Torch\] Checkpoint \S+ is (?:about to be saved|ready now)",
     r"Saving model checkpoint: ", r"Failed saving model checkpoint to ",
-    r"\[Torch\] (?:Begin Load|Loading|End Load|Loaded) checkpoint from ", _OVERFLOW, _MIN_SCALE,
+    r"\[Torch\] (?:Begin Load|Loading|End Load|Loaded) checkpoint from ", _ENGINE_LOAD, _OVERFLOW, _MIN_SCALE,
     r"DeepSpeed info: version=", _CONFIG.removeprefix(r"\] {2,}").removesuffix(r"(\S+)\s*$"),
 ])
 
@@ -128,6 +130,7 @@ def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:
         _op(_CREATE, "save", "start", None, 1), _op(_SAVING, "save", "info", 1, None),
         _op(_READY, "save", "finish", None, 1, ok=True), _op(_FAILED, "save", "finish", 1, 2, ok=False),
         _op(_LOAD, "load", "info", 1, None), _op(_LOADED, "load", "finish", 1, None, ok=True),
+        _op(_ENGINE_LOAD, "load", "info", 1, None),
     ])
 
 

@@ -22,7 +22,16 @@ import duckdb
 import polars as pl
 
 from clusterlab import store
-from clusterlab.diagnose import incidents, maintenance, progress, sdc, sticky, stopped_first, timeline
+from clusterlab.diagnose import (
+    incidents,
+    load_failures,
+    maintenance,
+    progress,
+    sdc,
+    sticky,
+    stopped_first,
+    timeline,
+)
 
 # The scheduler's verdicts; KILLS end a job that may have been healthy until then.
 KILLS = ("time_limit", "preemption", "manual_stop")
@@ -86,6 +95,7 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
         SELECT run, attempt, start_ts, end_ts, hosts, attempt = max(attempt) OVER (PARTITION BY run) AS is_last
         FROM attempts WHERE ($run IS NULL OR run = $run) ORDER BY run, attempt""", {"run": run})
     cand = incidents.with_hosts(con, incidents.candidates(con, run, s, profile))
+    cand = load_failures.lost_on_load(con, cand)  # a resume dying on the checkpoint it follows
     # each host's lines on the run's clock, where the moments all hosts share measure how far off it is
     if clocks is None and run is not None and cand.height:
         clocks = timeline.host_clocks(con, run)
