@@ -43,9 +43,11 @@ EXCLUSIVE = False
 _LOSS_DICT = r"\{'loss': "
 _END_DICT = r"\{'train_runtime': "
 _SAVE = r"Saving model checkpoint to (\S+)"
-# what a save writes into its checkpoint folder, each file as it is written (the last one ends the save)
-_SAVED = (r"(?:Model weights|Configuration|Model config \w+|tokenizer config file|Special tokens file|chat template)"
-          r" saved in (\S*checkpoint-\d+)/")
+# what a save writes into its checkpoint folder, each file as it is written (the last one ends the save); under
+# FSDP, accelerate writes the optimizer state after the model ("Optimizer state saved in .../optimizer_0"), often
+# most of the save's time
+_SAVED = (r"(?:Model weights|Configuration|Model config \w+|tokenizer config file|Special tokens file|chat template"
+          r"|Optimizer state) saved in (\S*checkpoint-\d+)/")
 _LOAD = r"Loading model from (\S*checkpoint-\d+)/?\.?\s*$"
 _RESUME = r"Continuing training from global step (\d+)"
 _BANNER = {
@@ -59,7 +61,8 @@ _BANNER = {
 _END = {"train_runtime_s": "train_runtime", "train_samples_per_second": "train_samples_per_second",
         "train_steps_per_second": "train_steps_per_second", "train_loss": "train_loss"}
 _TS_EXPLICIT = r"\[[A-Z]+\|[\w.]+:\d+\] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) >> "
-_TS_EXAMPLES = r"^(\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}) - [A-Z]+ - "
+# (behind torchrun --tee's `[default0]:` / PyTorch's `[rank0]:` prefixes, as a multi-node console prints it)
+_TS_EXAMPLES = r"^(?:\[\w+\]:)*(\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}) - [A-Z]+ - "
 
 # tqdm's progress bar, as the Trainer draws it on stderr: `100/5625 [01:02<57:01,  1.61it/s]`, step and the time
 # since the bar began (`h:mm:ss` past an hour). Its updates are joined by carriage returns on one physical line:
