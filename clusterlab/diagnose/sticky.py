@@ -47,72 +47,87 @@ STICKY_CONFIDENCE = 0.6  # the link is inferred from time and place, not printed
 # `0000:5d:00` (an Xid), `00000000:5D:00.0` (nvidia-smi, NCCL): the bus and device, which name a GPU on its host
 _BUS = r"""nullif(regexp_extract(lower({}), '([0-9a-f]{{2}}:[0-9a-f]{{2}})(\.[0-7])?\s*$', 1), '')"""
 
-# the incidents a rule reads (`masked`) with their attempt's start, the GPU of their rank, and the resets seen
-_CONTEXT = f"""
-    m AS (
-        SELECT m.incident_id, m.run, m.attempt, m.host, m.rank, m.failure_mode AS mode, a.start_ts,
-               coalesce(a.last_step - a.first_step, 0) < 1 AS at_startup
+_PENDING = (f"kind IN ({', '.join(repr(k) for k in PENDING_KINDS)}) "
+            f"OR xid IN ({', '.join(str(x) for x in PENDING_XIDS)})")
+# The fault line explaining each incident of `masked` by each rule (`rule`: pending or startup): the latest fault on
+# its host before its attempt began, within the rule's window, with no reset seen between the two; for a pending
+# remap on the incident rank's GPU where both name theirs. One query for both rules: its cost is mostly fixed.
+_FOUND = f"""
+    WITH m0 AS (
+        SELECT m.incident_id, m.run, m.attempt, m.host, m.rank, a.start_ts,
+               list_contains($pending_masked, m.failure_mode) AS pending_masked,
+               -- died before it finished a step: no step, or only the one it began with
+               list_contains($masked_modes, m.failure_mode) AND coalesce(a.last_step - a.first_step, 0) < 1
+                   AS startup_masked
         FROM masked m JOIN attempts a USING (run, attempt) WHERE a.start_ts IS NOT NULL
     ),
+    -- the GPU of the incident's rank as NCCL's init names it (its lines are many, the incidents few: theirs first)
     gpu AS (
-        SELECT run, attempt, host, rank, any_value({_BUS.format("bus_id")}) AS bus FROM nccl_ranks
-        WHERE bus_id IS NOT NULL AND rank IS NOT NULL GROUP BY ALL
+        SELECT run, attempt, host, rank, any_value(bus_id) AS bus_id FROM nccl_ranks SEMI JOIN m0 USING (run, attempt,
+                                                                                                         host, rank)
+        WHERE bus_id IS NOT NULL GROUP BY ALL
     ),
-    mg AS (SELECT m.*, gpu.bus FROM m LEFT JOIN gpu USING (run, attempt, host, rank)),
-    resets AS (
-        SELECT host, NULL AS bus, ts FROM events WHERE kind IN (SELECT unnest($resets)) AND host IS NOT NULL
-        UNION ALL
-        SELECT host, {_BUS.format("pci_bus")} AS bus, ts FROM events
-        WHERE source IN ('nvidia_smi', 'nvidia_smi_query') AND host IS NOT NULL
-          AND json_extract_string(detail, '$.remap_pending') = 'false'
-          AND coalesce(json_extract_string(detail, '$.remap_failure'), 'false') = 'false'
-          AND coalesce(json_extract_string(detail, '$.page_retirement_pending'), 'false') = 'false'
-    )"""
-
-# one fault line per incident: the latest fault `f` (a CTE of events) before its attempt began, on its GPU, not reset
-_FOUND = """
-    SELECT mg.incident_id, f.ts, f.host, f.source, f.kind, f.failure_mode, f.xid,
-           -- a line that names no rank but the GPU of the incident's: that rank's
-           CASE WHEN f.rank IS NULL AND f.bus = mg.bus THEN mg.rank ELSE f.rank END AS rank,
-           fl.path AS file, f.line, f.text
-    FROM mg JOIN f ON f.host = mg.host AND f.ts < mg.start_ts AND f.ts >= mg.start_ts - to_microseconds($window)
-    JOIN ingested_files fl ON fl.file_id = f.file_id
-    WHERE NOT EXISTS (SELECT 1 FROM resets r WHERE r.host = f.host AND r.ts > f.ts AND r.ts <= mg.start_ts
-                                                AND (r.bus IS NULL OR r.bus = f.bus))
-      AND {where}
-    QUALIFY row_number() OVER (PARTITION BY mg.incident_id ORDER BY f.ts DESC, fl.path, f.line) = 1"""
+    m AS (SELECT m0.*, {_BUS.format("gpu.bus_id")} AS bus FROM m0 LEFT JOIN gpu USING (run, attempt, host, rank)),
+    -- one pass over the events: the faults and the resets on the incidents' hosts
+    e AS MATERIALIZED (
+        SELECT ts, host, {_BUS.format("pci_bus")} AS bus, source, kind, failure_mode, xid, rank, file_id, line, text,
+               coalesce({_PENDING}, false) AS pending, failure_mode IS NOT DISTINCT FROM 'gpu_memory_ecc' AS ecc,
+               list_contains($resets, kind) AS node_reset,
+               (source IN ('nvidia_smi', 'nvidia_smi_query')
+                AND json_extract_string(detail, '$.remap_pending') = 'false'
+                AND coalesce(json_extract_string(detail, '$.remap_failure'), 'false') = 'false'
+                AND coalesce(json_extract_string(detail, '$.page_retirement_pending'), 'false') = 'false') AS gpu_reset
+        FROM events WHERE ts IS NOT NULL AND host IN (SELECT host FROM m0)
+          AND ({_PENDING} OR failure_mode = 'gpu_memory_ecc' OR list_contains($resets, kind)
+               OR source IN ('nvidia_smi', 'nvidia_smi_query'))
+    ),
+    -- a node's reset clears every GPU of it; a GPU's report with nothing pending, that GPU
+    resets AS (SELECT host, CASE WHEN node_reset THEN NULL ELSE bus END AS bus, ts FROM e
+               WHERE node_reset OR gpu_reset),
+    hit AS (
+        SELECT CASE WHEN m.pending_masked AND f.pending AND f.ts >= m.start_ts - to_microseconds($pending_window)
+                         AND (f.bus IS NULL OR m.bus IS NULL OR f.bus = m.bus) THEN 'pending'
+                    WHEN m.startup_masked AND f.ecc AND f.ts >= m.start_ts - to_microseconds($sticky_window)
+                         THEN 'startup' END AS rule,
+               m.incident_id, f.ts, f.host, f.source, f.kind, f.failure_mode, f.xid,
+               -- a line that names no rank but the GPU of the incident's: that rank's
+               CASE WHEN f.rank IS NULL AND f.bus = m.bus THEN m.rank ELSE f.rank END AS rank, f.file_id, f.line, f.text
+        FROM m JOIN e AS f ON f.host = m.host AND f.ts < m.start_ts AND (f.pending OR f.ecc)
+        WHERE NOT EXISTS (SELECT 1 FROM resets r WHERE r.host = f.host AND r.ts > f.ts AND r.ts <= m.start_ts
+                                                    AND (r.bus IS NULL OR r.bus = f.bus))
+    )
+    SELECT h.rule, h.incident_id, h.ts, h.host, h.source, h.kind, h.failure_mode, h.xid, h.rank, fl.path AS file,
+           h.line, h.text
+    FROM hit h JOIN ingested_files fl USING (file_id) WHERE h.rule IS NOT NULL
+    QUALIFY row_number() OVER (PARTITION BY h.rule, h.incident_id ORDER BY h.ts DESC, fl.path, h.line) = 1"""
 
 
 def with_sticky_faults(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl.DataFrame,
                        ev_schema: dict[str, pl.DataType]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """`inc` and `ev` (root cause's attempt-end incidents and evidence) with the sticky faults re-attributed."""
-    inc, ev = _pending_remaps(con, inc, ev, ev_schema)
-    return _startup_deaths(con, inc, ev, ev_schema)
-
-
-def _faults(con: duckdb.DuckDBPyConnection, masked: pl.DataFrame, faults: str, where: str,
-            window: dt.timedelta) -> pl.DataFrame:
-    """The fault line (`_FOUND`'s columns) explaining each incident of `masked`, from the events `faults` selects."""
-    return store.frame(con, f"""
-        WITH {_CONTEXT},
-        f AS (SELECT ts, host, {_BUS.format("pci_bus")} AS bus, source, kind, failure_mode, xid, rank, file_id, line,
-                     text FROM events WHERE ts IS NOT NULL AND host IS NOT NULL AND ({faults}))
-        {_FOUND.format(where=where)}
-    """, {"window": int(window.total_seconds() * 1e6), "resets": list(RESET_KINDS)},
-        masked=masked.select("incident_id", "run", "attempt", "host", "rank", "failure_mode"))
-
-
-def _pending_remaps(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl.DataFrame,
-                    ev_schema: dict[str, pl.DataType]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The pending-remap rule (the module's second item)."""
-    masked = inc.filter(pl.col("failure_mode").is_in([*PENDING_MASKED, "gpu_memory_ecc"]), pl.col("host").is_not_null())
-    if not masked.height:
+    masked = inc.filter(pl.col("failure_mode").is_in([*MASKED_MODES, *PENDING_MASKED, "gpu_memory_ecc"]),
+                        pl.col("host").is_not_null())
+    # (no memory fault anywhere, the usual case: one scan of two columns instead of the query's fixed ~15 ms)
+    if not masked.height or not con.execute(f"SELECT count(*) FROM events WHERE failure_mode = 'gpu_memory_ecc' OR "
+                                            f"{_PENDING}").fetchall()[0][0]:
         return inc, ev
-    kinds = ", ".join(f"'{k}'" for k in PENDING_KINDS)
-    xids = ", ".join(str(x) for x in PENDING_XIDS)
-    # (the same GPU where both name theirs: the row is that GPU's)
-    found = _faults(con, masked, f"kind IN ({kinds}) OR xid IN ({xids})",
-                    "(f.bus IS NULL OR mg.bus IS NULL OR f.bus = mg.bus)", PENDING_WINDOW)
+    found = store.frame(con, _FOUND, {
+        "pending_masked": [*PENDING_MASKED, "gpu_memory_ecc"], "masked_modes": list(MASKED_MODES),
+        "resets": list(RESET_KINDS), "pending_window": int(PENDING_WINDOW.total_seconds() * 1e6),
+        "sticky_window": int(STICKY_WINDOW.total_seconds() * 1e6),
+    }, masked=masked.select("incident_id", "run", "attempt", "host", "rank", "failure_mode"))
+    if not found.height:
+        return inc, ev
+    pending = found.filter(pl.col("rule") == "pending").drop("rule")
+    inc, ev = _pending_remaps(inc, ev, pending, ev_schema)
+    # (an incident the pending remap explains is explained)
+    return _startup_deaths(inc, ev, found.filter(pl.col("rule") == "startup").drop("rule").join(
+        pending, on="incident_id", how="anti"), ev_schema)
+
+
+def _pending_remaps(inc: pl.DataFrame, ev: pl.DataFrame, found: pl.DataFrame, ev_schema: dict[str, pl.DataType]
+                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The pending-remap rule (the module's second item), `found` its fault lines."""
     if not found.height:
         return inc, ev
     mode = dict(inc.select("incident_id", "failure_mode").iter_rows())
@@ -128,13 +143,9 @@ def _pending_remaps(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl.Da
     return reattribute.apply(inc, ev, found, "gpu_memory_ecc", STICKY_CONFIDENCE, reasons, ev_schema)
 
 
-def _startup_deaths(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl.DataFrame,
-                    ev_schema: dict[str, pl.DataType]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The start-up rule (the module's first item)."""
-    masked = inc.filter(pl.col("failure_mode").is_in(MASKED_MODES), pl.col("host").is_not_null())
-    if not masked.height:
-        return inc, ev
-    found = _faults(con, masked, "failure_mode = 'gpu_memory_ecc'", "mg.at_startup", STICKY_WINDOW)
+def _startup_deaths(inc: pl.DataFrame, ev: pl.DataFrame, found: pl.DataFrame, ev_schema: dict[str, pl.DataType]
+                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The start-up rule (the module's first item), `found` its fault lines."""
     if not found.height:
         return inc, ev
     masked_by = dict(inc.select("incident_id", "failure_mode").iter_rows())
