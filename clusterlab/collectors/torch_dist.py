@@ -248,15 +248,43 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
                            body.str.extract(r"^(\s*)", 1)]),
         drop=drop,
     )
-    kind, mode, severity = first_kind(pl.col("msg"), _KINDS)
-    kind = pl.when(~pl.col("drop") & pl.col("field").is_null() & pl.col("header").is_null()).then(kind)
-    f = f.with_columns(kind=kind, severity=severity, mode=mode).with_columns(
-        failure_mode=pl.when(pl.col("kind").is_in(_CONTENT_MODE_KINDS)).then(_content_mode(pl.col("msg")))
+    content = ~pl.col("drop") & pl.col("field").is_null() & pl.col("header").is_null()
+    # NOTE: a kind and a message's fields only where an event can come from (a line of content, an exception):
+    # a summary's field lines, half of a torchrun failure's lines, skip the ~80 regexes (the others' are unread)
+    f = f.with_row_index("_i")
+    event = content | pl.col("exc_type").is_not_null()
+    part, other = f.filter(event), f.filter(~event)
+    part = _kinds(part, content)
+    other = other.with_columns(pl.col("task").cast(pl.Int32, strict=False))
+    return pl.concat([part, other], how="diagonal_relaxed").sort("_i").drop("_i")
+
+
+def _kinds(f: pl.DataFrame, content: pl.Expr) -> pl.DataFrame:
+    """The content kind, failure mode and severity of each line (a kind only on `content` lines), and the fields
+    its message carries."""
+    # NOTE: the literals the kinds' and fields' regexes need, found in one scan: a regex none of the batch's lines
+    # can match is not run (each costs a compilation, ~0.1-1 ms, and polars keeps few compiled patterns)
+    found = _present(f)
+    kinds = [k for k in _KINDS if not found.isdisjoint(_KIND_LITS[k[0]])]
+    kind, mode, severity = first_kind(pl.col("msg"), kinds)
+    f = f.with_columns(kind=pl.when(content).then(kind), severity=severity, mode=mode)
+    modes = f.height > 0 and bool(f["kind"].is_in(_CONTENT_MODE_KINDS).any())
+    f = f.with_columns(
+        failure_mode=pl.when(pl.col("kind").is_in(_CONTENT_MODE_KINDS)).then(
+            _content_mode(pl.col("msg")) if modes else pl.lit(None, pl.String))
         .when(pl.col("kind").is_not_null()).then(pl.col("mode")),
     )
-    f = _message_fields(f)
+    f = _message_fields(f, found)
     manual = (pl.col("kind") == "agent_signal") & pl.col("signal").is_in(_MANUAL_SIGNALS)
     return f.with_columns(failure_mode=pl.when(manual).then(pl.lit("manual_stop")).otherwise(pl.col("failure_mode")))
+
+
+def _present(f: pl.DataFrame) -> set[str]:
+    """Which of `_LITS` the lines' messages hold (all of them: each regex runs)."""
+    if not f.height:
+        return set()
+    found = f.select(pl.col("msg").str.extract_many(_LITS, overlapping=True).explode().unique().drop_nulls())
+    return set(found.to_series().to_list())
 
 
 def _content_mode(t: pl.Expr) -> pl.Expr:
@@ -294,52 +322,120 @@ def _gib(rx: str) -> pl.Expr:
     return (value * unit).round(4)
 
 
-def _message_fields(f: pl.DataFrame) -> pl.DataFrame:
-    """The numbers and names each kind of message carries (extracts hit only the lines that carry them)."""
+# What each field's regex cannot match without (literals of `_message_fields`' patterns): a field whose literals no
+# line of the batch holds is null without its regex (each costs a compilation, and polars keeps few compiled)
+_CUDA_LITS = ("CUDA error: ", "CUDA driver error: ", "cuda runtime error (", "THCudaCheck FAIL", "cudaError",
+              "CUDA_ERROR_", "Triton Error [CUDA]: ")
+_FIELD_LITS = ("local_rank: ", "[PG ", "Rank ", "SeqNum=", "watchdog at work", "NCCL work: ", "OpType=", "NumelIn=",
+               "NumelOut=", "Timeout(ms)=", "ran for ", "last enqueued ", "last completed ", "got stuck for ",
+               "NCCL Error", "NCCL error", "NCCL version ", "rror in: ", "Error:", *_CUDA_LITS, ". GPU ", "(GPU ",
+               "Tried to allocate ", "total capac", "GPU ", "free", " memory in use", "Of the allocated memory",
+               "capacity;", "reserved in total by PyTorch", "is reserved by PyTorch but unallocated",
+               "failed (exitcode: ", ") of binary", "of binary: ", "] Worker group", "Worker group ", " attempts left",
+               " death signal", "instance of '", "collective timeout from ", "Timeout at collective: ")
+
+# What each kind's regex cannot match without (`_KINDS`)
+_KIND_LITS: dict[str, tuple[str, ...]] = {
+    "watchdog_terminated": ("watchdog thread terminated with exception",),
+    "comm_aborted": ("NCCL communicator was aborted",),
+    "watchdog_timeout": ("ollective operation timeout", "timed out in ", "Timed out waiting ",
+                         "Watchdog caught collective", " milliseconds before timing out"),
+    "heartbeat_timeout": ("Heartbeat monitor timed out", "watchdog got stuck for"),
+    "timeout_notified": ("Received a global timeout from another rank",),
+    "dump_signal": ("Received a dump signal due to a collective timeout", "Observed flight recorder dump signal"),
+    "desync_lagging": ("didn't finish collective #", "but didn't join collective #",
+                       "are the lagging ranks that caused"),
+    "desync_report": ("] Timeout at collective: ", "ranks that caused the desync are"),
+    "nccl_ops_failed": ("Some NCCL operations have failed or timed out",),
+    "process_teardown": ("To avoid data inconsistency, we are taking the entire process down",),
+    "dataloader_shm": ("is killed by signal: Bus error", "Unexpected bus error encountered in worker",
+                       "unable to write to file </torch_"),
+    "dataloader_killed": ("is killed by signal: Killed",),
+    "dataloader_died": ("DataLoader worker (pid",),
+    "watchdog_status": ("detected by watchdog at work", "Timeout at NCCL work: "),
+    "cuda_oom": ("CUDA out of memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
+                 "CUDNN_STATUS_ALLOC_FAILED", "HIP out of memory"),
+    "cuda_error": _CUDA_LITS,
+    "nccl_detail": ("Error: ", "Unknown NCCL error"),
+    "nccl_error": ("NCCL Error", "NCCL error"),
+    "worker_failed": ("failed (exitcode: ",),
+    "worker_group_restart": ("attempts left; will restart worker group",),
+    "agent_signal": ("death signal, shutting down workers",),
+    "process_abort": ("terminate called after throwing an instance of",),
+}
+_LITS = sorted({*_FIELD_LITS, *(x for lits in _KIND_LITS.values() for x in lits)})
+
+
+def _message_fields(f: pl.DataFrame, found: set[str]) -> pl.DataFrame:
+    """The numbers and names each kind of message carries (extracts hit only the lines that carry them; `found`:
+    which of `_FIELD_LITS` the messages hold)."""
     m = pl.col("msg")
+    lagging = f.height > 0 and bool((f["kind"] == "desync_lagging").any())
+
+    def has(*lits: str) -> bool:
+        return not found.isdisjoint(lits)
+
+    def num(lit: str | tuple[str, ...], rx: str, dtype: pl.DataType = pl.Int64) -> pl.Expr:
+        return _num(rx, dtype) if has(*((lit,) if isinstance(lit, str) else lit)) else pl.lit(None, dtype)
+
+    def text(lit: str | tuple[str, ...], rx: str) -> pl.Expr:
+        return m.str.extract(rx, 1) if has(*((lit,) if isinstance(lit, str) else lit)) else pl.lit(None, pl.String)
+
+    def gib(lit: str | tuple[str, ...], rx: str) -> pl.Expr:
+        return _gib(rx) if has(*((lit,) if isinstance(lit, str) else lit)) else pl.lit(None, pl.Float64)
+
     pg = r"\[PG (?:ID )?(\d+) (?:PG GUID \S+? |\([^)]*\) )?Rank \d+\]"
+    pg_rank = num("Rank ", r"\[(?:PG [^\]]*?)?Rank (\d+)\]", pl.Int32)
     return f.with_columns(
         task=pl.col("task").cast(pl.Int32, strict=False), local_rank=pl.coalesce(
-            pl.col("plocal").cast(pl.Int32, strict=False), _num(r"local_rank: (\d+)", pl.Int32)),
-        pg_id=_num(pg, pl.Int32), pg_desc=m.str.extract(r"\[PG (?:ID )?\d+ (?:PG GUID \d+)? ?\(([^)]*)\) Rank", 1),
-        pg_rank=_num(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", pl.Int32),
-        seq_num=pl.coalesce(_num(r"SeqNum=(\d+)"), _num(r"watchdog at work(?: sequence id)?: (\d+)"),
-                            _num(r"NCCL work: (\d+)")),
-        op_type=m.str.extract(r"OpType=(\w+)", 1), numel_in=_num(r"NumelIn=(\d+)"), numel_out=_num(r"NumelOut=(\d+)"),
-        timeout_ms=_num(r"Timeout\(ms\)=(\d+)"), ran_for_ms=_num(r"ran for (\d+) milliseconds"),
-        last_enqueued=_num(r"last enqueued (?:NCCL )?work: (-?\d+)"),
-        last_completed=_num(r"last completed (?:NCCL )?work: (-?\d+)"),
-        heartbeat_timeout_s=_num(r"got stuck for (\d+) seconds"),
-        nccl_error=m.str.extract(r"NCCL [Ee]rror(?: \d+)?(?: in: [^,]+,|:)? ?([^,]+?)(?:, NCCL version \S+)?\s*$", 1),
-        nccl_version=m.str.extract(r"NCCL version (\S+)", 1),
-        nccl_src=m.str.extract(r"NCCL [Ee]rror in: ([^,]+),", 1),
-        nccl_result=m.str.extract(r"^\s*(nccl[A-Z]\w*Error):", 1),
-        cuda_error=m.str.extract(_CUDA_ERR + r"(.+?)(?: at \S+:\d+)?\s*$", 1),
-        gpu=pl.coalesce(_num(r"\. GPU (\d+) has a total", pl.Int32), _num(r"\(GPU (\d+); ", pl.Int32)),
-        tried_gib=_gib(r"Tried to allocate ([\d.]+) (\w+)"),
-        total_gib=_gib(r"(?:total capaci?ty of|GPU \d+; ) ?([\d.]+) (\w+)"),
-        free_gib=_gib(r"(?:of which|already allocated; ) ?([\d.]+) (\w+) (?:is )?free"),
-        process_gib=_gib(r"(?:this process|Process \d+) has ([\d.]+) (\w+) memory in use"),
-        allocated_gib=_gib(r"(?:Of the allocated memory|capacity;) ([\d.]+) (\w+) (?:is allocated|already)"),
-        reserved_gib=_gib(r"([\d.]+) (\w+) reserved in total by PyTorch"),
-        reserved_unallocated_gib=_gib(r"and ([\d.]+) (\w+) is reserved by PyTorch but unallocated"),
-        exitcode=_num(r"failed \(exitcode: (-?\d+)\)", pl.Int32), pid=_num(r"\(pid: (\d+)\) of binary"),
-        binary=m.str.extract(r"of binary: (.+)$", 1),
-        role=m.str.extract(r"\[(\w+)\] Worker group", 1), state=m.str.extract(r"Worker group (\w+)\.", 1),
-        attempts_left=_num(r"(\d+)/\d+ attempts left", pl.Int32),
-        max_restarts=_num(r"\d+/(\d+) attempts left", pl.Int32),
-        signal=m.str.extract(r"Received (\S+) death signal", 1).str.strip_prefix("Signals.").replace(_SIGNAMES),
-        abort_exception=m.str.extract(r"instance of '([^']+)'", 1),
-        timeout_from_rank=_num(r"collective timeout from +rank (\d+)", pl.Int32),
-        desync_seq=_num(r"Timeout at collective: \w+, #(\d+)"),
-        desync_op=m.str.extract(r"Timeout at collective: (\w+)", 1),
-        lagging_ranks=pl.when(pl.col("kind") == "desync_lagging").then(m.str.extract(r"\[([\d, ]+)\]", 1)),
+            pl.col("plocal").cast(pl.Int32, strict=False), num("local_rank: ", r"local_rank: (\d+)", pl.Int32)),
+        pg_id=num("[PG ", pg, pl.Int32), pg_desc=text("[PG ", r"\[PG (?:ID )?\d+ (?:PG GUID \d+)? ?\(([^)]*)\) Rank"),
+        pg_rank=pg_rank,
+        seq_num=pl.coalesce(num("SeqNum=", r"SeqNum=(\d+)"),
+                            num("watchdog at work", r"watchdog at work(?: sequence id)?: (\d+)"),
+                            num("NCCL work: ", r"NCCL work: (\d+)")),
+        op_type=text("OpType=", r"OpType=(\w+)"), numel_in=num("NumelIn=", r"NumelIn=(\d+)"),
+        numel_out=num("NumelOut=", r"NumelOut=(\d+)"), timeout_ms=num("Timeout(ms)=", r"Timeout\(ms\)=(\d+)"),
+        ran_for_ms=num("ran for ", r"ran for (\d+) milliseconds"),
+        last_enqueued=num("last enqueued ", r"last enqueued (?:NCCL )?work: (-?\d+)"),
+        last_completed=num("last completed ", r"last completed (?:NCCL )?work: (-?\d+)"),
+        heartbeat_timeout_s=num("got stuck for ", r"got stuck for (\d+) seconds"),
+        nccl_error=text(("NCCL Error", "NCCL error"),
+                        r"NCCL [Ee]rror(?: \d+)?(?: in: [^,]+,|:)? ?([^,]+?)(?:, NCCL version \S+)?\s*$"),
+        nccl_version=text("NCCL version ", r"NCCL version (\S+)"),
+        nccl_src=text("rror in: ", r"NCCL [Ee]rror in: ([^,]+),"),
+        nccl_result=text("Error:", r"^\s*(nccl[A-Z]\w*Error):"),
+        cuda_error=text(_CUDA_LITS, _CUDA_ERR + r"(.+?)(?: at \S+:\d+)?\s*$"),
+        gpu=pl.coalesce(num(". GPU ", r"\. GPU (\d+) has a total", pl.Int32), num("(GPU ", r"\(GPU (\d+); ", pl.Int32)),
+        tried_gib=gib("Tried to allocate ", r"Tried to allocate ([\d.]+) (\w+)"),
+        total_gib=gib(("total capac", "GPU "), r"(?:total capaci?ty of|GPU \d+; ) ?([\d.]+) (\w+)"),
+        free_gib=gib("free", r"(?:of which|already allocated; ) ?([\d.]+) (\w+) (?:is )?free"),
+        process_gib=gib(" memory in use", r"(?:this process|Process \d+) has ([\d.]+) (\w+) memory in use"),
+        allocated_gib=gib(("Of the allocated memory", "capacity;"),
+                          r"(?:Of the allocated memory|capacity;) ([\d.]+) (\w+) (?:is allocated|already)"),
+        reserved_gib=gib("reserved in total by PyTorch", r"([\d.]+) (\w+) reserved in total by PyTorch"),
+        reserved_unallocated_gib=gib("is reserved by PyTorch but unallocated",
+                                     r"and ([\d.]+) (\w+) is reserved by PyTorch but unallocated"),
+        exitcode=num("failed (exitcode: ", r"failed \(exitcode: (-?\d+)\)", pl.Int32),
+        pid=num(") of binary", r"\(pid: (\d+)\) of binary"),
+        binary=text("of binary: ", r"of binary: (.+)$"),
+        role=text("] Worker group", r"\[(\w+)\] Worker group"), state=text("Worker group ", r"Worker group (\w+)\."),
+        attempts_left=num(" attempts left", r"(\d+)/\d+ attempts left", pl.Int32),
+        max_restarts=num(" attempts left", r"\d+/(\d+) attempts left", pl.Int32),
+        signal=m.str.extract(r"Received (\S+) death signal", 1).str.strip_prefix("Signals.").replace(_SIGNAMES)
+        if has(" death signal") else pl.lit(None, pl.String),
+        abort_exception=text("instance of '", r"instance of '([^']+)'"),
+        timeout_from_rank=num("collective timeout from ", r"collective timeout from +rank (\d+)", pl.Int32),
+        desync_seq=num("Timeout at collective: ", r"Timeout at collective: \w+, #(\d+)"),
+        desync_op=text("Timeout at collective: ", r"Timeout at collective: (\w+)"),
+        lagging_ranks=pl.when(pl.col("kind") == "desync_lagging").then(m.str.extract(r"\[([\d, ]+)\]", 1))
+        if lagging else pl.lit(None, pl.String),
         rank=pl.coalesce(
             # a desync report's line is about the lagging rank it names, not the rank that prints it
-            pl.when(pl.col("kind") == "desync_lagging").then(_num(r"\[(\d+)\]", pl.Int32)),
+            pl.when(pl.col("kind") == "desync_lagging").then(_num(r"\[(\d+)\]", pl.Int32))
+            if lagging else pl.lit(None, pl.Int32),
             pl.col("prank").cast(pl.Int32, strict=False), pl.col("mrank").cast(pl.Int32, strict=False),
-                         pl.when(_num(pg, pl.Int32).fill_null(0) == 0)
-                         .then(_num(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", pl.Int32))),
+            pl.when(num("[PG ", pg, pl.Int32).fill_null(0) == 0).then(pg_rank)),
     )
 
 
