@@ -158,9 +158,10 @@ def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:
     ops = []
     for pattern, action, phase in ((_SAVE, "save", "start"), (_LOAD, "load", "start"), (_SAVED, "save", "finish")):
         path = pl.col("msg").str.extract(pattern, 1)
+        # NOTE: a file written into the checkpoint ends the save as far as the log shows, but does not say the save
+        # completed (the Trainer writes its trainer_state.json last, silently): `ok` stays unknown
         ops.append(op(pattern, action, phase, path=path.str.strip_suffix("."),
-                      step=path.str.extract(r"checkpoint-(\d+)", 1).cast(pl.Int64, strict=False),
-                      **({"ok": pl.lit(True)} if phase == "finish" else {})))
+                      step=path.str.extract(r"checkpoint-(\d+)", 1).cast(pl.Int64, strict=False)))
     return checkpoint_ops(df, ops)
 
 

@@ -246,7 +246,10 @@ def checkpoint_incidents(con: duckdb.DuckDBPyConnection, run: str | None, s: Set
             WHERE c.run IS NOT NULL AND ($run IS NULL OR c.run = $run)
             ORDER BY c.run, c.attempt, c.action, c.step, c.ts
         )
-        SELECT c.*, median(duration_s) FILTER (WHERE action = 'save') OVER (PARTITION BY run) AS median_save_s
+        SELECT c.*, median(duration_s) FILTER (WHERE action = 'save') OVER (PARTITION BY run) AS median_save_s,
+               -- the attempt trained on after the saved step: the save call had returned
+               (SELECT max(a.last_step) FROM attempts a WHERE a.run = c.run AND a.attempt = c.attempt) > c.step
+               AS stepped_past
         FROM c""", {"run": run})
     stalls = saves.filter(pl.col("action") == "save", pl.col("duration_s") > pl.col("median_save_s") * s.stall_ratio,
                           pl.col("duration_s") > pl.col("median_save_s") + s.stall_min_s)
@@ -330,10 +333,14 @@ def _lost_checkpoints(saves: pl.DataFrame, dirs: dict[str, str | None], rollback
     the run's checkpoint directory holds of that step now.
 
     Not lost: a save an earlier resume already went back past (a rollback abandons the saves after its step, once),
-    and any save a deliberate rollback (`rollbacks`) goes back past."""
+    any save a deliberate rollback (`rollbacks`) goes back past, and a save with no completion of its own (`ok`
+    unknown) that its attempt never trained past (`stepped_past`): the job may have died in it."""
     loads = saves.filter(pl.col("action") == "load").select(
         "run", "attempt", load_step="step", load_ts="ts", load_file="file", load_line="line", load_src="source")
-    done = saves.filter(pl.col("action") == "save", pl.col("ok").fill_null(True)).select(
+    # a save whose log says only that it began (or wrote some of its files) is recorded as saved where its attempt
+    # trained on past it; one the attempt died in (a filesystem error mid-save) was never complete, not lost
+    done = saves.filter(pl.col("action") == "save", pl.col("ok").fill_null(
+        pl.col("stepped_past").fill_null(True) if "stepped_past" in saves.columns else True)).select(
         "run", "path", "duration_s", "source", save_attempt="attempt", save_step="step", save_ts="ts",
         save_file="file", save_line="line")
     if not loads.height or not done.height:
