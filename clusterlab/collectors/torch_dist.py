@@ -193,7 +193,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         # NCCL's rank map or a torchrun summary anywhere in the run: here it would depend on the batch it fell in
         out.add("events", events.with_columns(host=pl.lit(None, pl.String)).sort("line").select(
             "line", "ts", "host", "kind", "failure_mode", "severity", "rank", "text",
-            json_detail(_DETAIL).alias("detail"),
+            _detail(events, _DETAIL).alias("detail"),
             # the line that ends a traceback is printed as its process dies: dated by the exit (`parse._fill_ts`)
             pl.col("exception").is_not_null().alias(AT_EXIT),
         ))
@@ -518,10 +518,17 @@ def _children(f: pl.DataFrame, finals: pl.DataFrame, ctx: Context) -> tuple[pl.D
         pl.lit("child_failed").alias("kind"),
         pl.coalesce(_content_mode(pl.col("cause").cast(pl.String)), pl.lit("unknown")).alias("failure_mode"),
         "severity", pl.col("rank").cast(pl.Int32, strict=False), "text",
-        json_detail(["root_cause", "local_rank", "exitcode", "signal", "pid", "fqdn", "error_file", "exception",
-                     "message"]).alias("detail"),
+        _detail(frame, ["root_cause", "local_rank", "exitcode", "signal", "pid", "fqdn", "error_file", "exception",
+                        "message"]).alias("detail"),
     )
     return pl.concat([frame, odd_frame], how="diagonal_relaxed"), tbs, bad
+
+
+def _detail(frame: pl.DataFrame, names: list[str]) -> pl.Expr:
+    """`json_detail` of the columns that hold a value on some row: a column null on every row adds nothing to any
+    row's detail, and each member costs a JSON encoding (44 of them an event)."""
+    held = [n for n in names if frame[n].null_count() < frame.height]
+    return json_detail(held) if held else pl.lit(None, pl.String)
 
 
 def _child_row(e: dict, exc: dict | None, ctx: Context) -> dict:
