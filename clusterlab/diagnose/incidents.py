@@ -198,17 +198,25 @@ def slow_steps(profile: pl.DataFrame, s: Settings) -> pl.DataFrame:
     # STRAGGLER_SIGMAS of that variation above the usual lead (a GPU 6 % slow stands out of a run whose slowest
     # rank wanders by 1 %), never less than straggler_floor, never more than straggler_ratio (what was required
     # before the noise was measured).
+    # A host slow for the whole attempt is the slowest at every step: its lead IS the usual one. The fastest rank's
+    # trail behind the same peers is the other tail of the same noise, which no slow host moves: the bar is the
+    # lower of the two tails' (a healthy run's slowest rank leads by about what its fastest trails by).
     n = pl.col("n_c")
     peers = (pl.col("avg_c") * n - pl.col("max_c")) / (n - 1)
     lead = pl.when(n > 1).then(pl.col("max_c") / peers.clip(lower_bound=1e-9))
-    usual = lead.median().over("run", "attempt")
-    spread = 1.4826 * (lead - usual).abs().median().over("run", "attempt")
+    trail = pl.when(n > 2).then(peers / pl.col("min_c").clip(lower_bound=1e-9))
     ratio = pl.min_horizontal(pl.lit(s.straggler_ratio), pl.max_horizontal(
-        pl.lit(s.straggler_floor), usual + STRAGGLER_SIGMAS * spread))
+        pl.lit(s.straggler_floor), pl.min_horizontal(_noise_bar(lead), _noise_bar(trail))))
     slow = lead > pl.col("_ratio")
     return (profile.with_columns(typical=typical, _ratio=ratio).filter(slow, pl.col("slow_host").is_not_null())
             .select("run", "attempt", "step", host="slow_host", ts="ts",
                     excess_s=pl.col("max_c") - pl.col("typical")).sort("run", "attempt", "step"))
+
+
+def _noise_bar(x: pl.Expr) -> pl.Expr:
+    """`STRAGGLER_SIGMAS` robust deviations of `x` above its usual, per attempt."""
+    usual = x.median().over("run", "attempt")
+    return usual + STRAGGLER_SIGMAS * 1.4826 * (x - usual).abs().median().over("run", "attempt")
 
 
 def straggler_incidents(slow: pl.DataFrame, s: Settings) -> pl.DataFrame:
