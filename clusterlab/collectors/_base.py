@@ -277,6 +277,9 @@ def cuda_mode(text: pl.Expr) -> pl.Expr:
         pl.when(text.str.contains(r"(?i)out of memory")).then(pl.lit("cuda_oom"))
         .when(text.str.contains(r"(?i)ECC error")).then(pl.lit("gpu_memory_ecc"))
         .when(text.str.contains(r"(?i)NVLink")).then(pl.lit("nvlink_error"))
-        .when(text.str.contains(r"(?i)unknown error|GPU is lost|no CUDA-capable device")).then(pl.lit("gpu_hw_other"))
+        # NOTE: cudaErrorDevicesUnavailable ("CUDA-capable device(s) is/are busy or unavailable"): a GPU the driver
+        # holds (a reset pending, a process wedged on it), as the other errors of a GPU the job cannot use
+        .when(text.str.contains(r"(?i)unknown error|GPU is lost|no CUDA-capable device|device\(s\) is/are busy or "
+                                r"unavailable")).then(pl.lit("gpu_hw_other"))
         .otherwise(pl.lit("cuda_error"))
     )
