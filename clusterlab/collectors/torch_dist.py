@@ -64,7 +64,8 @@ PATTERN = "|".join([
 ])
 
 _SNIFF = re.compile(
-    rb"ProcessGroupNCCL|torch[./]distributed|ChildFailedError|CUDA out of memory|CUDA error: |OutOfMemoryError"
+    # NOTE: `c10d` (PyTorch's distributed library) names its store's errors in a line pasted alone
+    rb"ProcessGroupNCCL|torch[./]distributed|c10d|ChildFailedError|CUDA out of memory|CUDA error: |OutOfMemoryError"
     rb"|Watchdog caught collective operation timeout|NCCL communicator was aborted|Some NCCL operations have failed"
     rb"|To avoid data inconsistency, we are taking|NCCL error in: |nccl[A-Z]\w*Error: |Timeout at collective: "
     rb"|death signal, shutting down workers|DataLoader worker \(pid|Unexpected bus error encountered in worker"
@@ -105,12 +106,22 @@ _TIMEOUT = (r"ollective operation timeout|timed out in (?:blocking wait|call to 
 # `THCudaCheck FAIL file=... error=39 : `), or as a CUDA enum name a library prints (`cudaErrorECCUncorrectable: `)
 _CUDA_ERR = (r"(?:CUDA (?:driver )?error: |cuda runtime error \(\d+\) : |THCudaCheck FAIL .*? error=\d+ : "
              r"|\bcudaError[A-Z]\w*: |\bCUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: )")
+_STORE_TIMEOUT = r"via c10d key-value store by key .* got error: (?:Socket Timeout|Timeout waiting for key)"
+_STORE_CONNECT = (r"connect\(\) timed out\. Original timeout was \d+ ?ms"
+                  r"|The client socket has timed out after \d+ ?ms while trying to connect")
 _KINDS: list[tuple[str, str, str | None, str]] = [
     ("watchdog_terminated", r"watchdog thread terminated with exception", None, "critical"),
     ("comm_aborted", r"NCCL communicator was aborted", None, "error"),
     ("watchdog_timeout", _TIMEOUT, "nccl_timeout", "error"),
     ("heartbeat_timeout", r"Heartbeat monitor timed out|watchdog got stuck for", "nccl_timeout", "critical"),
     ("timeout_notified", r"Received a global timeout from another rank", "nccl_timeout", "warning"),
+    # c10d's store: a rank waits for a key another rank never wrote (rank 0's ncclUniqueId, a barrier's count) until
+    # the store's timeout: the peer hangs or is late, as a collective's would (torch 1.12+: "Socket Timeout",
+    # "Timeout waiting for key: default_pg/0/0 after 1800000 ms")
+    ("store_timeout", _STORE_TIMEOUT, "nccl_timeout", "error"),
+    # ... or cannot reach the store's server at all (rendezvous endpoint or MASTER_ADDR down, unreachable or refusing):
+    # torch <= 1.13 raised a RuntimeError for it, later ones a DistNetworkError; both quoted in elastic's error JSON
+    ("store_connect", _STORE_CONNECT, "network", "error"),
     ("dump_signal", r"Received a dump signal due to a collective timeout|Observed flight recorder dump signal",
      "nccl_timeout", "warning"),
     # TORCH_NCCL_DESYNC_DEBUG: the lines that name the lagging ranks, and the report's other lines
@@ -342,6 +353,8 @@ _KIND_LITS: dict[str, tuple[str, ...]] = {
                          "Watchdog caught collective", " milliseconds before timing out"),
     "heartbeat_timeout": ("Heartbeat monitor timed out", "watchdog got stuck for"),
     "timeout_notified": ("Received a global timeout from another rank",),
+    "store_timeout": ("via c10d key-value store by key ",),
+    "store_connect": ("connect() timed out. Original timeout was ", "while trying to connect"),
     "dump_signal": ("Received a dump signal due to a collective timeout", "Observed flight recorder dump signal"),
     "desync_lagging": ("didn't finish collective #", "but didn't join collective #",
                        "are the lagging ranks that caused"),
