@@ -38,8 +38,9 @@ GUARDS: list[tuple[str, str, str]] = [
     # a tqdm bar's postfix (Lightning, NeMo 1.x, kohya): `1199/30000 [1:01:59<24:49:02, reduced_train_loss=nan, ...]`
     ("loss_nan", r"\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*loss\w*=(?i:nan|inf)\b", "error"),
     # DeiT / BEiT / MAE's MetricLogger prints `name: value (global average)`: a non-finite value or average of the
-    # loss or grad norm (`grad_norm: 0.3922 (nan)`); an average stays NaN for the rest of the epoch
-    ("loss_nan", r"(?:^|\s)(?:\w+_)?loss: (?:(?i:nan|inf) \(|\S+ \((?i:nan|inf)\))", "error"),
+    # loss or grad norm (`grad_norm: 0.3922 (nan)`); an average stays NaN for the rest of the epoch. timm's train
+    # loop prints the same pair capitalised and padded (`Train: 3 [ 200/2502 (  8%)]  Loss:       nan (    nan)`)
+    ("loss_nan", r"(?:^|\s)(?:\w+_)?(?:loss|Loss): +(?:(?i:nan|inf) +\(|\S+ +\( *(?i:nan|inf)\))", "error"),
     ("grad_norm_nonfinite", r"(?:^|\s)grad_norm: (?:(?i:nan|inf) \(|\S+ \((?i:nan|inf)\))", "error"),
     # Keras `model.fit`: `612/612 [====] - 52s 85ms/step - loss: nan - accuracy: ...` (Keras 3: any metric first)
     ("loss_nan", r"/(?:step|sample) - (?:.* - )?loss: (?i:nan|inf)\b", "error"),
@@ -51,8 +52,10 @@ GUARDS: list[tuple[str, str, str]] = [
     # probably exploding. ...`)
     ("loss_scale_min", r"Minimum loss scale reached \([\d.e-]+\)", "error"),
     # a hand-written loop's progress line (nanoGPT's `iter 3010: loss nan, time ...`, `Epoch: [21][1391/1930] Loss
-    # nan (10.95)`, `step: 100 total_loss: nan`): a counter, then the (total / train) loss, not a part of it
-    ("loss_nan", r"(?i:\b(?:iter(?:ation)?|step|epoch|batch)\b).*?(?:^|[\s,|(\]])(?i:total_|train_|training )?"
+    # nan (10.95)`, `step: 100 total_loss: nan`, DLLogger's `Training Iteration: 1885  average_loss : nan  step_loss :
+    # nan`): a counter, then the (total / train / step / average) loss, not a part of it
+    ("loss_nan", r"(?i:\b(?:iter(?:ation)?|step|epoch|batch)\b).*?(?:^|[\s,|(\]])"
+                 r"(?i:total_|train_|training |step_|average_|avg_|mean_)?"
                  r"(?i:loss)(?: ?[:=] ?| )(?i:nan|inf)\b", "error"),
 ]
 _GUARDS = "|".join(rx for _, rx, _ in GUARDS)
