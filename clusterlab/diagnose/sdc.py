@@ -64,5 +64,11 @@ def with_silent_corruption(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev
                                   f"stayed finite on the same steps: its GPU's numbers, not the model "
                                   f"(was read as {was[r['incident_id']]})")
                for r in found.iter_rows(named=True)}
-    return reattribute.apply(inc, ev, found, "silent_data_corruption", SDC_CONFIDENCE, reasons, ev_schema,
-                             host=pl.col("_rule_host"))
+    inc, ev = reattribute.apply(inc, ev, found, "silent_data_corruption", SDC_CONFIDENCE, reasons, ev_schema,
+                                host=pl.col("_rule_host"))
+    # the attempt stopped making progress at the first wrong number, not when a guard gave up on it: the steps in
+    # between trained on corrupted values (or were skipped for them), so they are the incident's, not kept work
+    first = found.select("incident_id", _first_ts=pl.col("ts").cast(inc.schema["root_ts"]))
+    inc = inc.join(first, on="incident_id", how="left").with_columns(
+        root_ts=pl.min_horizontal("root_ts", "_first_ts")).drop("_first_ts")
+    return inc, ev
