@@ -92,3 +92,16 @@ def test_a_log_without_step_times_spaces_its_unstamped_records_by_their_steps() 
     lg = _logged([10, 20, 30, 50], [0.0, 0, 0, 80.0], [True, False, False, True], None)
     got = timeline.step_clock(lg, pl.DataFrame(schema={"attempt": pl.Int32, "step": pl.Int64}))
     assert [(t - got["ts"][0]).total_seconds() for t in got["ts"]] == [0, 20, 40, 80]
+
+
+def test_unstamped_lines_before_a_stamped_restatement_of_their_last_step_end_at_its_stamp() -> None:
+    import polars as pl
+
+    from clusterlab.diagnose import timeline
+
+    # Megatron-DeepSpeed's iteration lines 1-10 (no stamp: they borrowed the start of training's), then DeepSpeed's
+    # stamped `step=10` for the same step at 300 s (own campaign bloom_opt: every attempt's first steps a step early)
+    lg = _logged([*range(1, 11), 10], [0.0] * 10 + [300.0], [False] * 10 + [True], 30.0)
+    got = timeline.step_clock(lg, pl.DataFrame(schema={"attempt": pl.Int32, "step": pl.Int64}))
+    t0 = dt.datetime(2026, 12, 1, 10, 0, 0)
+    assert [(t - t0).total_seconds() for t in got["ts"]] == [30.0 * k for k in range(1, 11)] + [300.0]

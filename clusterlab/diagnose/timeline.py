@@ -424,8 +424,11 @@ def step_clock(logged: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
     # before the file's first anchor: back from it
     first = x.filter("_anchor").group_by(g).agg(_f_us=pl.col("_us").first(), _f_step=pl.col("step").first())
     x = x.join(first, on=g, how="left")
+    # (the anchor's own step time: none where it restates a step an unstamped line printed first, as DeepSpeed's
+    # `step=10` after Megatron-DeepSpeed's iteration 10 does)
     back_d = (pl.col("_d").reverse().cum_sum().reverse().over(*g, "_seg") - pl.col("_d")
-              + pl.col("_d").filter(pl.col("step") == pl.col("_f_step")).first().over(g).fill_null(0.0))
+              + pl.col("_d").filter(pl.col("_anchor") & (pl.col("step") == pl.col("_f_step"))).first().over(g)
+              .fill_null(0.0))
     back = pl.col("_f_us") - back_d
     us = (pl.when(pl.col("_anchor")).then(pl.col("_us"))
           .when(pl.col("_a_us").is_not_null()).then(fwd)
