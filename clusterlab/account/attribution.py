@@ -357,7 +357,11 @@ def _slowdowns(con: duckdb.DuckDBPyConnection, run: str, wide: pl.DataFrame, bas
         FROM events e JOIN ingested_files f USING (file_id)
         WHERE e.failure_mode IN (SELECT unnest($modes)) AND e.ts IS NOT NULL AND NOT ({incidents.COPED})
           AND e.host IN (SELECT DISTINCT unnest(hosts) FROM attempts WHERE run = $run)
-        ORDER BY e.ts, e.line""", {"modes": list(SLOWDOWN_CAUSES), "run": run})
+          -- a line without a stamp of its own lies anywhere between its stamped neighbours: one whose interval is
+          -- wider than the onset window cannot be placed at a slowdown's onset (an NCCL WARN printed as a job
+          -- died, dated only by the save line minutes above it)
+          AND (e.ts_hi IS NULL OR e.ts_hi <= e.ts + to_seconds($onset))
+        ORDER BY e.ts, e.line""", {"modes": list(SLOWDOWN_CAUSES), "run": run, "onset": SLOWDOWN_ONSET_S})
     events = telemetry_incidents.with_slowdown_causes(con, run, events)  # throttling GPUs, saturated services
     if not events.height:
         return none
