@@ -61,6 +61,7 @@ PATTERN = "|".join([
     r"Port module event",
     r"mlx5_core .*health compromised",
     r": Link (?:up|down)\b",
+    r": NIC Link is (?:Up|Down)\b",
     r": Port: \d+ Link [A-Z]",
     r"(?i:out of memory): Kill",
     r"Killed process \d+ \(",
@@ -201,8 +202,9 @@ RULES: tuple[Rule, ...] = (
          "network", "error"),
     Rule("link", "port_module", r"Port module event: module \d+, ", None, "info"),
     Rule("link", "nic_health", r"mlx5_core .*health compromised", "network", "error"),
-    Rule("link", "link_down", r": Link down\b|: Port: \d+ Link DOWN\b", "network", "error"),
-    Rule("link", "link_up", r": Link up\b|: Port: \d+ Link ACTIVE\b", None, "info"),
+    # NOTE: Ethernet drivers (ixgbe, i40e, ice, e1000e, bnxt_en) say "NIC Link is Down" / "NIC Link is Up <speed>"
+    Rule("link", "link_down", r": Link down\b|: Port: \d+ Link DOWN\b|: NIC Link is Down\b", "network", "error"),
+    Rule("link", "link_up", r": Link up\b|: Port: \d+ Link ACTIVE\b|: NIC Link is Up\b", None, "info"),
     Rule("link", "link_state", r": Port: \d+ Link [A-Z]", None, "info"),
     Rule("oom", "oom_kill", r"(?i:out of memory): Kill(?:ed)? process \d+|^Killed process \d+ \(", "host_oom", "error"),
     Rule("oom", "oom_constraint", r"oom-kill:constraint=", "host_oom", "warning"),
@@ -269,7 +271,7 @@ EXTRACTORS: dict[str, list[str]] = {
     ],
     "link": [
         rf"^(?P<ldrv>[\w-]+) (?P<ldev>{_BDF})",
-        r"(?:(?P<lifc>[\w.@-]+): )(?:Port: (?P<lport>\d+) )?Link (?P<lstate>\w+)",
+        r"(?:(?P<lifc>[\w.@-]+): )(?:Port: (?P<lport>\d+) |NIC )?Link (?:is )?(?P<lstate>\w+)",
         r"module (?P<lmodule>\d+), (?P<lcable>Cable \w+)(?:, (?P<lcable_err>.+))?",
     ],
     "oom": [
