@@ -145,10 +145,46 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
     # each part is in (run, attempt, rank_in_incident) order already: one part needs no sort of its rows
     ev = (pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, **EVIDENCE_SCHEMA}) if not evs else evs[0]
           if len(evs) == 1 else pl.concat(evs, how="vertical_relaxed").sort(*keys, "rank_in_incident"))
+    inc = _divergence_onsets(con, inc)
     inc, ev = sticky.with_sticky_faults(con, inc, ev, EVIDENCE_SCHEMA)
     inc, ev = maintenance.with_maintenance(con, inc, ev, EVIDENCE_SCHEMA)
     inc, ev = sdc.with_silent_corruption(con, inc, ev, EVIDENCE_SCHEMA)
     return inc, ev.select(list(EVIDENCE_SCHEMA))
+
+
+def _divergence_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.DataFrame:
+    """A loss that diverged and never came back began at its spike: the root of such an attempt's end is the start of
+    the spike's step on the step clock, not the restatement at the log's last step row that won (training_health
+    restates it there so that nothing steps past it), and not the borrowed time of an undated iteration line.
+    What the job did after the onset trained on a diverged loss (hang, like a hung job's wait for its watchdog)."""
+    div = inc.filter(pl.col("failure_mode") == "loss_divergence", pl.col("kind") == "attempt_end")
+    if not div.height:
+        return inc
+    spikes = store.frame(con, """
+        SELECT run, attempt::INTEGER AS attempt,
+               min(coalesce(try_cast(json_extract_string(detail, '$.spike_step') AS BIGINT),
+                            try_cast(json_extract_string(detail, '$.step') AS BIGINT))) AS step
+        FROM events WHERE source = 'training_health' AND run IN (SELECT DISTINCT run FROM div)
+          AND (kind = 'loss_not_recovered' OR json_extract_string(detail, '$.outcome') = 'diverged')
+        GROUP BY ALL HAVING step IS NOT NULL""", div=div.select("run", "attempt"))
+    if not spikes.height:
+        return inc
+    onsets = []
+    for run in spikes["run"].unique().to_list():  # NOTE: one step clock per run with a diverged attempt
+        logged = timeline.logged_steps(con, run).select(
+            pl.col("attempt").cast(pl.Int32), "step", "ts", "step_s").sort("attempt", "step", "ts")
+        # the spike step's start: its record's end less its printed time, else the end of the record before it
+        start = pl.coalesce(pl.col("ts") - pl.duration(microseconds=(pl.col("step_s") * 1e6).round().cast(pl.Int64)),
+                            pl.col("ts").shift(1).over("attempt"))
+        logged = logged.unique(["attempt", "step"], keep="last", maintain_order=True).with_columns(onset=start)
+        onsets.append(spikes.filter(pl.col("run") == run).join(logged, on=["attempt", "step"]).select(
+            "run", "attempt", "onset"))
+    found = pl.concat(onsets).drop_nulls()
+    return (inc.join(found, on=["run", "attempt"], how="left")
+            .with_columns(root_ts=pl.when((pl.col("failure_mode") == "loss_divergence")
+                                          & (pl.col("kind") == "attempt_end") & (pl.col("onset") < pl.col("root_ts")))
+                          .then(pl.col("onset")).otherwise(pl.col("root_ts")))
+            .drop("onset"))
 
 
 def _open_saves(con: duckdb.DuckDBPyConnection, run: str | None) -> pl.DataFrame:
