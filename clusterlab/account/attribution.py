@@ -311,10 +311,18 @@ def _keep_points(att: pl.DataFrame, saves: pl.DataFrame, inc: pl.DataFrame, con,
     loads = store.frame(con, """SELECT attempt, min(step) AS load_step FROM checkpoints
                                 WHERE run = ? AND action = 'load' GROUP BY attempt""", [run])
     firsts = store.frame(con, "SELECT attempt, first_step FROM attempts WHERE run = ?", [run])
-    nxt = (att.select("attempt").sort("attempt").with_columns(next_attempt=pl.col("attempt").shift(-1))
-           .join(loads.rename({"attempt": "next_attempt"}), on="next_attempt", how="left")
-           .join(firsts.rename({"attempt": "next_attempt"}), on="next_attempt", how="left"))
-    keep = nxt.with_columns(keep_step=pl.coalesce("load_step", pl.col("first_step") - 1))
+    nxt = att.select("attempt").sort("attempt").with_columns(next_attempt=pl.col("attempt").shift(-1))
+    # What the run resumed from: the lowest step loaded by the later attempts up to the first that trained. A launch
+    # that died loading the newest save (its shards never written) resumed nothing: the one after it fell back.
+    later = (nxt.select("attempt").join(
+        att.select(later="attempt").join(loads.rename({"attempt": "later"}), on="later", how="left")
+        .join(firsts.rename({"attempt": "later"}), on="later", how="left"), how="cross")
+        .filter(pl.col("later") > pl.col("attempt")))
+    trained = later.filter(pl.col("first_step").is_not_null()).group_by("attempt").agg(upto=pl.col("later").min())
+    resumed = (later.join(trained, on="attempt", how="left")
+               .filter(pl.col("upto").is_null() | (pl.col("later") <= pl.col("upto")))
+               .group_by("attempt").agg(keep_step=pl.coalesce("load_step", pl.col("first_step") - 1).min()))
+    keep = nxt.join(resumed, on="attempt", how="left")
     ended_badly = inc.filter(pl.col("kind") == "attempt_end").select("attempt").with_columns(bad=pl.lit(True))
     # a save the job was killed in the middle of (its finish never logged) keeps nothing
     cut = store.frame(con, """SELECT attempt AS s_attempt, step AS save_step FROM checkpoints
