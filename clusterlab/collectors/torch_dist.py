@@ -40,6 +40,13 @@ EXCLUSIVE = False
 # where a multi-line block begins: the ingest engine never cuts a batch inside one it can see whole
 BLOCK_START = r"Traceback \(most recent call last\)|Root Cause(?: \(first observed failure\))?:\s*$|Failures:\s*$"
 _START = r"Setting OMP_NUM_THREADS environment variable for each process|Starting elastic_operator with launch"
+# Other launchers' word for a worker that died, with its exit code or signal: the DeepSpeed launcher's
+# sigkill_handler (`[ERROR] [launch.py:321:sigkill_handler] [cmd] exits with return code = -9`),
+# torch.multiprocessing.spawn's ProcessExitedException (`process 0 terminated with signal SIGKILL` / `with exit code
+# 1`) and torch.distributed.launch's CalledProcessError (`Command '[...]' died with <Signals.SIGKILL: 9>.` /
+# `returned non-zero exit status 1.`)
+_LAUNCHER_EXIT = (r"\] exits with return code = -?\d+|process \d+ terminated with (?:signal SIG\w+|exit code \d+)"
+                  r"|' died with <Signals\.SIG\w+: \d+>|' returned non-zero exit status \d+")
 PATTERN = "|".join([
     r"ollective operation timeout|watchdog thread terminated with exception|Heartbeat monitor timed out",
     r"Watchdog caught collective|\) ran for \d+ milliseconds before timing out",
@@ -57,6 +64,7 @@ PATTERN = "|".join([
     r"  (?:time      |host      |rank      |exitcode  |error_file|traceback ): ",
     r"  (?:time: \d{4}-\d\d-\d\d_|rank: \d+ \(local_rank|exitcode: -?\d+ \(pid|msg: \")",
     r"failed \(exitcode: -?\d+\) local_rank: |attempts left; will restart worker group",
+    _LAUNCHER_EXIT,
     r"death signal, shutting down workers|terminate called after throwing an instance of",
     _START,
     r"Traceback \(most recent call last\)|During handling of the above exception|The above exception was the direct",
@@ -69,6 +77,7 @@ _SNIFF = re.compile(
     rb"|Watchdog caught collective operation timeout|NCCL communicator was aborted|Some NCCL operations have failed"
     rb"|To avoid data inconsistency, we are taking|NCCL error in: |nccl[A-Z]\w*Error: |Timeout at collective: "
     rb"|death signal, shutting down workers|DataLoader worker \(pid|Unexpected bus error encountered in worker"
+    rb"|\] exits with return code = -?\d|terminated with signal SIG|died with <Signals\."
     # NOTE: a traceback is evidence wherever it appears: a file holding only one (`excerpt.log`) is read too
     rb"|Traceback \(most recent call last\)|THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: "
     rb"|CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: "
@@ -149,6 +158,8 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     ("nccl_error", r"NCCL [Ee]rror\b", None, "error"),
     # A worker (or the agent) that died: a failure whose cause, if any, another line states.
     ("worker_failed", r"failed \(exitcode: -?\d+\) local_rank: ", "unknown", "error"),
+    # the same, as another launcher reports it: its exit code gives the mode where nothing else does (exit_modes)
+    ("launcher_exit", _LAUNCHER_EXIT, "unknown", "error"),
     ("worker_group_restart", r"attempts left; will restart worker group", None, "warning"),
     ("agent_signal", r"death signal, shutting down workers", "unknown", "warning"),
     ("process_abort", r"terminate called after throwing an instance of", None, "critical"),
@@ -159,6 +170,9 @@ _NO_MODE_EXC = {"DistStoreError", "DistBackendError", "SignalException", "Proces
                 "ProcessRaisedException", "RendezvousClosedError", "RendezvousTimeoutError", "RendezvousError",
                 "RendezvousConnectionError", "RendezvousStateError"}
 _SIGNAMES = {str(s.value): s.name for s in signal.Signals}
+_SIGNAL_EXITS = {s.name: -s.value for s in signal.Signals}  # a signal's death as the negative exit code torch reports
+_EXIT_LITS = (" exits with return code = ", " terminated with signal ", " terminated with exit code ",
+              "' died with <Signals.", "' returned non-zero exit status ")
 # EIO, ENOSPC, ESTALE, EDQUOT: the storage, not the code, failed the read or write
 _FS_ERRNO = (r"\[Errno (?:5|28|116|122)\]|Input/output error|Stale file handle|No space left on device"
              r"|Disk quota exceeded")
@@ -372,6 +386,7 @@ _KIND_LITS: dict[str, tuple[str, ...]] = {
     "nccl_detail": ("Error: ", "Unknown NCCL error"),
     "nccl_error": ("NCCL Error", "NCCL error"),
     "worker_failed": ("failed (exitcode: ",),
+    "launcher_exit": _EXIT_LITS,
     "worker_group_restart": ("attempts left; will restart worker group",),
     "agent_signal": ("death signal, shutting down workers",),
     "process_abort": ("terminate called after throwing an instance of",),
@@ -429,7 +444,11 @@ def _message_fields(f: pl.DataFrame, found: set[str]) -> pl.DataFrame:
         reserved_gib=gib("reserved in total by PyTorch", r"([\d.]+) (\w+) reserved in total by PyTorch"),
         reserved_unallocated_gib=gib("is reserved by PyTorch but unallocated",
                                      r"and ([\d.]+) (\w+) is reserved by PyTorch but unallocated"),
-        exitcode=num("failed (exitcode: ", r"failed \(exitcode: (-?\d+)\)", pl.Int32),
+        exitcode=pl.coalesce(num("failed (exitcode: ", r"failed \(exitcode: (-?\d+)\)", pl.Int32),
+                             num(_EXIT_LITS, r"(?:exits with return code =|exit code|exit status) (-?\d+)", pl.Int32),
+                             -num(_EXIT_LITS, r"died with <Signals\.SIG\w+: (\d+)>", pl.Int32),
+                             text(_EXIT_LITS, r"terminated with signal (SIG\w+)").replace_strict(
+                                 _SIGNAL_EXITS, default=None, return_dtype=pl.Int32)),
         pid=num(") of binary", r"\(pid: (\d+)\) of binary"),
         binary=text("of binary: ", r"of binary: (.+)$"),
         role=text("] Worker group", r"\[(\w+)\] Worker group"), state=text("Worker group ", r"Worker group (\w+)\."),

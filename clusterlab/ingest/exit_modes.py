@@ -20,7 +20,7 @@ import duckdb
 
 _SIGNAL_MODES = {"SIGABRT": "nccl_timeout", "SIGKILL": "host_oom", "SIGBUS": "host_oom", "SIGSEGV": "user_code_error"}
 EXIT_MODES = {-signal.Signals[name].value: mode for name, mode in _SIGNAL_MODES.items()}
-KINDS = ("child_failed", "worker_failed")
+KINDS = ("child_failed", "worker_failed", "launcher_exit")  # launcher_exit: DeepSpeed, mp.spawn, launch.py
 _BY_SIGNAL = " ".join(f"WHEN x.code = {code} THEN '{mode}'" for code, mode in sorted(EXIT_MODES.items()))
 _MARK = """CAST(json_merge_patch(coalesce(events.detail, '{}'), '{"mode_from_exit": %s}') AS VARCHAR)"""
 
