@@ -105,8 +105,6 @@ def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float
     return pl.concat([tl, extra], how="diagonal_relaxed").sort("attempt", "step")
 
 
-NOISE_SIGMAS = 3.0  # a step record's excess within this many robust deviations of the run's step time is noise
-
 # How far a step record may start past its attempt's root event and still be counted as a step: the root's line
 # and the step records come from different hosts' clocks, corrected to within a few seconds.
 ROOT_SLACK_S = 5.0
@@ -174,12 +172,6 @@ def split_intervals(tl: pl.DataFrame, saves: pl.DataFrame, slow: pl.DataFrame, k
     # could not refine puts its end anywhere in a second, so half such records look a second long and half a
     # second short, and only the long halves would count (the interval's error is its two ends' errors).
     err = (pl.col("err_s").fill_null(0.0) if "err_s" in tl.columns else pl.lit(0.0))
-    # Nor is a record's excess within the run's own step-time noise: half of all steps are slower than the median
-    # baseline by chance, and per-step records (a step probe) would book that jitter as slowdown where a log every
-    # ten steps averages it out. The noise: NOISE_SIGMAS robust deviations of the records' time per step.
-    per = tl["interval_s"] / tl["n"]
-    sigma = 1.4826 * float((per - per.median()).abs().median() or 0.0) if tl.height else 0.0
-    err = err + NOISE_SIGMAS * sigma * pl.col("n")
     within = (pl.col("interval_s") - pl.col("n") * b).abs() <= err
     productive = (pl.when(within & (err > 0)).then(pl.col("interval_s"))
                   .otherwise(pl.min_horizontal(pl.col("interval_s"), pl.col("n") * b)))
