@@ -57,13 +57,7 @@ def test_the_trainer_logs_reduced_loss_does_not_name_rank_0s_host(tmp_path: Path
     assert (end["failure_mode"], end["host"], end["rank"]) == ("silent_data_corruption", "sdc-b", BAD_RANK), end
 
 
-def test_the_corruption_starts_the_incident_and_its_hang(tmp_path: Path) -> None:
-    """The attempt stopped making progress at the first non-finite loss: the incident's root is there, and the steps
-    the job went on printing until it ended are `hang` (root event to exit), not work done."""
+def test_the_corruption_starts_the_incident(tmp_path: Path) -> None:
+    """The attempt stopped making progress at the first non-finite loss, not when a guard gave up on it."""
     end = _end(tmp_path, trainer_log=True)
     assert end["root_ts"] == (T0 + dt.timedelta(seconds=5 * FROM_STEP)).replace(tzinfo=None), end
-    with Lab(tmp_path / "s.duckdb") as lab:
-        att = lab.attribute("sdcrun")
-        ledger = dict(att.ledger.select("category", "gpu_hours").iter_rows())
-        after = att.gpus * 5 * (STEPS - FROM_STEP) / 3600  # the steps after the first non-finite one
-        assert abs(ledger["hang"] - after) <= 2 * att.gpus * 5 / 3600 + 1e-9, ledger  # a step of clock slack

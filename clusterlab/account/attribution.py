@@ -190,7 +190,6 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
     tl = ledger.timeline(_steps(con, run, profile), att)
     b = ledger.baseline_step_s(tl)
     tl = ledger.with_unlogged_steps(tl, inc.filter(pl.col("kind") == "attempt_end"), b)
-    tl = ledger.until_root(tl, inc.filter(pl.col("kind") == "attempt_end"))
     saves = store.frame(con, """SELECT DISTINCT ON (attempt, step) attempt AS s_attempt, step AS save_step, ts,
                                        coalesce(duration_s, 0) AS duration_s
                                 FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL

@@ -105,23 +105,9 @@ def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float
     return pl.concat([tl, extra], how="diagonal_relaxed").sort("attempt", "step")
 
 
-# How far a step record may start past its attempt's root event and still be counted as a step: the root's line
-# and the step records come from different hosts' clocks, corrected to within a few seconds.
+# How far a record may lie past its attempt's root event and still count before it: the root's line and the step
+# records come from different hosts' clocks, corrected to within a few seconds.
 ROOT_SLACK_S = 5.0
-
-
-def until_root(tl: pl.DataFrame, roots: pl.DataFrame) -> pl.DataFrame:
-    """`tl` without the step records an attempt began after the root event of the incident that ended it (`roots`:
-    `attempt, root_ts`): `hang` runs from the root event to the attempt's exit, whatever the job printed in
-    between. Steps after silent data corruption, or after a loss went NaN, trained on wrong numbers (or were
-    skipped for them) until a guard stopped the job: they made no progress to keep or to throw away."""
-    if not tl.height or not roots.height:
-        return tl
-    r = roots.select(pl.col("attempt").cast(pl.Int32), "root_ts").drop_nulls().group_by("attempt").agg(
-        pl.col("root_ts").min())
-    late = pl.col("start") > pl.col("root_ts") + pl.duration(seconds=ROOT_SLACK_S)
-    return (tl.with_columns(pl.col("attempt").cast(pl.Int32)).join(r, on="attempt", how="left")
-            .filter(~late.fill_null(False)).drop("root_ts"))
 
 
 def baseline_step_s(tl: pl.DataFrame) -> float:
