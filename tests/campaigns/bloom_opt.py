@@ -70,15 +70,23 @@ Ledger (truth.json expected_ledger, GPU-hours = 128 x seconds / 3600), the conve
                training step] datetime"); att 3, which never stepped: start -> root event
   productive = kept steps (step <= the checkpoint the run later resumed from; all steps of the completed
                attempt); in att 7 only the 30 s baseline counts
-  straggler  = step time above the baseline in att 7 (pinned to jzg-019)
-  checkpoint = durations of kept saves (saves <= the checkpoint resumed from), plus the tail after the
-               final save
-  recompute  = end of the last kept save of the attempt (or its first step start if none) -> root event:
-               thrown-away steps, unkept saves, the partial step. For att 5 the kept checkpoint is the
-               rollback target, so the saves after it are recompute too
+  straggler  = step time above the baseline in att 7, kept steps and thrown-away ones (pinned to jzg-019)
+  checkpoint = durations of the saves that finished before the attempt's root event (att 5: its last step),
+               kept or not (att 5's saves of 1300 and 1400, past the rollback target 1200), plus the tail
+               after the final save
+  recompute  = end of the last kept save of the attempt (or its first step start if none) -> root event
+               (att 5: the end of its last step: the diverged job stepped on until the scancel, and those
+               steps are thrown-away steps like any other, as clusterlab's own simulator books the steps a
+               job printed after a fault's root; the incident's root_ts is still the divergence's onset),
+               less what is booked by its cause above (unkept saves, att 7's straggling): the thrown-away
+               steps' baseline work and the partial step. These are the ledger's own rules (each step's time
+               above the baseline by its cause, kept or not: clusterlab/account/ledger.py and the simulator's
+               expected.py); campaign1 ("save stalls of kept checkpoints") and campaign2 ("the saves that
+               completed") never meet an unkept finished save, so they do not decide it
   hang       = root event -> attempt exit (sacct End). Root events: the Xid (79, 74, 94); the start of the
-               save that hung on Lustre; the load failure; the first diverging iteration's start; the end of
-               the last completed step (NCCL hang); the time-limit kill; the node's last kernel line
+               save that hung on Lustre; the load failure; the first diverging iteration's start (for the
+               ledger: the end of att 5's last step); the end of the last completed step (NCCL hang); the
+               time-limit kill; the node's last kernel line
   restart    = attempt exit -> next attempt start;  slowdown = data_stall = idle = 0
 
 Formats (public facts, text written anew): NVRM Xid 79/74/94/63/92/48 lines, syslog and dmesg -T shapes;
@@ -352,6 +360,7 @@ def simulate(a: Att, rng: random.Random) -> bool:
                     c = save_dur(rng)
                     a.saves.append((n1 + j, t, c))
                     t += c
+            a.last_end = t                        # the end of the last step it completed (and its save)
             a.kill = t + 0.45 * d
             a.E = a.kill + 3.0
             break
@@ -400,27 +409,39 @@ def ledger(atts: list[Att]):
             cats["hang"] += a.E - a.R
         else:
             cats["startup"] += a.F - a.S
+            # the ledger's rules (clusterlab/account/ledger.py, simulator/expected.py): each step's time above the
+            # baseline is booked by its cause whether the step was kept or thrown away (the slow GPU's excess is
+            # straggler; a save that finished before the root event is checkpoint, kept or not: att 5's save of
+            # the step after the rollback target); recompute is the rest of the time thrown away
+            moved = 0.0
             for n, _, d in a.steps:
-                if n > a.kept:
-                    continue
                 if a.kind == "time_limit":
-                    cats["productive"] += BASE_STEP
                     cats["straggler"] += d - BASE_STEP
-                else:
+                    if n > a.kept:
+                        moved += d - BASE_STEP
+                    else:
+                        cats["productive"] += BASE_STEP
+                elif n <= a.kept:
                     cats["productive"] += d
+            # the diverged job stepped on until the scancel: its steps are booked like any other (thrown away:
+            # recompute), the ledger's hang is what follows its last step (clusterlab's own simulator books the
+            # steps a job printed after a fault's root so); the incident's root stays the divergence's onset
+            r = a.last_end if a.kind == "diverge" else a.R
             kept_saves = [(n, s, c) for n, s, c in a.saves if n <= a.kept]
-            for _, _, c in kept_saves:
+            done_saves = [(n, s, c) for n, s, c in a.saves if n <= a.kept or (r is not None and s + c <= r)]
+            for n, _, c in done_saves:
                 cats["checkpoint"] += c
+                moved += c if n > a.kept else 0.0
             if a.kind == "complete":
                 cats["checkpoint"] += a.E - (a.saves[-1][1] + a.saves[-1][2])
                 continue
             base = (kept_saves[-1][1] + kept_saves[-1][2]) if kept_saves else a.F
-            cats["recompute"] += a.R - base
-            cats["hang"] += a.E - a.R
+            cats["recompute"] += r - base - moved
+            cats["hang"] += a.E - r
         nxt = atts[i + 1]
         cats["restart"] += nxt.S - a.E
-        rec = 0.0 if a.kind == "loadfail" else a.R - base
-        per.append(dict(recompute=rec, hang=a.E - a.R, restart=nxt.S - a.E,
+        rec = 0.0 if a.kind == "loadfail" else r - base - moved
+        per.append(dict(recompute=rec, hang=a.E - (a.R if a.kind == "loadfail" else r), restart=nxt.S - a.E,
                         startup=(nxt.F or nxt.R) - nxt.S))
     total = atts[-1].E - atts[0].S
     assert abs(sum(cats.values()) - total) < 1e-6 * total, (sum(cats.values()), total)
@@ -1065,7 +1086,7 @@ def generate(out: Path, seed: int) -> dict:
                           "gpu_hours_lost": round(sum(per[j].values()), 4)})
     a7 = atts[6]
     g = GPUS / 3600.0
-    exc = sum(d - BASE_STEP for n, _, d in a7.steps if n <= a7.kept) * g
+    exc = sum(d - BASE_STEP for _, _, d in a7.steps) * g
     incidents.append({"id": len(incidents) + 1, "attempt": 7, "kind": "straggler", "failure_mode": None,
                       "host": "jzg-019", "attempts": [7], "gpu_index": 5, "excess_gpu_hours": round(exc, 4)})
     a5, _a6 = atts[4], atts[5]
