@@ -78,6 +78,7 @@ _SNIFF = re.compile(
     rb"|To avoid data inconsistency, we are taking|NCCL error in: |nccl[A-Z]\w*Error: |Timeout at collective: "
     rb"|death signal, shutting down workers|DataLoader worker \(pid|Unexpected bus error encountered in worker"
     rb"|\] exits with return code = -?\d|terminated with signal SIG|died with <Signals\."
+    rb"|The server socket has failed to listen on any local network address"
     # NOTE: a traceback is evidence wherever it appears: a file holding only one (`excerpt.log`) is read too
     rb"|Traceback \(most recent call last\)|THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: "
     rb"|CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: "
@@ -116,6 +117,9 @@ _TIMEOUT = (r"ollective operation timeout|timed out in (?:blocking wait|call to 
 _CUDA_ERR = (r"(?:CUDA (?:driver )?error: |cuda runtime error \(\d+\) : |THCudaCheck FAIL .*? error=\d+ : "
              r"|\bcudaError[A-Z]\w*: |\bCUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: )")
 _STORE_TIMEOUT = r"via c10d key-value store by key .* got error: (?:Socket Timeout|Timeout waiting for key)"
+# ... and a store's server that cannot bind its port (EADDRINUSE: another job, a stale process; errno 99: an address
+# not the host's): the launch's own configuration, not the network (torch 2.4+ DistNetworkError, RuntimeError before)
+_STORE_BIND = r"The server socket has failed to listen on any local network address"
 _STORE_CONNECT = (r"connect\(\) timed out\. Original timeout was \d+ ?ms"
                   r"|The client socket has timed out after \d+ ?ms while trying to connect")
 _KINDS: list[tuple[str, str, str | None, str]] = [
@@ -131,6 +135,7 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     # ... or cannot reach the store's server at all (rendezvous endpoint or MASTER_ADDR down, unreachable or refusing):
     # torch <= 1.13 raised a RuntimeError for it, later ones a DistNetworkError; both quoted in elastic's error JSON
     ("store_connect", _STORE_CONNECT, "network", "error"),
+    ("store_bind", _STORE_BIND, "user_code_error", "error"),
     ("dump_signal", r"Received a dump signal due to a collective timeout|Observed flight recorder dump signal",
      "nccl_timeout", "warning"),
     # TORCH_NCCL_DESYNC_DEBUG: the lines that name the lagging ranks, and the report's other lines
@@ -369,6 +374,7 @@ _KIND_LITS: dict[str, tuple[str, ...]] = {
     "timeout_notified": ("Received a global timeout from another rank",),
     "store_timeout": ("via c10d key-value store by key ",),
     "store_connect": ("connect() timed out. Original timeout was ", "while trying to connect"),
+    "store_bind": ("The server socket has failed to listen on any local network address",),
     "dump_signal": ("Received a dump signal due to a collective timeout", "Observed flight recorder dump signal"),
     "desync_lagging": ("didn't finish collective #", "but didn't join collective #",
                        "are the lagging ranks that caused"),
@@ -620,7 +626,9 @@ def _exc_mode(exc_type: pl.Expr, message: pl.Expr) -> pl.Expr:
             .when(short == "MemoryError").then(pl.lit("host_oom"))
             # NOTE: whatever wraps it (an OSError, a RuntimeError of torch.save): the storage failed the process
             .when(message.fill_null("").str.contains(_FS_ERRNO)).then(pl.lit("filesystem_io"))
-            .when(short == "DistNetworkError").then(pl.lit("network"))
+            # NOTE: a store server that cannot bind its port is the launch's configuration (store_bind), not the network
+            .when((short == "DistNetworkError") & ~message.fill_null("").str.contains(_STORE_BIND))
+            .then(pl.lit("network"))
             # the store's wait for its peers ran out (rendezvous or a barrier on the store): a hang, as a collective's
             .when(short.is_in(["DistStoreError", "DistBackendError"]) & message.fill_null("").str.contains(
                 r"Socket Timeout|Timed out after \d+ seconds|[Ww]ait timeout")).then(pl.lit("nccl_timeout"))
