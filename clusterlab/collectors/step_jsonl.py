@@ -70,30 +70,38 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
 
 def parse_whole(texts: list[bytes], base: int) -> Parsed | None:
     """Whole files of step records (a fleet's per-rank files): NDJSON reads over their joined text (UTF-8), line
-    `i x base + n` for line n of text i. A file the joined read refuses (a last line cut as its rank died, junk)
-    is found by halving the files and read line by line, as alone; the others stay in the joined reads. None
-    where a carriage return is in any: the engine then reads every line one by one."""
+    `i x base + n` for line n of text i. A file the joined read refuses (a last line cut as its rank died, a blank
+    line, junk) is found (by its last byte, a scan, or halving the files) and read line by line, as alone; the
+    others stay in the joined reads. None where a carriage return is in any: the engine then reads every line one
+    by one."""
     if any(b"\r" in t for t in texts):
         return None
-    texts = [_finite_bytes(t) if any(tok in t for tok in _NONFINITE) else t for t in texts]
-    out, cut, reads = Parsed(), [i for i, t in enumerate(texts) if not _closed(t)], 0
+    texts, out, reads, mended = list(texts), Parsed(), 0, False
     # NOTE: the usual damage, a last line cut as the rank died, is seen without a read; halving finds the rest
     # (each halving reads its part again: a few damaged files among hundreds cost a few reads, not hundreds)
-    bounds = [-1, *cut, len(texts)]
-    pending = [(a + 1, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a + 1][::-1]
+    cut = {i for i, t in enumerate(texts) if not _closed(t)}
+    pending = _runs(0, len(texts), cut)
     while pending:
         lo, hi = pending.pop()
         rows = _whole(texts[lo:hi], lo, base)
         if rows is not None:
             _add(out, rows)
             reads += 1
+        elif not mended:
+            # NOTE: the two harmless refusals are looked for only once a read refused (scanning every file up front
+            # cost a tenth of a clean group's parse): Python's NaN tokens, made JSON, and blank lines, which the
+            # reader skips (its rows would lose their line numbers: such a file is read as alone, not halved to)
+            mended = True
+            unread = [*pending, (lo, hi)]
+            cut |= {i for a, b in unread for i in _mend(texts, a, b)}
+            pending = [run for a, b in unread for run in _runs(a, b, cut)]
         elif len(cut) >= _HALVINGS:  # damaged throughout: one line-by-line pass over all is cheaper
             return None
         elif hi - lo > 1:
             mid = (lo + hi) // 2
             pending += [(mid, hi), (lo, mid)]
         else:
-            cut.append(lo)
+            cut.add(lo)
     for i in sorted(cut):
         text = texts[i].decode("utf-8").removesuffix("\n").split("\n")
         got = parse(pl.DataFrame({"line": pl.int_range(1, len(text) + 1, dtype=pl.Int64, eager=True) + i * base,
@@ -109,6 +117,23 @@ def parse_whole(texts: list[bytes], base: int) -> Parsed | None:
     if out.unparsed_lines is not None:
         out.unparsed_lines = out.unparsed_lines.sort()
     return out
+
+
+def _runs(lo: int, hi: int, cut: set[int]) -> list[tuple[int, int]]:
+    """The runs of files in [lo, hi) that are not cut, last first (the order `pending` pops them)."""
+    bounds = [lo - 1, *sorted(i for i in cut if lo <= i < hi), hi]
+    return [(a + 1, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a + 1][::-1]
+
+
+def _mend(texts: list[bytes], lo: int, hi: int) -> list[int]:
+    """Make the NaN / Infinity tokens of texts[lo:hi] JSON (in place); returns those that hold a blank line."""
+    blank = []
+    for i in range(lo, hi):
+        if any(tok in texts[i] for tok in _NONFINITE):
+            texts[i] = _finite_bytes(texts[i])
+        if texts[i].startswith(b"\n") or b"\n\n" in texts[i]:
+            blank.append(i)
+    return blank
 
 
 def _finite_tokens(objects: pl.DataFrame) -> pl.DataFrame:
