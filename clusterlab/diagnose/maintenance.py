@@ -58,5 +58,28 @@ def with_maintenance(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl.D
                                   "maintenance")
                for r in found.iter_rows(named=True)}
     # NOTE: a cancel names no host; a node failure keeps its node (the maintenance named it)
-    return reattribute.apply(inc, ev, found, "preemption", MAINTENANCE_CONFIDENCE, reasons, ev_schema,
-                             host=pl.coalesce("host", "_rule_host"))
+    inc, ev = reattribute.apply(inc, ev, found, "preemption", MAINTENANCE_CONFIDENCE, reasons, ev_schema,
+                                host=pl.coalesce("host", "_rule_host"))
+    return _when_taken(con, inc, found, was), ev
+
+
+def _when_taken(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, found: pl.DataFrame, was: dict[str, str]
+                ) -> pl.DataFrame:
+    """A node rebooted under the job stopped it when it went down, not when the scheduler noticed (SlurmdTimeout,
+    minutes later): where the drain came first and the job stepped on after it, the incident starts at the job's
+    last step record (a cancel is its own moment and keeps it)."""
+    lost = found.filter(pl.col("incident_id").map_elements(lambda i: was.get(i) != "manual_stop",
+                                                           return_dtype=pl.Boolean))
+    if not lost.height:
+        return inc
+    last = store.frame(con, """
+        SELECT l.incident_id, max(s.ts) AS _last FROM lost l
+        JOIN inc i USING (incident_id)
+        JOIN (SELECT run, attempt, ts FROM steps UNION ALL SELECT run, attempt, ts FROM rank_steps) s
+          ON s.run = i.run AND s.attempt = i.attempt AND s.ts >= l.ts AND s.ts <= i.root_ts
+        GROUP BY l.incident_id""", lost=lost.select("incident_id", "ts"),
+                       inc=inc.select("incident_id", "run", "attempt", "root_ts"))
+    if not last.height:
+        return inc
+    return inc.join(last.with_columns(pl.col("_last").cast(inc.schema["root_ts"])), on="incident_id",
+                    how="left").with_columns(root_ts=pl.min_horizontal("root_ts", "_last")).drop("_last")
