@@ -51,6 +51,11 @@ GUARDS: list[tuple[str, str, str]] = [
     # fairseq's fp16 optimizer at its floor (`FloatingPointError: Minimum loss scale reached (0.0001). Your loss is
     # probably exploding. ...`)
     ("loss_scale_min", r"Minimum loss scale reached \([\d.e-]+\)", "error"),
+    # apex amp's dynamic scaler (`Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.5`): it
+    # starts at 2**16 and halves on each overflow, so a scale down to 1 or below (`0.00390625`, `8.1e-202`) is a run of
+    # overflowing steps, gradients inf or nan at every scale; an overflow at a high scale is the scaler's routine
+    ("loss_scale_min", r"Gradient overflow\. +Skipping step, loss scaler \d+ reducing loss scale to "
+                       r"(?:0(?:\.\d+)?|1(?:\.0+)?|\d+(?:\.\d+)?e-\d+)\s*$", "error"),
     # a hand-written loop's progress line (nanoGPT's `iter 3010: loss nan, time ...`, `Epoch: [21][1391/1930] Loss
     # nan (10.95)`, `step: 100 total_loss: nan`, DLLogger's `Training Iteration: 1885  average_loss : nan  step_loss :
     # nan`): a counter, then the (total / train / step / average) loss, not a part of it
@@ -74,7 +79,8 @@ PATTERN = _GUARDS + "|" + _MM_GRAD
 # (a NaN comes later in a long log): MMEngine / MMCV, MetricLogger, Keras and tqdm-with-loss progress lines
 _HEAD = PATTERN + (r"| - mm\w+ - INFO - (?:Epoch|Iter)(?:\(train\))? *\[|Epoch: \[\d+\] +\[ *\d+/\d+\] +eta: "
                    r"|\d+/\d+ (?:\[[=>.]+\]|━+) .*/(?:step|sample) - |\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*loss\w*="
-                   r"|\biter \d+: loss [\d.]+, time [\d.]+ ?ms|\bloss = [\d.]+, step = \d+")
+                   r"|\biter \d+: loss [\d.]+, time [\d.]+ ?ms|\bloss = [\d.]+, step = \d+"
+                   r"|Gradient overflow\. +Skipping step, loss scaler \d+ reducing loss scale to ")
 _GUARD_STEP = r"\bIter(?:\(train\))? *\[ *(\d+)/"  # MMEngine / MMCV by iteration: the global step
 # NOTE: Rust's fast regex engine (a lazy DFA) gives up on a Unicode word boundary (`\b`) at the first non-ASCII
 # character: on a head holding one (a curly quote, a progress bar, a cut-off character) `_HEAD` costs 50 ms and
