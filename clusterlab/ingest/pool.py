@@ -77,8 +77,8 @@ def parse_all(plans: Iterable[FilePlan], workers: int | None = None, pool: Worke
             yield from pool.parse(chain(ahead, plans))
             return
         pool.wanted(pool.work, warn=True)  # no workers: asked only to say why, where they were asked for
-    for chunk in _chunks(ahead):
-        yield from parse_many(chunk)
+    for window, places, chunk in _kind_chunks(ahead, len(ahead)):  # (small: one window)
+        yield from window.put(places, parse_many(chunk))
 
 
 class Workers:
@@ -137,21 +137,24 @@ class Workers:
 
     def parse(self, plans: Iterable[FilePlan]) -> Iterator[ParsedFile]:
         assert self.pool is not None
-        queued: deque[tuple[list[FilePlan], Future]] = deque()
-        chunks = _chunks(plans)
-        for chunk in chunks:
-            queued.append((chunk, self.pool.submit(parse_chunk, chunk)))
-            if len(queued) >= self.n * IN_FLIGHT:
-                break
+        queued: deque[tuple[_Window, list[int], list[FilePlan], Future]] = deque()
+        parts = _kind_chunks(plans, self.n * IN_FLIGHT)
+
+        def submit() -> bool:
+            part = next(parts, None)
+            if part is not None:
+                queued.append((*part, self.pool.submit(parse_chunk, part[2])))
+            return part is not None
+
+        while len(queued) < self.n * IN_FLIGHT and submit():
+            pass
         while queued:
-            chunk, future = queued.popleft()
+            window, places, chunk, future = queued.popleft()
             done = future.result()
-            nxt = next(chunks, None)
-            if nxt is not None:
-                queued.append((nxt, self.pool.submit(parse_chunk, nxt)))
-            for pf, plan in zip(done, chunk, strict=True):  # a file's result, in its plan's place
+            submit()
+            for pf, plan in zip(done, chunk, strict=True):
                 pf.plan = plan
-            yield from done
+            yield from window.put(places, done)
 
     def close(self) -> None:
         if self.pool is None:
@@ -211,17 +214,61 @@ def spawn_safe() -> bool:
         return False
 
 
-def _chunks(plans: Iterable[FilePlan]) -> Iterator[list[FilePlan]]:
+def _chunks(plans: Iterable[FilePlan], files: int | None = None, most: int | None = None
+            ) -> Iterator[list[FilePlan]]:
+    files, most = files or CHUNK_FILES, most or CHUNK_BYTES
     chunk: list[FilePlan] = []
     size = 0
     for p in plans:
         chunk.append(p)
         size += p.size
-        if size >= CHUNK_BYTES or len(chunk) >= CHUNK_FILES:
+        if size >= most or len(chunk) >= files:
             yield chunk
             chunk, size = [], 0
     if chunk:
         yield chunk
+
+
+@dataclass
+class _Window:
+    """The results of a window of plans, in the plans' order, as their chunks come back."""
+
+    results: list[ParsedFile | None]
+    left: int  # files whose results have not come back
+
+    def put(self, places: list[int], done: list[ParsedFile]) -> list[ParsedFile]:
+        """A chunk's results in their plans' places; all the window's, in order, once the last came back."""
+        for place, pf in zip(places, done, strict=True):
+            self.results[place] = pf
+        self.left -= len(done)
+        return [] if self.left else self.results  # type: ignore[return-value]  (all set)
+
+
+def _kind_chunks(plans: Iterable[FilePlan], chunks: int) -> Iterator[tuple[_Window, list[int], list[FilePlan]]]:
+    """Chunks of windows of `chunks` chunks' worth of plans, each window's plans ordered by `_kind_hint`: (the
+    window, each plan's place in it, the chunk)."""
+    # NOTE: a bundle interleaves kinds (an attempt's NCCL, step and trainer files, then the next attempt's): every
+    # chunk held every kind, and each kind's group in each chunk paid each of its collectors' fixed cost (~10-30 ms
+    # of regex compilation, polars keeps ~32 compiled) again. Campaign corpus, seeds 1-4 (1,540 files, 75 MB),
+    # 2 workers: 8.7-8.8 -> 7.1-7.3 s CPU
+    for window in _chunks(plans, CHUNK_FILES * chunks, CHUNK_BYTES * chunks):
+        order = sorted(range(len(window)), key=lambda i: (_kind_hint(window[i]), i))
+        held = _Window([None] * len(window), len(window))
+        start = 0
+        for chunk in _chunks([window[i] for i in order]):
+            yield held, order[start:start + len(chunk)], chunk
+            start += len(chunk)
+
+
+def _kind_hint(plan: FilePlan) -> tuple[str, str]:
+    """What a file's path says of its kind before a byte is read: its extension (a compression's left off) and its
+    directory's name without digits (nccl/, steps/, the node directories of one cluster's naming)."""
+    path = plan.task.path
+    name = path.name.removesuffix(".gz")
+    return name.rpartition(".")[2] if "." in name else "", path.parent.name.translate(_NO_DIGITS)
+
+
+_NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
 def parse_chunk(plans: list[FilePlan]) -> list[ParsedFile]:
