@@ -89,8 +89,9 @@ def parse_whole(texts: list[bytes], base: int) -> Parsed | None:
             reads += 1
         elif not mended:
             # NOTE: the two harmless refusals are looked for only once a read refused (scanning every file up front
-            # cost a tenth of a clean group's parse): Python's NaN tokens, made JSON, and blank lines, which the
-            # reader skips (its rows would lose their line numbers: such a file is read as alone, not halved to)
+            # cost a tenth of a clean group's parse), and then in every file not yet read (a refused read costs as
+            # much as a clean one): Python's NaN tokens, made JSON, and blank lines, which the reader skips (its rows
+            # would lose their line numbers: such a file is read as alone, not halved to)
             mended = True
             unread = [*pending, (lo, hi)]
             cut |= {i for a, b in unread for i in _mend(texts, a, b)}
@@ -296,7 +297,8 @@ def _timestamp(ts: pl.Expr, values: pl.Series | None = None) -> pl.Expr:
     if values.dtype != pl.String:
         return from_epoch if values.cast(pl.Float64, strict=False).null_count() == values.null_count() else general
     # NOTE: three parses of every value cost a third of a fleet's step-file ingest; most files spell UTC with Z
-    zulu = values.str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", strict=False, time_unit="us")
+    # (no cache: a step file's times are all different)
+    zulu = values.str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", strict=False, time_unit="us", cache=False)
     left = zulu.is_null() & values.is_not_null()
     if not left.any():
         return pl.lit(zulu)
