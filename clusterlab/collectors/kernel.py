@@ -37,10 +37,18 @@ WARNINGS_PER_FILE = True  # its one warning (raw dmesg without a boot time) is e
 BLOCK_START = r"INFO: task .*:\d+ blocked for more than "
 
 # A block device failing reads or writes, in each kernel's wording: the request's error (`blk_update_request:`
-# 3.17-5.15, `print_req_error:` 4.17-5.0, `end_request:` before 3.17, bare `I/O error, dev` since 5.16), the page
-# cache's (`Buffer I/O error on dev[ice]`) and a filesystem's own report of the failed I/O (ext2-4, XFS).
-_BLOCK_IO = (r"I/O error, dev \S+, sector|Buffer I/O error on dev"
-             r"|(?:EXT[234]-fs (?:warning|error) \(device [^)]+\)|XFS \([^)]+\)): .*I/O error")
+# 3.17-5.15, `print_req_error:` 4.17-5.0, `end_request:` before 3.17, bare `I/O error, dev` since 5.16; besides
+# "I/O error" the block layer says "critical medium error", "critical target error", "timeout error", ...), the page
+# cache's (`Buffer I/O error on dev[ice]`), a filesystem's own report of the failed I/O (ext2-4, XFS), ext4 giving up
+# on the device (any `EXT4-fs error (device X)`, its journal aborted, the remount read-only), and an NVMe controller
+# that stops answering (a command timeout it resets or aborts for, the controller down, the drive removed).
+_BLOCK_IO = (r"(?:blk_update_request|print_req_error|end_request): [\w ]*error, dev \S+, sector"
+             r"|I/O error, dev \S+, sector|Buffer I/O error on dev"
+             r"|(?:EXT[234]-fs (?:warning|error) \(device [^)]+\)|XFS \([^)]+\)): .*I/O error"
+             r"|EXT[234]-fs error \(device |Aborting journal on device "
+             r"|EXT[234]-fs \([^)]+\): Remounting filesystem read-only"
+             r"|nvme nvme\d+: (?:I/O \d+ (?:\(.*?\) )?QID \d+ timeout, (?:reset controller|aborting)"
+             r"|controller is down; will reset|Removing after probe failure|Device not ready; aborting reset)")
 # Devices whose I/O errors are noise: a VM's absent floppy or CD drive probed at boot, a loop device's backing
 # file gone.
 _NOISY_BLOCK_DEV = r"^(?:fd|sr|loop)\d"
@@ -286,7 +294,7 @@ EXTRACTORS: dict[str, list[str]] = {
              r"^task:(?P<htask2>\S+) +state:D .*\bpid: *(?P<hpid2>\d+)"],
     "nfs": [r"\b(?P<nprog>nfs|nfs4|lockd): server (?P<nserver>\S+) (?P<nstate>not responding, [\w ]+|OK)"],
     "lustre": [r"(?P<ltarget>[\w-]+-(?:OST|MDT|MGS)[0-9A-Fa-f]*)", r"(?P<lnid>[\w.:-]+@(?:o2ib|tcp|gni|kfi)\d*)"],
-    "block": [r"(?:\bdev(?:ice)? |\(device |XFS \()(?P<bdev>[\w.-]+)", r"sector (?P<bsector>\d+)"],
+    "block": [r"(?:\bdev(?:ice)? |\(device |XFS \(|EXT[234]-fs \(|nvme )(?P<bdev>[\w.-]+)", r"sector (?P<bsector>\d+)"],
     "mce": [
         r"CPU (?P<mcpu>\d+): Machine Check(?: Exception)?: \w+ Bank (?P<mbank>\d+): (?P<mstatus>[0-9a-fA-F]+)",
         r"EDAC (?:\S+ )?MC(?P<emc>\d+): (?P<ecount>\d+) (?:CE|UE|Fatal) (?P<emsg>.*?)(?: on (?P<eloc>\S+))?"
