@@ -115,7 +115,7 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
         ev AS (
             SELECT e.*, f.path AS file, {_tier_sql()} AS tier
             FROM (SELECT * REPLACE (CASE WHEN source = 'slurm' THEN coalesce(ts_hi, ts) ELSE ts END AS ts,
-                                    CASE WHEN kind IN ('child_failed', 'worker_failed')
+                                    CASE WHEN kind IN ('child_failed', 'worker_failed', 'launcher_exit')
                                               AND json_extract_string(detail, '$.mode_from_exit') = 'true'
                                          THEN 'unknown'
                                          ELSE coalesce(failure_mode, CASE WHEN source = 'slurm'
