@@ -77,7 +77,8 @@ def parse_all(plans: Iterable[FilePlan], workers: int | None = None, pool: Worke
             yield from pool.parse(chain(ahead, plans))
             return
         pool.wanted(pool.work, warn=True)  # no workers: asked only to say why, where they were asked for
-    for window, places, chunk in _kind_chunks(ahead, len(ahead)):  # (small: one window)
+    # (`workers=1` parses any ingest here: a window's results are held until its last chunk is parsed)
+    for window, places, chunk in _kind_chunks(ahead, IN_FLIGHT):
         yield from window.put(places, parse_many(chunk))
 
 
