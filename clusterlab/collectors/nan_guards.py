@@ -44,6 +44,8 @@ GUARDS: list[tuple[str, str, str]] = [
     ("grad_norm_nonfinite", r"(?:^|\s)grad_norm: (?:(?i:nan|inf) \(|\S+ \((?i:nan|inf)\))", "error"),
     # Keras `model.fit`: `612/612 [====] - 52s 85ms/step - loss: nan - accuracy: ...` (Keras 3: any metric first)
     ("loss_nan", r"/(?:step|sample) - (?:.* - )?loss: (?i:nan|inf)\b", "error"),
+    # detectron2's anomaly check (SimpleTrainer): `FloatingPointError: Loss became infinite or NaN at iteration=2137!`
+    ("loss_nan", r"Loss became infinite or NaN at iteration=\d+", "error"),
     # TensorFlow's NanTensorHook; the DeiT / MAE / timm loops' own stop
     ("loss_nan", r"Model diverged with loss = NaN|\bLoss is (?i:nan|inf), stopping training", "error"),
     # a TensorFlow Estimator's LoggingTensorHook: `INFO:tensorflow:loss = nan, step = 1200 (2.310 sec)`
