@@ -190,6 +190,7 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
     tl = ledger.timeline(_steps(con, run, profile), att)
     b = ledger.baseline_step_s(tl)
     tl = ledger.with_unlogged_steps(tl, inc.filter(pl.col("kind") == "attempt_end"), b)
+    tl = ledger.until_root(tl, _latest_roots(con, inc, evidence))
     saves = store.frame(con, """SELECT DISTINCT ON (attempt, step) attempt AS s_attempt, step AS save_step, ts,
                                        coalesce(duration_s, 0) AS duration_s
                                 FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL
@@ -303,6 +304,29 @@ def _finish_incidents(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, evidenc
         inc = inc.join(xa, on="incident_id", how="left").with_columns(
             action=pl.coalesce("xid_act", "action")).drop("xid_act")
     return inc
+
+
+def _latest_roots(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, evidence: pl.DataFrame) -> pl.DataFrame:
+    """Per attempt that ended badly, the latest its root event can have been (`attempt, root_ts`): a root line
+    without its own stamp (a traceback, an undated step line the root was read off) is dated by its interval's
+    lower bound, the stamped line before it, maybe minutes before the fault, and the steps the job ran inside that
+    interval must not become hang on that date alone."""
+    ends = inc.filter(pl.col("kind") == "attempt_end").select("incident_id", "run", "attempt", "root_ts")
+    lines = (evidence.join(ends, on="incident_id").filter(pl.col("ts") == pl.col("root_ts"))
+             .select("incident_id", "file", "line").unique() if evidence.height
+             else pl.DataFrame(schema={"incident_id": pl.String, "file": pl.String, "line": pl.Int64}))
+    hi = store.frame(con, """
+        SELECT incident_id, max(ts_hi) AS root_hi FROM (
+            SELECT l.incident_id, e.ts_hi FROM lines l JOIN ingested_files f ON f.path = l.file
+            JOIN events e ON e.file_id = f.file_id AND e.line = l.line
+            UNION ALL
+            SELECT i.incident_id, s.ts_hi FROM ends i
+            JOIN steps s ON s.run = i.run AND s.attempt = i.attempt AND s.ts = i.root_ts)
+        WHERE ts_hi IS NOT NULL GROUP BY incident_id""", lines=lines, ends=ends)
+    if not hi.height:
+        return ends.select("attempt", "root_ts")
+    return ends.join(hi.with_columns(pl.col("root_hi").cast(ends.schema["root_ts"])), on="incident_id",
+                     how="left").select("attempt", root_ts=pl.max_horizontal("root_ts", "root_hi"))
 
 
 def _keep_points(att: pl.DataFrame, saves: pl.DataFrame, inc: pl.DataFrame, con, run: str) -> pl.DataFrame:

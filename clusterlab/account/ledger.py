@@ -6,6 +6,7 @@ merged step timeline (between consecutive step ends), then the tail (last step e
 in it is `checkpoint`, the rest `hang`), then `restart` (attempt end → next start). A step
 interval is `productive` up to the run's baseline step time; the excess goes to `checkpoint` when
 a save ran in it, then `data_stall`, then `straggler` when one host was slow, else `slowdown`.
+Steps begun after the root event of the attempt's end are no steps: their time is `hang`.
 The productive part of steps the next attempt threw away (after the checkpoint it resumed from)
 is `recompute`. Categories never overlap and are never clamped silently: a timeline that would make one
 negative raises `LedgerError`, which attribution turns into a flagged ledger (`flagged`) with a note saying
@@ -105,9 +106,27 @@ def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float
     return pl.concat([tl, extra], how="diagonal_relaxed").sort("attempt", "step")
 
 
-# How far a record may lie past its attempt's root event and still count before it: the root's line and the step
-# records come from different hosts' clocks, corrected to within a few seconds.
+# How far a step record may start past its attempt's root event and still count as a step: the root's line and the
+# step records come from different hosts' clocks, corrected to within a few seconds.
 ROOT_SLACK_S = 5.0
+
+
+def until_root(tl: pl.DataFrame, roots: pl.DataFrame) -> pl.DataFrame:
+    """`tl` without the step records an attempt began after the root event of the incident that ended it (`roots`:
+    `attempt, root_ts`): `hang` runs from the root event to the attempt's exit, whatever the job printed in
+    between (DESIGN's ledger). Steps after silent data corruption or a diverging loss trained on wrong numbers (or
+    were skipped for them) until a guard or a person stopped the job: no progress to keep or to throw away.
+
+    Only a record that began more than ROOT_SLACK_S after the root is cut, so that a root a clock's error early
+    takes no real step away; for a root dated only by an interval (its `ts` the lower bound) the caller passes the
+    latest it can have been (`attribution._latest_roots`)."""
+    if not tl.height or not roots.height:
+        return tl
+    r = roots.select(pl.col("attempt").cast(pl.Int32), "root_ts").drop_nulls().group_by("attempt").agg(
+        pl.col("root_ts").min())
+    late = pl.col("start") > pl.col("root_ts") + pl.duration(seconds=ROOT_SLACK_S)
+    return (tl.with_columns(pl.col("attempt").cast(pl.Int32)).join(r, on="attempt", how="left")
+            .filter(~late.fill_null(False)).drop("root_ts"))
 
 
 def baseline_step_s(tl: pl.DataFrame) -> float:

@@ -170,6 +170,16 @@ def scripted_mode(script: str) -> str:
             "gloo_hang": "nccl_timeout"}.get(script, "")
 
 
+def truth_root_ms(att: Attempt) -> int:
+    """When the cause of an attempt's end happened, as truth.json states it: silent data corruption at its first
+    non-finite number (the end of the first step whose loss went non-finite on the rank), not at the NaN check that
+    stopped the job steps later; every other ending at its drawn root."""
+    e, s = att.ending, att.steps
+    if e.case == "sdc" and len(s) >= SDC_STEPS:
+        return int(s.end[len(s) - SDC_STEPS])
+    return e.root_ms
+
+
 def truth_mode(e: Ending) -> str:
     """The failure mode truth.json states for an ending: what it was, where its evidence looks like another."""
     return "preemption" if e.case == "maint_reboot" else e.mode

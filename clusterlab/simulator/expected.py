@@ -6,7 +6,8 @@ end: a completed save in it is `checkpoint`, the rest `hang`) and `restart` (end
 An interval is `productive` up to the run's baseline b (median step time of all its steps);
 the excess goes to `checkpoint` (up to the save that ran in it), then `data_stall` (the step's
 data wait above the run's median data wait), then `straggler` (a host was slow at that step) or
-else `slowdown`. The productive part of steps past the checkpoint the next attempt resumed from
+else `slowdown`. Steps begun after the attempt's root event are not steps: the tail (`hang`) starts at the end
+of the last step begun before it. The productive part of steps past the checkpoint the next attempt resumed from
 is `recompute`; for the last attempt, past its own last completed save (every simulated run ends
 badly: a failure or the window's time limit, after which a relaunch would resume from there).
 `idle` is 0: the simulation requests no window.
@@ -19,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from clusterlab.simulator import endings
+from clusterlab.simulator import adversarial, endings
+from clusterlab.simulator.steps import StepArrays
 from clusterlab.simulator.timeline import Attempt, Run
 
 CATEGORIES = ("productive", "straggler", "slowdown", "checkpoint", "data_stall", "recompute", "hang", "restart",
@@ -40,17 +42,27 @@ def span_ms(att: Attempt, alloc: bool) -> tuple[int, int]:
     return att.start_ms, att.end_ms
 
 
-def intervals_ms(att: Attempt) -> np.ndarray:
+def intervals_ms(s: StepArrays) -> np.ndarray:
     """Each step's interval: the first its own step time, then end to end."""
-    return np.concatenate([[att.steps.step_ms[0]], np.diff(att.steps.end)]).astype(float)
+    return np.concatenate([[s.step_ms[0]], np.diff(s.end)]).astype(float)
+
+
+def until_root(att: Attempt) -> StepArrays:
+    """The steps the attempt began (its interval's start: the previous step's end) no later than its end's root
+    event. Those it began after it trained on wrong numbers, or were skipped for them, until a guard stopped the
+    job (silent data corruption's first non-finite number comes steps before the NaN check): their time is `hang`,
+    root-cause event to attempt exit (DESIGN's ledger), neither work kept nor work thrown away."""
+    s = att.steps
+    began = np.concatenate([[s.end[0] - s.step_ms[0]], s.end[:-1]])
+    return s.cut(max(1, int((began <= adversarial.truth_root_ms(att)).sum())))
 
 
 def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float, alloc: bool = True
                ) -> dict[str, float]:
     """One attempt's milliseconds by category (restart: up to the next attempt's start)."""
     start, end = span_ms(att, alloc)
-    s = att.steps
-    interval = intervals_ms(att)
+    s = until_root(att)
+    interval = intervals_ms(s)
     save_in = np.concatenate([[0], s.save_after[:-1]]).astype(float)
     productive = np.minimum(interval, b)
     excess = interval - productive
@@ -70,7 +82,7 @@ def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float, al
     out["slowdown"] = float(rest[~slow].sum())
     out["startup"] = float(s.end[0] - s.step_ms[0] - start)
     tail = float(end - s.end[-1])
-    last_save = next((sv for sv in att.saves if sv.step == att.last_step and sv.complete), None)
+    last_save = next((sv for sv in att.saves if sv.step == int(s.step[-1]) and sv.complete), None)
     tail_ckpt = min(tail, float(last_save.end_ms - last_save.start_ms)) if last_save else 0.0
     out["checkpoint"] += tail_ckpt
     out["hang"] = tail - tail_ckpt

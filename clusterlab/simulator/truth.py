@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from clusterlab import taxonomy
 from clusterlab.simulator import endings, expected
-from clusterlab.simulator.adversarial import guilty_hosts, truth_mode
+from clusterlab.simulator.adversarial import guilty_hosts, truth_mode, truth_root_ms
 from clusterlab.simulator.fleet import Cluster, Config
 from clusterlab.simulator.stamps import from_ms, iso_z
 from clusterlab.simulator.timeline import Attempt, Run
@@ -78,7 +78,7 @@ def _base(run: Run, att: Attempt, kind: str, mode: str, host: str | None) -> dic
 def interruption(run: Run, att: Attempt, nxt: Attempt | None) -> dict:
     """The incident that ended an attempt."""
     e = att.ending
-    out = {**_base(run, att, "interruption", truth_mode(e), e.host), "rank": e.rank, "root_ts": _ts(e.root_ms),
+    out = {**_base(run, att, "interruption", truth_mode(e), e.host), "rank": e.rank, "root_ts": _ts(truth_root_ms(att)),
            "exit_ts": _ts(e.exit_ms), "next_start_ts": _ts(nxt.start_ms if nxt else None),
            "last_checkpoint_step": att.last_save(), "last_step": att.last_step,
            "first_step_after_restart": nxt.first_step if nxt else None}
