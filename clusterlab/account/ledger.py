@@ -4,9 +4,10 @@ Per attempt (its span: the scheduler's record where there is one, see `clusterla
 timeline is contiguous: `startup` (start → first step begins), one interval per record of the
 merged step timeline (between consecutive step ends), then the tail (last step end → attempt end: a save
 in it is `checkpoint`, the rest `hang`), then `restart` (attempt end → next start). A step
-interval is `productive` up to the run's baseline step time; the excess goes to `checkpoint` when
-a save ran in it, then `data_stall`, then `straggler` when one host was slow, else `slowdown`.
-Steps begun after the root event of the attempt's end are no steps: their time is `hang`.
+interval is `productive` up to the run's baseline step time (all of it where its excess is within the run's
+step-time noise); the excess goes to `checkpoint` when a save ran in it, then `data_stall`, then `straggler` when
+one host was slow, else `slowdown`. Steps begun after the root event of the attempt's end are no steps: their time
+is `hang`.
 The productive part of steps the next attempt threw away (after the checkpoint it resumed from)
 is `recompute`. Categories never overlap and are never clamped silently: a timeline that would make one
 negative raises `LedgerError`, which attribution turns into a flagged ledger (`flagged`) with a note saying
@@ -145,6 +146,23 @@ def baseline_step_s(tl: pl.DataFrame) -> float:
     return float(value)
 
 
+# A record is slowed only where its excess over the baseline is beyond this many robust deviations of the run's own
+# step-time noise (as the straggler rule holds a host's lead against its run's noise: incidents.STRAGGLER_SIGMAS)
+NOISE_SIGMAS = 3.0
+
+
+def step_noise_s(tl: pl.DataFrame) -> float:
+    """The run's step-time noise: the robust deviation (1.4826 x the median absolute deviation) of one step's time,
+    from the records whose stamps are exact. A record of n steps is their sum, so its time per step varies 1/sqrt(n)
+    as much (each step's jitter is its own): each deviation is scaled back by sqrt(n) to one step's."""
+    if not tl.height:
+        return 0.0
+    exact = tl.filter(pl.col("err_s").fill_null(0.0) <= 0) if "err_s" in tl.columns else tl
+    per = pl.col("interval_s") / pl.col("n")
+    dev = exact.select(((per - per.median()) * pl.col("n").sqrt()).abs().median()).item()
+    return 1.4826 * float(dev or 0.0)
+
+
 def assign_saves(tl: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
     """The step interval (its `end`) each save ran in: the first record after the saved step, or,
     for logs without step numbers, the first record that ends after the save began."""
@@ -177,8 +195,13 @@ def split_intervals(tl: pl.DataFrame, saves: pl.DataFrame, slow: pl.DataFrame, k
     # could not refine puts its end anywhere in a second, so half such records look a second long and half a
     # second short, and only the long halves would count (the interval's error is its two ends' errors).
     err = (pl.col("err_s").fill_null(0.0) if "err_s" in tl.columns else pl.lit(0.0))
-    within = (pl.col("interval_s") - pl.col("n") * b).abs() <= err
-    productive = (pl.when(within & (err > 0)).then(pl.col("interval_s"))
+    # Nor is an excess within the run's own step-time noise: half of all steps run slower than the median by chance,
+    # and a job that records every step would book that jitter as slowdown where a log every ten steps averages it
+    # out (the outsiders' convention: kept steps count whole). Steps a straggler incident covers are slowed anyway.
+    noise = NOISE_SIGMAS * step_noise_s(tl) * pl.col("n").sqrt()
+    tol = err + pl.when(pl.col("slow_host").is_null()).then(noise).otherwise(0.0)
+    within = (pl.col("interval_s") - pl.col("n") * b).abs() <= tol
+    productive = (pl.when(within & (tol > 0)).then(pl.col("interval_s"))
                   .otherwise(pl.min_horizontal(pl.col("interval_s"), pl.col("n") * b)))
     excess = pl.col("interval_s") - productive
     w = w.with_columns(productive_raw=productive, excess=excess)

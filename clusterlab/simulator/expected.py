@@ -3,7 +3,8 @@
 Per attempt: `startup` (start → first step begins: its end minus its step time), one interval
 per step (the first is its own step time, then end to end), the tail (last step end → attempt
 end: a completed save in it is `checkpoint`, the rest `hang`) and `restart` (end → next start).
-An interval is `productive` up to the run's baseline b (median step time of all its steps);
+An interval is `productive` up to the run's baseline b (median step time of all its steps), all of it where no
+straggler slowed it and it is within NOISE_SIGMAS robust deviations of the run's step-time noise (jitter is work);
 the excess goes to `checkpoint` (up to the save that ran in it), then `data_stall` (the step's
 data wait above the run's median data wait), then `straggler` (a host was slow at that step) or
 else `slowdown`. Steps begun after the attempt's root event are not steps: the tail (`hang`) starts at the end
@@ -35,6 +36,18 @@ def baseline_ms(run: Run) -> tuple[float, float]:
     return float(np.median(steps)), float(np.median(data))
 
 
+# A step is slowed only where its excess over the baseline is beyond this many robust deviations of the run's own
+# step-time noise (clusterlab.account.ledger.NOISE_SIGMAS: the ledger's rule, restated here)
+NOISE_SIGMAS = 3.0
+
+
+def noise_ms(run: Run) -> float:
+    """The run's step-time noise: the robust deviation (1.4826 x the median absolute deviation) of its steps'
+    intervals (the steps begun before each attempt's root)."""
+    iv = np.concatenate([intervals_ms(until_root(a)) for a in run.attempts])
+    return 1.4826 * float(np.median(np.abs(iv - np.median(iv))))
+
+
 def span_ms(att: Attempt, alloc: bool) -> tuple[int, int]:
     """The attempt's span: its log lines, or sacct's Start and End."""
     if alloc:
@@ -57,14 +70,16 @@ def until_root(att: Attempt) -> StepArrays:
     return s.cut(max(1, int((began <= adversarial.truth_root_ms(att)).sum())))
 
 
-def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float, alloc: bool = True
-               ) -> dict[str, float]:
-    """One attempt's milliseconds by category (restart: up to the next attempt's start)."""
+def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float, alloc: bool = True,
+               noise: float = 0.0) -> dict[str, float]:
+    """One attempt's milliseconds by category (restart: up to the next attempt's start); `noise`: the run's
+    step-time noise (`noise_ms`), within NOISE_SIGMAS of which a step that no straggler slowed is productive whole."""
     start, end = span_ms(att, alloc)
     s = until_root(att)
     interval = intervals_ms(s)
     save_in = np.concatenate([[0], s.save_after[:-1]]).astype(float)
-    productive = np.minimum(interval, b)
+    jitter = (noise > 0) & (s.slow < 0) & (np.abs(interval - b) <= NOISE_SIGMAS * noise)
+    productive = np.where(jitter, interval, np.minimum(interval, b))
     excess = interval - productive
     ckpt = np.minimum(excess, save_in)
     rest = excess - ckpt
@@ -93,9 +108,10 @@ def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float, al
 def ledger(run: Run, alloc: bool = True) -> dict:
     """The run's expected ledger: GPU-hours per category, the baseline, and the total."""
     b, data_base = baseline_ms(run)
+    noise = noise_ms(run)
     total_ms = {c: 0.0 for c in CATEGORIES}
     for att, nxt in zip(run.attempts, [*run.attempts[1:], None], strict=True):
-        for c, v in attempt_ms(att, nxt, b, data_base, alloc).items():
+        for c, v in attempt_ms(att, nxt, b, data_base, alloc, noise).items():
             total_ms[c] += v
     wall_ms = span_ms(run.attempts[-1], alloc)[1] - span_ms(run.attempts[0], alloc)[0]
     to_h = run.gpus / 3_600_000
