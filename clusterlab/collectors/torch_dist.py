@@ -78,6 +78,9 @@ _SNIFF = re.compile(
     rb"|death signal, shutting down workers|DataLoader worker \(pid|Unexpected bus error encountered in worker"
     rb"|\] exits with return code = -?\d|terminated with signal SIG|died with <Signals\."
     rb"|The server socket has failed to listen on any local network address"
+    # NOTE: ncclGetErrorString's words as a Python wrapper raises them (`RuntimeError: NCCL error: unhandled system
+    # error`: vLLM's pynccl, a traceback cut before its head, behind a serving engine's own log prefix)
+    rb"|NCCL error: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|remote process)"
     # NOTE: a traceback is evidence wherever it appears: a file holding only one (`excerpt.log`) is read too
     rb"|Traceback \(most recent call last\)|THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: "
     rb"|CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: "
@@ -89,7 +92,12 @@ _LAUNCHER = (r"^(?P<pfx>(?:\s*(?P<task>\d{1,6}): )?(?:\(\w+ pid=\d+(?:, ip=[\w.:
              r"|\[\d+,(?P<mrank>\d+)\]<std(?:out|err)>: ?)?)(?P<rest>.*)$")
 _GLOG = (r"^\[?(?P<lvl>[IWEF])(?:(?P<md>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?)(?: +\d+)?)? "
          r"(?P<src>[\w./-]+:\d+)\] ?(?P<gmsg>.*)$")
-_PYLOG = r"^\[(?P<pyts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(?P<ms>\d{3})\] [\w.]+: \[\w+\] (?P<pmsg>.*)$"
+# python logging's `[ts] name: [LEVEL] msg` and DeepSpeed's `[ts] [LEVEL] [launch.py:325:sigkill_handler] msg`
+_PYLOG = (r"^\[(?P<pyts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(?P<ms>\d{3})\] "
+          r"(?:[\w.]+: \[\w+\]|\[[A-Z]+\] \[[\w.]+:\d+:\w+\]) (?P<pmsg>.*)$")
+# pdsh / clush (the DeepSpeed launcher's multinode runner) relay each node's lines behind `<node>: `, before any
+# prefix of the node's own launcher: a node only where the inventory knows it (`RuntimeError: ...` is no node)
+_RELAY = r"^([A-Za-z][\w.-]*): "
 _OLDLOG = r"^(?:ERROR|WARNING|INFO|CRITICAL):torch[\w.]*:(?P<omsg>.*)$"
 _EXC = (r"^(?P<ind>\s*)(?P<exc_type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit))"
         r"(?::\s?(?P<exc_msg>.*?))?\s*$")
@@ -220,7 +228,10 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     if events.height:
         # NOTE: an event that names only its rank gets its host after ingest (attempts._hosts_of_ranks), from
         # NCCL's rank map or a torchrun summary anywhere in the run: here it would depend on the batch it fell in
-        out.add("events", events.with_columns(host=pl.lit(None, pl.String)).sort("line").select(
+        # NOTE: the node that relayed a line (pdsh's `<node>: `) is the line's own word, whatever the batch
+        relays = f.select("line", host="relay_host")
+        events = events.drop("host", strict=False).join(relays, on="line", how="left")
+        out.add("events", events.sort("line").select(
             "line", "ts", "host", "kind", "failure_mode", "severity", "rank", "text",
             _torch_summary.detail(events, _DETAIL).alias("detail"),
             # the line that ends a traceback is printed as its process dies: dated by the exit (`parse._fill_ts`)
@@ -238,7 +249,12 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
 
 def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     """Launcher prefix, log header, time, content kind and the parsed fields of every matched line."""
-    f = lines.with_columns(pl.col("text").str.extract_groups(_LAUNCHER).alias("p")).unnest("p")
+    relay = pl.col("text").str.extract(_RELAY, 1)
+    relay_host = pl.when(relay.is_in(sorted(ctx.known_hosts))).then(relay) if ctx.known_hosts else pl.lit(None)
+    f = lines.with_columns(relay_host=relay_host.cast(pl.String))
+    relayed = pl.when(pl.col("relay_host").is_not_null()).then(pl.col("text").str.replace(_RELAY, "")) \
+        .otherwise(pl.col("text"))
+    f = f.with_columns(relayed.str.extract_groups(_LAUNCHER).alias("p")).unnest("p")
     rest = pl.col("rest")
     f = f.with_columns(
         rest.str.extract_groups(_GLOG).alias("g"), rest.str.extract_groups(_PYLOG).alias("y"),
@@ -273,7 +289,8 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         exc_type=pl.when(~drop).then(pl.col("exc_type")),
         # the stream a line belongs to (file, launcher prefix; then indentation): tracebacks, chains and summaries
         # are read within one
-        key=pl.concat_str([file_of_line().cast(pl.String), pl.lit("|"), pl.col("pfx").str.strip_chars(), pl.lit("|"),
+        key=pl.concat_str([file_of_line().cast(pl.String), pl.lit("|"), pl.col("relay_host").fill_null(""), pl.lit("|"),
+                           pl.col("pfx").str.strip_chars(), pl.lit("|"),
                            body.str.extract(r"^(\s*)", 1)]),
         drop=drop,
     )

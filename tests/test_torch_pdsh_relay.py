@@ -1,0 +1,46 @@
+"""Lines the DeepSpeed launcher relays through pdsh (`<node>: ` before the node's own prefix): the torch collector
+reads the node, the line's own time (DeepSpeed's `[ts] [LEVEL] [file:line:func]` header, c10's glog header behind
+`[rankN]:`) and its kind; a `Word: ` that names no known node stays part of the message."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from clusterlab.collectors import torch_dist
+from clusterlab.collectors._base import Context
+
+LINES = [
+    "w-07: [2026-12-01 08:25:20,508] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 4242",
+    "w-07: [2026-12-01 08:25:20,538] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python3', '-u', "
+    "'train.py', '--local_rank=3'] exits with return code = -9",
+    "w-02: [rank9]:[E1201 08:25:11.728101015 ProcessGroupNCCL.cpp:616] [Rank 9] Watchdog caught collective "
+    "operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+    "600019 milliseconds before timing out.",
+    "RuntimeError: CUDA error: an illegal memory access was encountered",
+]
+
+
+def _events(known: frozenset[str]) -> pl.DataFrame:
+    frame = pl.DataFrame({"line": range(1, len(LINES) + 1), "text": LINES}, schema={"line": pl.Int64, "text": pl.String})
+    parsed = torch_dist.parse(frame.filter(pl.col("text").str.contains(torch_dist.PATTERN)),
+                              Context(path="ds_console.log", known_hosts=known))
+    return parsed.tables["events"].sort("line")
+
+
+def test_relayed_lines_keep_their_node_time_and_kind() -> None:
+    ev = _events(frozenset({"w-02", "w-07"}))
+    exit_ = ev.filter(pl.col("kind") == "launcher_exit").row(0, named=True)
+    assert exit_["host"] == "w-07"
+    assert exit_["ts"] == dt.datetime(2026, 12, 1, 8, 25, 20, 538000)
+    wd = ev.filter(pl.col("line") == 3).row(0, named=True)
+    assert wd["host"] == "w-02" and wd["rank"] == 9
+    assert wd["ts"] == dt.datetime(2026, 12, 1, 8, 25, 11, 728101)
+    cuda = ev.filter(pl.col("line") == 4).row(0, named=True)
+    assert cuda["host"] is None and cuda["failure_mode"] is not None
+
+
+def test_an_unknown_word_is_no_relay() -> None:
+    ev = _events(frozenset())
+    assert ev["host"].is_null().all()
