@@ -82,8 +82,11 @@ def _align_unsplit_launches(con: duckdb.DuckDBPyConnection) -> None:
     """Number every appended log's launches on one run-wide count. Each file (each rank's stream of a per-rank
     file) counts its own launches from 1, but a file need not hold them all: a per-rank step file opened in
     append mode from the 6th launch on, or a rank that joined later, counts that launch as its 1st. The stream
-    with the most launches of the run is the reference; every other stream's launch takes the number of the
-    reference launch its time span overlaps most (or, overlapping none, of the last one that began before it)."""
+    with the most launches of the run is the reference; every other stream's launch inside the reference's span
+    takes the number of the reference launch its time span overlaps most (or, overlapping none, of the last one
+    that began before it). A launch wholly before or after the reference's span (one `slurm-J.out` per job, the
+    jobs one after another) is a launch of its own: such launches that overlap one another are one launch, and
+    all launches are numbered in the order they began."""
     unsplit = "SELECT file_id FROM ingested_files WHERE run IS NOT NULL AND attempt IS NULL"
     if con.execute(f"SELECT count(*) FROM ({unsplit})").fetchall()[0][0] < 2:
         return
@@ -97,15 +100,39 @@ def _align_unsplit_launches(con: duckdb.DuckDBPyConnection) -> None:
         ref AS (SELECT DISTINCT ON (run) run, file_id, rank FROM streams ORDER BY run, n DESC, first, file_id, rank),
         rseg AS (SELECT s.* FROM seg s JOIN ref r ON s.run = r.run AND s.file_id = r.file_id
                                            AND s.rank IS NOT DISTINCT FROM r.rank),
+        span AS (SELECT run, min(t0) AS t0, max(t1) AS t1 FROM rseg GROUP BY run),
+        -- launches wholly outside the reference's span, overlapping no reference launch
+        outside AS (
+            SELECT s.* FROM seg s JOIN span p ON p.run = s.run
+            WHERE (s.t1 < p.t0 OR s.t0 > p.t1)
+              AND NOT EXISTS (SELECT 1 FROM rseg r WHERE r.run = s.run AND r.t0 <= s.t1 AND r.t1 >= s.t0)
+        ),
+        -- outside launches that overlap one another are one launch (per-rank streams of one job)
+        ochain AS (SELECT *, max(t1) OVER (PARTITION BY run ORDER BY t0, file_id, rank, attempt
+                                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach FROM outside),
+        oclus AS (SELECT *, sum(CASE WHEN reach IS NULL OR t0 > reach THEN 1 ELSE 0 END)
+                              OVER (PARTITION BY run ORDER BY t0, file_id, rank, attempt) AS cluster FROM ochain),
+        launches AS (
+            SELECT run, 'r' AS kind, attempt AS key, min(t0) AS t0 FROM rseg GROUP BY ALL
+            UNION ALL SELECT run, 'o', cluster, min(t0) FROM oclus GROUP BY ALL
+        ),
+        numbered AS (SELECT *, row_number() OVER (PARTITION BY run ORDER BY t0, kind, key) AS num FROM launches),
         best AS (
-            SELECT DISTINCT ON (s.file_id, s.rank, s.attempt) s.file_id, s.rank, s.attempt AS old,
-                   r.attempt AS new, epoch(least(s.t1, r.t1) - greatest(s.t0, r.t0)) AS overlap,
+            SELECT DISTINCT ON (s.file_id, s.rank, s.attempt) s.file_id, s.rank, s.attempt AS old, s.run,
+                   r.attempt AS ref_key, epoch(least(s.t1, r.t1) - greatest(s.t0, r.t0)) AS overlap,
                    r.t0 <= s.t0 AS began_before
             FROM seg s JOIN rseg r ON r.run = s.run
             ORDER BY s.file_id, s.rank, s.attempt, greatest(overlap, 0) DESC, began_before DESC, r.t0 DESC
+        ),
+        mapped AS (
+            SELECT b.file_id, b.rank, b.old,
+                   coalesce(o.num, CASE WHEN b.overlap > 0 OR b.began_before THEN n.num END, b.old) AS new
+            FROM best b
+            LEFT JOIN oclus c ON c.file_id = b.file_id AND c.rank IS NOT DISTINCT FROM b.rank AND c.attempt = b.old
+            LEFT JOIN numbered o ON o.run = b.run AND o.kind = 'o' AND o.key = c.cluster
+            LEFT JOIN numbered n ON n.run = b.run AND n.kind = 'r' AND n.key = b.ref_key
         )
-        SELECT file_id, rank, old,
-               CASE WHEN overlap > 0 OR began_before THEN new ELSE old END AS new FROM best WHERE new <> old
+        SELECT file_id, rank, old, new FROM mapped WHERE new <> old
     """)
     if not con.execute("SELECT 1 FROM _launch_map LIMIT 1").fetchall():
         return
