@@ -97,3 +97,14 @@ def test_the_simulators_truth_books_the_steps_after_the_corruption_as_hang() -> 
     got = expected.attempt_ms(att, nxt, *expected.baseline_ms(run))
     # the step begun at the root stays a step; the one after it is hang, up to the exit
     assert got["hang"] == expected.span_ms(att, True)[1] - s.end[-2], got
+
+
+def test_a_save_among_the_steps_after_the_root_is_hang_not_checkpoint() -> None:
+    """A diverged job that steps on until the scancel may write a save among those steps: it is part of the hang. A
+    save of the last step kept, and every save of an attempt nothing was cut from, stay checkpoints."""
+    tl = pl.concat([_tl([0, 10, 20, 30, 40]), _tl([0, 10, 20]).with_columns(attempt=pl.lit(2, pl.Int32))])
+    cut = ledger.until_root(tl, pl.DataFrame({"attempt": [1], "root_ts": [T0 + dt.timedelta(seconds=22)]}))
+    saves = pl.DataFrame({"s_attempt": [1, 1, 1, 2], "save_step": [2, 3, 4, 3], "ts": [T0] * 4,
+                          "duration_s": [1.0] * 4})
+    left = ledger.saves_before_cut(saves, tl, cut)
+    assert list(left.select("s_attempt", "save_step").iter_rows()) == [(1, 2), (1, 3), (2, 3)]

@@ -190,11 +190,12 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
     tl = ledger.timeline(_steps(con, run, profile), att)
     b = ledger.baseline_step_s(tl)
     tl = ledger.with_unlogged_steps(tl, inc.filter(pl.col("kind") == "attempt_end"), b)
-    tl = ledger.until_root(tl, _latest_roots(con, inc, evidence))
+    cut = ledger.until_root(tl, _latest_roots(con, inc, evidence))
     saves = store.frame(con, """SELECT DISTINCT ON (attempt, step) attempt AS s_attempt, step AS save_step, ts,
                                        coalesce(duration_s, 0) AS duration_s
                                 FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL
                                 ORDER BY attempt, step, ts""", [run])
+    saves, tl = ledger.saves_before_cut(saves, tl, cut), cut
     # NOTE: isolated slow steps are noise; only stretches that became incidents count as straggling
     strag = inc.filter(pl.col("kind") == "straggler")
     straggling = slow.join_where(strag.select("attempt", "host", "first_step", "last_step", strag_id="incident_id"),

@@ -130,6 +130,22 @@ def until_root(tl: pl.DataFrame, roots: pl.DataFrame) -> pl.DataFrame:
             .filter(~late.fill_null(False)).drop("root_ts"))
 
 
+def saves_before_cut(saves: pl.DataFrame, before: pl.DataFrame, after: pl.DataFrame) -> pl.DataFrame:
+    """`saves` (`s_attempt, save_step, ...`) without those of the steps `until_root` cut (`before` and `after` it):
+    a save the job wrote after its root event (a diverged job saving on until the scancel) is part of the hang, not
+    a checkpoint stall in the attempt's tail."""
+    if not saves.height or before.height == after.height:
+        return saves
+    last = after.group_by("attempt").agg(kept=pl.col("step").max())
+    cut = (before.group_by("attempt").agg(n=pl.len()).join(after.group_by("attempt").agg(m=pl.len()), on="attempt",
+                                                           how="left")
+           .filter(pl.col("m").fill_null(0) < pl.col("n")).join(last, on="attempt", how="left")
+           .select(s_attempt=pl.col("attempt").cast(saves.schema["s_attempt"]), kept=pl.col("kept").fill_null(-1)))
+    w = saves.join(cut, on="s_attempt", how="left")
+    return w.filter(pl.col("kept").is_null() | pl.col("save_step").is_null() | (pl.col("save_step") <= pl.col("kept"))
+                    ).drop("kept")
+
+
 def baseline_step_s(tl: pl.DataFrame) -> float:
     """The run's steady step time: the median time of one step (reported, else measured), each record
     weighted by the steps it covers, so that a window of per-step records among a log's lines every N
