@@ -23,7 +23,8 @@ LINES = [
 
 
 def _events(known: frozenset[str]) -> pl.DataFrame:
-    frame = pl.DataFrame({"line": range(1, len(LINES) + 1), "text": LINES}, schema={"line": pl.Int64, "text": pl.String})
+    frame = pl.DataFrame({"line": range(1, len(LINES) + 1), "text": LINES},
+                         schema={"line": pl.Int64, "text": pl.String})
     parsed = torch_dist.parse(frame.filter(pl.col("text").str.contains(torch_dist.PATTERN)),
                               Context(path="ds_console.log", known_hosts=known))
     return parsed.tables["events"].sort("line")

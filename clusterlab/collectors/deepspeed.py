@@ -48,6 +48,9 @@ _LOAD = r"\[Torch\] (?:Begin Load|Loading) checkpoint from (\S+?)(?:\.\.\.)?$"
 _LOADED = r"\[Torch\] (?:End Load|Loaded) checkpoint from (\S+?)(?:\.\.\.|\.)?$"
 # the engine's own load (`_load_checkpoint`): the model-states file of the tag it follows, before the ZeRO shards
 _ENGINE_LOAD = r"\] rank: \d+ loading checkpoint: (\S+)"
+# The launcher's map of every node's global ranks (launch.py, once a node): the only rank map a run with NCCL_DEBUG
+# below INFO prints (`global_rank_mapping=defaultdict(<class 'list'>, {'n-01': [0, 1], 'n-02': [2, 3]})`)
+_RANK_MAP = r"global_rank_mapping=defaultdict\(<class 'list'>, \{(.*)\}\)"
 _OVERFLOW = r"OVERFLOW! Rank \d+ Skipping step|Overflow detected\. Skipping step"
 _MIN_SCALE = r"Current loss scale already at minimum - cannot decrease scale anymore"
 _VERSION = r"DeepSpeed info: version=([^,\s]+)"
@@ -61,7 +64,7 @@ PATTERN = "|".join([
     r"\] step=\d+, skipped=\d+", r"\bsteps: \d+ loss: ", r"\[Torch\] Checkpoint \S+ is (?:about to be saved|ready now)",
     r"Saving model checkpoint: ", r"Failed saving model checkpoint to ",
     r"\[Torch\] (?:Begin Load|Loading|End Load|Loaded) checkpoint from ", _ENGINE_LOAD, _OVERFLOW, _MIN_SCALE,
-    r"DeepSpeed info: version=", _CONFIG.removeprefix(r"\] {2,}").removesuffix(r"(\S+)\s*$"),
+    r"DeepSpeed info: version=", _RANK_MAP, _CONFIG.removeprefix(r"\] {2,}").removesuffix(r"(\S+)\s*$"),
 ])
 
 _HEAD = (r"\[logging\.py:\d+:log_dist\]|DeepSpeed info: version=|\[Rank \d+\] step=\d+, skipped=|"
@@ -85,8 +88,30 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     facts = pl.concat([facts_from(df, [(_VERSION, {"deepspeed_version": 1})]), _config_facts(df)]).sort("line")
     # NOTE: NaN events come from the unmerged rows so that they cite the line that printed the NaN.
     events = pl.concat([loss_events(flag_nonfinite(rows)), _scale_events(df)], how="diagonal_relaxed")
-    return step_result(lines, [rows, ops, facts, events], steps=steps,
-                       checkpoints=checkpoint_rows(ops, missing_ok=None), facts=facts, events=events)
+    out = step_result(lines, [rows, ops, facts, events], steps=steps,
+                      checkpoints=checkpoint_rows(ops, missing_ok=None), facts=facts, events=events)
+    ranks = _rank_map(df)
+    if ranks.height:
+        out.add("nccl_ranks", ranks)
+    return out
+
+
+def _rank_map(df: pl.DataFrame) -> pl.DataFrame:
+    """One row per (node, global rank) of the launcher's `global_rank_mapping` lines (each node prints the same)."""
+    hit = df.filter(pl.col("msg").str.contains(_RANK_MAP))
+    pairs = hit.select("line", "ts", entry=pl.col("msg").str.extract(_RANK_MAP, 1)
+                       .str.extract_all(r"'[^']+': \[[\d, ]*\]")).explode("entry").drop_nulls("entry")
+    pairs = pairs.with_columns(
+        host=pl.col("entry").str.extract(r"^'([^']+)'", 1),
+        rank=pl.col("entry").str.extract(r"\[([\d, ]*)\]", 1).str.extract_all(r"\d+"),
+    ).explode("rank").drop_nulls("rank")
+    pairs = pairs.with_columns(rank=pl.col("rank").cast(pl.Int32))
+    # per file: logs parsed as one batch are each a launch of their own (clusterlab.ingest.groups_text)
+    pairs = pairs.with_columns(_f=file_of_line(), nranks=pl.len().over("line").cast(pl.Int32))
+    return pairs.unique(["_f", "host", "rank"], keep="first", maintain_order=True).select(
+        "line", "ts", "host", pl.lit(None, pl.Int64).alias("pid"), "rank", "nranks",
+        pl.lit(None, pl.Int32).alias("cuda_dev"), pl.lit(None, pl.String).alias("bus_id"),
+        pl.lit(None, pl.String).alias("comm_id"))
 
 
 def _step_lines(df: pl.DataFrame) -> pl.DataFrame:

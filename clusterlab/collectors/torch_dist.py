@@ -229,8 +229,11 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         # NOTE: an event that names only its rank gets its host after ingest (attempts._hosts_of_ranks), from
         # NCCL's rank map or a torchrun summary anywhere in the run: here it would depend on the batch it fell in
         # NOTE: the node that relayed a line (pdsh's `<node>: `) is the line's own word, whatever the batch
+        # (a desync report's lagging-rank line is about the rank it names, not the node that printed it)
         relays = f.select("line", host="relay_host")
-        events = events.drop("host", strict=False).join(relays, on="line", how="left")
+        events = events.with_columns(_about_other=pl.col("kind") == "desync_lagging")
+        events = events.drop("host", strict=False).join(relays, on="line", how="left").with_columns(
+            host=pl.when(~pl.col("_about_other").fill_null(False)).then(pl.col("host")))
         out.add("events", events.sort("line").select(
             "line", "ts", "host", "kind", "failure_mode", "severity", "rank", "text",
             _torch_summary.detail(events, _DETAIL).alias("detail"),

@@ -100,33 +100,34 @@ def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float,
             "tier": TIER, "detail": None,
         })
     # where the records name nobody, the step the others began may, else the timeouts the waiting ranks printed
-    for more in (_from_stalls(con, run, tail, hang_min_s), _from_timeouts(con, run, tail)):
+    for more in (_from_stalls(con, run, tail, hang_min_s), _from_desync(con, run), _from_timeouts(con, run, tail)):
         seen = {(r["run"], r["attempt"]) for r in rows}
         rows += [r for r in more if (r["run"], r["attempt"]) not in seen]
     return pl.DataFrame(rows, schema=schema)
 
 
 def _worth_a_look(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFrame) -> set[int]:
-    """The attempts of `run` where any of the three ways can name a rank, told without reading the per-rank rows:
-    fewer ranks recorded the last step than one of the steps before it (a rank behind), a stall record, or collective
+    """The attempts of `run` where any of the ways can name a rank, told without reading the per-rank rows:
+    fewer ranks recorded the last step than one of the steps before it (a rank behind), a stall record, a desync
+    report's lagging rank, or collective
     timeouts from fewer ranks than recorded steps, or of different collectives (`_from_timeouts`' `worth`)."""
     counts = profile.filter(pl.col("attempt").is_not_null()).sort("step").group_by("attempt").agg(
         last=pl.col("n_c").last(), most=pl.col("n_c").tail(MAX_BEHIND + 1).max())
     behind = set(counts.filter(pl.col("last") < pl.col("most"))["attempt"].to_list())
     ranks = dict(counts.select("attempt", "most").iter_rows())
     said = store.frame(con, """
-        SELECT attempt, bool_or(kind = 'step_stalled') AS stalled,
+        SELECT attempt, bool_or(kind = 'step_stalled') AS stalled, bool_or(kind = 'desync_lagging') AS desync,
                count(DISTINCT rank) FILTER (WHERE kind = 'watchdog_timeout') AS timed_out,
                min(TRY_CAST(json_extract_string(detail, '$.seq_num') AS BIGINT))
                    FILTER (WHERE kind = 'watchdog_timeout') AS lo,
                max(TRY_CAST(json_extract_string(detail, '$.seq_num') AS BIGINT))
                    FILTER (WHERE kind = 'watchdog_timeout') AS hi
         FROM events WHERE run = $run AND attempt IS NOT NULL AND rank IS NOT NULL
-          AND kind IN ('step_stalled', 'watchdog_timeout')
+          AND kind IN ('step_stalled', 'watchdog_timeout', 'desync_lagging')
         GROUP BY attempt""", {"run": run})
     for r in said.iter_rows(named=True):  # NOTE: one row per attempt
         short = r["timed_out"] and r["timed_out"] < (ranks.get(r["attempt"]) or 0)
-        if r["stalled"] or short or (r["lo"] is not None and r["lo"] < r["hi"]):
+        if r["stalled"] or r["desync"] or short or (r["lo"] is not None and r["lo"] < r["hi"]):
             behind.add(r["attempt"])
     return behind
 
@@ -180,6 +181,50 @@ def _from_stalls(con: duckdb.DuckDBPyConnection, run: str | None, tail: pl.DataF
             "peer": None, "file": first["file"], "line": first["line"],
             "text": (f"rank {ranks} on {hosts[0]} never began step {first['last_step'] + 1}; the other "
                      f"{waiting.height} ranks began it and stalled in it"),
+            "tier": TIER, "detail": None,
+        })
+    return rows
+
+
+def _from_desync(con: duckdb.DuckDBPyConnection, run: str | None) -> list[dict]:
+    """Suspects from PyTorch's own desync report (TORCH_NCCL_DESYNC_DEBUG=1): the ranks it names as lagging (they
+    finished the collective before and never joined the one the others wait in, or never joined any), where they
+    are few and on one host. Dated when the others began to wait (the earliest timeout less how long it ran)."""
+    t = store.frame(con, """
+        WITH lag AS (
+            SELECT e.run, e.attempt, e.host, e.ts, f.path AS file, e.line,
+                   string_split(replace(json_extract_string(e.detail, '$.lagging_ranks'), ' ', ''), ',') AS ranks
+            FROM events e JOIN ingested_files f USING (file_id)
+            WHERE e.kind = 'desync_lagging' AND e.run IS NOT NULL AND ($run IS NULL OR e.run = $run)
+        ),
+        world AS (SELECT run, attempt, max(nranks) AS nranks FROM nccl_ranks
+                  WHERE run IS NOT NULL AND ($run IS NULL OR run = $run) GROUP BY ALL),
+        wait AS (
+            SELECT run, attempt, min(ts - to_milliseconds(coalesce(TRY_CAST(json_extract_string(detail, '$.ran_for_ms')
+                       AS BIGINT), 0))) AS since
+            FROM events WHERE kind = 'watchdog_timeout' AND run IS NOT NULL AND ($run IS NULL OR run = $run)
+            GROUP BY ALL
+        )
+        SELECT lag.run, lag.attempt, count(DISTINCT lag.host) AS hosts, count(*) - count(lag.host) AS unplaced,
+               any_value(lag.host) AS host, max(len(lag.ranks)) AS n, list_sort(flatten(list(DISTINCT lag.ranks)))
+               AS ranks, any_value(world.nranks) AS nranks, coalesce(any_value(wait.since), min(lag.ts)) AS ts,
+               arg_min(lag.file, lag.ts) AS file, arg_min(lag.line, lag.ts) AS line
+        FROM lag LEFT JOIN world USING (run, attempt) LEFT JOIN wait USING (run, attempt)
+        GROUP BY lag.run, lag.attempt
+    """, {"run": run})
+    rows = []
+    for r in t.iter_rows(named=True):
+        ranks = sorted({int(x) for x in r["ranks"] if x.isdigit()})
+        few = r["nranks"] is None or len(ranks) <= MAX_SHARE * r["nranks"]
+        # NOTE: the report's line names the lagging ranks, each on the host the launch put it: one host, or nobody
+        if r["hosts"] != 1 or r["unplaced"] or not few or len(ranks) != r["n"]:
+            continue
+        rows.append({
+            "run": r["run"], "attempt": r["attempt"], "ts": r["ts"], "host": r["host"], "source": "torch",
+            "kind": "stopped_first", "failure_mode": "nccl_timeout", "xid": None, "rank": ranks[0], "peer": None,
+            "file": r["file"], "line": r["line"],
+            "text": f"rank {', '.join(map(str, ranks))} on {r['host']}: PyTorch's desync report names it the lagging "
+                    f"rank the others waited for",
             "tier": TIER, "detail": None,
         })
     return rows

@@ -336,6 +336,15 @@ def console(a: Attempt, skew: dict[str, float], seed: int, info: dict) -> bytes:
             "WORLD INFO DICT: {" + ", ".join(f"'{x}': [0, 1, 2, 3, 4, 5, 6, 7]" for x in a.nodes) + "}",
         )
         c.ds(t + 0.001, h, "INFO", "launch.py:152:main", f"nnodes={len(a.nodes)}, num_local_procs={GPN}, node_rank={i}")
+        c.ds(
+            t + 0.0015,
+            h,
+            "INFO",
+            "launch.py:163:main",
+            "global_rank_mapping=defaultdict(<class 'list'>, {"
+            + ", ".join(f"'{x}': [{', '.join(str(j * GPN + g) for g in range(GPN))}]" for j, x in enumerate(a.nodes))
+            + "})",
+        )
         c.ds(t + 0.002, h, "INFO", "launch.py:164:main", f"dist_world_size={GPUS}")
         c.ds(t + 0.003, h, "INFO", "launch.py:166:main", "Setting CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7")
         for g in range(GPN):
