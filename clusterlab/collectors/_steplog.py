@@ -222,6 +222,11 @@ def checkpoint_rows(ops: pl.DataFrame, missing_ok: bool | None) -> pl.DataFrame:
     # A timer belongs to the operation before it, unless that one already had its timer (a
     # timer of a load that found no checkpoint): then it stands alone and is dropped.
     opens = opens | ((pl.col("phase") == "timer") & (prev_phase.is_null() | (prev_phase == "timer")))
+    # A finish line naming another step than the closed operation before it is an operation of its own (NeMo's
+    # one-line save report, with no start line before it)
+    opens = opens | ((pl.col("phase") == "finish") & (prev_phase.is_null() | (closed & prev_step.is_not_null()
+                                                                               & pl.col("step").is_not_null()
+                                                                               & (prev_step != pl.col("step")))))
     ops = ops.with_columns(_op=opens.cast(pl.Int64).cum_sum().over("_f", "action"))
     phase = pl.col("phase")
     groups = ops.group_by("_f", "action", "_op", maintain_order=True).agg(

@@ -63,6 +63,9 @@ _ASYNC = r"scheduled an async checkpoint save at iteration\s+(\d+) to (\S+)"
 _SAVED = r"successfully saved (?:local )?checkpoint (?:from|at) iteration\s+(\d+)(?: to (\S+))?"
 _LOAD = r"loading (?:release )?(?:distributed )?checkpoint from (\S+)(?: at iteration (\d+))?"
 _LOADED = r"successfully loaded checkpoint from (\S+) \[[^\]]*\] at iteration (\d+)"
+# NeMo 2's checkpoint callback, once per save: `Global Checkpoint Save : Rank: 0 : Iteration: 50 : Start time:
+# 1744408121.151s : Save duration: 4.389s` (the blocking time of the save; Megatron's own save lines need not appear)
+_NEMO_SAVE = r"Global Checkpoint Save : Rank: ?\d+ : Iteration: (\d+) : Start time: [\d.]+s : Save duration: ([\d.]+)s"
 # `    save-checkpoint ....: (min, max)` or `....: max` (ms); before 2022 `time (ms) | save-checkpoint: t`.
 _TIMER = r"(save|load)-checkpoint(?:-non-persistent)?(?: \.+)?: (?:\(([\d.]+), ([\d.]+)\)|([\d.]+))"
 _PARAMS = (r"number of parameters on \(tensor, (?:gtp_weight_remat, )?pipeline\) model parallel rank "
@@ -96,7 +99,7 @@ PATTERN = "|".join([
     r"using world size: \d", r"setting global batch size to \d", _ARGS.removesuffix(r"(\S.*?)\s*$"),
     r"Unexpected result ", r"\] datetime: \d{4}-", r"found (?:NaN|Inf) in local (?:grad norm|forward loss)",
     r"iteration #?-?\d+: (?:Possible (?:transient|persistent) error|Correct result \(but possible)",
-    r"Training epoch \d+, iteration \d+/\d+ \|", r"[\s,]reduced_train_loss=",
+    r"Training epoch \d+, iteration \d+/\d+ \|", r"[\s,]reduced_train_loss=", r"Global Checkpoint Save : ",
 ])
 
 _HEAD = (r"iteration\s+\d+\s*/\s*\d+\s*\| consumed samples|-{8,} arguments -{8,}|"
@@ -221,6 +224,7 @@ def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:
         _op(_SAVED, "save", "finish", 1, 2, ok=True),
         _op(_LOAD, "load", "start", 2, 1),
         _op(_LOADED, "load", "finish", 2, 1, ok=True), timers,
+        op(_NEMO_SAVE, "save", "finish", ok=pl.lit(True), step=integer(_NEMO_SAVE, 1), duration_s=num(_NEMO_SAVE, 2)),
     ])
 
 

@@ -5,18 +5,18 @@ Written from the outsiders' campaign conventions (../shared/evidence/scenarios/c
 clusterlab's analysis code. Standard library only, deterministic per --seed.
 
 Writes, under --out DIR:
-  DIR/bundle/inventory.toml, runs/nemo-ft-405b/run.toml
-  DIR/bundle/runs/nemo-ft-405b/job-<jobid>/slurm-<jobid>.out     everything one sbatch printed (NeMo logging,
+  DIR/bundle/inventory.toml, runs/nemo-ft-70b/run.toml
+  DIR/bundle/runs/nemo-ft-70b/job-<jobid>/slurm-<jobid>.out     everything one sbatch printed (NeMo logging,
         Megatron iteration lines, ft_launcher / rank-monitor lines, tracebacks); an in-job restart by
         ft_launcher stays in the SAME file (no new Slurm job, no attempt directory)
-  DIR/bundle/runs/nemo-ft-405b/job-<jobid>/nccl/<host>.log        NCCL_DEBUG=INFO init lines of each worker group
+  DIR/bundle/runs/nemo-ft-70b/job-<jobid>/nccl/<host>.log        NCCL_DEBUG=INFO init lines of each worker group
   DIR/bundle/nodes/<host>/{dmesg.log | kern.log}                  kernel logs, each in its host's own (skewed) clock
   DIR/bundle/nodes/ka2-003/nvidia-smi-ecc.csv                     nvidia-smi --query-gpu loop (decoy)
   DIR/bundle/scheduler/<cluster>/{slurmctld.log, sacct.txt}
   DIR/truth.json
 Usage: nemo_ft.py --out DIR [--seed N]
 
-Scenario (run "nemo-ft-405b", 128 GPUs = 16 nodes x 8 H100-SXM, provider kestrel, clusters ka-1 and ka-2; all
+Scenario (run "nemo-ft-70b", 128 GPUs = 16 nodes x 8 H100-SXM, provider kestrel, clusters ka-1 and ka-2; all
 truth times are the controllers' UTC clock, every node's clock is off by up to +-6 s; rank 0's log is in its
 host's clock):
   attempt 1  job 70411 (ka-1)  fresh start; Xid 119 (GSP RPC timeout) on ka1-004 GPU2: rank 26 stops, its rank
@@ -30,7 +30,7 @@ host's clock):
              fails on ka1-013, job FAILS. The PCIe fault is the root: the Xid 79 is its consequence
                                                                                      [pcie_error, ka1-013]
   attempt 4  job 70458 (ka1-013 out, spare ka1-018 in); the user raised micro_batch_size 1 -> 2; a
-             torch.OutOfMemoryError on rank 127 (last pipeline stage, on ka1-018) a few dozen steps in;
+             torch.OutOfMemoryError on rank 127 (last pipeline stage) a few dozen steps in (host null);
              ft_launcher restarts the workers in-job                                  [cuda_oom, user]
   attempt 5  job 70458, in-job restart; the same OOM at the same step; the launcher's restarts are spent,
              the job FAILS                                                            [cuda_oom, user]
@@ -86,13 +86,13 @@ import random
 from datetime import UTC, datetime
 from pathlib import Path
 
-RUN = "nemo-ft-405b"
+RUN = "nemo-ft-70b"
 PROVIDER = "kestrel"
 GPN, GPUS = 8, 128
 TP, PP, DP = 8, 8, 2
 GBS, SEQ = 64, 8192
 TOKENS_PER_STEP = GBS * SEQ
-FLOPS_PER_TOKEN = 2.60e12
+FLOPS_PER_TOKEN = 4.60e11
 PEAK = 989.4e12
 BASE_STEP = 6.40
 JITTER = 0.002
@@ -100,7 +100,7 @@ SAVE_INTERVAL = 250
 LOG_INTERVAL = 5
 TRAIN_ITERS = 500000
 T0 = datetime(2026, 12, 1, 6, 0, 0, tzinfo=UTC).timestamp()
-CKPT = {"ka-1": "/lustre/ka1/proj/nemo405b/checkpoints", "ka-2": "/lustre/ka2/proj/nemo405b/checkpoints"}
+CKPT = {"ka-1": "/lustre/ka1/proj/nemo70b/checkpoints", "ka-2": "/lustre/ka2/proj/nemo70b/checkpoints"}
 KA1 = [f"ka1-{i:03d}" for i in range(1, 19)]
 KA2 = [f"ka2-{i:03d}" for i in range(1, 19)]
 CLUSTER_OF = {**{h: "ka-1" for h in KA1}, **{h: "ka-2" for h in KA2}}
@@ -361,7 +361,7 @@ def nemo_preamble(a: Attempt, L: Sink, sk: float, t: float, rng: random.Random) 
                            f"checkpoint_dir :{ck}. Training from scratch."))
     else:
         L.add(t + 40, nemo(t + 40 + sk, "I", "nemo_logging:381",
-                           f"Resuming training from checkpoint: {ck}/nemo405b--reduced_train_loss=0.0-"
+                           f"Resuming training from checkpoint: {ck}/nemo70b--reduced_train_loss=0.0-"
                            f"step={a.load}-consumed_samples={a.load * GBS}.0-last"))
         lt = a.F - 12 - rng.uniform(0, 3)
         L.add(lt, nemo(lt + sk, "I", "nemo_logging:381",
@@ -389,9 +389,9 @@ def iteration_lines(a: Attempt, L: Sink, sk: float, seed: int) -> None:
     for n, ts, c in a.saves:
         L.add(ts + 0.01, f"saving checkpoint at iteration {n:7d} to {ck} in torch_dist format")
         L.add(ts + c - 0.02, f"  successfully saved checkpoint from iteration {n:7d} to {ck} [ t 1/{TP}, p 1/{PP} ]")
-        L.add(ts + c - 0.01, nemo(ts + c - 0.01 + sk, "I", "nemo_logging:381",
-                                  f"Global Checkpoint Save : Rank : 0 : Start time : {ts + sk:.3f}s : Time spent "
-                                  f"in save_checkpoint: {c:.3f}s"))
+        L.add(ts + c - 0.01, nemo(ts + c - 0.01 + sk, "I", "nemo_logging:393",
+                                  f"Global Checkpoint Save : Rank: 0 : Iteration: {n} : Start time: {ts + sk:.3f}s : "
+                                  f"Save duration: {c:.3f}s"))
 
 
 def ft_start_group(a: Attempt, L: Sink, fleet: Fleet, t: float, rnd: int) -> None:
@@ -671,7 +671,7 @@ def scheduler(atts: list[Attempt], bundle: Path) -> None:
                 L.add(E, f"{ctld(E)} _job_complete: JobId={job} WEXITSTATUS 1")
                 st, ec = "FAILED", "1:0"
             L.add(E + 0.01, f"{ctld(E + 0.01)} _job_complete: JobId={job} done")
-            rows.append(f"{job}|nemo405b|batch|llm|{224 * 16}|{st}|{ec}|{slurm_ts(S - 5)}|{slurm_ts(S)}|"
+            rows.append(f"{job}|nemo70b|batch|llm|{224 * 16}|{st}|{ec}|{slurm_ts(S - 5)}|{slurm_ts(S)}|"
                         f"{slurm_ts(E)}|{elapsed(E - S)}|16|{hl}")
             rows.append(f"{job}.batch|batch||llm|224|{'COMPLETED' if st == 'COMPLETED' else 'CANCELLED'}|"
                         f"{'0:0' if st == 'COMPLETED' else '0:15'}|{slurm_ts(S)}|{slurm_ts(S)}|{slurm_ts(E)}|"
@@ -706,7 +706,7 @@ nodes = "{hostlist(KA2)}"
 
 
 def run_toml() -> str:
-    return f"""# {RUN}: NeMo 2 / Megatron-core 405B-class, TP={TP} PP={PP} DP={DP}, launched with ft_launcher
+    return f"""# {RUN}: NeMo 2 / Megatron-core 70B, TP={TP} PP={PP} DP={DP}, launched with ft_launcher
 cluster = "ka-1"
 gpus = {GPUS}
 tokens_per_step = {TOKENS_PER_STEP}
@@ -740,7 +740,7 @@ def generate(out: Path, seed: int) -> dict:
     cats, total, per = ledger(atts)
     incidents = []
     for j, a in enumerate(atts[:-1]):
-        host = a.host if a.mode != "cuda_oom" else a.nodes[-1]
+        host = a.host        # a user's OOM and the time limit name no host (rank 127's host is incidental)
         incidents.append({"id": j + 1, "attempt": a.k, "attempts": [a.k], "slurm_job": a.job,
                           "failure_mode": a.mode, "host": host if a.mode != "time_limit" else None,
                           "cluster": a.cluster, "provider": PROVIDER, "root_ts": iso_z(a.R), "exit_ts": iso_z(a.E),
