@@ -31,3 +31,24 @@ def test_a_maintenance_reboot_starts_the_incident_at_the_last_step() -> None:
     end = _end("emergency maintenance: BMC firmware")
     assert end["failure_mode"] == "preemption", end
     assert abs((end["root_ts"] - (T0 + dt.timedelta(seconds=LAST_STEP_END))).total_seconds()) <= 10, end
+
+
+def test_undated_step_lines_date_the_reboot_by_the_step_clock_not_their_borrowed_time() -> None:
+    # Megatron-style: only every tenth step line (5, 15, ..., 95) has a stamp of its own; the others carry the last
+    # stamped line's time (`dated`), so steps 96-100 all read as step 95's end, 50 s before the job's last step
+    with Lab(":memory:") as lab:
+        write_run(lab.con, "r", 16, [Attempt(0, 30, [10.0] * 100)])
+        lab.con.execute("""
+            UPDATE steps s SET ts = a.ts, dated = 'previous line', ts_lo = a.ts
+            FROM steps a WHERE a.run = s.run AND a.attempt = s.attempt AND a.step = s.step - (s.step + 5) % 10
+              AND (s.step + 5) % 10 <> 0""")
+        write_events(lab.con, [{"t": 900, "host": "h-002", "kind": "slurm_node_reason", "source": "slurmctld",
+                                "severity": "info", "detail": json.dumps({"reason": "maint: reboot issued"}),
+                                "text": "update_node: node h-002 reason set to: maint: reboot issued"}],
+                     name="slurmctld.log")
+        write_events(lab.con, [{"t": NOTICED, "host": "h-002", "kind": "slurm_node_failure", "source": "slurm",
+                                "failure_mode": "node_failure", "text": "srun: error: Node failure on h-002"}],
+                     run="r", attempt=1, name="slurm-51234.out")
+        end = lab.incidents("r").filter(pl.col("kind") == "attempt_end").row(0, named=True)
+    assert end["failure_mode"] == "preemption", end
+    assert abs((end["root_ts"] - (T0 + dt.timedelta(seconds=LAST_STEP_END))).total_seconds()) <= 10, end

@@ -17,7 +17,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store
-from clusterlab.diagnose import reattribute
+from clusterlab.diagnose import reattribute, timeline
 
 # An operator's reason for taking a node out of service (a regular expression, case-insensitive)
 MAINTENANCE_REASON = (r"\bmaint(enance)?\b|\bemergency\b|\breboot (asap|requested|issued)\b"
@@ -72,13 +72,21 @@ def _when_taken(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, found: pl.Dat
                                                            return_dtype=pl.Boolean))
     if not lost.height:
         return inc
+    # NOTE: a step line without a stamp of its own is on the step clock (its borrowed time is only the earliest
+    # it can have ended: the reboot would be dated before steps the job still ran), one without an anchor is no use
+    mine = inc.join(lost.select("incident_id"), on="incident_id", how="semi")
+    logged = [timeline.logged_steps(con, r).filter("clocked").select(pl.lit(r, pl.String).alias("run"), "attempt",
+                                                                      "ts")
+              for r in mine["run"].unique().drop_nulls().to_list()]
+    steps = (pl.concat(logged, how="vertical_relaxed").with_columns(pl.col("attempt").cast(pl.Int64)) if logged
+             else pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int64, "ts": pl.Datetime("us")}))
     last = store.frame(con, """
         SELECT l.incident_id, max(s.ts) AS _last FROM lost l
         JOIN inc i USING (incident_id)
-        JOIN (SELECT run, attempt, ts FROM steps UNION ALL SELECT run, attempt, ts FROM rank_steps) s
+        JOIN (SELECT run, attempt, ts FROM clocked_steps UNION ALL SELECT run, attempt, ts FROM rank_steps) s
           ON s.run = i.run AND s.attempt = i.attempt AND s.ts >= l.ts AND s.ts <= i.root_ts
         GROUP BY l.incident_id""", lost=lost.select("incident_id", "ts"),
-                       inc=inc.select("incident_id", "run", "attempt", "root_ts"))
+                       inc=inc.select("incident_id", "run", "attempt", "root_ts"), clocked_steps=steps)
     if not last.height:
         return inc
     return inc.join(last.with_columns(pl.col("_last").cast(inc.schema["root_ts"])), on="incident_id",
