@@ -61,6 +61,8 @@ _CHAIN = r"^[\w./-]+:\d+ -> ([1-9])"
 _RESULT_MODE = {"1": "cuda_error", "2": "unknown", "3": "unknown", "4": "user_code_error", "5": "user_code_error",
                 "6": "network"}
 _CHAIN_LINES = 8  # a failed call's trace follows its WARN at once; a later one on the thread is another story
+# ... which ends where the failure reaches the caller's group: `group.cc:64 -> 2 [Async thread]` (NCCL 2.9+)
+_CHAIN_TOP = r"^[\w./-]+:\d+ -> [1-9] \[Async thread\]\s*$"
 # A launcher's `[rankN]:` (torchrun --tee, after srun's `N: `) names the rank of a line without an init line
 _PREFIX_RANK = pl.col("text").str.extract(r"^\s*(?:\d+: )?\[rank(\d+)\]:", 1).cast(pl.Int32, strict=False)
 _PEER = r"(?:peer|[Cc]onnect to|recv from) ([^\s<>]+)<(\d+)>"
@@ -167,8 +169,10 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     events = pl.concat([warns, echoes.with_columns(echo=pl.lit(True))], how="diagonal_relaxed")
     rest = info.filter(pl.col("what").is_null() & pl.col("fact_key").is_null())
     chains = rest.filter(pl.col("msg").str.contains(_CHAIN)).select(
-        "line", "host", "pid", "tid", res=pl.col("msg").str.extract(_CHAIN, 1))
-    out.add("events", _warn_events(events.with_columns(prefix_rank=_PREFIX_RANK), rank_of, chains))
+        "line", "ts", "host", "pid", "tid", "text", res=pl.col("msg").str.extract(_CHAIN, 1),
+        top=pl.col("msg").str.contains(_CHAIN_TOP))
+    out.add("events", _warn_events(events.with_columns(prefix_rank=_PREFIX_RANK), rank_of, chains.drop("ts", "text")))
+    out.add("events", _silent_failures(chains, events))
     # TRACE lines and INFO retries ("Call to ibv_modify_qp failed ..., retrying") repeat an echo phrase:
     # understood and not wanted, so not unreadable either.
     ignored = [trace["line"], rest.filter(pl.col("msg").str.contains(_ECHO))["line"]]
@@ -271,6 +275,24 @@ def _warn_events(w: pl.DataFrame, rank_of: pl.DataFrame, chains: pl.DataFrame) -
     return w.sort("line").select(
         "line", "ts", "host", "kind", "failure_mode", "severity",
         rank=pl.coalesce("prefix_rank", "rank"), peer="peer", text="text", detail=json_detail(cols),
+    )
+
+
+def _silent_failures(chains: pl.DataFrame, warns: pl.DataFrame) -> pl.DataFrame:
+    """A failed call's trace up to the caller's group in a file with no WARN: the call failed without saying why
+    (NCCL 2.18's socketPollConnect returns ncclSystemError with no WARN; a log kept at NCCL_DEBUG=INFO but cut
+    before its WARN). One event per process, of the mode its ncclResult_t names."""
+    # NOTE: where a WARN or its echo is in the file, that WARN's event tells the story and takes the trace's mode
+    told = warns.select(_f=file_of_line()).unique()
+    top = chains.filter(pl.col("top")).with_columns(_f=file_of_line()).join(told, on="_f", how="anti")
+    if not top.height:
+        return top
+    top = top.sort("line").unique(["_f", "host", "pid"], keep="first", maintain_order=True)
+    return top.select(
+        "line", "ts", "host", kind=pl.lit("nccl_call_failed"),
+        failure_mode=pl.col("res").replace_strict(_RESULT_MODE, default="unknown", return_dtype=pl.String),
+        severity=pl.lit("error"), text="text", detail=json_detail({"pid": pl.col("pid"), "tid": pl.col("tid"),
+                                                                   "result": pl.col("res").cast(pl.Int32)}),
     )
 
 

@@ -52,6 +52,7 @@ PATTERN = "|".join([
     r"slurmstepd: error: execve\(\): ",
     r"(?:srun|salloc|sbatch): (?:error: )?Prolog failure on node ",
     r"\[job \d+\] prolog failed status=",
+    r"Caught signal \w+ on \S+: this job is (?:preempted|timed-out)",
 ])
 
 
@@ -83,6 +84,11 @@ RULES: tuple[Rule, ...] = (
     Rule("slurm_preempted", r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+ DUE TO PREEMPTION", "preemption",
          "warning"),
     Rule("slurm_requeued", r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+ DUE TO JOB REQUEUE", None, "warning"),
+    # submitit (the Python launcher of many training jobs on Slurm) names the signal Slurm sent it before the kill
+    # (`--signal=USR2@N`): `Caught signal SIGUSR2 on node3: this job is preempted.` or `... is timed-out.` (it asks
+    # Slurm whether the job reached its time limit); its requeue's banner (`DUE TO JOB REQUEUE`) says neither
+    Rule("submitit_preempted", r"Caught signal \w+ on \S+: this job is preempted", "preemption", "warning"),
+    Rule("submitit_timed_out", r"Caught signal \w+ on \S+: this job is timed-out", "time_limit", "error"),
     # NOTE: a whole job cancelled with no reason is scancel (SIGTERM/SIGKILL from a person or their
     # script); a step alone is also cancelled by srun --kill-on-bad-exit after a task failed.
     # NOTE: 25.05+ names the signal (`DUE to SIGNAL Terminated`, lower-case `to`) where older releases print
@@ -161,6 +167,7 @@ EXTRACTORS: tuple[str, ...] = (
     rf"Detected (?P<oomn>\d+) oom[_-]kill event(?:s|\(s\))? in (?:(?:Step|Job)Id=|step )(?P<oomid>{_ID})",
     rf"(?:Step|Job)Id=(?P<memid>{_ID}) exceeded (?P<virt>virtual )?memory limit \((?P<used>\d+) > (?P<limit>\d+)\)",
     r"srun: job (?P<qjob>\d+) (?P<qstate>queued|has been allocated)",
+    r"Caught signal \w+ on (?P<shost>[^\s:]+): this job is",
 )
 
 
@@ -197,7 +204,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
 
 
 # A whole job killed by someone or something else than its own tasks: what its tasks did after is its consequence.
-_KILLS = ("slurm_cancelled", "slurm_time_limit", "slurm_preempted", "slurm_requeued", "slurm_node_fail")
+_KILLS = ("slurm_cancelled", "slurm_time_limit", "slurm_preempted", "slurm_requeued", "slurm_node_fail",
+          "submitit_preempted", "submitit_timed_out")
 
 
 def _after_kill(frame: pl.DataFrame) -> pl.DataFrame:
@@ -234,7 +242,7 @@ def _timestamp(ctx: Context) -> pl.Expr:
 def _host_expr() -> pl.Expr:
     """The node a line names: the banner's `ON node`, srun's task or node-failure host, the stepd name."""
     return pl.coalesce("bnode", "bnode_old", "bnode_old2", "thost", "nfnodes", "nrnodes", "pfnode",
-                       "phost").alias("host")
+                       "phost", "shost").alias("host")
 
 
 def job_and_step(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:

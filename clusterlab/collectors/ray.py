@@ -1,0 +1,62 @@
+"""Ray's memory monitor: workers Ray itself killed because their node ran out of memory → host_oom events.
+
+Ray (2.0+) watches its node's memory and kills a worker past a threshold before the kernel's OOM killer would; the
+job then sees a dead actor or task, and only Ray's wording says why (the raylet log, the driver's output, an actor's
+exit detail), behind Ray's prefixes (`(raylet) `, `(WorkerDict pid=N, ip=...) `):
+
+    ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.       (2.2+)
+    ... Worker exit type: USER_ERROR Worker exit detail: Task was killed due to the node running low on memory.
+    (raylet) [2025-11-30 02:14:51,118 E 401271 401271] (raylet) node_manager.cc:3277: 3 Workers (tasks / actors)
+        killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: ..., IP: ...) ...
+    (raylet) [2022-09-12 08:44:03,102 E 51220 51260] (raylet) node_manager.cc:2963: System memory low at node with
+        IP 10.0.8.33. Used memory (58.21GB) / total capacity (61.44GB) (0.947428) exceeds threshold 0.9, killing ...
+    ray.exceptions.RayOutOfMemoryError: More than 95% of the memory on node head-1 is used (60.1 / 62.8 GB). ...  (<2)
+
+The raylet's time is the node's local time (`ctx.tz`); the other lines carry none.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from clusterlab.collectors._base import Context, Parsed, json_detail, local_to_utc, search
+
+NAME = "ray"
+EXCLUSIVE = False
+
+# NOTE: the raylet's summary counts both kinds of death: only a count of one or more memory kills is one
+PATTERN = "|".join([
+    r"Task was killed due to the node running low on memory",
+    r"\b[1-9]\d* Workers? \(tasks / actors\) killed due to memory pressure \(OOM\)",
+    r"System memory low at node with IP \S+ Used memory",
+    r"RayOutOfMemoryError: More than \d+% of the memory on node",
+])
+SNIFF_HINT = (b"low on memory", b"memory pressure (oom)", b"system memory low", b"rayoutofmemoryerror")
+
+_RAYLET_TS = r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) [DIWEF] \d+ \d+\]"
+_NODE_IP = r"(?:at node with IP |\bIP: )(\d{1,3}(?:\.\d{1,3}){3})"
+
+
+def sniff(head: bytes, path: str) -> bool:
+    """A memory kill of Ray's in the head."""
+    return search(head.decode("utf-8", "replace"), PATTERN)
+
+
+def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
+    """One host_oom event per line that reports a memory kill."""
+    out = Parsed()
+    text = pl.col("text")
+    stamp = text.str.extract(_RAYLET_TS, 1).str.to_datetime("%Y-%m-%d %H:%M:%S", time_unit="us", strict=False)
+    ms = text.str.extract(_RAYLET_TS, 2).cast(pl.Int64, strict=False).fill_null(0)
+    detail = json_detail({"node_ip": text.str.extract(_NODE_IP, 1)})
+    out.add("events", lines.select(
+        pl.col("line").cast(pl.Int64),
+        (local_to_utc(stamp, ctx.tz) + pl.duration(milliseconds=ms)).alias("ts"),
+        pl.lit(ctx.host, pl.String).alias("host"),
+        pl.lit("ray_memory_kill").alias("kind"),
+        pl.lit("host_oom").alias("failure_mode"),
+        pl.lit("error").alias("severity"),
+        text.str.strip_chars().alias("text"),
+        detail.alias("detail"),
+    ))
+    return out
