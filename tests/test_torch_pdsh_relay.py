@@ -45,3 +45,16 @@ def test_relayed_lines_keep_their_node_time_and_kind() -> None:
 def test_an_unknown_word_is_no_relay() -> None:
     ev = _events(frozenset())
     assert ev["host"].is_null().all()
+
+
+def test_the_deepspeed_launch_begins_at_its_runner_command_and_ends_at_its_clean_exits() -> None:
+    lines = ["[2026-12-01 06:00:02,200] [INFO] [runner.py:568:main] cmd = pdsh -S -f 1024 -w w-02,w-07 export "
+             "NCCL_DEBUG=WARN; cd /work; /usr/bin/python3 -u -m deepspeed.launcher.launch --node_rank=%n train.py",
+             "w-07: [2026-12-01 09:00:01,500] [INFO] [launch.py:351:main] Process 4242 exits successfully.",
+             "w-07: [2026-12-01 09:00:01,600] [INFO] [launch.py:351:main] Process 4243 is still running."]
+    frame = pl.DataFrame({"line": [1, 2, 3], "text": lines}, schema={"line": pl.Int64, "text": pl.String})
+    facts = torch_dist.parse(frame.filter(pl.col("text").str.contains(torch_dist.PATTERN)),
+                             Context(path="c.log", known_hosts=frozenset({"w-07"}))).tables["facts"].sort("line")
+    assert facts.select("key", "value", "ts").rows() == [
+        ("launcher_start", "deepspeed", dt.datetime(2026, 12, 1, 6, 0, 2, 200000)),
+        ("launcher_end", "deepspeed", dt.datetime(2026, 12, 1, 9, 0, 1, 500000))]

@@ -39,6 +39,11 @@ EXCLUSIVE = False
 # where a multi-line block begins: the ingest engine never cuts a batch inside one it can see whole
 BLOCK_START = r"Traceback \(most recent call last\)|Root Cause(?: \(first observed failure\))?:\s*$|Failures:\s*$"
 _START = r"Setting OMP_NUM_THREADS environment variable for each process|Starting elastic_operator with launch"
+# The DeepSpeed launcher: its runner prints the command it starts on every node once a launch (`[runner.py:568:main]
+# cmd = pdsh -S -f 1024 -w ...`); each node's launch.py reports a worker that ended cleanly (`Process N exits
+# successfully.`), the launch's last word when the job completes (a final save may end just before it)
+_DS_START = r"\[runner\.py:\d+:main\] cmd = "
+_DS_END = r"\[launch\.py:\d+:main\] Process \d+ exits successfully\."
 # Other launchers' word for a worker that died, with its exit code or signal: the DeepSpeed launcher's
 # sigkill_handler (`[ERROR] [launch.py:321:sigkill_handler] [cmd] exits with return code = -9`),
 # torch.multiprocessing.spawn's ProcessExitedException (`process 0 terminated with signal SIGKILL` / `with exit code
@@ -65,7 +70,7 @@ PATTERN = "|".join([
     r"failed \(exitcode: -?\d+\) local_rank: |attempts left; will restart worker group",
     _LAUNCHER_EXIT,
     r"death signal, shutting down workers|terminate called after throwing an instance of",
-    _START,
+    _START, _DS_START, _DS_END,
     r"Traceback \(most recent call last\)|During handling of the above exception|The above exception was the direct",
     r"\w(?:Error|Exception|Interrupt|Exit)(?::\s|:?\s*$)",
 ])
@@ -244,6 +249,10 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     # A launcher start anchors the attempt in time (and gives the lines after it a clock).
     out.add("facts", f.filter(pl.col("msg").str.contains(_START)).select(
         "line", "ts", key=pl.lit("launcher_start"), value=pl.lit("torchrun")))
+    out.add("facts", f.filter(pl.col("rest").str.contains(_DS_START)).select(
+        "line", "ts", key=pl.lit("launcher_start"), value=pl.lit("deepspeed")))
+    out.add("facts", f.filter(pl.col("rest").str.contains(_DS_END)).select(
+        "line", "ts", key=pl.lit("launcher_end"), value=pl.lit("deepspeed")))
     # by number, not only counted: files parsed together get their own counts (clusterlab.ingest.groups_text)
     out.unparsed_lines = pl.concat([unpaired, bad_entries]).sort()
     out.unparsed = len(out.unparsed_lines)

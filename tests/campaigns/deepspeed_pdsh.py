@@ -55,6 +55,8 @@ Ledger (truth.json expected_ledger, GPU-hours = 96 x seconds / 3600; the convent
   recompute  = end of the attempt's last durable save (or its first step start) -> root event
   hang       = root event -> attempt exit (wrapper "deepspeed exited"). Root events: the OOM kill, the first
                Link down, the Xid 79, the end of the last completed step (NFS stall, desync hang), the user's stop
+               (the wrapper logs the exit within ~2 s of the launcher's last line; its "relaunch N" ~2 s before the
+               runner's `cmd = pdsh ...` line: the wrapper's own log is a custom format a reader may not know)
   restart    = attempt exit -> next attempt start;  slowdown = data_stall = idle = 0
 
 Formats (public material found with the search tools; written anew): DeepSpeed runner/launch.py lines
@@ -188,19 +190,19 @@ def simulate(a: Attempt, rng: random.Random) -> None:
     # root events (see the docstring); the wrapper sees the launcher exit at E
     if a.kind == "oom":
         a.R = last_end + rng.uniform(1.0, 4.0)  # killed mid-step
-        a.E = a.R + rng.uniform(22.0, 30.0)
+        a.E = a.R + rng.uniform(8.5, 10.0)
     elif a.kind == "flap":
         a.R = last_end + rng.uniform(1.0, 4.0)
-        a.E = a.R + rng.uniform(95.0, 130.0)
+        a.E = a.R + rng.uniform(28.0, 30.0)
     elif a.kind == "xid79":
         a.R = last_end + rng.uniform(1.0, 4.0)
-        a.E = a.R + WATCHDOG_S + rng.uniform(35.0, 50.0)
+        a.E = a.R + WATCHDOG_S + rng.uniform(16.0, 18.0)
     elif a.kind in ("nfs", "desync"):
         a.R = last_end
-        a.E = a.R + WATCHDOG_S + rng.uniform(35.0, 50.0)
+        a.E = a.R + WATCHDOG_S + rng.uniform(16.0, 18.0)
     elif a.kind == "cancel":
         a.R = last_end + rng.uniform(1.0, 4.0)
-        a.E = a.R + rng.uniform(8.0, 14.0)
+        a.E = a.R + rng.uniform(3.0, 4.0)
 
 
 def build(seed: int) -> list[Attempt]:
@@ -588,7 +590,7 @@ def ending(c: Console, a: Attempt, rng: random.Random, info: dict) -> None:
             stuck = {(x, g) for x in info["nfs_readers"] for g in range(GPN)}
         else:
             stuck = {(a.host, 5)}
-        tw = a.R + WATCHDOG_S + rng.uniform(5.0, 12.0)
+        tw = a.R + WATCHDOG_S + 6.0
         lag = sorted(c.rank(x, g) for x, g in stuck)
         for i, x in enumerate(nodes):
             for g in range(GPN):
@@ -662,7 +664,8 @@ def xid_lines(busid: str, code: int, pid: int, rng: random.Random) -> list[str]:
     pci = f"PCI:0000:{busid[:2]}:00"
     if code == 79:
         return [
-            f"NVRM: GPU at PCI:0000:{busid[:2]}:00: GPU-{rng.getrandbits(32):08x}-4f1c-9e2a-71b3-{rng.getrandbits(48):012x}",
+            f"NVRM: GPU at PCI:0000:{busid[:2]}:00: GPU-{rng.getrandbits(32):08x}-4f1c-9e2a-71b3-"
+            f"{rng.getrandbits(48):012x}",
             f"NVRM: GPU Board Serial Number: 16523{rng.randint(10000000, 99999999)}",
             f"NVRM: Xid ({pci}): 79, pid={pid}, name=python3, GPU has fallen off the bus.",
             f"NVRM: GPU 0000:{busid[:2]}:00.0: GPU has fallen off the bus.",
@@ -673,7 +676,8 @@ def xid_lines(busid: str, code: int, pid: int, rng: random.Random) -> list[str]:
             f"(0x{rng.getrandbits(36):09x}) marked for remapping, reset gpu to activate."
         ]
     return [
-        f"NVRM: Xid ({pci}): 94, pid='<unknown>', name=<unknown>, Contained: CE User Channel (0x{rng.randint(1, 9):x}). "
+        f"NVRM: Xid ({pci}): 94, pid='<unknown>', name=<unknown>, Contained: CE User Channel "
+        f"(0x{rng.randint(1, 9):x}). "
         f"RST: No, D-RST: No"
     ]
 
