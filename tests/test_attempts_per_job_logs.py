@@ -51,3 +51,31 @@ def test_successive_job_logs_are_successive_attempts(tmp_path: Path) -> None:
         assert att["attempt"].to_list() == [1, 2, 3, 4]
         assert att["first_step"].to_list() == [1, 21, 31, 51]
         assert att["last_step"].to_list() == [20, 40, 50, 70]
+
+
+def test_a_restart_that_never_trained_leaves_its_job_log_whole(tmp_path: Path) -> None:
+    """ft_launcher decides to restart the workers, its health check then fails and the job ends: what follows the
+    restart line is the failed attempt's end, and the next job's log is the next attempt."""
+    run = tmp_path / "b" / "runs" / "r1"
+    (run / "job-11").mkdir(parents=True)
+    (run / "run.toml").write_text("gpus = 8\ntokens_per_step = 16384\nflops_per_token = 1e9\n")
+    t_fail = T0 + dt.timedelta(seconds=60 + 20 * 30 + 100)
+
+    def ft(t: dt.datetime, msg: str) -> str:
+        return f"[{t:%Y-%m-%d %H:%M:%S},000] [INFO] [ft_launcher4242@n1] {msg}"
+
+    job11 = _launch(T0, 1, 20, None) + [
+        ft(t_fail, "[default] Worker group FAILED. 1/3 attempts left; will restart worker group"),
+        ft(t_fail + dt.timedelta(seconds=9), "GPU health check failed for node n1: Node n1 has an unhealthy GPU."),
+    ]
+    (run / "job-11" / "slurm-11.out").write_text("\n".join(job11) + "\n")
+    (run / "job-12").mkdir()
+    (run / "job-12" / "slurm-12.out").write_text("\n".join(_launch(T0 + dt.timedelta(hours=2), 21, 40, 20)) + "\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(tmp_path / "b")
+        att = lab.attempts("r1").sort("attempt")
+        assert att["attempt"].to_list() == [1, 2]
+        assert att["first_step"].to_list() == [1, 21]
+        # the health check's line stays with attempt 1 (it does not start attempt 2 two hours early)
+        assert att["start_ts"][1] >= T0 + dt.timedelta(hours=2)
+        assert att["end_ts"][0] >= t_fail + dt.timedelta(seconds=9)

@@ -223,8 +223,14 @@ def _split_in_job_restarts(con: duckdb.DuckDBPyConnection) -> None:
                                         f"FROM ({steps})", params).fetchall()[0]
         if not before_n:
             continue  # the restart came before this attempt's training began: nothing to split
-        nxt = con.execute(f"SELECT count(*) FROM steps WHERE run = $run AND attempt = $k + 1 AND {group}",
-                          {k: params[k] for k in ("run", "k", "pa")}).fetchall()[0][0]
+        nxt, nxt_here = con.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE list_contains($files, file_id)) FROM steps "
+            f"WHERE run = $run AND attempt = $k + 1 AND {group}",
+            {k: params[k] for k in ("run", "k", "pa", "files")}).fetchall()[0]
+        if not after_n and nxt and not nxt_here:
+            # the restart never trained (the launcher gave up: a failed health check, no rendezvous): the next
+            # attempt is another launch (the next job's log), and what followed the restart is this one's end
+            continue
         if after_n or not nxt:  # a new attempt: the later ones move up by one
             for t in _TS_TABLES:
                 con.execute(f"UPDATE {t} SET attempt = attempt + 1 WHERE run = $run AND attempt > $k",
