@@ -58,3 +58,13 @@ def test_the_deepspeed_launch_begins_at_its_runner_command_and_ends_at_its_clean
     assert facts.select("key", "value", "ts").rows() == [
         ("launcher_start", "deepspeed", dt.datetime(2026, 12, 1, 6, 0, 2, 200000)),
         ("launcher_end", "deepspeed", dt.datetime(2026, 12, 1, 9, 0, 1, 500000))]
+
+
+def test_pdsh_answering_a_ctrl_c_is_a_stop_by_hand() -> None:
+    lines = ["pdsh@w-02: interrupt (one more within 1 sec to abort)",
+             "pdsh@w-02:  (^Z within 1 sec to cancel pending threads)",
+             "pdsh@w-02: w-07: ssh exited with exit code 255"]
+    frame = pl.DataFrame({"line": [1, 2, 3], "text": lines}, schema={"line": pl.Int64, "text": pl.String})
+    ev = torch_dist.parse(frame.filter(pl.col("text").str.contains(torch_dist.PATTERN)),
+                          Context(path="c.log", known_hosts=frozenset({"w-02", "w-07"}))).tables["events"]
+    assert ev.select("line", "kind", "failure_mode", "host").rows() == [(1, "launcher_interrupt", "manual_stop", None)]

@@ -42,6 +42,7 @@ _START = r"Setting OMP_NUM_THREADS environment variable for each process|Startin
 # The DeepSpeed launcher: its runner prints the command it starts on every node once a launch (`[runner.py:568:main]
 # cmd = pdsh -S -f 1024 -w ...`); each node's launch.py reports a worker that ended cleanly (`Process N exits
 # successfully.`), the launch's last word when the job completes (a final save may end just before it)
+_PDSH_INTERRUPT = r"^pdsh@[\w.-]+: interrupt \(one more within 1 sec to abort\)"
 _DS_START = r"\[runner\.py:\d+:main\] cmd = "
 _DS_END = r"\[launch\.py:\d+:main\] Process \d+ exits successfully\."
 # Other launchers' word for a worker that died, with its exit code or signal: the DeepSpeed launcher's
@@ -70,7 +71,7 @@ PATTERN = "|".join([
     r"failed \(exitcode: -?\d+\) local_rank: |attempts left; will restart worker group",
     _LAUNCHER_EXIT,
     r"death signal, shutting down workers|terminate called after throwing an instance of",
-    _START, _DS_START, _DS_END,
+    _START, _DS_START, _DS_END, _PDSH_INTERRUPT,
     r"Traceback \(most recent call last\)|During handling of the above exception|The above exception was the direct",
     r"\w(?:Error|Exception|Interrupt|Exit)(?::\s|:?\s*$)",
 ])
@@ -81,6 +82,7 @@ _SNIFF = re.compile(
     rb"|Watchdog caught collective operation timeout|NCCL communicator was aborted|Some NCCL operations have failed"
     rb"|To avoid data inconsistency, we are taking|NCCL error in: |nccl[A-Z]\w*Error: |Timeout at collective: "
     rb"|death signal, shutting down workers|DataLoader worker \(pid|Unexpected bus error encountered in worker"
+    rb"|: interrupt \(one more within 1 sec to abort\)"
     rb"|\] exits with return code = -?\d|terminated with signal SIG|died with <Signals\."
     rb"|The server socket has failed to listen on any local network address"
     # NOTE: ncclGetErrorString's words as a Python wrapper raises them (`RuntimeError: NCCL error: unhandled system
@@ -179,6 +181,8 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     ("launcher_exit", _LAUNCHER_EXIT, "unknown", "error"),
     ("worker_group_restart", r"attempts left; will restart worker group", None, "warning"),
     ("agent_signal", r"death signal, shutting down workers", "unknown", "warning"),
+    # pdsh (the DeepSpeed launcher's multinode runner) answering a Ctrl-C: a person stopping the launch by hand
+    ("launcher_interrupt", _PDSH_INTERRUPT, "manual_stop", "warning"),
     ("process_abort", r"terminate called after throwing an instance of", None, "critical"),
 ]
 _CONTENT_MODE_KINDS = ("watchdog_terminated", "comm_aborted", "cuda_error", "nccl_detail", "nccl_error")
@@ -423,6 +427,7 @@ _KIND_LITS: dict[str, tuple[str, ...]] = {
     "launcher_exit": _EXIT_LITS,
     "worker_group_restart": ("attempts left; will restart worker group",),
     "agent_signal": ("death signal, shutting down workers",),
+    "launcher_interrupt": (": interrupt (one more within 1 sec to abort)",),
     "process_abort": ("terminate called after throwing an instance of",),
 }
 _LITS = sorted({*_FIELD_LITS, *(x for lits in _KIND_LITS.values() for x in lits)})
