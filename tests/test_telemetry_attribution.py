@@ -91,6 +91,24 @@ def test_a_throttling_gpu_is_the_slowdowns_cause_on_its_host_and_gpu(tmp_path: P
     assert not evidence["text"].str.contains("GPU 5").any()
 
 
+def test_a_throttling_gpus_slowed_stretch_is_booked_as_its_hosts_straggling(tmp_path: Path) -> None:
+    """Every rank waited for the one throttled GPU: the stretch's excess is straggler time on h-002 (as a straggler
+    seen in per-rank records would be), not a slowdown of the whole job; the ledger's sum is unchanged."""
+    step_s = _steps(range(21, 31), 7.0)
+    lo, hi = _step_start_s(step_s, 21), _step_start_s(step_s, 31)
+    with Lab(tmp_path / "db.duckdb") as lab:
+        run_on(lab.con, "r", ["h-001", "h-002"], step_s)
+        end = _step_start_s(step_s, 101)
+        write_gpu_telemetry(lab.con, "h-001", end, {})
+        write_gpu_telemetry(lab.con, "h-002", end, {3: (lo, hi, {"sm_clock_mhz": 1200.0, "gpu_temp_c": 91.0,
+                                                                  "throttle_reasons": 0x40})})
+        a = lab.attribute("r")
+    strag = a.rows.filter(pl.col("category") == "straggler")
+    assert strag["seconds"].sum() == 10 * (7.0 - BASE_STEP_S)
+    assert set(strag["incident_id"]) == {"r:1:slowdown:21"} and set(strag["host"]) == {"h-002"}
+    assert a.rows.filter(pl.col("category") == "slowdown")["seconds"].sum() == 0
+
+
 def test_a_hot_gpu_that_keeps_its_clock_is_not_blamed(tmp_path: Path) -> None:
     step_s = _steps(range(21, 31), 7.0)
     with Lab(tmp_path / "db.duckdb") as lab:

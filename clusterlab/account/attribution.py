@@ -430,6 +430,10 @@ def _part(frame: pl.DataFrame, category: str, seconds: str, incident: pl.Expr, h
                         own_host=(host if host is not None else pl.lit(None)).cast(pl.String))
 
 
+# slowdown causes that slow one host's GPU, so the others wait for it (a straggler), not the whole job's pace
+_ONE_HOST_SLOWDOWNS = ("gpu_throttle",)
+
+
 def _tie(wide: pl.DataFrame, tails: pl.DataFrame, slow: pl.DataFrame, inc: pl.DataFrame,
          att: pl.DataFrame, slowdowns: pl.DataFrame) -> pl.DataFrame:
     """Ledger rows: each category's seconds tied to the incident that caused them."""
@@ -437,9 +441,19 @@ def _tie(wide: pl.DataFrame, tails: pl.DataFrame, slow: pl.DataFrame, inc: pl.Da
     stalls = inc.filter(pl.col("kind") == "checkpoint_stall").select("attempt", save_step="first_step",
                                                                       stall_id="incident_id")
     lost = inc.filter(pl.col("kind") == "checkpoint_lost")
+    # A slowed stretch whose cause is one GPU's throttled clock (telemetry) is that host's straggling: every rank
+    # waited for one (the per-rank records that would show it as a straggler may be missing)
+    one_host = inc.filter(pl.col("kind") == "slowdown", pl.col("failure_mode").is_in(_ONE_HOST_SLOWDOWNS)).select(
+        slow_id="incident_id", slow_own_host="host")
     w = (wide.join(ends, on="attempt", how="left").join(stalls, on=["attempt", "save_step"], how="left")
          .join(slow.select("attempt", "step", "strag_id"), on=["attempt", "step"], how="left")
-         .join(slowdowns, on=["attempt", "step"], how="left"))
+         .join(slowdowns, on=["attempt", "step"], how="left").join(one_host, on="slow_id", how="left")
+         .with_columns(straggler=pl.col("straggler") + pl.when(pl.col("slow_own_host").is_not_null())
+                       .then(pl.col("slowdown")).otherwise(0.0),
+                       slowdown=pl.when(pl.col("slow_own_host").is_null()).then(pl.col("slowdown")).otherwise(0.0),
+                       strag_id=pl.coalesce("strag_id", pl.when(pl.col("slow_own_host").is_not_null())
+                                            .then(pl.col("slow_id"))),
+                       slow_host=pl.coalesce("slow_host", "slow_own_host")))
     if lost.height:  # the work between the resumed step and the lost save is the lost save's fault
         pairs = w.select("attempt", "step").join_where(
             lost.select(lost_attempt="attempt", lo="first_step", hi="last_step", lost_id="incident_id"),
