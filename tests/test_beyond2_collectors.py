@@ -63,3 +63,17 @@ def test_the_device_plugin_reads_an_xid_as_the_taxonomy_does(tmp_path: Path) -> 
             "the device will go unhealthy.\n")
     expected = [("xid", "gpu_fell_off_bus"), ("xid", taxonomy.xid(63).failure_mode)]
     assert _events(tmp_path, text, "plugin.log") == expected
+
+
+def test_kubernetes_reads_oomkilled_not_any_exit_137(tmp_path: Path) -> None:
+    text = ("    Last State:     Terminated\n      Reason:       Error\n      Exit Code:    137\n"
+            "    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n")
+    assert _events(tmp_path, text, "describe.txt") == [("k8s_oom_killed", "host_oom")]
+
+
+def test_xla_reads_the_allocators_out_of_memory_not_other_exhaustion(tmp_path: Path) -> None:
+    text = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+            "6291456 bytes.\n")
+    assert ("xla_oom", "cuda_oom") in _events(tmp_path, text)
+    other = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: TPU backend quota exceeded\n"
+    assert not [e for e in _events(tmp_path, other, "other.log") if e[0] == "xla_oom"]
