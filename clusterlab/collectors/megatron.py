@@ -66,6 +66,10 @@ _LOADED = r"successfully loaded checkpoint from (\S+) \[[^\]]*\] at iteration (\
 # NeMo 2's checkpoint callback, once per save: `Global Checkpoint Save : Rank: 0 : Iteration: 50 : Start time:
 # 1744408121.151s : Save duration: 4.389s` (the blocking time of the save; Megatron's own save lines need not appear)
 _NEMO_SAVE = r"Global Checkpoint Save : Rank: ?\d+ : Iteration: (\d+) : Start time: [\d.]+s : Save duration: ([\d.]+)s"
+# A launch that found no checkpoint to resume from trains from step 0: a load of step 0 from that directory (NeMo's
+# exp_manager; Megatron's `WARNING: could not find the metadata file DIR/latest_checkpointed_iteration.txt`)
+_SCRATCH = (r"(?:no checkpoints found in checkpoint_dir or no checkpoint folder at checkpoint_dir :?\s*(\S+?)\.? "
+            r"Training from scratch|could not find the metadata file (\S+)/latest_checkpointed_iteration\.txt)")
 # `    save-checkpoint ....: (min, max)` or `....: max` (ms); before 2022 `time (ms) | save-checkpoint: t`.
 _TIMER = r"(save|load)-checkpoint(?:-non-persistent)?(?: \.+)?: (?:\(([\d.]+), ([\d.]+)\)|([\d.]+))"
 _PARAMS = (r"number of parameters on \(tensor, (?:gtp_weight_remat, )?pipeline\) model parallel rank "
@@ -100,6 +104,7 @@ PATTERN = "|".join([
     r"Unexpected result ", r"\] datetime: \d{4}-", r"found (?:NaN|Inf) in local (?:grad norm|forward loss)",
     r"iteration #?-?\d+: (?:Possible (?:transient|persistent) error|Correct result \(but possible)",
     r"Training epoch \d+, iteration \d+/\d+ \|", r"[\s,]reduced_train_loss=", r"Global Checkpoint Save : ",
+    r"Training from scratch|could not find the metadata file",
 ])
 
 _HEAD = (r"iteration\s+\d+\s*/\s*\d+\s*\| consumed samples|-{8,} arguments -{8,}|"
@@ -225,6 +230,8 @@ def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:
         _op(_LOAD, "load", "start", 2, 1),
         _op(_LOADED, "load", "finish", 2, 1, ok=True), timers,
         op(_NEMO_SAVE, "save", "finish", ok=pl.lit(True), step=integer(_NEMO_SAVE, 1), duration_s=num(_NEMO_SAVE, 2)),
+        op(_SCRATCH, "load", "finish", ok=pl.lit(True), step=pl.lit(0, pl.Int64),
+           path=pl.coalesce(pl.col("msg").str.extract(_SCRATCH, 1), pl.col("msg").str.extract(_SCRATCH, 2))),
     ])
 
 

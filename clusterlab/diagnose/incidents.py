@@ -344,7 +344,8 @@ def _lost_checkpoints(saves: pl.DataFrame, dirs: dict[str, str | None], rollback
     any save a deliberate rollback (`rollbacks`) goes back past, and a save with no completion of its own (`ok`
     unknown) that its attempt never trained past (`stepped_past`): the job may have died in it."""
     loads = saves.filter(pl.col("action") == "load").select(
-        "run", "attempt", load_step="step", load_ts="ts", load_file="file", load_line="line", load_src="source")
+        "run", "attempt", load_step="step", load_ts="ts", load_file="file", load_line="line", load_src="source",
+        load_path="path")
     # a save whose log says only that it began (or wrote some of its files) is recorded as saved where its attempt
     # trained on past it; one the attempt died in (a filesystem error mid-save) was never complete, not lost
     done = saves.filter(pl.col("action") == "save", pl.col("ok").fill_null(
@@ -353,8 +354,12 @@ def _lost_checkpoints(saves: pl.DataFrame, dirs: dict[str, str | None], rollback
         save_file="file", save_line="line")
     if not loads.height or not done.height:
         return pl.DataFrame(), pl.DataFrame()
+    # a launch that found no checkpoint (a load of step 0) lost the saves only of the directory it looked in: one
+    # pointed at a new, empty directory starts afresh on purpose
+    same_dir = (pl.col("load_step") > 0) | pl.col("load_path").is_null() | pl.col("path").is_null() | (
+        pl.col("load_path").str.strip_chars_end("/") == pl.col("path").str.strip_chars_end("/"))
     pairs = loads.join(done, on="run").filter(pl.col("save_attempt") < pl.col("attempt"),
-                                              pl.col("save_step") > pl.col("load_step"))
+                                              pl.col("save_step") > pl.col("load_step"), same_dir)
     # a save some resume between it and this one already went back past was abandoned there, not lost here
     between = pairs.join(loads.select("run", between="attempt", between_step="load_step"), on="run").filter(
         pl.col("between") > pl.col("save_attempt"), pl.col("between") < pl.col("attempt"),
