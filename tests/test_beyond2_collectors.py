@@ -77,3 +77,10 @@ def test_xla_reads_the_allocators_out_of_memory_not_other_exhaustion(tmp_path: P
     assert ("xla_oom", "cuda_oom") in _events(tmp_path, text)
     other = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: TPU backend quota exceeded\n"
     assert not [e for e in _events(tmp_path, other, "other.log") if e[0] == "xla_oom"]
+
+
+def test_a_cloud_reclaiming_a_spot_host_is_a_preemption_a_scheduled_reboot_none(tmp_path: Path) -> None:
+    reboot = '{"Events": [{"EventId": "A1B2", "EventType": "Reboot", "ResourceType": "VirtualMachine"}]}\n'
+    assert _events(tmp_path, reboot, "events.json.log") == []
+    notice = "Instance is going to be interrupted in 2 minutes. Exiting...\n"
+    assert _events(tmp_path, notice) == [("spot_reclaim", "preemption")]
