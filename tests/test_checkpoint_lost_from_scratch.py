@@ -46,3 +46,26 @@ def test_no_checkpoint_where_the_run_saved_is_a_lost_checkpoint(tmp_path: Path) 
 
 def test_a_new_empty_directory_is_a_fresh_start(tmp_path: Path) -> None:
     assert _lost(tmp_path, "/lustre/ck-v2") == []
+
+
+def test_work_kept_until_the_checkpoints_were_lost_is_recompute(tmp_path: Path) -> None:
+    """Attempt 2 resumed attempt 1's save and saved on; attempt 3 found the directory empty and trained from step 0:
+    the steps of both earlier attempts were thrown away, not only those after attempt 2's last save."""
+    run = tmp_path / "b" / "runs" / "r1"
+    t2, t3 = T0 + dt.timedelta(hours=1), T0 + dt.timedelta(hours=2)
+    logs = {1: _launch(T0, 1, 25, "/lustre/ck", True),
+            2: ["  successfully loaded checkpoint from /lustre/ck [ t 1/1, p 1/1 ] at iteration 20"]
+            + _launch(t2, 21, 45, "/lustre/ck", False),
+            3: _launch(t3, 1, 40, "/lustre/ck", True)}
+    for k, lines in logs.items():
+        (run / f"attempt-{k}").mkdir(parents=True)
+        (run / f"attempt-{k}" / "train.log").write_text("\n".join(lines) + "\n")
+    (run / "run.toml").write_text("gpus = 8\ntokens_per_step = 16384\nflops_per_token = 1e9\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(tmp_path / "b")
+        rows = lab.attribute("r1").rows
+    prod = rows.filter(rows["category"] == "productive")
+    rec = rows.filter(rows["category"] == "recompute")
+    # nothing of attempts 1 and 2 is productive; their steps (25 + 25 of 30 s) are recompute
+    assert set(prod["attempt"].to_list()) == {3}
+    assert abs(rec.filter(rec["attempt"] <= 2)["gpu_hours"].sum() * 3600 / 8 - 50 * 30.0) < 31.0

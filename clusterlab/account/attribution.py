@@ -337,14 +337,17 @@ def _keep_points(att: pl.DataFrame, saves: pl.DataFrame, inc: pl.DataFrame, con,
     firsts = store.frame(con, "SELECT attempt, first_step FROM attempts WHERE run = ?", [run])
     nxt = att.select("attempt").sort("attempt").with_columns(next_attempt=pl.col("attempt").shift(-1))
     # What the run resumed from: the lowest step loaded by the later attempts up to the first that trained. A launch
-    # that died loading the newest save (its shards never written) resumed nothing: the one after it fell back.
+    # that died loading the newest save (its shards never written) resumed nothing: the one after it fell back. A
+    # later launch that found its checkpoints lost (a wiped directory: it trained from step 0) threw away this
+    # attempt's work after the step it resumed from too, however many attempts kept it in between.
     later = (nxt.select("attempt").join(
         att.select(later="attempt").join(loads.rename({"attempt": "later"}), on="later", how="left")
         .join(firsts.rename({"attempt": "later"}), on="later", how="left"), how="cross")
         .filter(pl.col("later") > pl.col("attempt")))
     trained = later.filter(pl.col("first_step").is_not_null()).group_by("attempt").agg(upto=pl.col("later").min())
+    lost = inc.filter(pl.col("kind") == "checkpoint_lost")["attempt"].cast(pl.Int64).to_list()
     resumed = (later.join(trained, on="attempt", how="left")
-               .filter(pl.col("upto").is_null() | (pl.col("later") <= pl.col("upto")))
+               .filter(pl.col("upto").is_null() | (pl.col("later") <= pl.col("upto")) | pl.col("later").is_in(lost))
                .group_by("attempt").agg(keep_step=pl.coalesce("load_step", pl.col("first_step") - 1).min()))
     keep = nxt.join(resumed, on="attempt", how="left")
     ended_badly = inc.filter(pl.col("kind") == "attempt_end").select("attempt").with_columns(bad=pl.lit(True))
