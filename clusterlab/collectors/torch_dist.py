@@ -17,13 +17,12 @@ Times without a year (glog) take ctx.year; all are the node's local time (ctx.tz
 
 from __future__ import annotations
 
-import bisect
 import re
 import signal
 
 import polars as pl
 
-from clusterlab.collectors import _torch_summary
+from clusterlab.collectors import _torch_exceptions, _torch_summary
 from clusterlab.collectors._base import (
     AT_EXIT,
     Context,
@@ -118,7 +117,6 @@ _TB_START = r"^\s*(?:traceback : )?Traceback \(most recent call last\):(?: \(RAN
 # (`Traceback (most recent call last): (RANK 4)` ... `OSError: [Errno 5] Input/output error`): causes of it
 _RANK_TB = r"Traceback \(most recent call last\): \(RANK \d+\)\s*$"
 _CHAIN = r"During handling of the above exception|The above exception was the direct cause"
-_TB_MAX_LINES = 1000  # a traceback whose exception line is further away than this is not paired
 
 # Content kinds in the order tried: (kind, regex on the message, failure mode or None, severity).
 # (gloo's own: `Timed out waiting 1800000ms for recv operation to complete`, what a rank waiting on a peer raises)
@@ -133,7 +131,6 @@ _CUDA_ERR = (r"(?:CUDA (?:driver )?error: |cuda runtime error \(\d+\) : |THCudaC
 _STORE_TIMEOUT = r"via c10d key-value store by key .* got error: (?:Socket Timeout|Timeout waiting for key)"
 # ... and a store's server that cannot bind its port (EADDRINUSE: another job, a stale process; errno 99: an address
 # not the host's): the launch's own configuration, not the network (torch 2.4+ DistNetworkError, RuntimeError before)
-_STORE_BIND = r"The server socket has failed to listen on any local network address"
 _STORE_CONNECT = (r"connect\(\) timed out\. Original timeout was \d+ ?ms"
                   r"|The client socket has timed out after \d+ ?ms while trying to connect")
 _KINDS: list[tuple[str, str, str | None, str]] = [
@@ -149,7 +146,7 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     # ... or cannot reach the store's server at all (rendezvous endpoint or MASTER_ADDR down, unreachable or refusing):
     # torch <= 1.13 raised a RuntimeError for it, later ones a DistNetworkError; both quoted in elastic's error JSON
     ("store_connect", _STORE_CONNECT, "network", "error"),
-    ("store_bind", _STORE_BIND, "user_code_error", "error"),
+    ("store_bind", _torch_exceptions.STORE_BIND, "user_code_error", "error"),
     ("dump_signal", r"Received a dump signal due to a collective timeout|Observed flight recorder dump signal",
      "nccl_timeout", "warning"),
     # TORCH_NCCL_DESYNC_DEBUG: the lines that name the lagging ranks, and the report's other lines
@@ -186,17 +183,10 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     ("process_abort", r"terminate called after throwing an instance of", None, "critical"),
 ]
 _CONTENT_MODE_KINDS = ("watchdog_terminated", "comm_aborted", "cuda_error", "nccl_detail", "nccl_error")
-# Exceptions that wrap or follow another failure: they name no cause of their own.
-_NO_MODE_EXC = {"DistStoreError", "DistBackendError", "SignalException", "ProcessExitedException", "SystemExit",
-                "ProcessRaisedException", "RendezvousClosedError", "RendezvousTimeoutError", "RendezvousError",
-                "RendezvousConnectionError", "RendezvousStateError"}
 _SIGNAMES = {str(s.value): s.name for s in signal.Signals}
 _SIGNAL_EXITS = {s.name: -s.value for s in signal.Signals}  # a signal's death as the negative exit code torch reports
 _EXIT_LITS = (" exits with return code = ", " terminated with signal ", " terminated with exit code ",
               "' died with <Signals.", "' returned non-zero exit status ")
-# EIO, ENOSPC, ESTALE, EDQUOT: the storage, not the code, failed the read or write
-_FS_ERRNO = (r"\[Errno (?:5|28|116|122)\]|Input/output error|Stale file handle|No space left on device"
-             r"|Disk quota exceeded")
 _GIB = {"bytes": 1 / 2**30, "B": 1 / 2**30, "KiB": 1 / 2**20, "MiB": 1 / 2**10, "GiB": 1.0, "TiB": 1024.0}
 _DETAIL = [
     "task", "local_rank", "src", "pg_id", "pg_desc", "pg_rank", "seq_num", "op_type", "numel_in", "numel_out",
@@ -224,13 +214,14 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Events for watchdog, elastic, CUDA, NCCL and traceback lines; child-failure summaries by adjacency."""
     out = Parsed()
     f = _fields(lines, ctx)
-    finals, unpaired = _tracebacks(f)
+    finals, unpaired = _torch_exceptions.tracebacks(f)
     children, child_tbs, bad_entries = _torch_summary.children(f, finals, ctx, _content_mode)
     in_summary = finals.filter(pl.col("tb_line").is_in(child_tbs))["line"].implode()
     finals = finals.filter(~pl.col("tb_line").is_in(child_tbs))
     # The exception inside a summary belongs to its child_failed event, not to an event of its own.
     content = f.filter(pl.col("kind").is_not_null() & ~pl.col("line").is_in(in_summary))
-    events = pl.concat([_with_exceptions(content, finals), _exception_events(f, finals)], how="diagonal_relaxed")
+    events = pl.concat([_torch_exceptions.with_exceptions(content, finals),
+                        _torch_exceptions.exception_events(f, finals)], how="diagonal_relaxed")
     events = _fold_nccl_detail(events)
     # NOTE: an exit nothing explains takes the mode the exit implies after ingest, over the whole file
     # (clusterlab.ingest.exit_modes): the other lines that may explain it can lie in another batch
@@ -508,103 +499,6 @@ def _message_fields(f: pl.DataFrame, found: set[str]) -> pl.DataFrame:
             pl.col("prank").cast(pl.Int32, strict=False), pl.col("mrank").cast(pl.Int32, strict=False),
             pl.when(num("[PG ", pg, pl.Int32).fill_null(0) == 0).then(pg_rank)),
     )
-
-
-def _tracebacks(f: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
-    """The exception line that ends each traceback (causes of chained ones folded in); the unended ones' lines."""
-    tb = f.filter(pl.col("is_tb")).select(pl.col("line").alias("tb_line"), "key", "rank_tb")
-    ex = f.filter(pl.col("exc_type").is_not_null()).select("line", "key", "exc_type", "exc_msg")
-    schema = {"line": pl.Int64, "tb_line": pl.Int64, "exc_type": pl.String, "exc_msg": pl.String,
-              "causes": pl.List(pl.String), "chain_msgs": pl.List(pl.String), "consumed": pl.Boolean}
-    if not tb.height:
-        return pl.DataFrame(schema=schema), pl.Series("line", [], pl.Int64)
-    pairs = (ex.sort("line").join_asof(tb.sort("tb_line"), left_on="line", right_on="tb_line", by="key",
-                                       strategy="backward", check_sortedness=False)
-             .filter(pl.col("tb_line").is_not_null() & (pl.col("line") - pl.col("tb_line") <= _TB_MAX_LINES))
-             .sort("line").unique("tb_line", keep="first", maintain_order=True))
-    marks: dict[str, list[int]] = {}
-    for line, key in f.filter(pl.col("is_chain")).select("line", "key").iter_rows():
-        marks.setdefault(key, []).append(line)
-    rows, by_key = [], {}
-    for r in pairs.iter_rows(named=True):  # one per traceback: rare lines
-        by_key.setdefault(r["key"], []).append(r)
-    for key, seq in by_key.items():
-        causes: list[str] = []
-        msgs: list[str | None] = []
-        ms = marks.get(key, [])
-        seq = _fold_rank_failures(seq)
-        for cur, nxt in zip(seq, [*seq[1:], None], strict=True):
-            # "During handling ..." between this exception and the next traceback: this one is a cause.
-            i = bisect.bisect_right(ms, cur["line"])
-            chained = nxt is not None and i < len(ms) and ms[i] < nxt["tb_line"]
-            mine, their = cur.get("rank_causes", ([], []))
-            rows.append({"line": cur["line"], "tb_line": cur["tb_line"], "exc_type": cur["exc_type"],
-                         "exc_msg": cur["exc_msg"], "causes": [*causes, *mine] or None,
-                         "chain_msgs": [*msgs, *their, cur["exc_msg"]], "consumed": chained})
-            causes, msgs = ([*causes, cur["exc_type"]], [*msgs, cur["exc_msg"]]) if chained else ([], [])
-    unended = tb.filter(~pl.col("tb_line").is_in(pairs["tb_line"].implode()))["tb_line"].alias("line")
-    return pl.DataFrame(rows, schema=schema), unended
-
-
-def _fold_rank_failures(seq: list[dict]) -> list[dict]:
-    """The ranks' tracebacks printed inside an exception's message (a CheckpointException) as its causes: one
-    exception, whose mode is its ranks' (`OSError: [Errno 5]` on a checkpoint filesystem), not one per rank."""
-    out: list[dict] = []
-    for r in seq:
-        if r["rank_tb"] and out:
-            head = out[-1]
-            types, msgs = head.setdefault("rank_causes", ([], []))
-            types.append(r["exc_type"])
-            msgs.append(r["exc_msg"])
-            continue
-        out.append(dict(r))
-    return out
-
-
-def _with_exceptions(content: pl.DataFrame, finals: pl.DataFrame) -> pl.DataFrame:
-    """Content events, with the exception type (and chained causes) where the line ends a traceback."""
-    return content.join(finals.select("line", pl.col("exc_type").alias("exception"), "causes"),
-                        on="line", how="left")
-
-
-def _exc_mode(exc_type: pl.Expr, message: pl.Expr) -> pl.Expr:
-    """The failure mode an exception type (and message) names; ordinary exceptions are the user's code."""
-    short = exc_type.str.extract(r"(\w+)$", 1)
-    return (pl.when(short == "KeyboardInterrupt").then(pl.lit("manual_stop"))
-            .when(short == "MemoryError").then(pl.lit("host_oom"))
-            # NOTE: whatever wraps it (an OSError, a RuntimeError of torch.save): the storage failed the process
-            .when(message.fill_null("").str.contains(_FS_ERRNO)).then(pl.lit("filesystem_io"))
-            # NOTE: a store server that cannot bind its port is the launch's configuration (store_bind), not the network
-            .when((short == "DistNetworkError") & ~message.fill_null("").str.contains(_STORE_BIND))
-            .then(pl.lit("network"))
-            # the store's wait for its peers ran out (rendezvous or a barrier on the store): a hang, as a collective's
-            .when(short.is_in(["DistStoreError", "DistBackendError"]) & message.fill_null("").str.contains(
-                r"Socket Timeout|Timed out after \d+ seconds|[Ww]ait timeout")).then(pl.lit("nccl_timeout"))
-            .when(short.is_in(list(_NO_MODE_EXC))).then(pl.lit(None, pl.String))
-            # NOTE: gloo's "Connection closed/reset by peer" is what the survivors raise when a peer process
-            # died (killed, crashed, OOM): a symptom naming no cause, never the user's code on its own
-            .when(message.fill_null("").str.contains(r"pair\.cc:\d+\].*(?:Connection (?:closed|reset) by peer)"))
-            .then(pl.lit(None, pl.String))
-            .otherwise(pl.lit("user_code_error")))
-
-
-def _exception_events(f: pl.DataFrame, finals: pl.DataFrame) -> pl.DataFrame:
-    """A python_exception event for each traceback ending in an exception no content kind covers."""
-    plain = finals.filter(~pl.col("consumed") & (pl.col("exc_type").str.extract(r"(\w+)$", 1) != "ChildFailedError"))
-    # A chain takes the mode of its root-most specific cause (a stale NFS handle under a RuntimeError).
-    members = (plain.select("line", pl.concat_list([pl.col("causes").fill_null([]), pl.col("exc_type")]).alias("t"),
-                            "chain_msgs")
-               .explode(["t", "chain_msgs"]).with_columns(m=_exc_mode(pl.col("t"), pl.col("chain_msgs"))))
-    modes = members.group_by("line").agg(
-        pl.col("m").filter(pl.col("m").is_not_null() & (pl.col("m") != "user_code_error")).first().alias("specific"),
-        pl.col("m").last().alias("own"),
-    )
-    rows = (f.filter(pl.col("kind").is_null()).join(plain.select("line", "causes"), on="line", how="inner")
-            .join(modes, on="line", how="left"))
-    return rows.with_columns(
-        kind=pl.lit("python_exception"), failure_mode=pl.coalesce("specific", "own"), severity=pl.lit("error"),
-        exception=pl.col("exc_type"), message=pl.col("exc_msg"),
-    ).drop("specific", "own")
 
 
 def _fold_nccl_detail(events: pl.DataFrame) -> pl.DataFrame:

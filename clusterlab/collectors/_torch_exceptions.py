@@ -1,0 +1,121 @@
+"""Python tracebacks in a torch job's output: the exception that ends each one, its chained causes, and its mode.
+
+Split from `torch_dist` (one collector, two modules): `tracebacks` pairs each `Traceback (most recent call last):`
+with the exception line that ends it (a CheckpointException's ranks' tracebacks folded in as its causes),
+`exception_events` gives the ones no content kind covers a `python_exception` event whose mode is its root-most
+specific cause's (a stale NFS handle under a RuntimeError is `filesystem_io`), ordinary exceptions the user's code.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import polars as pl
+
+_TB_MAX_LINES = 1000  # a traceback whose exception line is further away than this is not paired
+# a store's server that cannot bind its port: the launch's own configuration, not the network
+STORE_BIND = r"The server socket has failed to listen on any local network address"
+# Exceptions that wrap or follow another failure: they name no cause of their own.
+_NO_MODE_EXC = {"DistStoreError", "DistBackendError", "SignalException", "ProcessExitedException", "SystemExit",
+                "ProcessRaisedException", "RendezvousClosedError", "RendezvousTimeoutError", "RendezvousError",
+                "RendezvousConnectionError", "RendezvousStateError"}
+# EIO, ENOSPC, ESTALE, EDQUOT: the storage, not the code, failed the read or write
+_FS_ERRNO = (r"\[Errno (?:5|28|116|122)\]|Input/output error|Stale file handle|No space left on device"
+             r"|Disk quota exceeded")
+
+def tracebacks(f: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
+    """The exception line that ends each traceback (causes of chained ones folded in); the unended ones' lines."""
+    tb = f.filter(pl.col("is_tb")).select(pl.col("line").alias("tb_line"), "key", "rank_tb")
+    ex = f.filter(pl.col("exc_type").is_not_null()).select("line", "key", "exc_type", "exc_msg")
+    schema = {"line": pl.Int64, "tb_line": pl.Int64, "exc_type": pl.String, "exc_msg": pl.String,
+              "causes": pl.List(pl.String), "chain_msgs": pl.List(pl.String), "consumed": pl.Boolean}
+    if not tb.height:
+        return pl.DataFrame(schema=schema), pl.Series("line", [], pl.Int64)
+    pairs = (ex.sort("line").join_asof(tb.sort("tb_line"), left_on="line", right_on="tb_line", by="key",
+                                       strategy="backward", check_sortedness=False)
+             .filter(pl.col("tb_line").is_not_null() & (pl.col("line") - pl.col("tb_line") <= _TB_MAX_LINES))
+             .sort("line").unique("tb_line", keep="first", maintain_order=True))
+    marks: dict[str, list[int]] = {}
+    for line, key in f.filter(pl.col("is_chain")).select("line", "key").iter_rows():
+        marks.setdefault(key, []).append(line)
+    rows, by_key = [], {}
+    for r in pairs.iter_rows(named=True):  # one per traceback: rare lines
+        by_key.setdefault(r["key"], []).append(r)
+    for key, seq in by_key.items():
+        causes: list[str] = []
+        msgs: list[str | None] = []
+        ms = marks.get(key, [])
+        seq = _fold_rank_failures(seq)
+        for cur, nxt in zip(seq, [*seq[1:], None], strict=True):
+            # "During handling ..." between this exception and the next traceback: this one is a cause.
+            i = bisect.bisect_right(ms, cur["line"])
+            chained = nxt is not None and i < len(ms) and ms[i] < nxt["tb_line"]
+            mine, their = cur.get("rank_causes", ([], []))
+            rows.append({"line": cur["line"], "tb_line": cur["tb_line"], "exc_type": cur["exc_type"],
+                         "exc_msg": cur["exc_msg"], "causes": [*causes, *mine] or None,
+                         "chain_msgs": [*msgs, *their, cur["exc_msg"]], "consumed": chained})
+            causes, msgs = ([*causes, cur["exc_type"]], [*msgs, cur["exc_msg"]]) if chained else ([], [])
+    unended = tb.filter(~pl.col("tb_line").is_in(pairs["tb_line"].implode()))["tb_line"].alias("line")
+    return pl.DataFrame(rows, schema=schema), unended
+
+
+def _fold_rank_failures(seq: list[dict]) -> list[dict]:
+    """The ranks' tracebacks printed inside an exception's message (a CheckpointException) as its causes: one
+    exception, whose mode is its ranks' (`OSError: [Errno 5]` on a checkpoint filesystem), not one per rank."""
+    out: list[dict] = []
+    for r in seq:
+        if r["rank_tb"] and out:
+            head = out[-1]
+            types, msgs = head.setdefault("rank_causes", ([], []))
+            types.append(r["exc_type"])
+            msgs.append(r["exc_msg"])
+            continue
+        out.append(dict(r))
+    return out
+
+
+def with_exceptions(content: pl.DataFrame, finals: pl.DataFrame) -> pl.DataFrame:
+    """Content events, with the exception type (and chained causes) where the line ends a traceback."""
+    return content.join(finals.select("line", pl.col("exc_type").alias("exception"), "causes"),
+                        on="line", how="left")
+
+
+def _exc_mode(exc_type: pl.Expr, message: pl.Expr) -> pl.Expr:
+    """The failure mode an exception type (and message) names; ordinary exceptions are the user's code."""
+    short = exc_type.str.extract(r"(\w+)$", 1)
+    return (pl.when(short == "KeyboardInterrupt").then(pl.lit("manual_stop"))
+            .when(short == "MemoryError").then(pl.lit("host_oom"))
+            # NOTE: whatever wraps it (an OSError, a RuntimeError of torch.save): the storage failed the process
+            .when(message.fill_null("").str.contains(_FS_ERRNO)).then(pl.lit("filesystem_io"))
+            # NOTE: a store server that cannot bind its port is the launch's configuration (store_bind), not the network
+            .when((short == "DistNetworkError") & ~message.fill_null("").str.contains(STORE_BIND))
+            .then(pl.lit("network"))
+            # the store's wait for its peers ran out (rendezvous or a barrier on the store): a hang, as a collective's
+            .when(short.is_in(["DistStoreError", "DistBackendError"]) & message.fill_null("").str.contains(
+                r"Socket Timeout|Timed out after \d+ seconds|[Ww]ait timeout")).then(pl.lit("nccl_timeout"))
+            .when(short.is_in(list(_NO_MODE_EXC))).then(pl.lit(None, pl.String))
+            # NOTE: gloo's "Connection closed/reset by peer" is what the survivors raise when a peer process
+            # died (killed, crashed, OOM): a symptom naming no cause, never the user's code on its own
+            .when(message.fill_null("").str.contains(r"pair\.cc:\d+\].*(?:Connection (?:closed|reset) by peer)"))
+            .then(pl.lit(None, pl.String))
+            .otherwise(pl.lit("user_code_error")))
+
+
+def exception_events(f: pl.DataFrame, finals: pl.DataFrame) -> pl.DataFrame:
+    """A python_exception event for each traceback ending in an exception no content kind covers."""
+    plain = finals.filter(~pl.col("consumed") & (pl.col("exc_type").str.extract(r"(\w+)$", 1) != "ChildFailedError"))
+    # A chain takes the mode of its root-most specific cause (a stale NFS handle under a RuntimeError).
+    members = (plain.select("line", pl.concat_list([pl.col("causes").fill_null([]), pl.col("exc_type")]).alias("t"),
+                            "chain_msgs")
+               .explode(["t", "chain_msgs"]).with_columns(m=_exc_mode(pl.col("t"), pl.col("chain_msgs"))))
+    modes = members.group_by("line").agg(
+        pl.col("m").filter(pl.col("m").is_not_null() & (pl.col("m") != "user_code_error")).first().alias("specific"),
+        pl.col("m").last().alias("own"),
+    )
+    rows = (f.filter(pl.col("kind").is_null()).join(plain.select("line", "causes"), on="line", how="inner")
+            .join(modes, on="line", how="left"))
+    return rows.with_columns(
+        kind=pl.lit("python_exception"), failure_mode=pl.coalesce("specific", "own"), severity=pl.lit("error"),
+        exception=pl.col("exc_type"), message=pl.col("exc_msg"),
+    ).drop("specific", "own")
+
