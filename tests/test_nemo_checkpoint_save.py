@@ -27,3 +27,16 @@ def test_nemo_save_reports_are_saves_with_their_duration(tmp_path: Path) -> None
         got = lab.con.execute("SELECT step, duration_s, ok FROM checkpoints WHERE action = 'save' "
                               "ORDER BY step").fetchall()
     assert got == [(100, 41.5, True), (105, 412.25, True)]
+
+
+def test_nemo_resume_line_is_a_load_of_the_step_in_the_checkpoint_name(tmp_path: Path) -> None:
+    lines = ["[NeMo I 2026-12-01 10:00:01 nemo_logging:381] Resuming training from checkpoint: /lustre/ck/"
+             "llama--reduced_train_loss=1.93-step=2750-consumed_samples=176000.0-last",
+             ITER.format(1, 2751, 176064)]
+    run = tmp_path / "b" / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "train.log").write_text("\n".join(lines) + "\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(tmp_path / "b")
+        got = lab.con.execute("SELECT action, step, path FROM checkpoints").fetchall()
+    assert got == [("load", 2750, "/lustre/ck/llama--reduced_train_loss=1.93-step=2750-consumed_samples=176000.0-last")]

@@ -70,6 +70,9 @@ _NEMO_SAVE = r"Global Checkpoint Save : Rank: ?\d+ : Iteration: (\d+) : Start ti
 # exp_manager; Megatron's `WARNING: could not find the metadata file DIR/latest_checkpointed_iteration.txt`)
 _SCRATCH = (r"(?:no checkpoints found in checkpoint_dir or no checkpoint folder at checkpoint_dir :?\s*(\S+?)\.? "
             r"Training from scratch|could not find the metadata file (\S+)/latest_checkpointed_iteration\.txt)")
+# NeMo's exp_manager resuming: `Resuming training from checkpoint: DIR/NAME--step=2750-consumed_samples=...-last`
+# (the step is in the checkpoint's name)
+_NEMO_RESUME = r"Resuming training from checkpoint: (\S+)"
 # `    save-checkpoint ....: (min, max)` or `....: max` (ms); before 2022 `time (ms) | save-checkpoint: t`.
 _TIMER = r"(save|load)-checkpoint(?:-non-persistent)?(?: \.+)?: (?:\(([\d.]+), ([\d.]+)\)|([\d.]+))"
 _PARAMS = (r"number of parameters on \(tensor, (?:gtp_weight_remat, )?pipeline\) model parallel rank "
@@ -104,7 +107,7 @@ PATTERN = "|".join([
     r"Unexpected result ", r"\] datetime: \d{4}-", r"found (?:NaN|Inf) in local (?:grad norm|forward loss)",
     r"iteration #?-?\d+: (?:Possible (?:transient|persistent) error|Correct result \(but possible)",
     r"Training epoch \d+, iteration \d+/\d+ \|", r"[\s,]reduced_train_loss=", r"Global Checkpoint Save : ",
-    r"Training from scratch|could not find the metadata file",
+    r"Training from scratch|could not find the metadata file|Resuming training from checkpoint: ",
 ])
 
 _HEAD = (r"iteration\s+\d+\s*/\s*\d+\s*\| consumed samples|-{8,} arguments -{8,}|"
@@ -230,6 +233,9 @@ def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:
         _op(_LOAD, "load", "start", 2, 1),
         _op(_LOADED, "load", "finish", 2, 1, ok=True), timers,
         op(_NEMO_SAVE, "save", "finish", ok=pl.lit(True), step=integer(_NEMO_SAVE, 1), duration_s=num(_NEMO_SAVE, 2)),
+        op(_NEMO_RESUME, "load", "finish", ok=pl.lit(True), step=integer(r"Resuming training from checkpoint: \S*?"
+                                                                           r"\bstep=(\d+)", 1),
+           path=pl.col("msg").str.extract(_NEMO_RESUME, 1)),
         op(_SCRATCH, "load", "finish", ok=pl.lit(True), step=pl.lit(0, pl.Int64),
            path=pl.coalesce(pl.col("msg").str.extract(_SCRATCH, 1), pl.col("msg").str.extract(_SCRATCH, 2))),
     ])
