@@ -270,7 +270,12 @@ def checkpoint_incidents(con: duckdb.DuckDBPyConnection, run: str | None, s: Set
             JOIN events e ON e.failure_mode = 'filesystem_io' AND list_contains(a.hosts, e.host)
               AND e.ts BETWEEN s.ts - INTERVAL 60 SECOND AND s.ts + to_seconds(s.duration_s + 60)
             JOIN ingested_files f ON f.file_id = e.file_id ORDER BY e.ts""", stalls=stalls)
-    first_ev = (ev.group_by("run", "attempt", "save_step").agg(pl.col("host").first(), root_ts=pl.col("ts").min())
+    # a filesystem every host of the job reports at once is the shared service's fault, not the first reporter's
+    shared = (pl.col("host").filter(pl.col("ts") <= pl.col("ts").min() + pl.duration(seconds=s.shared_window_s))
+              .n_unique() >= s.shared_min_hosts)
+    first_ev = (ev.group_by("run", "attempt", "save_step").agg(
+        host=pl.when(shared).then(pl.lit(None, pl.String)).otherwise(pl.col("host").first()),
+        root_ts=pl.col("ts").min())
                 if ev.height else pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, "save_step": pl.Int64,
                                                        "host": pl.String, "root_ts": pl.Datetime("us")}))
     stall_inc = stalls.join(first_ev, left_on=["run", "attempt", "step"], right_on=["run", "attempt", "save_step"],
@@ -279,7 +284,7 @@ def checkpoint_incidents(con: duckdb.DuckDBPyConnection, run: str | None, s: Set
         incident_id=pl.format("{}:{}:checkpoint-stall:{}", "run", "attempt", "step"), run="run", attempt="attempt",
         kind=pl.lit("checkpoint_stall"), root_ts=pl.coalesce("root_ts", "ts"),
         exit_ts=pl.col("ts") + pl.duration(seconds=pl.col("duration_s")),
-        failure_mode=pl.when(pl.col("host_ev").is_not_null()).then(pl.lit("filesystem_io")).otherwise(
+        failure_mode=pl.when(pl.col("root_ts").is_not_null()).then(pl.lit("filesystem_io")).otherwise(
             pl.lit("unknown")),
         host="host_ev", tier=pl.lit(None, pl.Int32), first_step="step", last_step="step")
     dirs = dict(con.execute("SELECT run, checkpoint_dir FROM runs WHERE $run IS NULL OR run = $run",
