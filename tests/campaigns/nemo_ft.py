@@ -132,7 +132,9 @@ def meg_ts(t: float) -> str:
 
 
 def ft(t: float, lvl: str, host: str, msg: str, who: str = "ft_launcher") -> str:
-    return f"[{_dt(t):%Y-%m-%d %H:%M:%S},{int((t % 1) * 1000):03d}] [{lvl}] [{who}@{host}] {msg}"
+    # NVRx 0.1-0.4: `[2025-03-17 10:15:03,123] [INFO] [ft_launcher48213@gpu-017] MSG` (the launcher's pid)
+    pid = 40000 + sum(map(ord, host)) * 7 + (1 if who != "ft_launcher" else 0)
+    return f"[{_dt(t):%Y-%m-%d %H:%M:%S},{int((t % 1) * 1000):03d}] [{lvl}] [{who}{pid}@{host}] {msg}"
 
 
 def glog_c10(t: float, lvl: str) -> str:
@@ -498,12 +500,11 @@ def ending(a: Attempt, L: Sink, fleet: Fleet, pid0: int, rng: random.Random) -> 
         r = i * GPN + a.gpu
         t = R + 300.0
         L.add(t, ft(t + fleet.skew[a.host], "WARNING", a.host,
-                    f"Did not get heartbeat from rank {r} (local rank {a.gpu}) within 300.0s; terminating the rank",
-                    who="ft_rank_monitor_server"))
+                    "Did not get subsequent heartbeat. Waited 300.00 seconds.", who="RankMonServer"))
         ft_fail_group(a, L, fleet, pid0, a.host, a.gpu, -9, restart_left=2, at=E - 14)
         t2 = E - 8
-        L.add(t2, ft(t2 + fleet.skew[a.host], "ERROR", a.host, f"GPU health check failed: GPU {a.gpu} "
-                                                               f"({pci(a.gpu)}.0) is not healthy; node excluded"))
+        L.add(t2, ft(t2 + fleet.skew[a.host], "ERROR", a.host, f"GPU health check failed for node {a.host}: "
+                                                               f"Node {a.host} has an unhealthy GPU."))
         L.add(t2 + 1, ft(t2 + 1 + fleet.skew[a.host], "ERROR", a.host, "Rendezvous failed: not enough healthy nodes "
                                                                        "(15/16); giving up"))
         return
@@ -523,8 +524,8 @@ def ending(a: Attempt, L: Sink, fleet: Fleet, pid0: int, rng: random.Random) -> 
                      f"the stacktrace below might be incorrect."])
         ft_fail_group(a, L, fleet, pid0, a.host, a.gpu, 1, restart_left=1, at=E - 14)
         t2 = E - 8
-        L.add(t2, ft(t2 + fleet.skew[a.host], "ERROR", a.host, f"GPU health check failed: GPU {a.gpu} "
-                                                               f"({pci(a.gpu)}.0) is not healthy; node excluded"))
+        L.add(t2, ft(t2 + fleet.skew[a.host], "ERROR", a.host, f"GPU health check failed for node {a.host}: "
+                                                               f"Node {a.host} has an unhealthy GPU."))
         return
     if a.mode == "cuda_oom":
         r = GPUS - 1
