@@ -457,6 +457,7 @@ def _tie(wide: pl.DataFrame, tails: pl.DataFrame, slow: pl.DataFrame, inc: pl.Da
                        strag_id=pl.coalesce("strag_id", pl.when(pl.col("slow_own_host").is_not_null())
                                             .then(pl.col("slow_id"))),
                        slow_host=pl.coalesce("slow_host", "slow_own_host")))
+    w = ledger.thrown_is_recompute(w)
     if lost.height:  # the work between the resumed step and the lost save is the lost save's fault
         pairs = w.select("attempt", "step").join_where(
             lost.select(lost_attempt="attempt", lo="first_step", hi="last_step", lost_id="incident_id"),

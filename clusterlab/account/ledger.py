@@ -8,10 +8,10 @@ interval is `productive` up to the run's baseline step time (all of it where its
 step-time noise); the excess goes to `checkpoint` when a save ran in it, then `data_stall`, then `straggler` when
 one host was slow, else `slowdown`. Steps begun after the root event of the attempt's end are no steps: their time
 is `hang`.
-The productive part of steps the next attempt threw away (after the checkpoint it resumed from)
-is `recompute`. Categories never overlap and are never clamped silently: a timeline that would make one
-negative raises `LedgerError`, which attribution turns into a flagged ledger (`flagged`) with a note saying
-what disagreed.
+Steps the next attempt threw away (after the checkpoint it resumed from) are `recompute`, all of their time
+but a completed save's: what slowed them is no loss of its own, the work was lost (`thrown_is_recompute`).
+Categories never overlap and are never clamped silently: a timeline that would make one negative raises
+`LedgerError`, which attribution turns into a flagged ledger (`flagged`) with a note saying what disagreed.
 """
 
 from __future__ import annotations
@@ -232,8 +232,24 @@ def split_intervals(tl: pl.DataFrame, saves: pl.DataFrame, slow: pl.DataFrame, k
     beyond = pl.when(pl.col("keep_step").is_not_null()).then(
         ((pl.col("step") - pl.col("keep_step")) / pl.col("n")).clip(0, 1)
     ).when(pl.col("keep_ts").is_not_null()).then((pl.col("end") > pl.col("keep_ts")).cast(pl.Float64)).otherwise(0.0)
-    w = w.with_columns(recompute=pl.col("productive_raw") * beyond)
+    w = w.with_columns(recompute=pl.col("productive_raw") * beyond, thrown=beyond)
     return w.with_columns(productive=pl.col("productive_raw") - pl.col("recompute"))
+
+
+# What a thrown-away step lost beyond its baseline is part of the work thrown away, whatever slowed it; a completed
+# save stays `checkpoint` (it made a checkpoint, kept or not)
+_CAUSES = ("straggler", "slowdown", "data_stall")
+
+
+def thrown_is_recompute(wide: pl.DataFrame) -> pl.DataFrame:
+    """`wide` (`split_intervals`, causes final) with the thrown-away share (`thrown`) of each interval's straggler,
+    slowdown and data stall moved to `recompute`: the recompute window, last durable save to root event, is all
+    recompute (the outsiders' convention, DESIGN's ledger). Called after the slowdown pass, which must still see
+    a thrown-away step's slowdown to find its incident."""
+    share = pl.col("thrown").fill_null(0.0)
+    moved = pl.sum_horizontal([pl.col(c) * share for c in _CAUSES])
+    return wide.with_columns((pl.col("recompute") + moved).alias("recompute"),
+                             *[(pl.col(c) * (1 - share)).alias(c) for c in _CAUSES])
 
 
 def tails(tl: pl.DataFrame, attempts: pl.DataFrame, saves: pl.DataFrame, finished: list[int] | None = None

@@ -8,9 +8,10 @@ straggler slowed it and it is within NOISE_SIGMAS robust deviations of the run's
 the excess goes to `checkpoint` (up to the save that ran in it), then `data_stall` (the step's
 data wait above the run's median data wait), then `straggler` (a host was slow at that step) or
 else `slowdown`. Steps begun after the attempt's root event are not steps: the tail (`hang`) starts at the end
-of the last step begun before it. The productive part of steps past the checkpoint the next attempt resumed from
-is `recompute`; for the last attempt, past its own last completed save (every simulated run ends
-badly: a failure or the window's time limit, after which a relaunch would resume from there).
+of the last step begun before it. Steps past the checkpoint the next attempt resumed from are `recompute`, all
+their time but a completed save's (their data stall, straggling or slowdown too: the work was thrown away); for
+the last attempt, past its own last completed save (every simulated run ends badly: a failure or the window's
+time limit, after which a relaunch would resume from there).
 `idle` is 0: the simulation requests no window.
 
 An attempt's span is the scheduler's own record of it, sacct Start to End (every family writes sacct),
@@ -90,11 +91,12 @@ def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float, al
     thrown = s.step > keep
     out = {c: 0.0 for c in CATEGORIES}
     out["productive"] = float(productive[~thrown].sum())
-    out["recompute"] = float(productive[thrown].sum())
+    # a thrown-away step's time is all recompute, whatever slowed it; only a completed save stays checkpoint
+    out["recompute"] = float((productive + data + rest)[thrown].sum())
     out["checkpoint"] = float(ckpt.sum())
-    out["data_stall"] = float(data.sum())
-    out["straggler"] = float(rest[slow].sum())
-    out["slowdown"] = float(rest[~slow].sum())
+    out["data_stall"] = float(data[~thrown].sum())
+    out["straggler"] = float(rest[slow & ~thrown].sum())
+    out["slowdown"] = float(rest[~slow & ~thrown].sum())
     out["startup"] = float(s.end[0] - s.step_ms[0] - start)
     tail = float(end - s.end[-1])
     last_save = next((sv for sv in att.saves if sv.step == int(s.step[-1]) and sv.complete), None)

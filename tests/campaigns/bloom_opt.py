@@ -70,15 +70,15 @@ Ledger (truth.json expected_ledger, GPU-hours = 128 x seconds / 3600), the conve
                training step] datetime"); att 3, which never stepped: start -> root event
   productive = kept steps (step <= the checkpoint the run later resumed from; all steps of the completed
                attempt); in att 7 only the 30 s baseline counts
-  straggler  = step time above the baseline in att 7, kept steps and thrown-away ones (pinned to jzg-019)
+  straggler  = step time above the baseline in att 7, kept steps only (pinned to jzg-019)
   checkpoint = durations of the saves that finished before the attempt's root event, kept or not (att 5's
                saves past the rollback target 1200), plus the tail after the final save
   recompute  = end of the last kept save of the attempt (or its first step start if none) -> root event,
-               less what is booked by its cause above (unkept saves, att 7's straggling): the thrown-away
-               steps' baseline work and the partial step. These are the ledger's own rules (each step's time
-               above the baseline by its cause, kept or not: clusterlab/account/ledger.py and the simulator's
-               expected.py); campaign1 ("save stalls of kept checkpoints") and campaign2 ("the saves that
-               completed") never meet an unkept finished save, so they do not decide it
+               less the saves in it that finished (checkpoint above): all the time of the thrown-away steps,
+               att 7's straggling on them too, and the partial step (the outsiders' rule, campaign1: within
+               the recompute window everything is recompute; clusterlab/account/ledger.py and the simulator's
+               expected.py follow it). campaign1 ("save stalls of kept checkpoints") and campaign2 ("the saves
+               that completed") never meet an unkept finished save, so they do not decide that one
   hang       = root event -> attempt exit (sacct End), whatever the job printed in between. Root events: the
                Xid (79, 74, 94); the start of the save that hung on Lustre; the load failure; the first
                diverging iteration's start (att 5 stepped on, uselessly, for 52 iterations until the scancel:
@@ -407,19 +407,19 @@ def ledger(atts: list[Att]):
             cats["hang"] += a.E - a.R
         else:
             cats["startup"] += a.F - a.S
-            # the ledger's rules (clusterlab/account/ledger.py, simulator/expected.py): each step's time above the
-            # baseline is booked by its cause whether the step was kept or thrown away (the slow GPU's excess is
-            # straggler; a save that finished before the root event is checkpoint, kept or not: att 5's save of
-            # the step after the rollback target); recompute is the rest of the time thrown away
+            # the outsiders' rules (and the ledger's, clusterlab/account/ledger.py, simulator/expected.py): a kept
+            # step's time above the baseline is booked by its cause (the slow GPU's excess is straggler); a
+            # thrown-away step is all recompute, its straggling too (att 7); a save that finished before the root
+            # event is checkpoint, kept or not (att 5's save of the step after the rollback target); recompute is
+            # the rest of the time from the last kept save to the root event
             moved = 0.0
             for n, _, d in a.steps:
+                if n > a.kept:
+                    continue
                 if a.kind == "time_limit":
                     cats["straggler"] += d - BASE_STEP
-                    if n > a.kept:
-                        moved += d - BASE_STEP
-                    else:
-                        cats["productive"] += BASE_STEP
-                elif n <= a.kept:
+                    cats["productive"] += BASE_STEP
+                else:
                     cats["productive"] += d
             # hang runs from the root event, whatever the job printed after it: the diverged job's steps until the
             # scancel (att 5) trained on a diverged loss, neither kept nor thrown-away work

@@ -55,9 +55,9 @@ Ledger (truth.json expected_ledger, GPU-hours = 128 x seconds / 3600), campaign1
   productive = kept steps (step <= last durable checkpoint of an ended attempt, all steps of the completed
                attempt), whole step durations. Steps whose checkpoint was later lost (attempts 1-6) are not kept:
                they are recompute
-  checkpoint = durations of the saves that completed, kept or not (the saves of the lost checkpoints too: each
-               step's time above the baseline is booked by its cause, as tests/campaigns/bloom_opt.py; campaign1's
-               "save stalls of kept checkpoints" never met a lost one), plus the tail after the final save
+  checkpoint = durations of the saves that completed, kept or not (the saves of the lost checkpoints too, as
+               tests/campaigns/bloom_opt.py; campaign1's "save stalls of kept checkpoints" never met a lost one),
+               plus the tail after the final save
   recompute  = end of the last durable save (or first step start) -> root event; plus, for the lost checkpoint,
                every step of attempts 1-6 that was kept until then
   hang       = root event -> attempt exit (sacct End; for an in-job restart, the launcher's "Worker group FAILED"
