@@ -1,0 +1,31 @@
+"""Our own campaigns (tests/campaigns/), each written in the outsiders' shape before its author read the analysis,
+scored with the outsiders' scorer: every incident on its failure mode, host and attempt, no decoy blamed, no false
+incident, every ledger category within the scorer's bar.
+
+- bloom_opt: the BLOOM-176B / OPT-175B chronicles at 1/3 scale (Megatron-DeepSpeed's undated iteration lines, a
+  Lustre hang leaving an incomplete `latest` the next launch dies loading, a divergence then a deliberate rollback,
+  a GPU 6.5 % slow for a whole attempt, a requeued job appending to one slurm-J.out);
+- llama3_requeue: one `--requeue --open-mode=append` job through the Llama 3 interruption table (HF Trainer under
+  `torchrun --tee`, appended per-rank step files, a hung rank, silent data corruption, a maintenance reboot);
+- deepspeed_pdsh: DeepSpeed over pdsh on a static reservation without a scheduler (a host OOM, an IB port flap, the
+  dataset's NFS server, a thermally throttled GPU, a desync report, a Ctrl-C);
+- nemo_ft: NeMo / Megatron under NVRx's ft_launcher (in-job restarts in one slurm-J.out per job, Xid 119, NVLink,
+  PCIe AER then Xid 79, a checkpoint directory the provider wiped, 10x slow saves on a degraded Lustre)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from campaign_scoring import SCORER, score
+
+CAMPAIGNS = Path(__file__).parent / "campaigns"
+
+pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence is not beside this checkout")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "seed"), [("bloom_opt", None), ("bloom_opt", 1), ("llama3_requeue", 1),
+                                            ("deepspeed_pdsh", None), ("nemo_ft", 2)])
+def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
+    score(CAMPAIGNS / f"{name}.py", seed)
