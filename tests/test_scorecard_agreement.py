@@ -163,7 +163,8 @@ def test_attribute_json_advice_is_the_what_ifs_saving(blab: Lab, what_ifs: dict,
         assert _same(adv["gpu_hours_saved"], blab.attribute(run).checkpoint_advice.gpu_hours_saved)
     llama = json.loads(CliRunner().invoke(main, ["--db", str(bundle_db_copy), "attribute", "--run",
                                                  "llama8b-pretrain", "--json"]).output)["checkpoint_advice"]
-    assert round(llama["gpu_hours_saved"], 3) == 0.687 and llama["saving_stands"] is False
+    # (0.687 before step-time noise was work: the ledger it re-prices moved by thousandths)
+    assert round(llama["gpu_hours_saved"], 3) == 0.690 and llama["saving_stands"] is False
 
 
 def test_week_what_if_sums_each_runs_own_pricing(sc, what_ifs: dict, md: str) -> None:
