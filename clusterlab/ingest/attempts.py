@@ -101,10 +101,14 @@ def _align_unsplit_launches(con: duckdb.DuckDBPyConnection) -> None:
         rseg AS (SELECT s.* FROM seg s JOIN ref r ON s.run = r.run AND s.file_id = r.file_id
                                            AND s.rank IS NOT DISTINCT FROM r.rank),
         span AS (SELECT run, min(t0) AS t0, max(t1) AS t1 FROM rseg GROUP BY run),
+        -- a log that trains: only its launches can be launches of their own (a node's kernel log, whose lines
+        -- come after the job's last step, is no later launch)
+        stepping AS (SELECT DISTINCT file_id FROM steps WHERE file_id IN ({unsplit})
+                     UNION SELECT DISTINCT file_id FROM rank_steps WHERE file_id IN ({unsplit})),
         -- launches wholly outside the reference's span, overlapping no reference launch
         outside AS (
             SELECT s.* FROM seg s JOIN span p ON p.run = s.run
-            WHERE (s.t1 < p.t0 OR s.t0 > p.t1)
+            WHERE (s.t1 < p.t0 OR s.t0 > p.t1) AND s.file_id IN (SELECT file_id FROM stepping)
               AND NOT EXISTS (SELECT 1 FROM rseg r WHERE r.run = s.run AND r.t0 <= s.t1 AND r.t1 >= s.t0)
         ),
         -- outside launches that overlap one another are one launch (per-rank streams of one job)
