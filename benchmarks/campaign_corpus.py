@@ -54,6 +54,13 @@ def make_campaigns(root: Path, seeds: range, gz: str) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
 
 
+def campaign_files(root: Path, seeds: int, gz: str) -> list[Path]:
+    """The files of the campaigns at seeds 1..`seeds` under root (written where missing): a corpus written for more
+    seeds by an earlier run keeps its other bundles, which are not these."""
+    files = make_campaigns(root, range(1, seeds + 1), gz)
+    return [p for p in files if int(p.relative_to(root).parts[0].rsplit("-s", 1)[1]) <= seeds]
+
+
 def _recompress(bundle: Path, want_gz: bool) -> None:
     for p in [p for p in bundle.rglob("*") if p.is_file() and not p.name.endswith(SHARED)]:
         if want_gz and p.suffix != ".gz":
@@ -135,8 +142,7 @@ def run(work: Path, seeds: int, scales: list[int], gz: str, workers: list[str]) 
     rows = []
     for k, scale in enumerate(scales):
         root = corpus
-        files = make_campaigns(root, range(1, scale * seeds + 1), gz)
-        mine = [p for p in files if int(p.relative_to(root).parts[0].rsplit("-s", 1)[1]) <= scale * seeds]
+        mine = campaign_files(root, scale * seeds, gz)
         bundles = sorted({root / p.relative_to(root).parts[0] / "bundle" for p in mine})
         mb = _mb(mine)
         took, cpu, rss = ingest(bundles, work / "campaigns.duckdb", workers)

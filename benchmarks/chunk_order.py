@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from campaign_corpus import make_campaigns  # noqa: E402  (the corpus of fleet_ingest.py)
+from campaign_corpus import campaign_files  # noqa: E402  (the corpus of fleet_ingest.py)
 
 
 def _child(order: str, db: Path, workers: int, bundles: list[str]) -> None:
@@ -60,8 +60,7 @@ def main() -> None:
     args = ap.parse_args()
     root = args.dir / "campaigns-as-written"
     root.mkdir(parents=True, exist_ok=True)
-    files = make_campaigns(root, range(1, args.seeds + 1), "as-written")
-    mine = [p for p in files if int(p.relative_to(root).parts[0].rsplit("-s", 1)[1]) <= args.seeds]
+    mine = campaign_files(root, args.seeds, "as-written")
     bundles = sorted({root / p.relative_to(root).parts[0] / "bundle" for p in mine})
     print(f"campaign corpus seeds 1-{args.seeds}: {len(mine):,} files, "
           f"{sum(p.stat().st_size for p in mine) / 1e6:.0f} MB; {args.workers} workers", flush=True)

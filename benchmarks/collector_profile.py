@@ -27,7 +27,7 @@ from types import ModuleType
 import polars as pl
 
 sys.path.insert(0, str(Path(__file__).parent))
-from campaign_corpus import by_kind, kind_tree, make_campaigns  # noqa: E402  (the corpus of fleet_ingest.py)
+from campaign_corpus import by_kind, campaign_files, kind_tree  # noqa: E402  (the corpus of fleet_ingest.py)
 
 from clusterlab.collectors import all_collectors  # noqa: E402
 from clusterlab.ingest import groups, groups_text  # noqa: E402
@@ -115,8 +115,7 @@ def main() -> None:
     args = ap.parse_args()
     root = args.dir / "campaigns-as-written"
     root.mkdir(parents=True, exist_ok=True)
-    files = make_campaigns(root, range(1, args.seeds + 1), "as-written")
-    mine = [p for p in files if int(p.relative_to(root).parts[0].rsplit("-s", 1)[1]) <= args.seeds]
+    mine = campaign_files(root, args.seeds, "as-written")
     kinds = by_kind(root, mine)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
