@@ -20,8 +20,11 @@ _NO_MODE_EXC = {"DistStoreError", "DistBackendError", "SignalException", "Proces
                 "ProcessRaisedException", "RendezvousClosedError", "RendezvousTimeoutError", "RendezvousError",
                 "RendezvousConnectionError", "RendezvousStateError"}
 # EIO, ENOSPC, ESTALE, EDQUOT: the storage, not the code, failed the read or write
+# NOTE: torch.save's zip writer names no errno: a short fwrite is 'PytorchStreamWriter failed writing file X:
+# file write failed', a short earlier record 'unexpected pos N vs M' (a full disk, a quota, an I/O error)
 _FS_ERRNO = (r"\[Errno (?:5|28|116|122)\]|Input/output error|Stale file handle|No space left on device"
-             r"|Disk quota exceeded")
+             r"|Disk quota exceeded|PytorchStreamWriter failed writing file .*: file write failed"
+             r"|inline_container\.cc:\d+\] \. unexpected pos \d+ vs \d+")
 
 def tracebacks(f: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     """The exception line that ends each traceback (causes of chained ones folded in); the unended ones' lines."""

@@ -85,7 +85,8 @@ PATTERN = "|".join([
     r"Kernel panic - not syncing: ",
     r"soft lockup - CPU#\d+ stuck",
     # call-trace frames in a shared filesystem's modules (or NFS functions): they say where a hung task waits
-    r"\+0x[0-9a-f]+/0x[0-9a-f]+ \[(?:nfs|nfsv3|nfsv4|sunrpc|lustre|ptlrpc|lnet|obdclass|osc|mdc|lmv|lov|mgc|ldlm)\]"
+    r"\+0x[0-9a-f]+/0x[0-9a-f]+ \[(?:nfs|nfsv3|nfsv4|sunrpc|lustre|ptlrpc|lnet|obdclass|osc|mdc|lmv|lov|mgc|ldlm"
+    r"|fuse|ceph|libceph|mmfs26|mmfslinux|beegfs|cifs|9p)\]"
     r"| nfs4?_\w+\+0x[0-9a-f]+/0x",
     # dmesg -H / -e: the minute a run of `[  +0.000049]` lines belongs to (their only clock); the month
     # names are literals, so the prefilter still skips ordinary lines (an anchored `[A-Z][a-z]{2}` does not)
@@ -105,6 +106,10 @@ HEADER_LINES = 6  # hung_task.c: header, taint line, hint, then the `task:` line
 _FRAME = r"^\s*(?:\[<[0-9a-f]+>\] )?(?:\? )?(?P<fn>[\w.]+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<mod>\w+)\])?\s*$"
 _NFS_MODULES = ["nfs", "nfsv3", "nfsv4", "sunrpc"]
 _LUSTRE_MODULES = ["lustre", "ptlrpc", "lnet", "obdclass", "osc", "mdc", "lmv", "lov", "mgc", "ldlm"]
+# NOTE: other mounts a training node reads data or writes checkpoints through (a FUSE mount of an object store or
+# of a vendor's filesystem, Ceph, GPFS, BeeGFS, SMB, 9p): a task waiting in their code waits on that filesystem
+_OTHER_FS_MODULES = {"fuse": "fuse", "ceph": "ceph", "libceph": "ceph", "mmfs26": "gpfs", "mmfslinux": "gpfs",
+                     "beegfs": "beegfs", "cifs": "cifs", "9p": "9p"}
 # A hung-task report's trace follows its header within a few dozen lines (hung_task.c: header, taint
 # line, hint, `task:` line, `Call Trace:`, frames); a frame further away belongs to something else.
 TRACE_LINES = 80
@@ -363,7 +368,8 @@ def _attach_traces(frame: pl.DataFrame) -> pl.DataFrame:
     g = pl.col("msg").str.extract_groups(_FRAME)
     fn, mod = g.struct.field("fn"), g.struct.field("mod")
     fs = (pl.when(mod.is_in(_NFS_MODULES) | fn.str.contains(r"^nfs4?_")).then(pl.lit("nfs"))
-          .when(mod.is_in(_LUSTRE_MODULES)).then(pl.lit("lustre")))
+          .when(mod.is_in(_LUSTRE_MODULES)).then(pl.lit("lustre"))
+          .when(mod.is_in(list(_OTHER_FS_MODULES))).then(mod.replace_strict(_OTHER_FS_MODULES, default=None)))
     frames = frame.filter(is_frame).select("line", fs.alias("blocked_in"), fn.alias("hframe")).filter(
         pl.col("blocked_in").is_not_null())
     # NOTE: the `task:<name> state:D` line a hung-task header prints a few lines below it belongs to that

@@ -31,6 +31,10 @@ _NODE = r"^\s*NodeName=\S+"
 _JOB = r"^\s*JobId=\d+(?:_\d+)?\s"
 PATTERN = "|".join([_NODE, _JOB, r"^\s+(?:State|JobState)=[A-Z_+*]+", r"(?:^|\s)Reason=", r"^\s+ExitCode=\d+:\d+"])
 
+# NOTE: a node's reason pasted without its record ('Reason=Node unexpectedly rebooted [slurm@2026-...]', in a
+# ticket or a node-down template): the reason's own stamp ('[user@YYYY-MM-DDTHH:MM:SS]') is scontrol's, so the
+# line is a node record of its own, its node unnamed
+_LOOSE_REASON = r"(?:^|\s)Reason=\S.*\s\[[\w.-]+@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\]\s*$"
 _NODE_BAD = r"(?:^|\+)(?:DOWN|DRAIN|DRAINED|DRAINING|FAIL|FAILING|NOT_RESPONDING|INVALID|INVALID_REG)(?:\+|\*|$)"
 
 
@@ -44,7 +48,7 @@ def sniff(head: bytes, path: str) -> bool:
     """An `scontrol show node` or `scontrol show job` record (after a prompt line, possibly)."""
     lines = head.decode("utf-8", "replace").splitlines()[:50]
     return search(lines, r"^\s*(?:NodeName=\S+ (?:Arch|CoresPerSocket|CPUAlloc|NodeAddr)="
-                         r"|JobId=\d+\S* (?:ArrayJobId=\d+ )?JobName=)")
+                         r"|JobId=\d+\S* (?:ArrayJobId=\d+ )?JobName=)|" + _LOOSE_REASON)
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
@@ -54,6 +58,9 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     node = text.str.extract(r"^\s*NodeName=(\S+)")
     job = text.str.extract(r"^\s*JobId=(\d+(?:_\d+)?)\s")
     opened = pl.when(node.is_not_null()).then(pl.lit("node")).when(job.is_not_null()).then(pl.lit("job"))
+    inside = opened.is_not_null().cum_sum().over(file_of_line()) > 0
+    loose = text.str.contains(_LOOSE_REASON) & ~inside
+    opened = pl.when(loose).then(pl.lit("node")).otherwise(opened)
     # NOTE: the fields of a record are the lines from its first to the next record's (forward fill)
     # (each file's own: files parsed together number their lines apart, and a file's first lines before any
     # record of its own belong to none, not to the file before's last record)

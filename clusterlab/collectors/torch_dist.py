@@ -49,8 +49,12 @@ _DS_END = r"\[launch\.py:\d+:main\] Process \d+ exits successfully\."
 # torch.multiprocessing.spawn's ProcessExitedException (`process 0 terminated with signal SIGKILL` / `with exit code
 # 1`) and torch.distributed.launch's CalledProcessError (`Command '[...]' died with <Signals.SIGKILL: 9>.` /
 # `returned non-zero exit status 1.`)
+# NOTE: the shell's own report of its child killed by SIGKILL (bash's bare `Killed` after the program's last
+# output, a batch script's `script: line 28: 19344 Killed  python3 train.py`, job control's `[1]+  Killed  cmd`,
+# zsh's `zsh: killed  cmd`) is the same exit, its code -9 (`exit_modes` gives it a mode where nothing else does)
+SHELL_KILLED = r"^Killed\s*$|: line \d+: +\d+ Killed\s+\S|^\[\d+\][+-]? +Killed\s+\S|^zsh: killed\s+\S"
 _LAUNCHER_EXIT = (r"\] exits with return code = -?\d+|process \d+ terminated with (?:signal SIG\w+|exit code \d+)"
-                  r"|' died with <Signals\.SIG\w+: \d+>|' returned non-zero exit status \d+")
+                  r"|' died with <Signals\.SIG\w+: \d+>|' returned non-zero exit status \d+|" + SHELL_KILLED)
 PATTERN = "|".join([
     r"ollective operation timeout|watchdog thread terminated with exception|Heartbeat monitor timed out",
     r"Watchdog caught collective|\) ran for \d+ milliseconds before timing out",
@@ -94,6 +98,7 @@ _SNIFF = re.compile(
 # srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) `, torchrun `[rank3]:` / `[default3]:`, mpirun `[1,3]<...>:`
 _LAUNCHER = (r"^(?P<pfx>(?:\s*(?P<task>\d{1,6}): )?(?:\(\w+ pid=\d+(?:, ip=[\w.:]+)?\) )?"
              # torchrun --tee before c10d's own prefix: `[rank0]:[rank8]:[E1125 ...`, the inner is global
+    rb"|(?m:^Killed\r?$)|: line \d+: +\d+ Killed\s+\S|(?m:^\[\d+\][+-]? +Killed\s+\S)|(?m:^zsh: killed\s+\S)"
              r"(?:(?:\[(?:rank|default)\d{1,6}\]:)?\[rank(?P<prank>\d{1,6})\]: ?|\[default(?P<plocal>\d{1,4})\]: ?"
              r"|\[\d+,(?P<mrank>\d+)\]<std(?:out|err)>: ?)?)(?P<rest>.*)$")
 _GLOG = (r"^\[?(?P<lvl>[IWEF])(?:(?P<md>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?)(?: +\d+)?)? "
@@ -185,8 +190,8 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
 _CONTENT_MODE_KINDS = ("watchdog_terminated", "comm_aborted", "cuda_error", "nccl_detail", "nccl_error")
 _SIGNAMES = {str(s.value): s.name for s in signal.Signals}
 _SIGNAL_EXITS = {s.name: -s.value for s in signal.Signals}  # a signal's death as the negative exit code torch reports
-_EXIT_LITS = (" exits with return code = ", " terminated with signal ", " terminated with exit code ",
-              "' died with <Signals.", "' returned non-zero exit status ")
+_EXIT_LITS = ("Killed", "killed ", " exits with return code = ", " terminated with signal ",
+              " terminated with exit code ", "' died with <Signals.", "' returned non-zero exit status ")
 _GIB = {"bytes": 1 / 2**30, "B": 1 / 2**30, "KiB": 1 / 2**20, "MiB": 1 / 2**10, "GiB": 1.0, "TiB": 1024.0}
 _DETAIL = [
     "task", "local_rank", "src", "pg_id", "pg_desc", "pg_rank", "seq_num", "op_type", "numel_in", "numel_out",
@@ -483,6 +488,8 @@ def _message_fields(f: pl.DataFrame, found: set[str]) -> pl.DataFrame:
         binary=text("of binary: ", r"of binary: (.+)$"),
         role=text("] Worker group", r"\[(\w+)\] Worker group"), state=text("Worker group ", r"Worker group (\w+)\."),
         attempts_left=num(" attempts left", r"(\d+)/\d+ attempts left", pl.Int32),
+                             pl.when(m.str.contains(SHELL_KILLED)).then(pl.lit(-9, pl.Int32))
+                             if has("Killed", "killed ") else pl.lit(None, pl.Int32),
         max_restarts=num(" attempts left", r"\d+/(\d+) attempts left", pl.Int32),
         signal=m.str.extract(r"Received (\S+) death signal", 1).str.strip_prefix("Signals.").replace(_SIGNAMES)
         if has(" death signal") else pl.lit(None, pl.String),

@@ -7,6 +7,7 @@ import datetime as dt
 import duckdb
 
 from clusterlab import hostlist, store
+from clusterlab.ingest import step_clock
 from clusterlab.tables import TABLE_COLUMNS
 
 # NOTE: a node's fault episodes (a year-long trace, a repair CSV) are the fleet's history, not a launch's evidence:
@@ -295,6 +296,8 @@ def refresh(con: duckdb.DuckDBPyConnection) -> None:
     """Recompute the attempts table from the evidence tables (idempotent)."""
     con.execute("BEGIN")
     try:
+        # NOTE: unstamped step lines get their times from the step clock first: the attempts are cut by those times
+        step_clock.date_steps(con)
         _split_unsplit_logs(con)
         _split_in_job_restarts(con)
         _hosts_of_ranks(con)

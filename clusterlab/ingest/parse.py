@@ -210,8 +210,10 @@ def _fail(out: ParsedFile, message: str, explicit: bool) -> ParsedFile:
 def _describe(head: bytes) -> str:
     if not head.strip():
         return "only whitespace"
-    printable = sum(32 <= b < 127 or b in (9, 10, 13) for b in head[:4096])
-    if printable < 0.9 * min(len(head), 4096):
+    # NOTE: counted in characters, not bytes: a log of UTF-8 text (a tqdm bar's blocks, a CJK message) is text
+    text = head[:4096].decode("utf-8", "replace")
+    printable = sum(ch.isprintable() or ch in "\t\n\r" for ch in text)
+    if printable < 0.9 * len(text):
         return "binary data"
     first = head.split(b"\n", 1)[0][:60].decode("utf-8", "replace")
     return f"first line {first!r}"

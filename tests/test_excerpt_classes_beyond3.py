@@ -1,0 +1,93 @@
+"""The classes of defect the third round of real excerpts showed (tests/real_excerpts/*_beyond3.toml), each stated
+on shapes of its own: torch.save's writer failures are the storage's, a node reason pasted without its record is
+still scontrol's, the shell's `Killed` is a SIGKILL exit, and UTF-8 text is not binary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_collector_slurm import events
+
+from clusterlab import Lab
+from clusterlab.collectors import scontrol, torch_dist
+from clusterlab.ingest.parse import _describe
+
+
+def _modes(tmp_path: Path, text: str, name: str = "excerpt.log") -> set[str]:
+    path = tmp_path / name
+    path.write_text(text)
+    with Lab(":memory:") as lab:
+        lab.ingest(path)
+        return set(lab.sql("SELECT DISTINCT failure_mode FROM events WHERE failure_mode IS NOT NULL")
+                   ["failure_mode"].to_list())
+
+
+def _traceback(last: str) -> str:
+    return ("Traceback (most recent call last):\n  File \"/work/run/save.py\", line 41, in save_shard\n"
+            f"    torch.save(shard, path)\n{last}\n")
+
+
+@pytest.mark.parametrize("last", [
+    "RuntimeError: [enforce fail at inline_container.cc:588] . PytorchStreamWriter failed writing file data/91: "
+    "file write failed",
+    "RuntimeError: [enforce fail at inline_container.cc:778] . PytorchStreamWriter failed writing file data.pkl: "
+    "file write failed",
+    "RuntimeError: [enforce fail at inline_container.cc:325] . unexpected pos 524416 vs 524304",
+])
+def test_torch_saves_writer_failures_are_the_storages(tmp_path: Path, last: str) -> None:
+    assert _modes(tmp_path, _traceback(last)) == {"filesystem_io"}
+
+
+def test_a_reader_failure_of_a_checkpoint_stays_the_codes(tmp_path: Path) -> None:
+    # NOTE: reading a truncated archive names no storage error of its own: the class is the writer's only
+    last = "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory"
+    assert _modes(tmp_path, _traceback(last)) == {"user_code_error"}
+
+
+def test_a_node_reason_pasted_without_its_record_is_read() -> None:
+    assert scontrol.sniff(b"Node: gpu-[3-4]\nReason=Not responding [slurm@2026-05-02T10:11:12]\n", "x")
+    lost, person = events(scontrol, "Down since: Reason=Kill task failed [root@2026-05-02T10:11:12]",
+                          "Reason=rack move [ops@2026-05-02T11:00:00]")
+    assert (lost["kind"], lost["host"], lost["failure_mode"]) == ("scontrol_node", None, "node_failure")
+    assert person["failure_mode"] is None
+
+
+def test_a_reason_inside_a_record_stays_that_records() -> None:
+    rows = events(scontrol, "NodeName=gpu-021 Arch=x86_64 CoresPerSocket=48", "   State=DOWN ThreadsPerCore=2",
+                  "   Reason=Not responding [slurm@2026-05-02T10:11:12]")
+    assert [(r["host"], r["failure_mode"]) for r in rows] == [("gpu-021", "node_failure")]
+
+
+def test_an_unstamped_reason_word_alone_is_no_scontrol_record() -> None:
+    assert not scontrol.sniff(b"INFO: restart Reason=manual\n", "x")
+
+
+@pytest.mark.parametrize("tail", [
+    "Killed",
+    "/var/spool/slurmd/job00912/slurm_script: line 14: 70212 Killed                  python train.py --bs 64",
+    "[1]+  Killed                  python train.py --bs 64",
+    "zsh: killed     python train.py --bs 64",
+])
+def test_the_shells_killed_report_alone_is_the_oom_killers(tmp_path: Path, tail: str) -> None:
+    head = "epoch 3 | step 4100 | loss 2.3117\nepoch 3 | step 4200 | loss 2.3052\n"
+    assert torch_dist.sniff((head + tail + "\n").encode(), "x")
+    assert _modes(tmp_path, head + tail + "\n", "train.log") == {"host_oom"}
+
+
+def test_the_shells_killed_after_the_schedulers_time_limit_is_not_an_oom(tmp_path: Path) -> None:
+    text = ("epoch 3 | step 4100 | loss 2.3117\n"
+            "slurmstepd: error: *** JOB 88121 ON gpu-07 CANCELLED AT 2026-05-02T10:11:12 DUE TO TIME LIMIT ***\n"
+            "Killed\n")
+    assert _modes(tmp_path, text, "slurm-88121.out") == {"time_limit", "unknown"}
+
+
+def test_a_word_killed_inside_a_sentence_is_no_exit(tmp_path: Path) -> None:
+    text = "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nValueError: worker Killed early\n"
+    assert _modes(tmp_path, text) == {"user_code_error"}
+
+
+def test_utf8_text_is_described_as_text_not_binary() -> None:
+    bar = "100%|" + "\u2588" * 60 + "| 3000001/3000001 [03:41<00:00, 13544.87it/s]\n"
+    assert _describe((bar * 20).encode()).startswith("first line")
+    assert _describe(bytes(range(256)) * 8) == "binary data"
