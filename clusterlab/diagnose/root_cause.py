@@ -40,6 +40,12 @@ VERDICT_SOURCES = ("slurm", "slurmctld", "sacct")
 SACCT_VERDICTS = {"TIMEOUT": "time_limit", "DEADLINE": "time_limit", "PREEMPTED": "preemption",
                   "NODE_FAIL": "node_failure", "CANCELLED": "manual_stop"}
 _TIERS = dict(incidents.TIERS_BY_MODE)
+# Faults that happen on one machine's devices: a hostless line of one (a job log's `[default1]: CUDA error:
+# uncorrectable ECC error`, whose host the launcher's summary may not name) is the fault the one host that reports
+# the same mode in the attempt (its kernel's Xid) saw. Not a hang or a shared service: the host printing those is
+# often a symptom.
+LOCAL_MODES = frozenset({"gpu_fell_off_bus", "gpu_memory_ecc", "gpu_hw_other", "nvlink_error", "pcie_error",
+                         "host_hw", "cuda_error", "cuda_oom", "host_oom", "gpu_throttle", "silent_data_corruption"})
 _EV_COLS = ["run", "attempt", "ts", "host", "source", "kind", "failure_mode", "xid", "rank", "peer", "file", "line",
             "text", "tier", "detail"]
 
@@ -276,6 +282,9 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
         mode, host = winner["failure_mode"], winner["host"]
         if winner["tier"] == incidents.PEER_TIER:
             host = peer or host
+        if host is None and mode in LOCAL_MODES:
+            hosts = faults.filter(pl.col("failure_mode") == mode)["host"].drop_nulls().unique()
+            host = hosts[0] if hosts.len() == 1 else None
         conf_base = 0.5 if winner["late"] else 0.9
         if mode in ("time_limit", "manual_stop"):
             host = None
@@ -377,6 +386,11 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
     peers = {(r["run"], r["attempt"]): r["peer_host"] for r in  # the host the peers' network errors name most
              named.sort([*keys, "len", "peer_host"], descending=[False, False, True, False])
              .group_by(keys, maintain_order=True).first().iter_rows(named=True)}
+    # per attempt and local mode, the one host whose faults report it (`LOCAL_MODES`)
+    local = {(r["run"], r["attempt"], r["failure_mode"]): r["host"] for r in
+             faults.filter(pl.col("failure_mode").is_in(list(LOCAL_MODES)), pl.col("host").is_not_null())
+             .group_by(*keys, "failure_mode").agg(pl.col("host").unique()).filter(pl.col("host").list.len() == 1)
+             .with_columns(pl.col("host").list.first()).iter_rows(named=True)}
     winners, incs = [], {}
     stamped, none = _stamped_by_attempt(live), live.clear()
     for a in att.iter_rows(named=True):
@@ -387,6 +401,8 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
             mode, host = winner["failure_mode"], winner["host"]
             if winner["tier"] == incidents.PEER_TIER:
                 host = peers.get(k) or host
+            if host is None and mode in LOCAL_MODES:
+                host = local.get((*k, mode))
             conf_base = 0.5 if winner["late"] else 0.9
             if mode in ("time_limit", "manual_stop"):
                 host = None
