@@ -94,11 +94,11 @@ _SNIFF = re.compile(
     # NOTE: a traceback is evidence wherever it appears: a file holding only one (`excerpt.log`) is read too
     rb"|Traceback \(most recent call last\)|THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: "
     rb"|CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: "
+    rb"|(?m:^Killed\r?$)|: line \d+: +\d+ Killed\s+\S|(?m:^\[\d+\][+-]? +Killed\s+\S)|(?m:^zsh: killed\s+\S)"
 )
 # srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) `, torchrun `[rank3]:` / `[default3]:`, mpirun `[1,3]<...>:`
 _LAUNCHER = (r"^(?P<pfx>(?:\s*(?P<task>\d{1,6}): )?(?:\(\w+ pid=\d+(?:, ip=[\w.:]+)?\) )?"
              # torchrun --tee before c10d's own prefix: `[rank0]:[rank8]:[E1125 ...`, the inner is global
-    rb"|(?m:^Killed\r?$)|: line \d+: +\d+ Killed\s+\S|(?m:^\[\d+\][+-]? +Killed\s+\S)|(?m:^zsh: killed\s+\S)"
              r"(?:(?:\[(?:rank|default)\d{1,6}\]:)?\[rank(?P<prank>\d{1,6})\]: ?|\[default(?P<plocal>\d{1,4})\]: ?"
              r"|\[\d+,(?P<mrank>\d+)\]<std(?:out|err)>: ?)?)(?P<rest>.*)$")
 _GLOG = (r"^\[?(?P<lvl>[IWEF])(?:(?P<md>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?)(?: +\d+)?)? "
@@ -482,14 +482,14 @@ def _message_fields(f: pl.DataFrame, found: set[str]) -> pl.DataFrame:
         exitcode=pl.coalesce(num("failed (exitcode: ", r"failed \(exitcode: (-?\d+)\)", pl.Int32),
                              num(_EXIT_LITS, r"(?:exits with return code =|exit code|exit status) (-?\d+)", pl.Int32),
                              -num(_EXIT_LITS, r"died with <Signals\.SIG\w+: (\d+)>", pl.Int32),
+                             pl.when(m.str.contains(SHELL_KILLED)).then(pl.lit(-9, pl.Int32))
+                             if has("Killed", "killed ") else pl.lit(None, pl.Int32),
                              text(_EXIT_LITS, r"terminated with signal (SIG\w+)").replace_strict(
                                  _SIGNAL_EXITS, default=None, return_dtype=pl.Int32)),
         pid=num(") of binary", r"\(pid: (\d+)\) of binary"),
         binary=text("of binary: ", r"of binary: (.+)$"),
         role=text("] Worker group", r"\[(\w+)\] Worker group"), state=text("Worker group ", r"Worker group (\w+)\."),
         attempts_left=num(" attempts left", r"(\d+)/\d+ attempts left", pl.Int32),
-                             pl.when(m.str.contains(SHELL_KILLED)).then(pl.lit(-9, pl.Int32))
-                             if has("Killed", "killed ") else pl.lit(None, pl.Int32),
         max_restarts=num(" attempts left", r"\d+/(\d+) attempts left", pl.Int32),
         signal=m.str.extract(r"Received (\S+) death signal", 1).str.strip_prefix("Signals.").replace(_SIGNAMES)
         if has(" death signal") else pl.lit(None, pl.String),
