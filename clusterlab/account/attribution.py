@@ -194,7 +194,9 @@ def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Sett
     saves = store.frame(con, """SELECT DISTINCT ON (attempt, step) attempt AS s_attempt, step AS save_step, ts,
                                        coalesce(duration_s, 0) AS duration_s
                                 FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL
-                                ORDER BY attempt, step, ts""", [run])
+                                ORDER BY attempt, step, duration_s IS NULL, ts""", [run])
+    # NOTE: one save told by two sources (the Trainer's "Saving model checkpoint" line, then DeepSpeed's engine
+    # timing the same save) is the one with a duration: the earlier line without one would make the stall vanish
     saves, tl = ledger.saves_before_cut(saves, tl, cut), cut
     # NOTE: isolated slow steps are noise; only stretches that became incidents count as straggling
     strag = inc.filter(pl.col("kind") == "straggler")

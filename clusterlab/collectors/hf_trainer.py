@@ -123,8 +123,13 @@ def _bar_clock(df: pl.DataFrame) -> pl.DataFrame:
     bar = pl.col("msg").str.extract_groups(_BAR_LAST)
     h, m, sec = (bar.struct.field(str(i)).cast(pl.Int64, strict=False) for i in (3, 4, 5))
     f = file_of_line()  # NOTE: every relation below is within one file (files parsed together)
-    df = df.with_columns(bar_step=bar.struct.field("1").cast(pl.Int64, strict=False),
-                         _elapsed=h.fill_null(0) * 3600 + m * 60 + sec)
+    # NOTE: the training bar counts to the banner's optimization steps; another bar on the console (the evaluation
+    # loop's `16/16 [01:18<00:00]`, a dataset map) is no step record and no restart of the training bar's clock
+    steps_total = _banner_number("train_iters")
+    steps_total = pl.coalesce(steps_total.forward_fill().over(f), steps_total.drop_nulls().first().over(f))
+    train_bar = steps_total.is_null() | (bar.struct.field("2").cast(pl.Float64, strict=False) == steps_total)
+    df = df.with_columns(bar_step=pl.when(train_bar).then(bar.struct.field("1").cast(pl.Int64, strict=False)),
+                         _elapsed=pl.when(train_bar).then(h.fill_null(0) * 3600 + m * 60 + sec))
     # a new bar where the elapsed time goes back (a relaunch draws its own); it began at the last stamped line
     new_bar = (pl.col("_elapsed") < pl.col("_elapsed").forward_fill().shift(1).over(f)).fill_null(True)
     df = df.with_columns(_new=new_bar, _prev_ts=pl.col("ts").forward_fill().shift(1).over(f).fill_null(pl.col("ts")))

@@ -53,6 +53,10 @@ _DS_END = r"\[launch\.py:\d+:main\] Process \d+ exits successfully\."
 # output, a batch script's `script: line 28: 19344 Killed  python3 train.py`, job control's `[1]+  Killed  cmd`,
 # zsh's `zsh: killed  cmd`) is the same exit, its code -9 (`exit_modes` gives it a mode where nothing else does)
 SHELL_KILLED = r"^Killed\s*$|: line \d+: +\d+ Killed\s+\S|^\[\d+\][+-]? +Killed\s+\S|^zsh: killed\s+\S"
+# NOTE: an exception class whose name says no `Error` is known by its module path (`pyarrow.lib.ArrowInvalid: Parquet
+# magic bytes not found in footer`, `google.api_core.exceptions.NotFound: 404 ...`): a dotted lower-case path, then a
+# capitalised class name and `: ` (a logger's `torch.distributed.run: [WARNING]` ends lower-case)
+_QUALIFIED_EXC = r"(?:^|[\s:)\]])(?:[a-z_][a-z0-9_]*\.)+[A-Z][A-Za-z0-9]*: \S"
 _LAUNCHER_EXIT = (r"\] exits with return code = -?\d+|process \d+ terminated with (?:signal SIG\w+|exit code \d+)"
                   r"|' died with <Signals\.SIG\w+: \d+>|' returned non-zero exit status \d+|" + SHELL_KILLED)
 PATTERN = "|".join([
@@ -76,7 +80,7 @@ PATTERN = "|".join([
     r"death signal, shutting down workers|terminate called after throwing an instance of",
     _START, _DS_START, _DS_END, _PDSH_INTERRUPT,
     r"Traceback \(most recent call last\)|During handling of the above exception|The above exception was the direct",
-    r"\w(?:Error|Exception|Interrupt|Exit)(?::\s|:?\s*$)",
+    r"\w(?:Error|Exception|Interrupt|Exit)(?::\s|:?\s*$)", _QUALIFIED_EXC,
 ])
 
 _SNIFF = re.compile(
@@ -96,8 +100,9 @@ _SNIFF = re.compile(
     rb"|CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: "
     rb"|(?m:^Killed\r?$)|: line \d+: +\d+ Killed\s+\S|(?m:^\[\d+\][+-]? +Killed\s+\S)|(?m:^zsh: killed\s+\S)"
 )
-# srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) `, torchrun `[rank3]:` / `[default3]:`, mpirun `[1,3]<...>:`
-_LAUNCHER = (r"^(?P<pfx>(?:\s*(?P<task>\d{1,6}): )?(?:\(\w+ pid=\d+(?:, ip=[\w.:]+)?\) )?"
+# srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) ` or SkyPilot's node `(worker1, rank=1, pid=2, ip=...) `,
+# torchrun `[rank3]:` / `[default3]:`, mpirun `[1,3]<...>:`
+_LAUNCHER = (r"^(?P<pfx>(?:\s*(?P<task>\d{1,6}): )?(?:\([\w.-]+,? (?:rank=\d+, )?pid=\d+(?:, ip=[\w.:]+)?\) )?"
              # torchrun --tee before c10d's own prefix: `[rank0]:[rank8]:[E1125 ...`, the inner is global
              r"(?:(?:\[(?:rank|default)\d{1,6}\]:)?\[rank(?P<prank>\d{1,6})\]: ?|\[default(?P<plocal>\d{1,4})\]: ?"
              r"|\[\d+,(?P<mrank>\d+)\]<std(?:out|err)>: ?)?)(?P<rest>.*)$")
@@ -110,7 +115,8 @@ _PYLOG = (r"^\[(?P<pyts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(?P<ms>\d{3})\] "
 # prefix of the node's own launcher: a node only where the inventory knows it (`RuntimeError: ...` is no node)
 _RELAY = r"^([A-Za-z][\w.-]*): "
 _OLDLOG = r"^(?:ERROR|WARNING|INFO|CRITICAL):torch[\w.]*:(?P<omsg>.*)$"
-_EXC = (r"^(?P<ind>\s*)(?P<exc_type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit))"
+_EXC = (r"^(?P<ind>\s*)(?P<exc_type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)"
+        r"|(?:[a-z_][a-z0-9_]*\.)+[A-Z][A-Za-z0-9]*)"
         r"(?::\s?(?P<exc_msg>.*?))?\s*$")
 _FIELD = r"^  (?P<field>time|host|rank|exitcode|error_file|traceback|msg) *: ?(?P<value>.*?)\s*$"
 # The field lines a summary really prints (padded since 1.10; 1.9's unpadded ones only with their value's shape):

@@ -1,0 +1,114 @@
+"""Defect classes the hf_cloud_spot campaign found (HF Trainer + DeepSpeed under accelerate on SkyPilot spot VMs),
+each shown on hand-made evidence of its own:
+
+- a save two sources tell (the Trainer's `Saving model checkpoint to`, DeepSpeed's engine timing the same save) keeps
+  the duration one of them measured;
+- the evaluation loop's own tqdm bar (`16/16 [01:18<00:00]`) is no training step;
+- SkyPilot's per-node prefix (`(worker2, rank=2, pid=3717, ip=10.1.2.3) `) hides neither torch's `[rankN]:` nor its
+  glog stamps;
+- an exception known by its module path rather than an `Error` suffix (`pyarrow.lib.ArrowInvalid: ...`) ends its
+  traceback as the user's code."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import polars as pl
+
+from clusterlab import Lab
+from clusterlab.collectors import hf_trainer, torch_dist
+from clusterlab.collectors._base import Context
+
+T0 = dt.datetime(2026, 12, 3, 9, 0, 0)
+
+
+def _frame(lines: list[str]) -> pl.DataFrame:
+    return pl.DataFrame({"line": range(1, len(lines) + 1), "text": lines})
+
+
+def _hms(t: dt.datetime) -> str:
+    return f"{t:%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d}"
+
+
+def _bar(n: int, total: int, elapsed: float) -> str:
+    m, s = divmod(int(elapsed), 60)
+    return f"\r{100 * n // total:3d}%|{'#' * (10 * n // total):10s}| {n}/{total} [{m:02d}:{s:02d}<00:10,  5.00s/it]"
+
+
+def test_a_save_told_by_the_trainer_and_by_deepspeed_keeps_deepspeeds_duration(tmp_path: Path) -> None:
+    run = tmp_path / "b" / "runs" / "ft" / "attempt-1"
+    run.mkdir(parents=True)
+    lines = [f"[INFO|trainer.py:2314] {_hms(T0)} >> ***** Running training *****",
+             f"[INFO|trainer.py:2322] {_hms(T0)} >>   Total optimization steps = 40"]
+    t = 0.0
+    for n in range(1, 41):
+        t += 5.0
+        lines.append(_bar(n, 40, t))
+        if n % 10 == 0:
+            lines.append(f"{{'loss': 2.1, 'grad_norm': 0.4, 'learning_rate': 1e-05, 'epoch': {n / 40}}}")
+        if n == 20:
+            at = T0 + dt.timedelta(seconds=t + 0.2)
+            lines += [f"[INFO|trainer.py:3801] {_hms(at)} >> Saving model checkpoint to /ck/checkpoint-20",
+                      f"[{_hms(at + dt.timedelta(seconds=0.2))}] [INFO] [logging.py:128:log_dist] [Rank 0] [Torch] "
+                      "Checkpoint global_step20 is about to be saved!",
+                      f"[{_hms(at + dt.timedelta(seconds=60))}] [INFO] [torch_checkpoint_engine.py:33:commit] [Torch] "
+                      "Checkpoint global_step20 is ready now!"]
+            t += 60.0
+    (run / "train.log").write_text("\n".join(lines) + "\n")
+    (run.parent / "run.toml").write_text("gpus = 8\ntokens_per_step = 65536\nflops_per_token = 1e9\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(tmp_path / "b")
+        led = {r["category"]: r["gpu_hours"] for r in lab.attribute("ft").ledger.iter_rows(named=True)}
+    # 60 s of 8 GPUs is the save's; none of it a slowdown
+    assert abs(led["checkpoint"] - 60 * 8 / 3600) < 0.01, led
+    assert led["slowdown"] < 0.005, led
+
+
+def test_the_evaluation_loops_bar_is_no_training_step() -> None:
+    lines = [f"[INFO|trainer.py:2314] {_hms(T0)} >> ***** Running training *****",
+             f"[INFO|trainer.py:2322] {_hms(T0)} >>   Total optimization steps = 9,000",
+             _bar(3749, 9000, 1180.0) + _bar(3750, 9000, 1185.0),
+             f"[INFO|trainer.py:4117] {_hms(T0 + dt.timedelta(seconds=1185.1))} >> ",
+             "***** Running Evaluation *****",
+             "".join(_bar(i, 16, 4.9 * i) for i in range(17)),
+             "{'eval_loss': 1.93, 'eval_runtime': 78.4, 'eval_samples_per_second': 104.5, 'epoch': 0.42}",
+             _bar(3751, 9000, 1271.0)]
+    steps = hf_trainer.parse(_frame(lines), Context(path="x")).tables["steps"]
+    assert sorted(steps["step"].to_list()) == [3750, 3751], steps
+    # the training bar's clock runs on across the evaluation: step 3751 ends 1271 s after the banner
+    last = steps.filter(pl.col("step") == 3751)["ts"].item()
+    assert last == T0 + dt.timedelta(seconds=1271), last
+
+
+def test_skypilots_node_prefix_keeps_torchs_rank_and_stamp() -> None:
+    lines = ["(worker2, rank=2, pid=3717, ip=10.1.2.3) W1203 09:00:01.790761 3539 torch/distributed/run.py:793] "
+             "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default",
+             "(worker2, rank=2, pid=3717, ip=10.1.2.3) [rank21]: Traceback (most recent call last):",
+             "(worker2, rank=2, pid=3717, ip=10.1.2.3) [rank21]:   File \"/x/dataloader.py\", line 1251, in _try_get",
+             "(worker2, rank=2, pid=3717, ip=10.1.2.3) [rank21]: RuntimeError: DataLoader worker (pid 5123) is killed "
+             "by signal: Killed. "]
+    ev = torch_dist.parse(_frame(lines), Context(path="x", year=2026)).tables["events"]
+    killed = ev.filter(pl.col("kind") == "dataloader_killed")
+    assert killed.height == 1 and killed["rank"].item() == 21, ev
+    assert killed["failure_mode"].item() == "host_oom", killed
+
+
+def test_an_exception_named_by_its_module_path_is_the_users_code() -> None:
+    lines = ["[rank13]: Traceback (most recent call last):",
+             "[rank13]:   File \"/x/datasets/packaged_modules/parquet/parquet.py\", line 90, in _generate_tables",
+             "[rank13]:     parquet_fragment = ds.ParquetFileFormat().make_fragment(f)",
+             "[rank13]: pyarrow.lib.ArrowInvalid: Could not open Parquet input source '<Buffer>': Parquet magic bytes "
+             "not found in footer. Either the file is corrupted or this is not a parquet file."]
+    ev = torch_dist.parse(_frame(lines), Context(path="x", year=2026)).tables["events"]
+    assert ev.height >= 1, ev
+    assert set(ev["failure_mode"].drop_nulls()) == {"user_code_error"}, ev
+    assert ev.filter(pl.col("failure_mode") == "user_code_error")["rank"].to_list() == [13], ev
+
+
+def test_a_loggers_dotted_name_is_no_exception() -> None:
+    lines = ["torch.distributed.run: [WARNING] master_addr is only used for static rdzv_backend",
+             "[rank0]: Traceback (most recent call last):",
+             "[rank0]: ValueError: bad sample"]
+    ev = torch_dist.parse(_frame(lines), Context(path="x", year=2026)).tables["events"]
+    assert "WARNING" not in " ".join(ev["text"].to_list()), ev
