@@ -91,3 +91,18 @@ def test_utf8_text_is_described_as_text_not_binary() -> None:
     bar = "100%|" + "\u2588" * 60 + "| 3000001/3000001 [03:41<00:00, 13544.87it/s]\n"
     assert _describe((bar * 20).encode()).startswith("first line")
     assert _describe(bytes(range(256)) * 8) == "binary data"
+
+
+def test_composers_console_logger_nan_loss_is_a_divergence(tmp_path: Path) -> None:
+    head = "[batch=40/4800]:\n\t Train time/batch: 39\n\t Train loss/train/total: 7.1182\n"
+    assert _modes(tmp_path, head, "composer.log") == set()
+    nan = head + "[batch=41/4800]:\n\t Train time/batch: 40\n\t Train loss/train/total: nan\n"
+    assert _modes(tmp_path, nan, "composer.log") == {"loss_divergence"}
+
+
+def test_a_nan_loss_in_a_tqdm_description_is_a_divergence(tmp_path: Path) -> None:
+    bar = "  16%|█▋        | {n}/6400 [1:16:09<1:07:04,  1.33it/s]\n"
+    fine = "[losses/total_loss: 1.64 | losses/policy_loss: 0.12]:" + bar.format(n=1024)
+    assert _modes(tmp_path, fine, "ppo.log") == set()
+    assert _modes(tmp_path, fine + "[losses/total_loss: nan | losses/policy_loss: nan]:" + bar.format(n=1044),
+                  "ppo.log") == {"loss_divergence"}

@@ -37,6 +37,9 @@ GUARDS: list[tuple[str, str, str]] = [
     ("loss_nan", r"\b(?:Epoch|Iter)(?:\(train\))? *\[.*(?:^|[\s,])loss: (?i:nan|inf)(?:[\s,]|$)", "error"),
     # a tqdm bar's postfix (Lightning, NeMo 1.x, kohya): `1199/30000 [1:01:59<24:49:02, reduced_train_loss=nan, ...]`
     ("loss_nan", r"\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*loss\w*=(?i:nan|inf)\b", "error"),
+    # ... or its description (trlx, RL and GAN loops: `[losses/total_loss: nan | losses/policy_loss: nan]:  16%|█▋  |
+    # 1044/6400 [1:16:09<1:07:04, 1.33it/s]`): a loss key, NaN, then the bar's percentage and count
+    ("loss_nan", r"\w*loss\w*: (?i:nan|inf)\b.*\d+%\|.*\| *\d+/\d+ \[", "error"),
     # DeiT / BEiT / MAE's MetricLogger prints `name: value (global average)`: a non-finite value or average of the
     # loss or grad norm (`grad_norm: 0.3922 (nan)`); an average stays NaN for the rest of the epoch. timm's train
     # loop prints the same pair capitalised and padded (`Train: 3 [ 200/2502 (  8%)]  Loss:       nan (    nan)`)
@@ -46,6 +49,9 @@ GUARDS: list[tuple[str, str, str]] = [
     ("loss_nan", r"/(?:step|sample) - (?:.* - )?loss: (?i:nan|inf)\b", "error"),
     # detectron2's anomaly check (SimpleTrainer): `FloatingPointError: Loss became infinite or NaN at iteration=2137!`
     ("loss_nan", r"Loss became infinite or NaN at iteration=\d+", "error"),
+    # Composer's console logger: `[batch=13/4800]:` then one tab-indented line per metric (`\t Train
+    # loss/train/total: nan`); the loss's key is a path, its value alone on the line
+    ("loss_nan", r"^\s*Train loss/train/[\w/.-]+: (?i:nan|inf)\s*$", "error"),
     # TensorFlow's NanTensorHook; the DeiT / MAE / timm loops' own stop
     ("loss_nan", r"Model diverged with loss = NaN|\bLoss is (?i:nan|inf), stopping training", "error"),
     # a TensorFlow Estimator's LoggingTensorHook: `INFO:tensorflow:loss = nan, step = 1200 (2.310 sec)`
@@ -82,7 +88,8 @@ PATTERN = _GUARDS + "|" + _MM_GRAD
 _HEAD = PATTERN + (r"| - mm\w+ - INFO - (?:Epoch|Iter)(?:\(train\))? *\[|Epoch: \[\d+\] +\[ *\d+/\d+\] +eta: "
                    r"|\d+/\d+ (?:\[[=>.]+\]|━+) .*/(?:step|sample) - |\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*loss\w*="
                    r"|\biter \d+: loss [\d.]+, time [\d.]+ ?ms|\bloss = [\d.]+, step = \d+"
-                   r"|Gradient overflow\. +Skipping step, loss scaler \d+ reducing loss scale to ")
+                   r"|Gradient overflow\. +Skipping step, loss scaler \d+ reducing loss scale to "
+                   r"|\[batch=\d+/\d+\]:|Train loss/train/|\w*loss\w*: [\d.e+-]+\b.*\d+%\|.*\| *\d+/\d+ \[")
 _GUARD_STEP = r"\bIter(?:\(train\))? *\[ *(\d+)/"  # MMEngine / MMCV by iteration: the global step
 # NOTE: Rust's fast regex engine (a lazy DFA) gives up on a Unicode word boundary (`\b`) at the first non-ASCII
 # character: on a head holding one (a curly quote, a progress bar, a cut-off character) `_HEAD` costs 50 ms and
