@@ -42,7 +42,7 @@ def structured_key(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> t
     parse it alone."""
     c = chosen[0] if len(chosen) == 1 else None
     if not (c is not None and c.PATTERN is None and out.plan.skip == 0 and out.plan.first == 1
-            and out.plan.clock is None and out.plan.size <= MAX_LINE_BYTES):
+            and out.plan.clock is None and out.plan.size <= MAX_LINE_BYTES and out.envelope is None):
         return None
     if getattr(c, "GROUPABLE", False):
         return ("structured", c.NAME)

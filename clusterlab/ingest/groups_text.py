@@ -34,7 +34,7 @@ def text_key(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> tuple |
     """The group a whole small text log may join (None: parse it alone)."""
     plan = out.plan
     if (not chosen or any(c.PATTERN is None for c in chosen) or plan.skip or plan.first != 1
-            or plan.clock is not None or plan.size > MAX_LINE_BYTES):
+            or plan.clock is not None or plan.size > MAX_LINE_BYTES or out.envelope is not None):
         return None
     keys = tuple((c.NAME, c.GROUP_CONTEXT(ctx)) for c in chosen if hasattr(c, "GROUP_CONTEXT"))
     # NOTE: logs of one kind group apart from the others (NCCL with NCCL, trainers' with trainers'): the union of

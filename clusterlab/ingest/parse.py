@@ -21,6 +21,7 @@ import polars as pl
 from clusterlab.collectors._base import AT_EXIT, Context, Parsed
 from clusterlab.ingest.bundle import FileTask
 from clusterlab.ingest.documents import document_chunks, document_collector
+from clusterlab.ingest.envelope import sniff_envelope, unwrap, unwrap_head
 from clusterlab.ingest.heads import Head, HeadHints, _collectors, choose, last_sniffed
 from clusterlab.ingest.prefilter import split
 from clusterlab.ingest.reader import InputError, ReadState, iter_batches, read_head_checked
@@ -105,6 +106,7 @@ class ParsedFile:
     held_rows: int = 0  # rows held in memory (not spilled)
     packed: PackedRows | None = None  # in-memory rows shared with the rest of a worker's chunk (`ingest.pack`)
     sniffed: str | None = None  # a text log: the line-oriented collector whose sniff recognised it (what it is)
+    envelope: str | None = None  # every line wears a container runtime's envelope (`ingest.envelope`): taken off
 
     @property
     def ok(self) -> bool:
@@ -134,6 +136,9 @@ def prepare(plan: FilePlan, collectors: list[ModuleType] | None = None, head: He
         head, broken = head if head is not None else read_head_checked(task.path)
         if broken and not head.strip():
             return _fail(out, f"{task.display}: gzip {broken}: nothing in it could be read", True), plan.ctx, []
+        if (env := sniff_envelope(head)) is not None:
+            # NOTE: the collectors sniff (and read) what the program printed, not the runtime's prefix before it
+            out.envelope, head, present = env, unwrap_head(head, env), None
         # a caller's own collectors may hint at what read_heads did not look for
         chosen = choose(head, task.display, list(collectors) if collectors is not None else list(_collectors()),
                         present if collectors is None else None)
@@ -264,6 +269,7 @@ def _parse_into(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> None
     pending: dict[str, list[pl.DataFrame]] = {c.NAME: [] for c in chosen}
     pending_rows = 0
     clock = plan.clock  # last known (line, ts) of the file, carried between flushes (and from a read before)
+    envelope_stamps: list[pl.DataFrame] = []  # the envelope's time of each line read since the last flush
 
     def flush(final: bool) -> None:
         nonlocal pending_rows, clock
@@ -282,15 +288,21 @@ def _parse_into(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> None
                 line, _, why = p.refuse.removeprefix("line ").partition(": ")
                 raise InputError(ctx.path, why, int(line) if line.isdigit() else None)
         held_from = min((int(f[0]["line"].min()) for f in pending.values() if f), default=None)
-        clock = _rows(out, parsed, chosen, ctx, clock, held_from)
+        stamps = pl.concat(envelope_stamps) if envelope_stamps else None
+        clock = _rows(out, parsed, chosen, ctx, clock, held_from, stamps)
+        # the held-back lines keep their envelope times for the next flush
+        envelope_stamps[:] = [stamps.filter(pl.col("line") >= held_from)] if stamps is not None and held_from else []
 
-    if (doc := document_collector(plan.task.path, chosen)) is not None:
+    if out.envelope is None and (doc := document_collector(plan.task.path, chosen)) is not None:
         # NOTE: a JSON document is streamed whole, whatever its line length (`ingest.documents`)
         for parsed in document_chunks(plan.task.path, plan.skip, plan.first, out.state, ctx, doc):
             clock = _rows(out, [(doc.NAME, parsed)], chosen, ctx, clock)
         return
     unmatched: list[pl.DataFrame] = []
     for frame in iter_batches(plan.task.path, plan.task.display, plan.skip, plan.first, out.state):
+        stamps = None
+        if out.envelope is not None:
+            frame, stamps = unwrap(frame, out.envelope)
         if not filtered:
             matched, rest, sel = frame, None, {c.NAME: frame for c in chosen}
         else:
@@ -298,6 +310,8 @@ def _parse_into(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> None
             # trouble regex runs on the unmatched lines only, and only while the file's sample is not full
             sel, matched, rest = split(frame, chosen, rest=res.unmatched < UNMATCHED_PER_FILE)
         res.other_lines += frame.height - matched.height
+        if stamps is not None:  # only the lines a collector reads can give rows (memory stays bounded by those)
+            envelope_stamps.append(stamps.join(matched.select("line"), on="line", how="semi"))
         if rest is not None and rest.height:
             trouble = rest.filter(pl.col("text").str.contains(TROUBLE)).head(UNMATCHED_PER_FILE - res.unmatched)
             if trouble.height:
@@ -334,11 +348,13 @@ def hold_open_block(batch: pl.DataFrame, block_start: str | None) -> tuple[pl.Da
 
 
 def _rows(out: ParsedFile, parsed: list[tuple[str, Parsed]], chosen: list[ModuleType], ctx: Context,
-          clock: pl.DataFrame | None, held_from: int | None = None) -> pl.DataFrame | None:
+          clock: pl.DataFrame | None, held_from: int | None = None,
+          envelope: pl.DataFrame | None = None) -> pl.DataFrame | None:
     """Fill times and hosts, align to the schema and keep the rows; returns the file's clock.
 
     The clock is the last stamped line, and every stamp from `held_from` on: lines held back for
-    the next batch still take the time of the line just before them, not of a later one.
+    the next batch still take the time of the line just before them, not of a later one. `envelope`: the
+    runtime's time of each line (`ingest.envelope`), a stamp for the rows of lines that print none.
     """
     res, file_id = out.result, out.plan.file_id
     stamped = [
@@ -347,6 +363,8 @@ def _rows(out: ParsedFile, parsed: list[tuple[str, Parsed]], chosen: list[Module
     ]
     if clock is not None:
         stamped.append(clock)
+    if envelope is not None:
+        stamped.append(envelope)
     known = pl.concat(stamped).unique("line").sort("line") if stamped else None
     fill_host = {c.NAME: getattr(c, "FILL_HOST", True) for c in chosen}
     by_name = {c.NAME: c for c in chosen}

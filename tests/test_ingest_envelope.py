@@ -1,0 +1,72 @@
+"""Container log envelopes (CRI files under /var/log/pods, `kubectl logs --timestamps`): taken off before parsing, and
+their time dates the lines that print none of their own."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from clusterlab import Lab
+from clusterlab.ingest.envelope import sniff_envelope
+
+# what one pod's torchrun printed, as the container runtime stored it
+STEP = ("[rank16]:[titan] 2026-03-02 04:10:{s},{ms} - root - INFO - step: {n}  loss:  9.2140  grad_norm:  3.1012  "
+        "memory: 55.10GiB(69.60%)  tps: 801  tflops: 390.11  mfu: 39.43%")
+PROGRAM = [
+    ("2026-03-02T04:10:00.101000000Z", STEP.format(s="00", ms="100", n=10)),
+    ("2026-03-02T04:10:26.402311000Z", STEP.format(s="26", ms="402", n=20)),
+    ("2026-03-02T04:11:07.750125431Z", "[rank16]: Traceback (most recent call last):"),
+    ("2026-03-02T04:11:07.750203377Z", '[rank16]:   File "/srv/train/loop.py", line 88, in fetch'),
+    ("2026-03-02T04:11:07.750299101Z", "[rank16]: ValueError: sample 77 has no tokens"),
+    ("2026-03-02T04:11:09.310402990Z", "E0302 04:11:09.310211 7 torch/distributed/elastic/multiprocessing/api.py:869] "
+                                       "failed (exitcode: 1) local_rank: 0 (pid: 212) of binary: /usr/bin/python3"),
+]
+
+
+def _cri(rows: list[tuple[str, str]]) -> str:
+    return "".join(f"{ts} stderr F {line}\n" for ts, line in rows)
+
+
+def _events(lab: Lab):
+    return lab.sql("SELECT line, ts, text, kind FROM events ORDER BY line")
+
+
+def test_cri_envelope_is_taken_off_and_dates_an_unstamped_traceback(tmp_path: Path) -> None:
+    log = tmp_path / "bundle" / "runs" / "exp7" / "pods" / "node-b2" / "ml_exp7-worker-1_5f0c" / "trainer" / "0.log"
+    log.parent.mkdir(parents=True)
+    log.write_text(_cri(PROGRAM))
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path / "bundle")
+        steps = lab.sql("SELECT step, ts FROM steps ORDER BY step")
+        ev = _events(lab)
+    assert steps["step"].to_list() == [10, 20]
+    exc = ev.filter(ev["text"].str.contains("ValueError"))
+    # the exception line prints no time: its envelope's is its own (not the step line's forty seconds before)
+    assert exc["ts"].to_list() == [dt.datetime(2026, 3, 2, 4, 11, 7, 750299)]
+    assert not ev["text"].str.contains("stderr F").any()
+    failed = ev.filter(ev["text"].str.contains("failed \\(exitcode"))
+    assert failed["ts"].to_list() == [dt.datetime(2026, 3, 2, 4, 11, 9, 310211)]
+
+
+def test_kubectl_timestamps_and_cri_pieces_are_read_as_the_program_printed_them(tmp_path: Path) -> None:
+    rows = [(ts.replace("000Z", "Z"), line) for ts, line in PROGRAM]
+    (tmp_path / "kubectl-logs.txt").write_text("".join(f"{ts} {line}\n" for ts, line in rows))
+    # a CRI line cut in two pieces (`P` then `F`) is one line again
+    at = PROGRAM[4][0]
+    cut = PROGRAM[:4] + [(at, "[rank16]: ValueError: sample 77 "), (at, "has no tokens")] + PROGRAM[5:]
+    cri = _cri(cut).replace(f"{at} stderr F [rank16]: ValueError", f"{at} stderr P [rank16]: ValueError")
+    (tmp_path / "pod.log").write_text(cri)
+    for name in ("kubectl-logs.txt", "pod.log"):
+        with Lab(":memory:") as lab:
+            lab.ingest(tmp_path / name)
+            ev = _events(lab)
+        exc = ev.filter(ev["text"].str.contains("ValueError"))
+        assert exc["text"].to_list() == ["[rank16]: ValueError: sample 77 has no tokens"], name
+        assert exc["ts"].dt.second().to_list() == [7], name
+
+
+def test_a_kernel_journal_with_iso_times_wears_no_envelope() -> None:
+    journal = b"".join(b"2026-03-02T04:1%d:00.123456+00:00 node-b2 kernel: nfs: server fs9 not responding, timed out\n"
+                       % i for i in range(5))
+    assert sniff_envelope(journal) is None
+    assert sniff_envelope(_cri(PROGRAM).encode()) == "cri"
