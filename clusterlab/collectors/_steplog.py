@@ -213,8 +213,12 @@ def checkpoint_rows(ops: pl.DataFrame, missing_ok: bool | None) -> pl.DataFrame:
     # (printed by a finish or timer line) and `ok` (of a finish line). An operation that has no
     # finish line gets `ok = missing_ok`: False where the format always prints one.
     ops = ops.sort("line").with_columns(_f=file_of_line())  # an operation never spans two files
-    prev_phase = pl.col("phase").shift(1).over("_f", "action")
-    prev_step = pl.col("step").shift(1).over("_f", "action")
+    # NOTE: nor two launches: a load starts one (an in-place restart, torchrun's next worker group, appends to the
+    # same log), so a save the crash cut short never takes the next launch's save of the same step as its end
+    ops = ops.with_columns(_seg=((pl.col("action") == "load") & (pl.col("phase") == "start"))
+                           .cast(pl.Int64).cum_sum().over("_f"))
+    prev_phase = pl.col("phase").shift(1).over("_f", "_seg", "action")
+    prev_step = pl.col("step").shift(1).over("_f", "_seg", "action")
     closed = prev_phase.is_in(["finish", "timer"])
     opens = pl.col("phase").is_in(["start", "info"]) & (
         prev_phase.is_null() | prev_step.ne_missing(pl.col("step"))
@@ -227,9 +231,9 @@ def checkpoint_rows(ops: pl.DataFrame, missing_ok: bool | None) -> pl.DataFrame:
     opens = opens | ((pl.col("phase") == "finish") & (prev_phase.is_null() | (closed & prev_step.is_not_null()
                                                                                & pl.col("step").is_not_null()
                                                                                & (prev_step != pl.col("step")))))
-    ops = ops.with_columns(_op=opens.cast(pl.Int64).cum_sum().over("_f", "action"))
+    ops = ops.with_columns(_op=opens.cast(pl.Int64).cum_sum().over("_f", "_seg", "action"))
     phase = pl.col("phase")
-    groups = ops.group_by("_f", "action", "_op", maintain_order=True).agg(
+    groups = ops.group_by("_f", "_seg", "action", "_op", maintain_order=True).agg(
         pl.col("line").first(), pl.col("ts").drop_nulls().first(), pl.col("host").drop_nulls().first(),
         pl.col("step").drop_nulls().first(), pl.col("path").drop_nulls().first(),
         pl.col("ts").filter(phase.is_in(["start", "info"])).drop_nulls().first().alias("_t0"),
