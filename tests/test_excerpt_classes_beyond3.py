@@ -106,3 +106,9 @@ def test_a_nan_loss_in_a_tqdm_description_is_a_divergence(tmp_path: Path) -> Non
     assert _modes(tmp_path, fine, "ppo.log") == set()
     assert _modes(tmp_path, fine + "[losses/total_loss: nan | losses/policy_loss: nan]:" + bar.format(n=1044),
                   "ppo.log") == {"loss_divergence"}
+
+
+def test_a_bare_step_line_with_a_nan_loss_is_a_divergence(tmp_path: Path) -> None:
+    head = "0 | loss 11.6250 | lr 3.0e-04 | 101877.40ms\n10 | loss 9.4062 | lr 3.0e-04 | 13581.22ms\n"
+    assert _modes(tmp_path, head, "train.log") == set()
+    assert _modes(tmp_path, head + "20 | loss nan | lr 3.0e-04 | 13602.91ms\n", "train.log") == {"loss_divergence"}

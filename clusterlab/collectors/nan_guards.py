@@ -64,6 +64,10 @@ GUARDS: list[tuple[str, str, str]] = [
     # overflowing steps, gradients inf or nan at every scale; an overflow at a high scale is the scaler's routine
     ("loss_scale_min", r"Gradient overflow\. +Skipping step, loss scaler \d+ reducing loss scale to "
                        r"(?:0(?:\.\d+)?|1(?:\.0+)?|\d+(?:\.\d+)?e-\d+)\s*$", "error"),
+    # a hand-written loop's line that starts with its bare step, then ` | `-separated fields (`130 | loss nan | lr
+    # 3.0e-04 | 13689.57ms`)
+    ("loss_nan", r"^\s*\d+ *\| *(?:[^|]*\| *)*?(?i:train_|training |avg_|mean_)?(?i:loss)[ :=]+(?i:nan|inf)\b",
+     "error"),
     # a hand-written loop's progress line (nanoGPT's `iter 3010: loss nan, time ...`, `Epoch: [21][1391/1930] Loss
     # nan (10.95)`, `step: 100 total_loss: nan`, DLLogger's `Training Iteration: 1885  average_loss : nan  step_loss :
     # nan`): a counter, then the (total / train / step / average) loss, not a part of it
@@ -89,7 +93,8 @@ _HEAD = PATTERN + (r"| - mm\w+ - INFO - (?:Epoch|Iter)(?:\(train\))? *\[|Epoch: 
                    r"|\d+/\d+ (?:\[[=>.]+\]|━+) .*/(?:step|sample) - |\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*loss\w*="
                    r"|\biter \d+: loss [\d.]+, time [\d.]+ ?ms|\bloss = [\d.]+, step = \d+"
                    r"|Gradient overflow\. +Skipping step, loss scaler \d+ reducing loss scale to "
-                   r"|\[batch=\d+/\d+\]:|Train loss/train/|\w*loss\w*: [\d.e+-]+\b.*\d+%\|.*\| *\d+/\d+ \[")
+                   r"|\[batch=\d+/\d+\]:|Train loss/train/|\w*loss\w*: [\d.e+-]+\b.*\d+%\|.*\| *\d+/\d+ \["
+                   r"|^\s*\d+ *\| *(?:[^|]*\| *)*?(?i:loss)[ :=]+[\d.]+ *\||\bstep \d+: train loss [\d.]+, val loss ")
 _GUARD_STEP = r"\bIter(?:\(train\))? *\[ *(\d+)/"  # MMEngine / MMCV by iteration: the global step
 # NOTE: Rust's fast regex engine (a lazy DFA) gives up on a Unicode word boundary (`\b`) at the first non-ASCII
 # character: on a head holding one (a curly quote, a progress bar, a cut-off character) `_HEAD` costs 50 ms and
