@@ -79,3 +79,122 @@ def test_unstamped_iteration_lines_are_dated_by_the_step_clock(tmp_path: Path) -
     assert abs((got[55] - first).total_seconds() - 690) < 0.01
     assert abs((got[100] - first).total_seconds() - 1230) < 0.01
     assert ckpt and abs((ckpt[0][0] - first).total_seconds() - 600) < 0.01
+
+
+def test_an_unkillable_step_ranks_below_the_hung_task_that_made_it_unkillable() -> None:
+    """slurmstepd's `STEPD TERMINATED ... DUE TO JOB NOT ENDING WITH SIGNALS` says the step's processes would not
+    die (stuck in the kernel), like slurmctld's `Kill task failed` drain: it names where, not why."""
+    import duckdb
+
+    from clusterlab.diagnose import incidents as inc
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE e (source VARCHAR, kind VARCHAR, failure_mode VARCHAR, detail VARCHAR)")
+    con.execute("INSERT INTO e VALUES ('slurm', 'slurm_stepd_terminated', 'node_failure', NULL), "
+                "('kernel', 'hung_task', 'filesystem_io', NULL), ('kernel', 'node_down', 'node_failure', NULL)")
+    tiers = dict(con.execute(f"SELECT kind, {inc._tier_sql()} FROM e").fetchall())
+    assert tiers["slurm_stepd_terminated"] < tiers["hung_task"] < tiers["node_down"]
+
+
+def _stamped_launch(t0: dt.datetime, first: int, last: int, step_s: float = 20.0) -> list[str]:
+    t = t0 + dt.timedelta(seconds=60)
+    out = [f"[before the start of training step] datetime: {t:%Y-%m-%d %H:%M:%S} "]
+    for n in range(first, last + 1):
+        t += dt.timedelta(seconds=step_s)
+        out.append(f" [{t:%Y-%m-%d %H:%M:%S}]" + _ITER.format(n=n, s=n * 64, ms=step_s * 1000))
+    return out
+
+
+def test_a_job_that_died_loading_its_checkpoint_is_an_attempt_of_its_own(tmp_path: Path) -> None:
+    """Three sbatch jobs' logs side by side; the middle one launched training and died before its first step (a
+    changed config: the checkpoint's shapes no longer fit). It is attempt 2, not folded into attempt 1."""
+    run = tmp_path / "b" / "runs" / "r7"
+    run.mkdir(parents=True)
+    (run / "run.toml").write_text("gpus = 8\ntokens_per_step = 16384\nflops_per_token = 1e9\n")
+    (run / "slurm-301.out").write_text("\n".join(_stamped_launch(T0, 1, 20)) + "\n")
+    t2 = T0 + dt.timedelta(hours=1)
+    died = [f"W{t2:%m%d} {t2:%H:%M:%S}.120000 51234 torch/distributed/run.py:792] Setting OMP_NUM_THREADS environment "
+            f"variable for each process to be 1 in default, to avoid your system being overloaded, please further "
+            f"tune the variable for optimal performance in your application as needed. ",
+            "using world size: 8, data-parallel size: 8, context-parallel size: 1, tensor-model-parallel size: 1, "
+            "pipeline-model-parallel size: 1 ",
+            " loading distributed checkpoint from /ckpt/r7 at iteration 20",
+            "[rank0]: Traceback (most recent call last):",
+            "[rank0]:   File \"/workspace/pretrain_gpt.py\", line 309, in <module>",
+            "[rank0]: megatron.core.dist_checkpointing.core.CheckpointingException: Global shape mismatch for loaded "
+            "(torch.Size([8, 1024])) and expected ((8, 768)) tensor for key decoder.weight",
+            f"E{t2:%m%d} {t2:%H:%M:%S}.900000 51234 torch/distributed/elastic/multiprocessing/api.py:874] failed "
+            f"(exitcode: 1) local_rank: 0 (pid: 51240) of binary: /usr/bin/python3"]
+    (run / "slurm-302.out").write_text("\n".join(died) + "\n")
+    (run / "slurm-303.out").write_text("\n".join(_stamped_launch(T0 + dt.timedelta(hours=2), 21, 40)) + "\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(tmp_path / "b")
+        att = lab.attempts("r7").sort("attempt")
+    assert att["attempt"].to_list() == [1, 2, 3]
+    assert att["first_step"].to_list() == [1, None, 21]
+    assert att["end_ts"][0] < T0 + dt.timedelta(hours=1)
+
+
+_HOSTS4 = ["ca-01", "ca-02", "ca-03", "ca-04"]
+
+
+def _hang_log(silent: int, slow_host: str, slow_s: float) -> list[str]:
+    """`srun -l` output of 16 ranks on 4 hosts (one task per GPU): NCCL's init lines (the rank -> host map), stamped
+    iteration lines, then rank `silent` never enters collective 9001 and every other rank's watchdog fires 600 s
+    later, `slow_host`'s ranks stamping it with a clock `slow_s` behind."""
+    out = []
+    for r in range(16):
+        h = _HOSTS4[r // 4]
+        out.append(f"{r:2d}: {h}:{7000 + r}:{7100 + r} [{r % 4}] NCCL INFO comm 0x5a{r:02d}0 rank {r} nranks 16 "
+                   f"cudaDev {r % 4} nvmlDev {r % 4} busId {r % 4}b000 commId 0x77aa - Init COMPLETE")
+    out += _stamped_launch(T0, 1, 40)
+    stop = T0 + dt.timedelta(seconds=60 + 40 * 20)
+    for r in range(16):
+        if r == silent:
+            continue
+        t = stop + dt.timedelta(seconds=600.2 + 0.01 * r - (slow_s if _HOSTS4[r // 4] == slow_host else 0.0))
+        out.append(f"{r:2d}: [rank{r}]:[E{t:%m%d} {t:%H:%M:%S}.{t.microsecond:06d}123 ProcessGroupNCCL.cpp:632] "
+                   f"[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9001, OpType=ALLREDUCE, "
+                   f"NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600201 milliseconds before timing out.")
+    end = stop + dt.timedelta(seconds=615)
+    out += ["srun: error: ca-01: tasks 0-3: Aborted (core dumped)",
+            f"slurmstepd: error: *** STEP 4411.0 ON ca-01 CANCELLED AT {end:%Y-%m-%dT%H:%M:%S} ***"]
+    return out
+
+
+def test_the_rank_missing_from_the_timeouts_is_found_without_per_rank_records(tmp_path: Path) -> None:
+    """No per-rank step records: the ranks are NCCL's world communicator's; rank 9 (ca-03) printed no timeout. The
+    wait began when the other ranks' clocks mostly say, not at the one host whose clock is 150 s slow."""
+    run = tmp_path / "b" / "runs" / "r8"
+    run.mkdir(parents=True)
+    (run / "run.toml").write_text("gpus = 16\ntokens_per_step = 16384\nflops_per_token = 1e9\n")
+    (run / "slurm-4411.out").write_text("\n".join(_hang_log(9, "ca-02", 150.0)) + "\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(tmp_path / "b")
+        inc = lab.incidents("r8")
+    (row,) = inc.filter(pl.col("kind") == "attempt_end").to_dicts()
+    assert (row["failure_mode"], row["host"]) == ("nccl_timeout", "ca-03")
+
+
+def test_a_launcher_relaying_the_kill_early_on_a_slow_clock_is_no_hang(tmp_path: Path) -> None:
+    """A healthy job runs into its time limit; one node's torchrun agent, whose clock is 150 s slow, stamps its
+    `Received 15 death signal` before the scheduler's line: the kill's consequence, not a hang that it found."""
+    run = tmp_path / "b" / "runs" / "r6"
+    run.mkdir(parents=True)
+    (run / "run.toml").write_text("gpus = 8\ntokens_per_step = 16384\nflops_per_token = 1e9\n")
+    log = _stamped_launch(T0, 1, 30, step_s=55.0)   # a line each 55 s: two after the early agent line
+    kill = T0 + dt.timedelta(seconds=60 + 30 * 55 + 40)
+
+    def agent(t: dt.datetime, node: int) -> str:
+        return (f"{node}: W{t:%m%d} {t:%H:%M:%S}.300000 {4100 + node} "
+                f"torch/distributed/elastic/agent/server/api.py:719] Received 15 death signal, shutting down workers")
+
+    log += [agent(kill - dt.timedelta(seconds=150), 1),
+            f"slurmstepd: error: *** JOB 5150 ON cb-01 CANCELLED AT {kill:%Y-%m-%dT%H:%M:%S} DUE TO TIME LIMIT ***",
+            agent(kill, 0)]
+    (run / "slurm-5150.out").write_text("\n".join(log) + "\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(tmp_path / "b")
+        inc = lab.incidents("r6")
+    (row,) = inc.filter(pl.col("kind") == "attempt_end").to_dicts()
+    assert row["failure_mode"] == "time_limit"

@@ -28,6 +28,8 @@ TIERS: list[tuple[int, str]] = [
     # node's drain names where, not why: what the kernel said on it (or on the shared filesystem's clients) wins
     (30, "failure_mode = 'node_failure' AND source IN ('slurmctld', 'scontrol', 'sinfo') "
          "AND json_extract_string(detail, '$.reason') ILIKE 'Kill task failed%'"),
+    # NOTE: slurmstepd's own words for the same thing (`STEPD TERMINATED ... DUE TO JOB NOT ENDING WITH SIGNALS`)
+    (30, "failure_mode = 'node_failure' AND kind = 'slurm_stepd_terminated'"),
     (90, "failure_mode IN ('node_failure', 'preemption', 'checkpoint_lost')"),
     (80, "failure_mode = 'network' AND kind IN ('ib_completion_error', 'ibv_error', 'ib_async_event')"),
     (65, "failure_mode = 'filesystem_io' AND source <> 'kernel'"),  # the application died on I/O
@@ -66,6 +68,9 @@ class Settings:
     late_min_s: float = 120.0  # ... (and this long) came after the loss of progress: ranked after those before
     shared_min_hosts: int = 3  # a filesystem server or the fabric reported by this many hosts ...
     shared_window_s: float = 120.0  # ... within this long of the cause is blamed as that service
+    # NOTE: a filesystem line names its server, which no compute host is: two hosts naming the same server at once
+    # already say it is the server (a link down at both ends of one cable is still one host pair: 3 for the fabric)
+    shared_fs_min_hosts: int = 2
     max_rejected: int = 10  # rejected candidates listed per incident
     straggler_ratio: float = 1.10  # a host is slow at a step when its compute is this much above the median
     straggler_floor: float = 1.03  # ... or less, down to this, where the run's own noise is small (slow_steps)

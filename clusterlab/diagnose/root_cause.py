@@ -255,7 +255,10 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
         # a save begun after the last step and still open at the kill: the job was writing, not hung
         saving = (last is not None and a.get("open_save_ts") is not None
                   and last - skew - hang_gap <= a["open_save_ts"] <= vts + skew)
-        hung = last is not None and ((vts - last > hang_gap and not saving) or symptoms.height > 0)
+        # NOTE: a launcher relaying the kill's signal to its workers (`Received 15 death signal`) is the kill's
+        # consequence, even where its host's clock puts it minutes before the scheduler's line: no sign of a hang
+        hanging = symptoms.filter(pl.col("kind").ne_missing("agent_signal"))
+        hung = last is not None and ((vts - last > hang_gap and not saving) or hanging.height > 0)
         healthy = verdict["failure_mode"] in KILLS and not hung
         if healthy:  # the job stepped until the kill: what it stepped past did not stop it
             # ... except a loss that never came back: stepping on a diverged loss is no health, and a person's
@@ -551,7 +554,7 @@ def _shared_service(con: duckdb.DuckDBPyConnection, winner: dict, host: str | No
         if mine is not None:
             svc = svc.filter(pl.col("svc") == mine)
         top = svc.group_by("svc").agg(n=pl.col("host").n_unique()).sort(["n", "svc"], descending=[True, False])
-        if top.height and top["n"][0] >= s.shared_min_hosts:
+        if top.height and top["n"][0] >= s.shared_fs_min_hosts:
             return top["svc"][0], True
         return host, False
     links = near.filter(pl.col("kind").is_in(["link_down", "port_module_error", "nic_health"]))

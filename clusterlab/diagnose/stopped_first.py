@@ -125,8 +125,11 @@ def _worth_a_look(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFram
         FROM events WHERE run = $run AND attempt IS NOT NULL AND rank IS NOT NULL
           AND kind IN ('step_stalled', 'watchdog_timeout', 'desync_lagging')
         GROUP BY attempt""", {"run": run})
+    # NOTE: without per-rank records the world communicator's size (NCCL's init lines) counts the ranks
+    world = dict(con.execute("SELECT attempt, max(nranks) FROM nccl_ranks WHERE run = ? AND attempt IS NOT NULL "
+                             "GROUP BY attempt", [run]).fetchall())
     for r in said.iter_rows(named=True):  # NOTE: one row per attempt
-        short = r["timed_out"] and r["timed_out"] < (ranks.get(r["attempt"]) or 0)
+        short = r["timed_out"] and r["timed_out"] < (ranks.get(r["attempt"]) or world.get(r["attempt"]) or 0)
         if r["stalled"] or r["desync"] or short or (r["lo"] is not None and r["lo"] < r["hi"]):
             behind.add(r["attempt"])
     return behind
@@ -240,6 +243,14 @@ def _from_timeouts(con: duckdb.DuckDBPyConnection, run: str | None, tail: pl.Dat
         WITH ranks AS (
             SELECT run, attempt, rank, host, max(last_ts) OVER (PARTITION BY run, attempt) AS job_ts
             FROM tail WHERE host IS NOT NULL
+            UNION ALL
+            -- NOTE: an attempt without per-rank records: its ranks are the world communicator's, as NCCL's init lines
+            -- list them (the rank -> host map), so a rank that printed no timeout is still seen to be missing
+            SELECT DISTINCT n.run, n.attempt, n.rank, n.host, NULL::TIMESTAMP FROM nccl_ranks n
+            WHERE n.run IS NOT NULL AND n.attempt IS NOT NULL AND n.rank IS NOT NULL AND n.host IS NOT NULL
+              AND ($run IS NULL OR n.run = $run)
+              AND n.nranks = (SELECT max(m.nranks) FROM nccl_ranks m WHERE m.run = n.run AND m.attempt = n.attempt)
+              AND NOT EXISTS (SELECT 1 FROM tail t WHERE t.run = n.run AND t.attempt = n.attempt)
         ),
         tm AS (
             -- when the wait began: the timeout's time less how long the collective ran (where it says)
@@ -273,6 +284,7 @@ def _from_timeouts(con: duckdb.DuckDBPyConnection, run: str | None, tail: pl.Dat
         SELECT j.* FROM j SEMI JOIN worth USING (run, attempt)
     """, {"run": run}, tail=tail)
     rows = []
+    own = _own_faults(con, run)
     for (run_, attempt), g in t.group_by(["run", "attempt"], maintain_order=True):
         waited = g.filter("timed_out")
         silent = g.filter(~pl.col("timed_out"))
@@ -287,8 +299,13 @@ def _from_timeouts(con: duckdb.DuckDBPyConnection, run: str | None, tail: pl.Dat
                 continue
             ranks = ", ".join(str(r) for r in sorted(cut["rank"].to_list()))
             first = waited.sort("ts").row(0, named=True)
+            if _explained(own, run_, attempt, hosts[0], first["ts"]):
+                break  # its host's kernel says why it stopped (a hung read, a GPU fault): that is the candidate
+            # NOTE: every waiting rank began to wait at the same moment: the median of their clocks, not the
+            # earliest, so that one host whose clock runs slow does not move the stop before the job's last step
+            began = waited.select(pl.col("ts").median()).item()
             rows.append({
-                "run": run_, "attempt": attempt, "ts": first["ts"], "host": hosts[0], "source": "torch",
+                "run": run_, "attempt": attempt, "ts": began, "host": hosts[0], "source": "torch",
                 "kind": "stopped_first", "failure_mode": "nccl_timeout", "xid": None,
                 "rank": int(cut["rank"].min()), "peer": None, "file": first["file"], "line": first["line"],
                 "text": f"rank {ranks} on {hosts[0]} " + why.format(n=g.height - cut.height),
@@ -296,3 +313,27 @@ def _from_timeouts(con: duckdb.DuckDBPyConnection, run: str | None, tail: pl.Dat
             })
             break
     return rows
+
+
+# NOTE: how long before the others began to wait a fault on the silent rank's host may have stopped it
+OWN_FAULT_BEFORE_S = 300.0
+
+
+def _own_faults(con: duckdb.DuckDBPyConnection, run: str | None) -> pl.DataFrame:
+    """The kernel's errors on each host of the run's attempts, while the attempt lasted (a fault there is why a
+    rank of that host stopped: it is a candidate of its own, and a stronger one than the timeouts' arithmetic)."""
+    return store.frame(con, """
+        SELECT a.run, a.attempt, e.host, e.ts, a.end_ts FROM events e
+        JOIN attempts a ON list_contains(a.hosts, e.host) AND e.ts BETWEEN a.start_ts AND a.end_ts
+        WHERE e.source = 'kernel' AND e.severity IN ('error', 'critical') AND e.failure_mode IS NOT NULL
+          AND e.failure_mode <> 'unknown' AND ($run IS NULL OR a.run = $run)
+    """, {"run": run})
+
+
+def _explained(own: pl.DataFrame, run: str, attempt: int, host: str, waited_from: dt.datetime) -> bool:
+    """Whether `host` logged a fault of its own from shortly before the others began to wait to the attempt's end."""
+    if not own.height:
+        return False
+    lo = waited_from - dt.timedelta(seconds=OWN_FAULT_BEFORE_S)
+    return own.filter((pl.col("run") == run) & (pl.col("attempt") == attempt) & (pl.col("host") == host)
+                      & (pl.col("ts") >= lo)).height > 0

@@ -105,7 +105,11 @@ def _align_unsplit_launches(con: duckdb.DuckDBPyConnection) -> None:
         -- a log that trains: only its launches can be launches of their own (a node's kernel log, whose lines
         -- come after the job's last step, is no later launch)
         stepping AS (SELECT DISTINCT file_id FROM steps WHERE file_id IN ({unsplit})
-                     UNION SELECT DISTINCT file_id FROM rank_steps WHERE file_id IN ({unsplit})),
+                     UNION SELECT DISTINCT file_id FROM rank_steps WHERE file_id IN ({unsplit})
+                     -- NOTE: or one that launched training and died before its first step (a job whose checkpoint
+                     -- load failed): its launcher's start or the trainer's world size says it is a launch
+                     UNION SELECT DISTINCT file_id FROM facts WHERE file_id IN ({unsplit})
+                       AND key IN ({", ".join(f"'{k}'" for k in LAUNCH_FACTS)})),
         -- launches wholly outside the reference's span, overlapping no reference launch
         outside AS (
             SELECT s.* FROM seg s JOIN span p ON p.run = s.run
