@@ -112,3 +112,36 @@ def test_a_loggers_dotted_name_is_no_exception() -> None:
              "[rank0]: ValueError: bad sample"]
     ev = torch_dist.parse(_frame(lines), Context(path="x", year=2026)).tables["events"]
     assert "WARNING" not in " ".join(ev["text"].to_list()), ev
+
+
+def _ec2_event(kind: str, at: str, iid: str, **detail: str) -> str:
+    extra = "".join(f',"{k.replace("_", "-")}":"{v}"' for k, v in detail.items())
+    return (f'{{"version":"0","id":"0b5e","detail-type":"{kind}","source":"aws.ec2","account":"1","time":"{at}",'
+            f'"region":"ap-south-1","resources":[],"detail":{{"instance-id":"{iid}"{extra}}}}}')
+
+
+def _instance(iid: str, dns: str, reason: str | None) -> str:
+    why = (f',\n      "StateReason": {{\n        "Code": "{reason}",\n        "Message": "{reason}: x"\n      }}'
+           if reason else "")
+    return (f'    {{\n      "InstanceId": "{iid}",\n      "PrivateDnsName": "{dns}.ap-south-1.compute.internal",\n'
+            f'      "State": {{\n        "Code": 48,\n        "Name": "terminated"\n      }}{why}\n    }}')
+
+
+def test_a_cloud_reclaim_names_its_vm_and_an_ordinary_teardown_stays_information(tmp_path: Path) -> None:
+    cloud = tmp_path / "b" / "cloud"
+    cloud.mkdir(parents=True)
+    reclaimed, torn = "i-0aa11bb22cc33dd44", "i-0ee55ff66aa77bb88"
+    (cloud / "events.jsonl").write_text("\n".join([
+        _ec2_event("EC2 Instance State-change Notification", "2026-12-02T11:00:05Z", reclaimed, state="shutting-down"),
+        _ec2_event("EC2 Instance State-change Notification", "2026-12-02T11:02:40Z", torn, state="shutting-down"),
+    ]) + "\n")
+    (cloud / "instances.json").write_text('{\n  "Reservations": [{"Instances": [\n' + ",\n".join([
+        _instance(reclaimed, "ip-10-7-1-20", "Server.SpotInstanceTermination"),
+        _instance(torn, "ip-10-7-1-21", "Client.UserInitiatedShutdown")]) + "\n  ]}]\n}\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(tmp_path / "b")
+        ev = lab.sql("SELECT host, kind, failure_mode FROM events WHERE source = 'aws_ec2' ORDER BY ts")
+        lab.ingest(tmp_path / "b")  # the pass again changes nothing
+        again = lab.sql("SELECT host, kind, failure_mode FROM events WHERE source = 'aws_ec2' ORDER BY ts")
+    assert ev.rows() == [("ip-10-7-1-20", "spot_reclaim", "preemption"), ("ip-10-7-1-21", "instance_state", None)]
+    assert again.rows() == ev.rows()

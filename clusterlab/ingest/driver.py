@@ -22,7 +22,7 @@ import duckdb
 import polars as pl
 
 from clusterlab.collectors._base import Context
-from clusterlab.ingest import attempts, boot, bundle, exit_modes, inventory
+from clusterlab.ingest import attempts, boot, bundle, cloud_hosts, exit_modes, inventory
 from clusterlab.ingest.groups import parse_many
 from clusterlab.ingest.parse import FilePlan, FileResult, ParsedFile
 from clusterlab.ingest.pool import Workers, parse_all
@@ -112,9 +112,11 @@ def ingest(
     # raw dmesg lines kept undated: dated where their boot now has a time (a boot_time file put beside, a journal)
     dated = boot.date_raw_kernel_lines(con, [(bundle.real_path(t.path, t.link), c.boot_time)
                                              for t, c in tasks if c.boot_time])
+    # a cloud's events about its VMs: the host of each instance id, a reclaim where the cloud says it took the VM back
+    named = cloud_hosts.resolve(con)
     # the attempts are rebuilt from the whole store (0.3 s for a campaign's): only when the evidence they were built
     # from changed (a file stored, here or by a killed ingest: `stale`) or a pass above changed rows
-    if inferred or dated or attempts.stale(con):
+    if inferred or dated or named or attempts.stale(con):
         attempts.refresh(con)
     note_nothing_found(summary, roots)
     return summary
