@@ -198,3 +198,24 @@ def test_a_launcher_relaying_the_kill_early_on_a_slow_clock_is_no_hang(tmp_path:
         inc = lab.incidents("r6")
     (row,) = inc.filter(pl.col("kind") == "attempt_end").to_dicts()
     assert row["failure_mode"] == "time_limit"
+
+
+def test_a_slow_host_in_records_sampled_every_tenth_step_is_a_straggler() -> None:
+    """A step probe that records every 10th step: h3 computes 6 % slower at every record of the attempt. Its slow
+    records are consecutive records, 10 steps apart, and make one stretch."""
+    import random
+
+    from clusterlab.diagnose import incidents as inc
+
+    rng = random.Random(11)
+    rows = []
+    for step in range(2010, 3010, 10):
+        c = {f"h{i}": 4.6 * (1 + rng.uniform(-0.004, 0.004)) for i in range(12)}
+        c["h3"] *= 1.06
+        slowest = max(c, key=c.get)
+        rows.append({"run": "r", "attempt": 3, "step": step, "ts": T0 + dt.timedelta(seconds=5.4 * step),
+                     "avg_c": sum(c.values()) / len(c), "min_c": min(c.values()), "max_c": c[slowest], "n_c": len(c),
+                     "slow_host": slowest})
+    profile = pl.DataFrame(rows, schema_overrides={"attempt": pl.Int32})
+    strag = inc.straggler_incidents(inc.slow_steps(profile, inc.Settings()), inc.Settings())
+    assert strag.select("host", "first_step", "last_step").rows() == [("h3", 2010, 3000)]

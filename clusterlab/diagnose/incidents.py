@@ -195,8 +195,11 @@ def slow_steps(profile: pl.DataFrame, s: Settings) -> pl.DataFrame:
     """Steps at which one host computed markedly slower than its peers at the same step, beyond the run's noise."""
     if not profile.height:
         return pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, "step": pl.Int64, "host": pl.String,
-                                    "ts": pl.Datetime("us"), "excess_s": pl.Float64})
+                                    "ts": pl.Datetime("us"), "excess_s": pl.Float64, "stride": pl.Int64})
     typical = pl.col("avg_c").median().over("run", "attempt")
+    # NOTE: how many steps apart the attempt's records are (1, or a probe's sampling interval): a stretch of slow
+    # steps is consecutive in the records, not in the step count
+    stride = pl.col("step").sort().diff().median().over("run", "attempt").fill_null(1).cast(pl.Int64)
     # The slowest rank against its peers at the same step (their mean without it): step-to-step noise that moves
     # every rank (a loaded CPU, a slow batch) cancels out, which the attempt's usual step would not. How far that
     # lead is above its usual, and how much it varies, is the run's own noise: a host is slow where it is
@@ -213,9 +216,10 @@ def slow_steps(profile: pl.DataFrame, s: Settings) -> pl.DataFrame:
     ratio = pl.min_horizontal(pl.lit(s.straggler_ratio), pl.max_horizontal(
         pl.lit(s.straggler_floor), pl.min_horizontal(_noise_bar(lead), _noise_bar(trail))))
     slow = lead > pl.col("_ratio")
-    return (profile.with_columns(typical=typical, _ratio=ratio).filter(slow, pl.col("slow_host").is_not_null())
+    return (profile.with_columns(typical=typical, _ratio=ratio, stride=stride)
+            .filter(slow, pl.col("slow_host").is_not_null())
             .select("run", "attempt", "step", host="slow_host", ts="ts",
-                    excess_s=pl.col("max_c") - pl.col("typical")).sort("run", "attempt", "step"))
+                    excess_s=pl.col("max_c") - pl.col("typical"), stride="stride").sort("run", "attempt", "step"))
 
 
 def _noise_bar(x: pl.Expr) -> pl.Expr:
@@ -228,8 +232,11 @@ def straggler_incidents(slow: pl.DataFrame, s: Settings) -> pl.DataFrame:
     """A host slow for a stretch of consecutive steps is an incident; isolated slow steps are not."""
     if not slow.height:
         return _empty_incidents()
+    by = ("run", "attempt", "host")
+    stride = pl.col("stride") if "stride" in slow.columns else pl.lit(1)
     runs = (slow.sort("run", "attempt", "host", "step")
-            .with_columns(stretch=(pl.col("step") - pl.int_range(pl.len()).over("run", "attempt", "host")))
+            .with_columns(stretch=(pl.col("step").diff().over(*by) > stride).fill_null(True).cast(pl.Int64)
+                          .cum_sum().over(*by))
             .group_by("run", "attempt", "host", "stretch")
             .agg(first_step=pl.col("step").min(), last_step=pl.col("step").max(), n=pl.len(),
                  root_ts=pl.col("ts").min(), exit_ts=pl.col("ts").max())
