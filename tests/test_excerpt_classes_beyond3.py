@@ -112,3 +112,25 @@ def test_a_bare_step_line_with_a_nan_loss_is_a_divergence(tmp_path: Path) -> Non
     head = "0 | loss 11.6250 | lr 3.0e-04 | 101877.40ms\n10 | loss 9.4062 | lr 3.0e-04 | 13581.22ms\n"
     assert _modes(tmp_path, head, "train.log") == set()
     assert _modes(tmp_path, head + "20 | loss nan | lr 3.0e-04 | 13602.91ms\n", "train.log") == {"loss_divergence"}
+
+
+def test_the_ofi_plugins_failed_transfer_is_the_network(tmp_path: Path) -> None:
+    text = ("node-3:2201:2390 [3] ofi_process_cq:1033 NCCL WARN NET/OFI Request 0x7f1a2c04e0 completed with error. "
+            "RC: 21. Error: Input/output error. Completed length: 0, Request: { buffer_index: 255, dev: 3 }\n")
+    assert _modes(tmp_path, text, "nccl.log") == {"network"}
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: [Rank 0]: Ranks 4, 5 failed to pass monitoredBarrier in 1800000 ms",
+    "RuntimeError: Rank 3 timed out in monitoredBarrier after 1800000 ms.",
+])
+def test_a_monitored_barrier_that_ranks_missed_is_a_hang(tmp_path: Path, line: str) -> None:
+    assert _modes(tmp_path, _traceback(line)) == {"nccl_timeout"}
+    assert _modes(tmp_path, line + "\n") == {"nccl_timeout"}
+
+
+@pytest.mark.parametrize("after", ["600000ms", "1800s", "20min"])
+def test_c10d_logs_its_store_connect_timeout_in_any_unit(tmp_path: Path, after: str) -> None:
+    line = (f"[E728 15:01:59.561275187 socket.cpp:1028] [c10d] The client socket has timed out after {after} while "
+            "trying to connect to (10.4.0.2, 29500).\n")
+    assert _modes(tmp_path, line) == {"network"}

@@ -93,6 +93,8 @@ WC_STATUS = {
 # WARN kinds in the order they are tried: (kind, regex on the message, failure mode, severity).
 _WARN_KINDS: list[tuple[str, str, str | None, str]] = [
     ("ib_completion_error", r"Got completion (?:from peer \S+ )?with (?:error|status)", "network", "error"),
+    # the AWS OFI plugin's (EFA) failed transfer: `NET/OFI Request 0x7f.. completed with error. RC: 21. Error: ...`
+    ("ofi_completion_error", r"NET/OFI Request (?:\S+ )?completed with error", "network", "error"),
     ("ibv_error", r"\bibv_\w+(?:\(\))? (?:failed|returned)", "network", "error"),
     ("ib_async_event", r"NET/IB ?: .*(?:async (?:fatal |error )?event|GID table changed)",
      "network", "error"),

@@ -62,7 +62,12 @@ _LAUNCHER_EXIT = (r"\] exits with return code = -?\d+|process \d+ terminated wit
 PATTERN = "|".join([
     r"ollective operation timeout|watchdog thread terminated with exception|Heartbeat monitor timed out",
     r"Watchdog caught collective|\) ran for \d+ milliseconds before timing out",
-    r"timed out in (?:blocking wait|call to wait\(\))|To avoid data inconsistency, we are taking the entire process",
+    r"timed out in (?:blocking wait|call to wait\(\)|monitoredBarrier)|failed to pass monitoredBarrier in \d",
+    r"To avoid data inconsistency, we are taking the entire process",
+    # NOTE: c10d's store logs its own line before (or without) the exception: `[E728 15:01:59.561275187
+    # socket.cpp:1028] [c10d] The client socket has timed out after 600000ms while trying to connect to (...)`
+    r"The client socket has timed out after \d|connect\(\) timed out\. Original timeout was \d",
+    r"via c10d key-value store by key |Timed out waiting \d+ms for (?:recv|send) operation",
     r"Received a dump signal due to a collective timeout|Observed flight recorder dump signal",
     r"\] Timeout at collective: |ranks that caused the desync are|didn't finish collective #",
     r"but didn't join collective #|are the lagging ranks that caused this timeout",
@@ -97,7 +102,7 @@ _SNIFF = re.compile(
     rb"|NCCL error: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|remote process)"
     # NOTE: a traceback is evidence wherever it appears: a file holding only one (`excerpt.log`) is read too
     rb"|Traceback \(most recent call last\)|THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: "
-    rb"|CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: "
+    rb"|CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: |failed to pass monitoredBarrier|timed out in monitoredBarrier"
     rb"|(?m:^Killed\r?$)|: line \d+: +\d+ Killed\s+\S|(?m:^\[\d+\][+-]? +Killed\s+\S)|(?m:^zsh: killed\s+\S)"
 )
 # srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) ` or SkyPilot's node `(worker1, rank=1, pid=2, ip=...) `,
@@ -131,7 +136,10 @@ _CHAIN = r"During handling of the above exception|The above exception was the di
 
 # Content kinds in the order tried: (kind, regex on the message, failure mode or None, severity).
 # (gloo's own: `Timed out waiting 1800000ms for recv operation to complete`, what a rank waiting on a peer raises)
-_TIMEOUT = (r"ollective operation timeout|timed out in (?:blocking wait|call to wait\(\))"
+# NOTE: monitored_barrier (gloo) names the ranks that never arrived (`[Rank 0]: Ranks 4, 5 failed to pass
+# monitoredBarrier in 2000000 ms`, a late rank's `Rank 3 timed out in monitoredBarrier after 1800000 ms`): a hang
+_TIMEOUT = (r"ollective operation timeout|timed out in (?:blocking wait|call to wait\(\)|monitoredBarrier)"
+            r"|failed to pass monitoredBarrier in \d+ ?ms"
             r"|Timed out waiting \d+ms for (?:recv|send) operation to complete"
             # a report pasted with its lines wrapped at a terminal's width keeps one half or the other
             r"|Watchdog caught collective|\) ran for \d+ milliseconds before timing out")
@@ -143,7 +151,9 @@ _STORE_TIMEOUT = r"via c10d key-value store by key .* got error: (?:Socket Timeo
 # ... and a store's server that cannot bind its port (EADDRINUSE: another job, a stale process; errno 99: an address
 # not the host's): the launch's own configuration, not the network (torch 2.4+ DistNetworkError, RuntimeError before)
 _STORE_CONNECT = (r"connect\(\) timed out\. Original timeout was \d+ ?ms"
-                  r"|The client socket has timed out after \d+ ?ms while trying to connect")
+                  # NOTE: c10d prints the timeout as a std::chrono duration (`600000ms`, `1800s`, `20min`); a
+                  # report cut at a terminal's width may keep only the line's first half
+                  r"|The client socket has timed out after \d+ ?(?:ms|s|min|h)(?: while trying to connect|\s*$)")
 _KINDS: list[tuple[str, str, str | None, str]] = [
     ("watchdog_terminated", r"watchdog thread terminated with exception", None, "critical"),
     ("comm_aborted", r"NCCL communicator was aborted", None, "error"),
@@ -403,7 +413,7 @@ _KIND_LITS: dict[str, tuple[str, ...]] = {
     "watchdog_terminated": ("watchdog thread terminated with exception",),
     "comm_aborted": ("NCCL communicator was aborted",),
     "watchdog_timeout": ("ollective operation timeout", "timed out in ", "Timed out waiting ",
-                         "Watchdog caught collective", " milliseconds before timing out"),
+                         "Watchdog caught collective", " milliseconds before timing out", "monitoredBarrier"),
     "heartbeat_timeout": ("Heartbeat monitor timed out", "watchdog got stuck for"),
     "timeout_notified": ("Received a global timeout from another rank",),
     "store_timeout": ("via c10d key-value store by key ",),
