@@ -201,3 +201,27 @@ def test_file_and_folder_names_that_are_not_utf8_are_stored_and_found_again(tmp_
         files = lab.sql("SELECT path, run FROM ingested_files ORDER BY path")
         assert files["run"].to_list() == [None, "r\\xe9sum\\xe9"]
         assert files["path"][1].endswith("/runs/r\\xe9sum\\xe9/attempt-1/kern\\xff.log")
+
+
+@pytest.mark.parametrize("name, lines", [
+    ("rank-3.jsonl", [f'{{"ts": "2026-11-24T08:00:{i:02d}Z", "rank": 3, "host": "east-003", "step": {i}, '
+                      f'"step_s": {"5.6e64" if i == 2 else "1.0"}, "data_s": {"-3.0" if i == 3 else "0.1"}}}'
+                      for i in range(1, 5)]),
+    # a Megatron iteration line whose timer a flipped byte made 10^67 ms
+    ("train.log", [f"[2026-11-24 08:00:{i:02d}] iteration {i:8d}/    5000 | consumed samples:     {i * 512:8d} | "
+                   f"elapsed time per iteration (ms): {'5.6E+67' if i == 2 else '1000.2'} | learning rate: 3.000E-04 | "
+                   "global batch size:   512 | lm loss: 7.512E+00 | loss scale: 1.0 | number of skipped iterations:   0"
+                   for i in range(1, 5)]),
+])
+def test_a_duration_no_clock_can_hold_is_left_empty_and_named(tmp_path: Path, name: str, lines: list[str]) -> None:
+    log = tmp_path / name
+    log.write_text("\n".join(lines) + "\n")
+    code, errors = ingest(tmp_path / "s.duckdb", log)
+    assert code == 2 and errors and all(e.startswith(f"error: {name}:") for e in errors), errors
+    assert any(f"{name}:2: " in e for e in errors), errors
+    with Lab(tmp_path / "s.duckdb") as lab:
+        table = "rank_steps" if name.endswith(".jsonl") else "steps"
+        got = lab.sql(f"SELECT step, step_s FROM {table} ORDER BY step").rows()
+        # the damaged number is gone (its row kept empty, or the collector's own reading refused the line)
+        assert [s for s, _ in got if s != 2] == [1, 3, 4] and all(v is None for s, v in got if s == 2), got
+        assert all(v is None or 0 <= v < 1e6 for _, v in got), got

@@ -9,7 +9,7 @@ from types import ModuleType
 import polars as pl
 
 from clusterlab.collectors._base import FILE_LINE_BASE, Context
-from clusterlab.ingest.parse import ParsedFile, _fill_ts, _keep
+from clusterlab.ingest.parse import ParsedFile, _fill_ts, _keep, aligned_rows
 from clusterlab.tables import evidence_schema
 
 BASE = FILE_LINE_BASE  # line numbers of a group: file index x BASE + the file's own line
@@ -76,11 +76,8 @@ def split_rows(items: list[Item], c: ModuleType, table: str, frame: pl.DataFrame
     if "host" in schema and getattr(c, "FILL_HOST", True):
         frame = frame.with_columns(pl.col("host").fill_null(pl.col("_host")) if "host" in frame.columns
                                    else pl.col("_host").alias("host"))
-    aligned = frame.select([
-        (pl.col(k).cast(t, strict=False) if k in frame.columns else pl.lit(None, t).alias(k))
-        for k, t in schema.items()
-    ] + [pl.col("_file")])
-    _report_lost(items, frame, aligned, schema)
+    aligned, lost = aligned_rows(frame, schema, keep=("_file",))
+    _report_lost(items, frame, lost)
     files = aligned["_file"]
     if files.is_sorted():
         # NOTE: each file's rows are one run: handed out as slices of the group's frame, not copied apart (the
@@ -110,15 +107,13 @@ def file_slices(frame: pl.DataFrame) -> dict[int, pl.DataFrame]:
     return out
 
 
-def _report_lost(items: list[Item], frame: pl.DataFrame, aligned: pl.DataFrame,
-                 schema: dict[str, pl.DataType]) -> None:
-    """Values a column could not hold, reported per file as `_aligned` reports them (five a file)."""
-    changed = [k for k in schema if k in frame.columns and frame.schema[k] != schema[k]]
-    if not changed:
+def _report_lost(items: list[Item], frame: pl.DataFrame, lost: dict[str, pl.Series]) -> None:
+    """Values a column could not hold (`aligned_rows`), reported per file as `_aligned` reports them (five a file)."""
+    if not lost:
         return
-    lost = pl.DataFrame({k: frame[k].is_not_null() & aligned[k].is_null() for k in changed}).with_columns(
-        _line=frame["line"], _file=frame["_file"])
-    flagged = lost.filter(pl.any_horizontal(changed)).group_by("_file", maintain_order=True).head(5)
+    changed = list(lost)
+    flags = pl.DataFrame(lost).with_columns(_line=frame["line"], _file=frame["_file"])
+    flagged = flags.filter(pl.any_horizontal(changed)).group_by("_file", maintain_order=True).head(5)
     for row in flagged.iter_rows(named=True):
         out, ctx, _ = items[row["_file"]]
         msg = f"{ctx.path}:{row['_line']}: {', '.join(k for k in changed if row[k])} out of range, left empty"

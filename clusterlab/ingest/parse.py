@@ -397,6 +397,10 @@ def _rows(out: ParsedFile, parsed: list[tuple[str, Parsed]], chosen: list[Module
     return pl.concat([known.filter(pl.col("line") < held_from).tail(1), known.filter(pl.col("line") >= held_from)])
 
 
+# The longest a step, a save or its parts can take: a month (a value beyond is a damaged number, not a time)
+MAX_DURATION_S = 30 * 86400.0
+
+
 def unparsed_warnings(c: ModuleType, lines: pl.Series | None) -> list[str]:
     """A GROUPABLE collector's unread lines as its warnings: the first three of a batch (none where the collector
     names no warning: its unread lines are counted only)."""
@@ -421,19 +425,34 @@ def _keep(out: ParsedFile, table: str, frame: pl.DataFrame) -> None:
     out.held_rows = 0
 
 
-def _aligned(frame: pl.DataFrame, schema: dict[str, pl.DataType], ctx: Context, res: FileResult) -> pl.DataFrame:
-    """`frame` in the table's columns and types; a value its column cannot hold is left empty and reported."""
+def aligned_rows(frame: pl.DataFrame, schema: dict[str, pl.DataType], keep: tuple[str, ...] = ()
+                 ) -> tuple[pl.DataFrame, dict[str, pl.Series]]:
+    """`frame` in the table's columns and types (and the `keep` columns), and per column the rows whose value it
+    could not hold, left empty."""
     cols = [c for c in schema if c in frame.columns]
     out = frame.select([
         (pl.col(c).cast(t, strict=False) if c in frame.columns else pl.lit(None, t).alias(c))
         for c, t in schema.items()
-    ])
+    ] + [pl.col(k) for k in keep])
     # NOTE: only a column whose type changed can lose a value to the cast; most collectors give the types
-    changed = [c for c in cols if frame.schema[c] != schema[c]]
-    if not changed:
+    lost = {c: frame[c].is_not_null() & out[c].is_null() for c in cols if frame.schema[c] != schema[c]}
+    # NOTE: a duration (`step_s`, `duration_s`, ...) outside [0, MAX_DURATION_S] or not finite is a damaged line's
+    # number (a flipped digit's 5.6e64 s), not a time: the ledger makes times of it, which they cannot hold
+    for c in (c for c in cols if c.endswith("_s") and schema[c].is_float()):
+        absurd = ~out[c].is_between(0.0, MAX_DURATION_S).fill_null(True)
+        if absurd.any():
+            out = out.with_columns(pl.when(absurd).then(None).otherwise(pl.col(c)).alias(c))
+            lost[c] = lost[c] | absurd if c in lost else absurd
+    return out, lost
+
+
+def _aligned(frame: pl.DataFrame, schema: dict[str, pl.DataType], ctx: Context, res: FileResult) -> pl.DataFrame:
+    """`frame` in the table's columns and types; a value its column cannot hold is left empty and reported."""
+    out, lost = aligned_rows(frame, schema)
+    if not lost:
         return out
-    lost = pl.DataFrame({c: frame[c].is_not_null() & out[c].is_null() for c in changed})
-    flagged = lost.with_columns(_line=frame["line"]).filter(pl.any_horizontal(changed)).head(5)
+    changed = list(lost)
+    flagged = pl.DataFrame(lost).with_columns(_line=frame["line"]).filter(pl.any_horizontal(changed)).head(5)
     for row in flagged.iter_rows(named=True):
         msg = f"{ctx.path}:{row['_line']}: {', '.join(c for c in changed if row[c])} out of range, left empty"
         if msg not in res.messages and len(res.messages) < 50:
