@@ -219,3 +219,32 @@ def test_a_slow_host_in_records_sampled_every_tenth_step_is_a_straggler() -> Non
     profile = pl.DataFrame(rows, schema_overrides={"attempt": pl.Int32})
     strag = inc.straggler_incidents(inc.slow_steps(profile, inc.Settings()), inc.Settings())
     assert strag.select("host", "first_step", "last_step").rows() == [("h3", 2010, 3000)]
+
+
+def _raising_log(ranks: list[int]) -> list[str]:
+    """`srun -l` output of 8 ranks on 2 hosts that trained 10 steps, then `ranks` raise the same ValueError."""
+    out = [f"{r}: {_HOSTS4[r // 4]}:{7000 + r}:{7100 + r} [{r % 4}] NCCL INFO comm 0x5b{r:02d}0 rank {r} nranks 8 "
+           f"cudaDev {r % 4} nvmlDev {r % 4} busId {r % 4}b000 commId 0x77ab - Init COMPLETE" for r in range(8)]
+    out += _stamped_launch(T0, 1, 10)
+    for r in ranks:
+        out += [f"{r}: [rank{r}]: Traceback (most recent call last):",
+                f'{r}: [rank{r}]:   File "/workspace/train.py", line 88, in <module>',
+                f"{r}: [rank{r}]: ValueError: sequence length 8192 exceeds the model's max_position_embeddings 4096"]
+    end = T0 + dt.timedelta(seconds=60 + 10 * 20 + 5)
+    out += ["srun: error: ca-01: tasks 0-3: Exited with exit code 1",
+            f"slurmstepd: error: *** STEP 4500.0 ON ca-01 CANCELLED AT {end:%Y-%m-%dT%H:%M:%S} ***"]
+    return out
+
+
+def test_an_error_every_host_raised_is_the_jobs_not_a_hosts(tmp_path: Path) -> None:
+    got = {}
+    for name, ranks in (("both", [0, 5]), ("one", [5])):
+        run = tmp_path / name / "runs" / f"r-{name}"
+        run.mkdir(parents=True)
+        (run / "run.toml").write_text("gpus = 8\ntokens_per_step = 16384\nflops_per_token = 1e9\n")
+        (run / "slurm-4500.out").write_text("\n".join(_raising_log(ranks)) + "\n")
+        with Lab(tmp_path / f"{name}.duckdb") as lab:
+            lab.ingest(tmp_path / name)
+            (row,) = lab.incidents(f"r-{name}").filter(pl.col("kind") == "attempt_end").to_dicts()
+        got[name] = (row["failure_mode"], row["host"])
+    assert got == {"both": ("user_code_error", None), "one": ("user_code_error", "ca-02")}

@@ -307,6 +307,8 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
         host, shared = _shared_service(con, winner, host, a["end_ts"], s)
         if shared:
             conf_base = 0.8
+    if winner is not None and mode == "user_code_error" and _raised_on_many_hosts(con, a, winner):
+        host = None
     # everything not supporting the winner is a runner-up, with why it lost
     wid = winner["_id"] if winner else None
     is_winner = pl.col("_id").is_in([] if wid is None else [wid])
@@ -418,6 +420,8 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
             host, shared = _shared_service(con, winner, host, a["end_ts"], s)
             if shared:
                 conf_base = 0.8
+        if winner is not None and mode == "user_code_error" and _raised_on_many_hosts(con, a, winner):
+            host = None
         incs[k] = {"incident_id": f"{a['run']}:{a['attempt']}:end", "run": a["run"], "attempt": a["attempt"],
                    "kind": "attempt_end", "exit_ts": a["end_ts"],
                    "root_ts": _root_time(winner, stamped.get(k, none)) if winner else a["end_ts"],
@@ -561,3 +565,12 @@ def _shared_service(con: duckdb.DuckDBPyConnection, winner: dict, host: str | No
     if links["host"].n_unique() >= s.shared_min_hosts:
         return "fabric", True
     return host, False
+
+
+def _raised_on_many_hosts(con: duckdb.DuckDBPyConnection, a: dict, winner: dict) -> bool:
+    """Whether the attempt's ranks on more than one host raised the winner's error: the job's own bug (a config that
+    no longer fits its checkpoint), which every rank meets, is no host's; the first to print it is chance."""
+    # NOTE: one query per attempt that ended on a user's error; the same kind of line from the attempt's ranks
+    return con.execute("""SELECT count(DISTINCT host) > 1 FROM events WHERE run = ? AND attempt = ?
+                          AND failure_mode = 'user_code_error' AND kind = ? AND host IS NOT NULL""",
+                       [a["run"], a["attempt"], winner["kind"]]).fetchall()[0][0]
