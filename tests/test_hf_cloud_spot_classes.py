@@ -145,3 +145,40 @@ def test_a_cloud_reclaim_names_its_vm_and_an_ordinary_teardown_stays_information
         again = lab.sql("SELECT host, kind, failure_mode FROM events WHERE source = 'aws_ec2' ORDER BY ts")
     assert ev.rows() == [("ip-10-7-1-20", "spot_reclaim", "preemption"), ("ip-10-7-1-21", "instance_state", None)]
     assert again.rows() == ev.rows()
+
+
+def test_a_save_every_rank_commits_ends_at_the_latest_commit_not_the_last_line() -> None:
+    from clusterlab.collectors import deepspeed
+
+    def ds(at: str, msg: str) -> str:
+        return f"[2026-12-03 {at}] [INFO] [torch_checkpoint_engine.py:33:commit] [Torch] Checkpoint {msg}"
+    lines = [ds("10:00:00,000", "global_step400 is about to be saved!"),
+             ds("10:00:49,100", "global_step400 is ready now!"),
+             ds("10:00:50,000", "global_step400 is ready now!"),
+             # a node whose clock runs 50 s behind commits last: its line comes last with an early stamp
+             ds("10:00:00,900", "global_step400 is ready now!")]
+    saves = deepspeed.parse(_frame(lines), Context(path="x")).tables["checkpoints"]
+    assert saves["duration_s"].to_list() == [50.0], saves
+
+
+def test_the_final_save_model_into_the_output_folder_ends_the_completed_attempt(tmp_path: Path) -> None:
+    run = tmp_path / "b" / "runs" / "ft" / "attempt-1"
+    run.mkdir(parents=True)
+    lines = [f"[INFO|trainer.py:2314] {_hms(T0)} >> ***** Running training *****",
+             f"[INFO|trainer.py:2322] {_hms(T0)} >>   Total optimization steps = 40",
+             # a tokenizer written at start-up into the output folder is no save
+             f"[INFO|tokenization_utils_base.py:2646] {_hms(T0)} >> tokenizer config file saved in /out/tc.json"]
+    lines += [_bar(n, 40, 5.0 * n) for n in range(1, 41)]
+    end = T0 + dt.timedelta(seconds=200)
+    lines += ["Training completed. Do not forget to share your model on huggingface.co/models =)",
+              f"[INFO|trainer.py:3801] {_hms(end + dt.timedelta(seconds=1))} >> Saving model checkpoint to /out",
+              f"[INFO|modeling_utils.py:3042] {_hms(end + dt.timedelta(seconds=91))} >> Model weights saved in "
+              "/out/model.safetensors.index.json"]
+    (run / "train.log").write_text("\n".join(lines) + "\n")
+    (run.parent / "run.toml").write_text("gpus = 8\ntokens_per_step = 65536\nflops_per_token = 1e9\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(tmp_path / "b")
+        saves = lab.sql("SELECT step, duration_s FROM checkpoints WHERE action = 'save'")
+        att = lab.attempts("ft")
+    assert saves.rows() == [(None, 90.0)], saves
+    assert att["end_ts"].item() == end + dt.timedelta(seconds=91), att

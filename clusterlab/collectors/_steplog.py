@@ -237,7 +237,9 @@ def checkpoint_rows(ops: pl.DataFrame, missing_ok: bool | None) -> pl.DataFrame:
         pl.col("line").first(), pl.col("ts").drop_nulls().first(), pl.col("host").drop_nulls().first(),
         pl.col("step").drop_nulls().first(), pl.col("path").drop_nulls().first(),
         pl.col("ts").filter(phase.is_in(["start", "info"])).drop_nulls().first().alias("_t0"),
-        pl.col("ts").filter(phase == "finish").drop_nulls().last().alias("_t1"),
+        # NOTE: a save every rank commits ends at the latest commit, not at the line printed last: the ranks of
+        # several hosts interleave, and a host whose clock runs behind prints its commit last with an early stamp
+        pl.col("ts").filter(phase == "finish").max().alias("_t1"),
         pl.col("duration_s").filter(phase == "timer").max().alias("_timer"),
         pl.col("duration_s").filter(phase == "finish").drop_nulls().first().alias("_printed"),
         (phase == "finish").any().alias("_done"), pl.col("ok").filter(phase == "finish").first().alias("_ok"),

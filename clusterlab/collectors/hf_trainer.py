@@ -46,8 +46,12 @@ _SAVE = r"Saving model checkpoint to (\S+)"
 # what a save writes into its checkpoint folder, each file as it is written (the last one ends the save); under
 # FSDP, accelerate writes the optimizer state after the model ("Optimizer state saved in .../optimizer_0"), often
 # most of the save's time
-_SAVED = (r"(?:Model weights|Configuration|Model config \w+|tokenizer config file|Special tokens file|chat template"
-          r"|Optimizer state) saved in (\S*checkpoint-\d+)/")
+_SAVED_FILE = (r"(?:Model weights|Configuration|Model config \w+|tokenizer config file|Special tokens file"
+               r"|chat template|Optimizer state) saved in ")
+_SAVED = _SAVED_FILE + r"(\S*checkpoint-\d+)/"
+# NOTE: the final `trainer.save_model()` writes into the output folder, no `checkpoint-N`: its files end the save that
+# `Saving model checkpoint to <that folder>` began (the job's last work before it exits), not a save of their own
+_SAVED_OUT = _SAVED_FILE + r"(\S+)/[^/\s]+\s*$"
 _LOAD = r"Loading model from (\S*checkpoint-\d+)/?\.?\s*$"
 _RESUME = r"Continuing training from global step (\d+)"
 _BANNER = {
@@ -73,7 +77,7 @@ _ARGS_LOGGING = r"logging_steps=(\d+)"
 
 PATTERN = "|".join([
     _LOSS_DICT, _END_DICT, r"\d/\d+ \[\d+:\d\d", _ARGS_LOGGING,
-    r"Saving model checkpoint to ", r"Loading model from \S*checkpoint-\d", r" saved in \S*checkpoint-\d+/",
+    r"Saving model checkpoint to ", r"Loading model from \S*checkpoint-\d", _SAVED_FILE + r"\S+/",
     r"Continuing training from global step \d",
     r"  (?:Num examples|Num Epochs|Instantaneous batch size per device|Total train batch size \(w\. parallel[^)]*\)"
     r"|Gradient Accumulation steps|Total optimization steps|Number of trainable parameters) = \d",
@@ -167,6 +171,11 @@ def _checkpoint_ops(df: pl.DataFrame) -> pl.DataFrame:
         # completed (the Trainer writes its trainer_state.json last, silently): `ok` stays unknown
         ops.append(op(pattern, action, phase, path=path.str.strip_suffix("."),
                       step=path.str.extract(r"checkpoint-(\d+)", 1).cast(pl.Int64, strict=False)))
+    out_dir = pl.col("msg").str.extract(_SAVED_OUT, 1)
+    began = pl.col("msg").str.extract(_SAVE, 1).str.strip_suffix(".").str.strip_suffix("/").forward_fill() \
+        .over(file_of_line())
+    ops.append(op(_SAVED_OUT, "save", "finish", where=~out_dir.str.contains(r"checkpoint-\d+$") & (out_dir == began),
+                  path=out_dir))
     return checkpoint_ops(df, ops)
 
 

@@ -24,6 +24,8 @@ RESTART_LINES = ("((source = 'ft_launcher' AND kind = 'restart') "
 # Facts a launch prints first (`torchrun`'s start, the trainer's world size): where a log appended by each launch
 # (`sbatch --requeue --open-mode=append`) begins its next attempt.
 LAUNCH_FACTS = ("launcher_start", "world_size")
+# The longest save whose end still dates its attempt (a duration beyond is a misread, not a save)
+SAVE_END_MAX_S = 6 * 3600.0
 Restart = tuple[str, int | None, dt.datetime, list[tuple[int, int]]]  # run, path attempt, time, (file, line)s
 
 
@@ -310,6 +312,11 @@ def refresh(con: duckdb.DuckDBPyConnection) -> None:
             f"'{t}' AS tbl FROM {t} WHERE run IS NOT NULL"
             for t in _TS_TABLES
         )
+        # NOTE: a save's row is dated by its start; where the log timed it, its end is the attempt's evidence too (the
+        # final save_model and upload a completed job does last), bounded so that a garbled duration stretches nothing
+        union += (" UNION ALL SELECT run, attempt, ts + to_microseconds(CAST(duration_s * 1e6 AS BIGINT)), host, "
+                  "NULL::BIGINT, 'checkpoint_end' FROM checkpoints WHERE run IS NOT NULL AND ts IS NOT NULL "
+                  f"AND duration_s > 0 AND duration_s < {SAVE_END_MAX_S}")
         con.execute("DELETE FROM attempts")
         con.execute(f"""
             INSERT INTO attempts
