@@ -134,3 +134,20 @@ def test_c10d_logs_its_store_connect_timeout_in_any_unit(tmp_path: Path, after: 
     line = (f"[E728 15:01:59.561275187 socket.cpp:1028] [c10d] The client socket has timed out after {after} while "
             "trying to connect to (10.4.0.2, 29500).\n")
     assert _modes(tmp_path, line) == {"network"}
+
+
+@pytest.mark.parametrize(("tail", "mode"), [
+    ("Segmentation fault (core dumped)", "user_code_error"),
+    ("Bus error (core dumped)", "host_oom"),
+    ("./train.sh: line 61: 40122 Aborted                 (core dumped) python train.py --bs 64", "nccl_timeout"),
+    ("zsh: segmentation fault  python train.py --bs 64", "user_code_error"),
+    ("Fatal Python error: Segmentation fault", "user_code_error"),
+])
+def test_the_shells_report_of_other_signals_is_that_signals_exit(tmp_path: Path, tail: str, mode: str) -> None:
+    head = "epoch 3 | step 4100 | loss 2.3117\n"
+    assert _modes(tmp_path, head + tail + "\n", "train.log") == {mode}
+
+
+def test_a_word_of_a_signal_in_prose_is_no_exit(tmp_path: Path) -> None:
+    text = "INFO: Aborted! (user pressed Ctrl-C twice)\nNOTE: a Segmentation fault is reported below if any\n"
+    assert _modes(tmp_path, text, "train.log") == set()

@@ -49,10 +49,22 @@ _DS_END = r"\[launch\.py:\d+:main\] Process \d+ exits successfully\."
 # torch.multiprocessing.spawn's ProcessExitedException (`process 0 terminated with signal SIGKILL` / `with exit code
 # 1`) and torch.distributed.launch's CalledProcessError (`Command '[...]' died with <Signals.SIGKILL: 9>.` /
 # `returned non-zero exit status 1.`)
-# NOTE: the shell's own report of its child killed by SIGKILL (bash's bare `Killed` after the program's last
-# output, a batch script's `script: line 28: 19344 Killed  python3 train.py`, job control's `[1]+  Killed  cmd`,
-# zsh's `zsh: killed  cmd`) is the same exit, its code -9 (`exit_modes` gives it a mode where nothing else does)
-SHELL_KILLED = r"^Killed\s*$|: line \d+: +\d+ Killed\s+\S|^\[\d+\][+-]? +Killed\s+\S|^zsh: killed\s+\S"
+# NOTE: the shell's own report of its child killed by a signal (bash's bare `Killed` or `Segmentation fault (core
+# dumped)` after the program's last output, a batch script's `script: line 28: 19344 Killed  python3 train.py`, job
+# control's `[1]+  Killed  cmd`, zsh's `zsh: bus error  cmd`) and Python's faulthandler (`Fatal Python error:
+# Segmentation fault`) are the same exit, its code minus the signal's (`exit_modes` gives it a mode where nothing else
+# does: SIGKILL the OOM killer, SIGBUS /dev/shm, SIGSEGV the code)
+_SIG_WORDS = {"Killed": -9, "killed": -9, "Segmentation fault": -11, "segmentation fault": -11, "Bus error": -7,
+              "bus error": -7, "Aborted": -6, "abort": -6, "Floating point exception": -8,
+              "floating point exception": -8, "Illegal instruction": -4, "illegal hardware instruction": -4}
+_SIG_BASH = r"(Killed|Segmentation fault|Bus error|Aborted|Floating point exception|Illegal instruction)"
+_SIG_ZSH = r"(killed|segmentation fault|bus error|abort|floating point exception|illegal hardware instruction)"
+SHELL_KILLED = (rf"^{_SIG_BASH}(?: \(core dumped\))?\s*$|: line \d+: +\d+ {_SIG_BASH}(?: +\(core dumped\))?\s+\S"
+                rf"|^\[\d+\][+-]? +{_SIG_BASH}(?: \(core dumped\))?\s+\S|^zsh: {_SIG_ZSH}(?: \(core dumped\))?\s+\S"
+                rf"|^Fatal Python error: {_SIG_BASH}\s*$")
+# where the signal's word sits in each of those shapes
+_SIG_AT = (r"(?:^|: line \d+: +\d+ |^\[\d+\][+-]? +|^zsh: |^Fatal Python error: )"
+           + _SIG_BASH[:-1] + "|" + _SIG_ZSH[1:])
 # NOTE: an exception class whose name says no `Error` is known by its module path (`pyarrow.lib.ArrowInvalid: Parquet
 # magic bytes not found in footer`, `google.api_core.exceptions.NotFound: 404 ...`): a dotted lower-case path, then a
 # capitalised class name and `: ` (a logger's `torch.distributed.run: [WARNING]` ends lower-case)
@@ -103,7 +115,9 @@ _SNIFF = re.compile(
     # NOTE: a traceback is evidence wherever it appears: a file holding only one (`excerpt.log`) is read too
     rb"|Traceback \(most recent call last\)|THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: "
     rb"|CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: |failed to pass monitoredBarrier|timed out in monitoredBarrier"
-    rb"|(?m:^Killed\r?$)|: line \d+: +\d+ Killed\s+\S|(?m:^\[\d+\][+-]? +Killed\s+\S)|(?m:^zsh: killed\s+\S)"
+    rb"|(?m:^(?:Killed|Segmentation fault|Bus error|Aborted)(?: \(core dumped\))?\r?$)|Fatal Python error: "
+    rb"|: line \d+: +\d+ (?:Killed|Segmentation fault|Bus error|Aborted)\s|(?m:^\[\d+\][+-]? +Killed\s+\S)"
+    rb"|(?m:^zsh: (?:killed|segmentation fault|bus error|abort)\s)"
 )
 # srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) ` or SkyPilot's node `(worker1, rank=1, pid=2, ip=...) `,
 # torchrun `[rank3]:` / `[default3]:`, mpirun `[1,3]<...>:`
@@ -206,7 +220,9 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
 _CONTENT_MODE_KINDS = ("watchdog_terminated", "comm_aborted", "cuda_error", "nccl_detail", "nccl_error")
 _SIGNAMES = {str(s.value): s.name for s in signal.Signals}
 _SIGNAL_EXITS = {s.name: -s.value for s in signal.Signals}  # a signal's death as the negative exit code torch reports
-_EXIT_LITS = ("Killed", "killed ", " exits with return code = ", " terminated with signal ",
+_SIG_LITS = ("Killed", "killed ", "egmentation fault", "us error", "Aborted", "abort", "loating point exception",
+             "llegal instruction", "llegal hardware instruction")
+_EXIT_LITS = (*_SIG_LITS, " exits with return code = ", " terminated with signal ",
               " terminated with exit code ", "' died with <Signals.", "' returned non-zero exit status ")
 _GIB = {"bytes": 1 / 2**30, "B": 1 / 2**30, "KiB": 1 / 2**20, "MiB": 1 / 2**10, "GiB": 1.0, "TiB": 1024.0}
 _DETAIL = [
@@ -498,8 +514,9 @@ def _message_fields(f: pl.DataFrame, found: set[str]) -> pl.DataFrame:
         exitcode=pl.coalesce(num("failed (exitcode: ", r"failed \(exitcode: (-?\d+)\)", pl.Int32),
                              num(_EXIT_LITS, r"(?:exits with return code =|exit code|exit status) (-?\d+)", pl.Int32),
                              -num(_EXIT_LITS, r"died with <Signals\.SIG\w+: (\d+)>", pl.Int32),
-                             pl.when(m.str.contains(SHELL_KILLED)).then(pl.lit(-9, pl.Int32))
-                             if has("Killed", "killed ") else pl.lit(None, pl.Int32),
+                             pl.when(m.str.contains(SHELL_KILLED)).then(m.str.extract(_SIG_AT, 1))
+                             .replace_strict(_SIG_WORDS, default=None, return_dtype=pl.Int32)
+                             if has(*_SIG_LITS) else pl.lit(None, pl.Int32),
                              text(_EXIT_LITS, r"terminated with signal (SIG\w+)").replace_strict(
                                  _SIGNAL_EXITS, default=None, return_dtype=pl.Int32)),
         pid=num(") of binary", r"\(pid: (\d+)\) of binary"),
