@@ -13,6 +13,7 @@ from clusterlab.account import advice, ledger
 from clusterlab.diagnose import (
     counter_evidence,  # error counters weighed at an attempt's end
     incidents,
+    refinements,
     root_cause,
     straggler_evidence,  # a straggler's step records and the telemetry that explains them
     telemetry_incidents,  # slow stretches explained by telemetry (throttling, saturation)
@@ -165,7 +166,15 @@ def _mfu(con: duckdb.DuckDBPyConnection, info: dict, baseline_s: float, notes: l
 
 
 def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Settings | None = None) -> Attribution:
-    """Incidents and the exact GPU-time ledger of one run."""
+    """Incidents and the exact GPU-time ledger of one run; a refining rule that failed is named in its notes
+    (`diagnose.refinements`)."""
+    with refinements.collecting() as failed:
+        a = _attribute(con, run, settings)
+    a.notes.extend(failed)
+    return a
+
+
+def _attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Settings | None) -> Attribution:
     s = settings or incidents.Settings()
     info = _run_info(con, run)
     att = timeline.attempt_spans(con, run)  # the scheduler's span of each attempt where it has one
@@ -273,11 +282,14 @@ def incidents_of(con: duckdb.DuckDBPyConnection, run: str | None, s: incidents.S
     """All incidents of a run (or every run) with human overrides applied, and their evidence; `profile`
     (`timeline.rank_profile` of the run, where the caller has it) spares a second read of the per-rank table."""
     ends, ev = root_cause.attempt_end_incidents(con, run, s, profile=profile, clocks=clocks)
-    ends, ev = counter_evidence.with_counter_evidence(con, ends, ev, s)
+    ends, ev = refinements.refined("the counter-evidence rule", lambda: counter_evidence.with_counter_evidence(
+        con, ends, ev, s), (ends, ev))
     if slow is None:
         slow = incidents.slow_steps(incidents.step_profile(con, run), s)
-    strag, strag_ev = straggler_evidence.stragglers(con, incidents.straggler_incidents(slow, s), slow)
-    ckpt, ckpt_ev = incidents.checkpoint_incidents(con, run, s)
+    strag, strag_ev = refinements.refined("the straggler rule", lambda: straggler_evidence.stragglers(
+        con, incidents.straggler_incidents(slow, s), slow), (pl.DataFrame(), pl.DataFrame()))
+    ckpt, ckpt_ev = refinements.refined("the checkpoint rule", lambda: incidents.checkpoint_incidents(con, run, s),
+                                        (pl.DataFrame(), pl.DataFrame()))
     inc = pl.concat([ends, strag, ckpt], how="diagonal_relaxed").sort("run", "root_ts", "incident_id")
     if ckpt_ev.height:
         ckpt_ev = ckpt_ev.with_columns(rank_in_incident=pl.int_range(pl.len()).over("incident_id") + 1,

@@ -27,6 +27,7 @@ from clusterlab.diagnose import (
     load_failures,
     maintenance,
     progress,
+    refinements,
     sdc,
     sticky,
     stopped_first,
@@ -101,13 +102,15 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
         SELECT run, attempt, start_ts, end_ts, hosts, attempt = max(attempt) OVER (PARTITION BY run) AS is_last
         FROM attempts WHERE ($run IS NULL OR run = $run) ORDER BY run, attempt""", {"run": run})
     cand = incidents.with_hosts(con, incidents.candidates(con, run, s, profile))
-    cand = load_failures.lost_on_load(con, cand)  # a resume dying on the checkpoint it follows
+    # a resume dying on the checkpoint it follows
+    cand = refinements.refined("the failed-resume rule", lambda: load_failures.lost_on_load(con, cand), cand)
     # each host's lines on the run's clock, where the moments all hosts share measure how far off it is
     if clocks is None and run is not None and cand.height:
         clocks = timeline.host_clocks(con, run)
     if clocks is not None and cand.height:
         cand = timeline.on_log_clock(cand, clocks)
-    first = stopped_first.suspects(con, run, s.hang_min_s, s.hang_steps, profile)
+    first = refinements.refined("the stopped-first rule", lambda: stopped_first.suspects(
+        con, run, s.hang_min_s, s.hang_steps, profile), pl.DataFrame())
     if first.height:  # the rank that stopped first in a hang: what the others print after it are symptoms
         cand = pl.concat([cand, first.with_columns(peer_host=pl.lit(None, pl.String))], how="diagonal_relaxed")
     sacct = _sacct_verdicts(con, run)
@@ -151,10 +154,13 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
     # each part is in (run, attempt, rank_in_incident) order already: one part needs no sort of its rows
     ev = (pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, **EVIDENCE_SCHEMA}) if not evs else evs[0]
           if len(evs) == 1 else pl.concat(evs, how="vertical_relaxed").sort(*keys, "rank_in_incident"))
-    inc = _divergence_onsets(con, inc)
-    inc, ev = sticky.with_sticky_faults(con, inc, ev, EVIDENCE_SCHEMA)
-    inc, ev = maintenance.with_maintenance(con, inc, ev, EVIDENCE_SCHEMA)
-    inc, ev = sdc.with_silent_corruption(con, inc, ev, EVIDENCE_SCHEMA)
+    inc = refinements.refined("the divergence-onset rule", lambda: _divergence_onsets(con, inc), inc)
+    inc, ev = refinements.refined("the sticky-fault rule", lambda: sticky.with_sticky_faults(
+        con, inc, ev, EVIDENCE_SCHEMA), (inc, ev))
+    inc, ev = refinements.refined("the maintenance rule", lambda: maintenance.with_maintenance(
+        con, inc, ev, EVIDENCE_SCHEMA), (inc, ev))
+    inc, ev = refinements.refined("the silent-data-corruption rule", lambda: sdc.with_silent_corruption(
+        con, inc, ev, EVIDENCE_SCHEMA), (inc, ev))
     return inc, ev.select(list(EVIDENCE_SCHEMA))
 
 
