@@ -394,9 +394,14 @@ def _slowdowns(con: duckdb.DuckDBPyConnection, run: str, wide: pl.DataFrame, bas
     """
     per_step = pl.DataFrame(schema={"attempt": pl.Int32, "step": pl.Int64, "slow_id": pl.String})
     none = (per_step, pl.DataFrame(), pl.DataFrame())
-    slowed = wide.filter(pl.col("slowdown") > SLOWDOWN_MIN * baseline_s * pl.col("n"),
-                         pl.col("step").is_not_null()).select(
-        pl.col("attempt").cast(pl.Int32), "step", "start", "end").sort("attempt", "step")
+    # NOTE: a stretch is consecutive step RECORDS, not step numbers: a log that prints every tenth step (torchtitan,
+    # Megatron's log interval) has records 10 steps apart, each of which would be a stretch of its own. A record a
+    # save explains (its excess is the checkpoint's) neither slows nor ends a stretch: only a record at pace does
+    is_slow = pl.col("slowdown") > SLOWDOWN_MIN * baseline_s * pl.col("n")
+    at_pace = ~is_slow & ~(pl.col("checkpoint") > 0)
+    slowed = (wide.filter(pl.col("step").is_not_null()).sort("attempt", "step")
+              .with_columns(stretch=at_pace.cast(pl.Int64).cum_sum().over("attempt"))
+              .filter(is_slow).select(pl.col("attempt").cast(pl.Int32), "step", "start", "end", "stretch"))
     if not slowed.height:
         return none
     # (a hardware error the hardware coped with explains no slowdown: incidents.COPED)
@@ -414,13 +419,17 @@ def _slowdowns(con: duckdb.DuckDBPyConnection, run: str, wide: pl.DataFrame, bas
     events = telemetry_incidents.with_slowdown_causes(con, run, events)  # throttling GPUs, saturated services
     if not events.height:
         return none
-    slowed = slowed.with_columns(stretch=pl.col("step") - pl.int_range(pl.len()).over("attempt"))
     stretches = slowed.group_by("attempt", "stretch").agg(
         lo=pl.col("start").min(), hi=pl.col("end").max(), first_step=pl.col("step").min(),
         last_step=pl.col("step").max())
     lead, onset = dt.timedelta(seconds=SLOWDOWN_LEAD_S), dt.timedelta(seconds=SLOWDOWN_ONSET_S)
-    ev = (stretches.join_where(events, pl.col("ts") >= pl.col("lo") - lead,
-                               pl.col("ts") <= pl.min_horizontal(pl.col("hi"), pl.col("lo") + onset))
+    # NOTE: an episode (telemetry: a GPU braked for hours, `end_ts`) that began before the stretch and still ran at its
+    # onset explains it too: a GPU slowed since before the attempt's first step has no onset inside the stretch
+    if "end_ts" not in events.columns:
+        events = events.with_columns(end_ts=pl.lit(None, pl.Datetime("us")))
+    spans = pl.col("end_ts").is_not_null() & (pl.col("ts") <= pl.col("lo")) & (pl.col("end_ts") >= pl.col("lo"))
+    ev = (stretches.join_where(events, (pl.col("ts") >= pl.col("lo") - lead) | spans,
+                               (pl.col("ts") <= pl.min_horizontal(pl.col("hi"), pl.col("lo") + onset)) | spans)
           .with_columns(incident_id=pl.format("{}:{}:slowdown:{}", pl.lit(run), "attempt", "first_step"))
           # NOTE: an error outranks a warning at the onset (a non-fatal IB event is no reason for a stall
           # that a filesystem's lost connection explains), then the earliest line

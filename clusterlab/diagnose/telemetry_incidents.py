@@ -27,6 +27,7 @@ SAT_RATIO = 4.0  # throughput this many times the host's median for the service 
 SAT_PEAK_SHARE = 0.7  # ... and at least this share of the highest seen on that host is saturating
 SAT_MIN_BYTES_S = 50e6  # ... and at least this much (idle noise is never saturation)
 LEAD_S = 60.0  # an episode this long before a straggler's first slow step still counts for it
+IDLE_UTIL_PCT = 5.0  # a GPU this busy or less runs nothing: its low clock is idling, not throttling
 
 _MODES = {"filesystem": "filesystem_io", "disk": "filesystem_io", "fabric": "network"}
 _WHAT = {"filesystem": "NFS", "disk": "local disk", "fabric": "InfiniBand"}
@@ -63,10 +64,11 @@ def throttle_episodes(con: duckdb.DuckDBPyConnection, hosts: list[str] | None = 
                bit_or(CAST(t.value AS BIGINT)) FILTER (WHERE t.metric = 'throttle_reasons') AS reasons,
                max(t.value) FILTER (WHERE t.metric = 'gpu_temp_c') AS temp_c,
                max(t.value) FILTER (WHERE t.metric = 'power_w') AS power_w,
+               max(t.value) FILTER (WHERE t.metric = 'gpu_util_pct') AS util,
                min(f.path) AS file, min(t.line) AS line
         FROM telemetry t JOIN ingested_files f USING (file_id)
         WHERE t.gpu IS NOT NULL AND t.ts IS NOT NULL
-          AND t.metric IN ('sm_clock_mhz', 'throttle_reasons', 'gpu_temp_c', 'power_w')
+          AND t.metric IN ('sm_clock_mhz', 'throttle_reasons', 'gpu_temp_c', 'power_w', 'gpu_util_pct')
           AND ($hosts IS NULL OR list_contains($hosts, t.host))
         GROUP BY t.host, t.gpu, t.ts""", {"hosts": hosts})
     if not wide.height:
@@ -75,8 +77,10 @@ def throttle_episodes(con: duckdb.DuckDBPyConnection, hosts: list[str] | None = 
     peers = wide.group_by(pl.col("ts").dt.truncate("1m").alias("_m")).agg(peer_clock=pl.col("sm_clock").median())
     wide = wide.with_columns(_m=pl.col("ts").dt.truncate("1m")).join(peers, on="_m", how="left")
     fault = (pl.col("reasons").fill_null(0) & telemetry.FAULT_THROTTLE_MASK) != 0
-    # NOTE: an idle GPU's clock is down by design (NVML's GPU-idle reason): no drop
-    idle = (pl.col("reasons").fill_null(0) & telemetry.THROTTLE_BITS["gpu_idle"]) != 0
+    # NOTE: an idle GPU's clock is down by design (NVML's GPU-idle reason): no drop. A sampler that prints no reason
+    # bits (`nvidia-smi --query-gpu` with only the slowdown columns) still says it is idle: nothing runs on it
+    idle = ((pl.col("reasons").fill_null(0) & telemetry.THROTTLE_BITS["gpu_idle"]) != 0) | (
+        pl.col("util") <= IDLE_UTIL_PCT).fill_null(False)
     dropped = ((pl.col("sm_clock") < CLOCK_DROP * pl.col("peer_clock")) & ~idle).fill_null(False)
     flagged = _episodes(wide.with_columns(flag=fault | dropped, fault_bits=pl.col("reasons").fill_null(0)
                                           & telemetry.FAULT_THROTTLE_MASK), ["host", "gpu"])
@@ -221,8 +225,9 @@ def with_slowdown_causes(con: duckdb.DuckDBPyConnection, run: str, events: pl.Da
                       how="vertical_relaxed")
     if not extra.height:
         return events
-    extra = extra.select([c for c in events.columns if c in extra.columns]) if events.width else extra.drop(
-        "end_ts", "gpu", "bus_id")
+    # NOTE: an episode keeps its end (`end_ts`): it explains a slow stretch it spans (attribution._slowdowns)
+    extra = (extra.select([c for c in events.columns if c in extra.columns and c != "end_ts"] + ["end_ts"])
+             if events.width else extra.drop("gpu", "bus_id"))
     return pl.concat([events, extra], how="diagonal_relaxed").sort("ts", "line")
 
 
