@@ -7,8 +7,9 @@ forgets them after an hour), each with its own time and its node.
 Read from them: a node that stops reporting (`NodeNotReady` that no `NodeReady` of the same node follows: like
 slurmctld's "not responding" that a "responding" follows, a NotReady that recovers lost nothing), a cloud taking a
 node back or draining it for its maintenance (a scheduled event, a spot interruption, a preemption: AKS node
-auto-drain, aws-node-termination-handler, Karpenter, GKE), and node-problem-detector's `OOMKilling`. Scheduling,
-image pulls and the training operator's pod churn are consequences: they stay out. The time is `eventTime`, else
+auto-drain, aws-node-termination-handler, Karpenter, GKE), and node-problem-detector's `OOMKilling`; a pod `Scheduled`
+to its node is kept (no mode) as when that node's GPUs were allocated to it. Failed scheduling, image pulls and the
+training operator's pod churn are consequences: they stay out. The time is `eventTime`, else
 `lastTimestamp` (UTC); the node is the involved Node, else the reporting kubelet's host.
 """
 
@@ -47,7 +48,10 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     )
     bad = lines.join(obj.filter(pl.col("reason").is_not_null()).select("line"), on="line", how="anti")
     out.unparsed = bad.height
-    node = pl.when(pl.col("obj_kind") == "Node").then(pl.col("obj")).otherwise(pl.col("reporter"))
+    # NOTE: the scheduler binding a pod to its node: when the node's GPUs became the pod's (a gang's pods at once)
+    assigned = pl.col("message").str.extract(r"^Successfully assigned \S+ to (\S+)$", 1)
+    node = (pl.when(pl.col("obj_kind") == "Node").then(pl.col("obj"))
+            .when(pl.col("reason") == "Scheduled").then(assigned).otherwise(pl.col("reporter")))
     said = pl.concat_str([pl.col("reason").fill_null(""), pl.col("message").fill_null("")], separator=" ")
     is_node = (pl.col("obj_kind") == "Node").fill_null(False)
     f = obj.with_columns(
@@ -56,7 +60,9 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         kind=pl.when(pl.col("reason") == "OOMKilling").then(pl.lit("k8s_oom_killing"))
         .when(is_node & (pl.col("reason") == "NodeNotReady")).then(pl.lit("k8s_node_not_ready"))
         .when(is_node & (pl.col("reason") == "NodeReady")).then(pl.lit("k8s_node_ready"))
-        .when(is_node & said.str.contains(_RECLAIM)).then(pl.lit("k8s_node_reclaim")),
+        .when(is_node & said.str.contains(_RECLAIM)).then(pl.lit("k8s_node_reclaim"))
+        .when((pl.col("reason") == "Scheduled") & (pl.col("obj_kind") == "Pod") & assigned.is_not_null())
+        .then(pl.lit("k8s_pod_scheduled")),
     ).filter(pl.col("kind").is_not_null())
     ready = (f.filter((pl.col("kind") == "k8s_node_ready") & pl.col("ts").is_not_null())
              .select("host", pl.col("ts").alias("_back")).sort("host", "_back"))
@@ -70,6 +76,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
             .when(pl.col("kind") == "k8s_node_reclaim").then(pl.lit("preemption")))
     out.add("events", f.filter(pl.col("kind") != "k8s_node_ready").sort("line").select(
         pl.col("line").cast(pl.Int64), "ts", "host", "kind", mode.alias("failure_mode"),
-        pl.when(mode.is_not_null()).then(pl.lit("error")).otherwise(pl.lit("warning")).alias("severity"),
+        pl.when(mode.is_not_null()).then(pl.lit("error")).when(pl.col("kind") == "k8s_pod_scheduled")
+        .then(pl.lit("info")).otherwise(pl.lit("warning")).alias("severity"),
         pl.format("{} {}: {}", "reason", "obj", "message").alias("text")))
     return out

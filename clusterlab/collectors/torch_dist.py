@@ -93,8 +93,10 @@ PATTERN = "|".join([
     r"  (?:time      |host      |rank      |exitcode  |error_file|traceback ): ",
     r"  (?:time: \d{4}-\d\d-\d\d_|rank: \d+ \(local_rank|exitcode: -?\d+ \(pid|msg: \")",
     r"failed \(exitcode: -?\d+\) local_rank: |attempts left; will restart worker group",
+    r"new nodes from group_rank=\d+; will restart worker group|\] Starting worker group\s*$",
     _LAUNCHER_EXIT,
     r"death signal, shutting down workers|terminate called after throwing an instance of",
+    r"Unable to shutdown process \d+ via (?:Signals\.)?SIGTERM",
     _START, _DS_START, _DS_END, _PDSH_INTERRUPT,
     r"Traceback \(most recent call last\)|During handling of the above exception|The above exception was the direct",
     r"\w(?:Error|Exception|Interrupt|Exit)(?::\s|:?\s*$)", _QUALIFIED_EXC,
@@ -211,8 +213,15 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     ("worker_failed", r"failed \(exitcode: -?\d+\) local_rank: ", "unknown", "error"),
     # the same, as another launcher reports it: its exit code gives the mode where nothing else does (exit_modes)
     ("launcher_exit", _LAUNCHER_EXIT, "unknown", "error"),
-    ("worker_group_restart", r"attempts left; will restart worker group", None, "warning"),
+    # NOTE: a node joining (the operator's replacement pod) restarts every agent's workers too, counted or not
+    ("worker_group_restart", r"attempts left; will restart worker group|new nodes from group_rank=\d+; will restart "
+     r"worker group", None, "warning"),
+    # torchelastic (LOGLEVEL=INFO) launching a worker group: where a restarted attempt's workers begin
+    ("worker_group_start", r"\] Starting worker group\s*$", None, "info"),
     ("agent_signal", r"death signal, shutting down workers", "unknown", "warning"),
+    # NOTE: a worker that ignored the agent's SIGTERM and had to be SIGKILLed was wedged: no mode of its own (its host,
+    # known after the ingest, makes it a suspect of a hang: diagnose.stopped_first)
+    ("worker_unkillable", r"Unable to shutdown process \d+ via (?:Signals\.)?SIGTERM", None, "warning"),
     # pdsh (the DeepSpeed launcher's multinode runner) answering a Ctrl-C: a person stopping the launch by hand
     ("launcher_interrupt", _PDSH_INTERRUPT, "manual_stop", "warning"),
     ("process_abort", r"terminate called after throwing an instance of", None, "critical"),
@@ -453,8 +462,10 @@ _KIND_LITS: dict[str, tuple[str, ...]] = {
     "nccl_error": ("NCCL Error", "NCCL error"),
     "worker_failed": ("failed (exitcode: ",),
     "launcher_exit": _EXIT_LITS,
-    "worker_group_restart": ("attempts left; will restart worker group",),
+    "worker_group_restart": ("attempts left; will restart worker group", "; will restart worker group"),
+    "worker_group_start": ("] Starting worker group",),
     "agent_signal": ("death signal, shutting down workers",),
+    "worker_unkillable": ("Unable to shutdown process ",),
     "launcher_interrupt": (": interrupt (one more within 1 sec to abort)",),
     "process_abort": ("terminate called after throwing an instance of",),
 }

@@ -51,7 +51,7 @@ def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float,
               "tier": pl.Int32, "detail": pl.String}
     worth = None if profile is None or run is None else _worth_a_look(con, run, profile)
     if worth is not None and not worth:
-        return pl.DataFrame(schema=schema)
+        return pl.DataFrame(_from_unkillable(con, run), schema=schema)
     # NOTE: one pass, over each attempt's last steps only (a stopped rank is within MAX_BEHIND of the end): the
     # per-rank table is the largest there is, and a pass over all of it would cost as much as attribution
     tail = store.frame(con, f"""
@@ -100,7 +100,8 @@ def suspects(con: duckdb.DuckDBPyConnection, run: str | None, hang_min_s: float,
             "tier": TIER, "detail": None,
         })
     # where the records name nobody, the step the others began may, else the timeouts the waiting ranks printed
-    for more in (_from_stalls(con, run, tail, hang_min_s), _from_desync(con, run), _from_timeouts(con, run, tail)):
+    for more in (_from_stalls(con, run, tail, hang_min_s), _from_desync(con, run), _from_timeouts(con, run, tail),
+                 _from_unkillable(con, run)):
         seen = {(r["run"], r["attempt"]) for r in rows}
         rows += [r for r in more if (r["run"], r["attempt"]) not in seen]
     return pl.DataFrame(rows, schema=schema)
@@ -313,6 +314,31 @@ def _from_timeouts(con: duckdb.DuckDBPyConnection, run: str | None, tail: pl.Dat
             })
             break
     return rows
+
+
+UNKILLABLE_TIER = 38  # above the timeouts every waiting rank prints (symptoms), below any cause a line states
+
+
+def _from_unkillable(con: duckdb.DuckDBPyConnection, run: str | None) -> list[dict]:
+    """A worker torchrun had to SIGKILL because its SIGTERM did not stop it (`Unable to shutdown process P via
+    Signals.SIGTERM`): wedged in a kernel, a collective or an uninterruptible read, it is where a hung job stopped,
+    the launcher's word for Slurm's `Kill task failed`. Where every such line of an attempt is on one host, that host
+    is the suspect, dated at the attempt's last step record (the last progress before it wedged)."""
+    t = store.frame(con, """
+        SELECT e.run, e.attempt, any_value(e.host) AS host, count(DISTINCT e.host) AS hosts,
+               arg_min(f.path, e.ts) AS file, arg_min(e.line, e.ts) AS line, arg_min(e.text, e.ts) AS text,
+               min(e.ts) AS ts,
+               (SELECT max(s.ts) FROM steps s WHERE s.run = e.run AND s.attempt = e.attempt) AS last_step_ts
+        FROM events e JOIN ingested_files f USING (file_id)
+        WHERE e.kind = 'worker_unkillable' AND e.source = 'torch' AND e.run IS NOT NULL AND e.attempt IS NOT NULL
+          AND ($run IS NULL OR e.run = $run)
+        GROUP BY e.run, e.attempt HAVING count(DISTINCT e.host) = 1 AND count(*) = count(e.host)
+    """, {"run": run})
+    return [{"run": r["run"], "attempt": r["attempt"], "ts": r["last_step_ts"] or r["ts"], "host": r["host"],
+             "source": "torch", "kind": "worker_unkillable", "failure_mode": "nccl_timeout", "xid": None, "rank": None,
+             "peer": None, "file": r["file"], "line": r["line"],
+             "text": f"torchrun on {r['host']} had to SIGKILL a worker its SIGTERM did not stop: {r['text'][-120:]}",
+             "tier": UNKILLABLE_TIER, "detail": None} for r in t.iter_rows(named=True)]
 
 
 # NOTE: how long before the others began to wait a fault on the silent rank's host may have stopped it

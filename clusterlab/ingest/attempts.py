@@ -222,6 +222,7 @@ def _split_in_job_restarts(con: duckdb.DuckDBPyConnection) -> None:
         if not got or got[0][0] is None:
             continue
         k = got[0][0]
+        marks = _at_worker_group_start(con, marks, t0)
         params = {"run": run, "k": k, "pa": path_attempt, "t0": t0,
                   "files": [f for f, _ in marks], "lines": [ln for _, ln in marks]}
         group = "file_id IN (SELECT file_id FROM ingested_files WHERE attempt IS NOT DISTINCT FROM $pa)"
@@ -248,6 +249,71 @@ def _split_in_job_restarts(con: duckdb.DuckDBPyConnection) -> None:
                             {"run": run, "k": k})
         for t in _TS_TABLES:
             con.execute(f"UPDATE {t} SET attempt = $k + 1 WHERE {mine} AND coalesce({after}, false)", params)
+
+
+def _worker_group_starts(con: duckdb.DuckDBPyConnection) -> None:
+    """A restarted attempt begins when torchelastic starts its new worker group (`[role] Starting worker group`, in a
+    log that printed the attempt before too: an in-place restart), not with the first line of a replacement node's
+    launcher that joined its rendezvous earlier: until the group starts, the job waits (restart), as it does for
+    a requeued job's next allocation."""
+    if not con.execute("SELECT 1 FROM events WHERE kind = 'worker_group_start' LIMIT 1").fetchall():
+        return
+    con.execute("""
+        UPDATE attempts SET start_ts = w.ts FROM (
+            SELECT e.run, e.attempt, min(e.ts) AS ts FROM events e
+            WHERE e.kind = 'worker_group_start' AND e.source = 'torch' AND e.run IS NOT NULL AND e.ts IS NOT NULL
+              AND EXISTS (SELECT 1 FROM events p WHERE p.file_id = e.file_id AND p.run = e.run
+                          AND p.attempt = e.attempt - 1)
+            GROUP BY e.run, e.attempt
+        ) w WHERE attempts.run = w.run AND attempts.attempt = w.attempt AND w.ts > attempts.start_ts
+          AND (attempts.first_step_ts IS NULL OR w.ts <= attempts.first_step_ts)
+    """)
+
+
+# How long before an attempt's first line Kubernetes may have bound its pods to their nodes (image pulls of a
+# training image run to minutes), and the share of the attempt's nodes that must have been bound then (a gang)
+SCHEDULED_LEAD_S = 1200.0
+SCHEDULED_SHARE = 0.5
+
+
+def _scheduled_starts(con: duckdb.DuckDBPyConnection) -> None:
+    """An attempt whose pods Kubernetes bound to its nodes before its first line (`k8s_events`: a pod `Scheduled`
+    to most of the attempt's nodes at once) began then: the GPUs were the job's from the binding on (image pull,
+    container start, rendezvous), as a Slurm job's from its allocation. Not before the run's previous attempt ended."""
+    if not con.execute("SELECT 1 FROM events WHERE kind = 'k8s_pod_scheduled' LIMIT 1").fetchall():
+        return
+    con.execute("""
+        UPDATE attempts SET start_ts = b.bound FROM (
+            SELECT a.run, a.attempt, min(e.ts) AS bound
+            FROM attempts a JOIN events e ON e.kind = 'k8s_pod_scheduled' AND list_contains(a.hosts, e.host)
+              AND e.ts < a.start_ts AND e.ts >= a.start_ts - to_seconds($lead)
+              AND e.ts > coalesce((SELECT max(p.end_ts) FROM attempts p
+                                   WHERE p.run = a.run AND p.attempt < a.attempt), e.ts - INTERVAL 1 SECOND)
+            GROUP BY a.run, a.attempt, a.n_hosts
+            HAVING count(DISTINCT e.host) >= greatest(1, ceil($share * a.n_hosts))
+        ) b WHERE attempts.run = b.run AND attempts.attempt = b.attempt
+    """, {"lead": SCHEDULED_LEAD_S, "share": SCHEDULED_SHARE})
+
+
+# The longest a restarted worker group waits for its rendezvous (torchrun's default join timeout, 900 s): a worker group
+# started later than this after the restart line is no start of that restart
+WORKER_GROUP_WAIT_S = 900.0
+
+
+def _at_worker_group_start(con: duckdb.DuckDBPyConnection, marks: list[tuple[int, int]], t0: dt.datetime
+                           ) -> list[tuple[int, int]]:
+    """Where torchelastic logs it (LOGLEVEL=INFO: `[role] Starting worker group`), a file's restarted attempt begins
+    when its new workers start, not at the restart decision: stopping the old workers (a SIGKILL for one that ignored
+    SIGTERM) ends the failed attempt, and the rendezvous wait (for a replacement node) lies between the two. (A
+    file that printed no restart, a replacement node's agent, still splits at the restart's time.)"""
+    got = con.execute("""
+        SELECT m.f, min(e.line), min(e.ts) FROM (SELECT unnest($files) AS f, unnest($lines) AS l) m
+        JOIN events e ON e.file_id = m.f AND e.line > m.l AND e.source = 'torch' AND e.kind = 'worker_group_start'
+          AND e.ts BETWEEN $t0 AND $t0 + to_seconds($wait)
+        GROUP BY m.f""", {"files": [f for f, _ in marks], "lines": [ln for _, ln in marks], "t0": t0,
+                           "wait": WORKER_GROUP_WAIT_S}).fetchall()
+    start = {f: line for f, line, _ in got}
+    return [(f, start.get(f, ln)) for f, ln in marks]
 
 
 def _hosts_of_ranks(con: duckdb.DuckDBPyConnection) -> None:
@@ -329,6 +395,8 @@ def refresh(con: duckdb.DuckDBPyConnection) -> None:
             FROM ({union}) GROUP BY ALL
         """)
         _hosts_of_jobs(con)
+        _worker_group_starts(con)
+        _scheduled_starts(con)
         con.execute(f"""INSERT OR REPLACE INTO derived VALUES ('attempts', ({_EVIDENCE}), now())""")
         con.execute("COMMIT")
     except BaseException:
