@@ -10,7 +10,10 @@ incident, every ledger category within the scorer's bar.
 - deepspeed_pdsh: DeepSpeed over pdsh on a static reservation without a scheduler (a host OOM, an IB port flap, the
   dataset's NFS server, a thermally throttled GPU, a desync report, a Ctrl-C);
 - nemo_ft: NeMo / Megatron under NVRx's ft_launcher (in-job restarts in one slurm-J.out per job, Xid 119, NVLink,
-  PCIe AER then Xid 79, a checkpoint directory the provider wiped, 10x slow saves on a degraded Lustre)."""
+  PCIe AER then Xid 79, a checkpoint directory the provider wiped, 10x slow saves on a degraded Lustre);
+- megatron_hangs: Megatron-Core on Slurm whose losses are hangs (a rank wedged on Xid 119, a data read hung in a FUSE
+  mount, an IB link its neighbours name, a rank that stops enqueueing), an NVLink Xid 74, a GPU 6 % slow seen only in
+  a per-rank probe every tenth step, unstamped iteration lines, one slurm-%j.out per job in one folder."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "seed"), [("bloom_opt", None), ("bloom_opt", 1), ("llama3_requeue", 1),
-                                            ("deepspeed_pdsh", None), ("nemo_ft", 2)])
+                                            ("deepspeed_pdsh", None), ("nemo_ft", 2),
+                                            ("megatron_hangs", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)
