@@ -182,3 +182,18 @@ def test_the_final_save_model_into_the_output_folder_ends_the_completed_attempt(
         att = lab.attempts("ft")
     assert saves.rows() == [(None, 90.0)], saves
     assert att["end_ts"].item() == end + dt.timedelta(seconds=91), att
+
+
+def test_the_interruption_notice_heralds_the_reclaim_it_is_not_the_root(tmp_path: Path) -> None:
+    cloud = tmp_path / "b" / "cloud"
+    cloud.mkdir(parents=True)
+    vm = "i-0123456789abcdef0"
+    (cloud / "events.jsonl").write_text("\n".join([
+        _ec2_event("EC2 Spot Instance Interruption Warning", "2026-12-02T11:00:00Z", vm, instance_action="terminate"),
+        _ec2_event("EC2 Instance State-change Notification", "2026-12-02T11:02:01Z", vm, state="shutting-down"),
+    ]) + "\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(tmp_path / "b")
+        ev = lab.sql("SELECT kind, failure_mode FROM events WHERE source = 'aws_ec2' ORDER BY ts")
+    # no description of the instance is needed: its own notice says the cloud took it back
+    assert ev.rows() == [("spot_interruption_warning", None), ("spot_reclaim", "preemption")]
