@@ -151,3 +151,26 @@ def test_the_shells_report_of_other_signals_is_that_signals_exit(tmp_path: Path,
 def test_a_word_of_a_signal_in_prose_is_no_exit(tmp_path: Path) -> None:
     text = "INFO: Aborted! (user pressed Ctrl-C twice)\nNOTE: a Segmentation fault is reported below if any\n"
     assert _modes(tmp_path, text, "train.log") == set()
+
+
+_SMI_HEAD = ("| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |\n"
+             "|=========================================+========================+======================|\n")
+
+
+def _smi_gpu(i: int, ecc: str = "0", fan: str = "N/A", power: str = "71W") -> str:
+    return (f"|   {i}  NVIDIA H100 80GB HBM3          On  |   00000000:{0x18 + i:02X}:00.0 Off |"
+            f"{ecc:>21} |\n| {fan:<4}  31C    P0            {power:>5} /  700W |       4MiB /  81559MiB |"
+            "      0%      Default |\n")
+
+
+def test_a_healthy_nvidia_smi_table_raises_nothing(tmp_path: Path) -> None:
+    assert _modes(tmp_path, _SMI_HEAD + _smi_gpu(0) + _smi_gpu(1, ecc="N/A", fan="30%"), "smi.txt") == set()
+
+
+def test_a_gpu_showing_err_in_the_table_is_a_gpu_fault(tmp_path: Path) -> None:
+    assert _modes(tmp_path, _SMI_HEAD + _smi_gpu(0) + _smi_gpu(1, fan="ERR!", power="ERR!"), "smi.txt") == {
+        "gpu_hw_other"}
+
+
+def test_a_volatile_uncorrectable_ecc_count_in_the_table_is_an_ecc_fault(tmp_path: Path) -> None:
+    assert _modes(tmp_path, _smi_gpu(0) + _smi_gpu(1, ecc="2"), "smi.txt") == {"gpu_memory_ecc"}
