@@ -197,3 +197,11 @@ def test_the_interruption_notice_heralds_the_reclaim_it_is_not_the_root(tmp_path
         ev = lab.sql("SELECT kind, failure_mode FROM events WHERE source = 'aws_ec2' ORDER BY ts")
     # no description of the instance is needed: its own notice says the cloud took it back
     assert ev.rows() == [("spot_interruption_warning", None), ("spot_reclaim", "preemption")]
+
+
+def test_a_file_the_trainer_writes_outside_a_save_is_understood_not_unread() -> None:
+    lines = [f"[INFO|trainer.py:2322] {_hms(T0)} >>   Total optimization steps = 40",
+             f"[INFO|tokenization_utils_base.py:2646] {_hms(T0)} >> tokenizer config file saved in /out/tc.json"]
+    got = hf_trainer.parse(_frame(lines), Context(path="x"))
+    assert got.unparsed == 0, got
+    assert got.tables.get("checkpoints", pl.DataFrame()).height == 0, got

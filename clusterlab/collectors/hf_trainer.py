@@ -115,7 +115,10 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     steps = flag_nonfinite(rows.filter(closed | (~dicts & pl.col("ts").is_not_null())))
     ops = _checkpoint_ops(df)
     facts = _facts(df)
-    return step_result(lines, [steps, ops, facts], steps=steps, checkpoints=checkpoint_rows(ops, missing_ok=None),
+    # NOTE: a file the Trainer writes outside any save (the tokenizer's files at start-up) is understood, not unread
+    outside = df.filter(pl.col("msg").str.contains(_SAVED_FILE)).select("line")
+    return step_result(lines, [steps, ops, facts, outside], steps=steps,
+                       checkpoints=checkpoint_rows(ops, missing_ok=None),
                        facts=facts, events=loss_events(steps))
 
 
