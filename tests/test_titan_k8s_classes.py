@@ -244,3 +244,24 @@ def test_an_attempt_begins_when_kubernetes_bound_its_pods_to_their_nodes(tmp_pat
         lab.ingest(tmp_path)
         att = lab.sql("SELECT attempt, start_ts FROM attempts WHERE run = 'lm7'")
     assert att["start_ts"].to_list() == [bound]
+
+
+def test_a_pods_hostname_is_read_as_the_node_the_pod_was_bound_to_then(tmp_path: Path) -> None:
+    # pod lm8-worker-0 runs on qn-2, is recreated under the same name on qn-3; NCCL prints the pod's hostname
+    (tmp_path / "inventory.toml").write_text('[providers.p]\nusd_per_gpu_hour = 2.0\n\n[clusters.k]\nprovider = "p"\n'
+                                             'gpus_per_node = 8\nnodes = "qn-[1-3]"\n')
+    t0 = dt.datetime(2026, 4, 13, 1, 0, 0)
+    (tmp_path / "cluster").mkdir()
+    (tmp_path / "cluster/events.jsonl").write_text("\n".join(
+        _event(f"{t0 + dt.timedelta(hours=h):%Y-%m-%dT%H:%M:%SZ}", "Pod", "lm8-worker-0", "Scheduled",
+               f"Successfully assigned ml/lm8-worker-0 to {node}") for h, node in ((0, "qn-2"), (2, "qn-3"))) + "\n")
+    warn = "lm8-worker-0:212:1871 [0] transport/net_ib.cc:102 NCCL WARN NET/IB : mlx5_0:1 Got async event : port error"
+    (tmp_path / "runs/lm8").mkdir(parents=True)
+    (tmp_path / "runs/lm8/worker-0.log").write_text("".join(
+        f"{t0 + dt.timedelta(hours=h):%Y-%m-%dT%H:%M:%S}.000000000Z stderr F {line}\n"
+        for h, line in ((0.01, _titan("01:00:36,000", "Training starts at step 1").replace("04-11", "04-13")),
+                        (1, warn), (3, warn))))
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path)
+        ev = lab.sql("SELECT ts, host FROM events WHERE source = 'nccl' ORDER BY ts")
+    assert ev["host"].to_list() == ["qn-2", "qn-3"]

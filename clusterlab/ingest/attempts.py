@@ -251,6 +251,26 @@ def _split_in_job_restarts(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(f"UPDATE {t} SET attempt = $k + 1 WHERE {mine} AND coalesce({after}, false)", params)
 
 
+def _pod_hosts(con: duckdb.DuckDBPyConnection) -> None:
+    """A Kubernetes pod's hostname is its pod name: what its processes print as their host (NCCL's `host:pid:tid`
+    prefix, torchrun's failure summary, a step recorder's hostname) is the node the cluster bound the pod to at the
+    time (`k8s_events` 'Scheduled ... to NODE'; a pod recreated under the same name may land on another node)."""
+    if not con.execute("SELECT 1 FROM events WHERE kind = 'k8s_pod_scheduled' LIMIT 1").fetchall():
+        return
+    con.execute(r"""
+        CREATE OR REPLACE TEMP TABLE _pod_binding AS
+        SELECT regexp_extract(text, '^Scheduled (\S+):', 1) AS pod, host AS node, ts FROM events
+        WHERE kind = 'k8s_pod_scheduled' AND host IS NOT NULL AND ts IS NOT NULL""")
+    for t in ("events", "nccl_ranks", "rank_steps"):
+        # the binding in force at the row's time; a row without one: the pod's only node, if it had one only
+        con.execute(f"""
+            UPDATE {t} SET host = coalesce(
+                (SELECT arg_max(b.node, b.ts) FROM _pod_binding b WHERE b.pod = {t}.host AND b.ts <= {t}.ts),
+                (SELECT any_value(b.node) FROM _pod_binding b WHERE b.pod = {t}.host
+                 HAVING count(DISTINCT b.node) = 1), host)
+            WHERE host IN (SELECT pod FROM _pod_binding)""")
+
+
 def _worker_group_starts(con: duckdb.DuckDBPyConnection) -> None:
     """A restarted attempt begins when torchelastic starts its new worker group (`[role] Starting worker group`, in a
     log that printed the attempt before too: an in-place restart), not with the first line of a replacement node's
@@ -370,6 +390,7 @@ def refresh(con: duckdb.DuckDBPyConnection) -> None:
     try:
         # NOTE: unstamped step lines get their times from the step clock first: the attempts are cut by those times
         step_clock.date_steps(con)
+        _pod_hosts(con)
         _split_unsplit_logs(con)
         _split_in_job_restarts(con)
         _hosts_of_ranks(con)
