@@ -70,3 +70,30 @@ def test_a_kernel_journal_with_iso_times_wears_no_envelope() -> None:
                        % i for i in range(5))
     assert sniff_envelope(journal) is None
     assert sniff_envelope(_cri(PROGRAM).encode()) == "cri"
+
+
+def test_container_logs_parsed_together_give_the_rows_of_each_parsed_alone(tmp_path: Path,
+                                                                           monkeypatch) -> None:
+    import clusterlab.ingest.groups as ingest_groups
+
+    for k in range(3):  # three pods' logs, one with a line cut in CRI pieces
+        rows = [(ts, line.replace("rank16", f"rank{8 * k}")) for ts, line in PROGRAM]
+        text = _cri(rows)
+        if k == 1:
+            text = text.replace(" stderr F [rank8]: ValueError: sample 77 has no tokens",
+                                " stderr P [rank8]: ValueError: sample 77 \n2026-03-02T04:11:07.750299101Z stderr F "
+                                "has no tokens")
+        (tmp_path / f"pod-{k}").mkdir()
+        (tmp_path / f"pod-{k}/0.log").write_text(text)
+
+    def rows(group: bool) -> list:
+        monkeypatch.setattr(ingest_groups, "GROUP_FILES", group)
+        with Lab(":memory:") as lab:
+            lab.ingest(tmp_path)
+            return (lab.sql("SELECT f.path, e.line, e.ts, e.kind, e.text FROM events e JOIN ingested_files f "
+                            "USING (file_id) ORDER BY 1, 2, 4").rows()
+                    + lab.sql("SELECT line, ts, step FROM steps ORDER BY 1, 2, 3").rows())
+
+    alone = rows(False)
+    assert rows(True) == alone
+    assert any("sample 77 has no tokens" in str(r) for r in alone)

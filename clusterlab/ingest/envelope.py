@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from clusterlab.collectors._base import fraction, offset_to_utc
+from clusterlab.collectors._base import FILE_LINE_BASE, fraction, offset_to_utc
 
 _STAMP = r"(?P<env_base>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(?P<env_frac>\d{1,9}))?(?P<env_off>Z|[+-]\d\d:\d\d)"
 CRI = rf"^{_STAMP} (?:stdout|stderr) (?P<env_tag>[FP]) ?"
@@ -53,7 +53,9 @@ def unwrap(frame: pl.DataFrame, kind: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     f = f.with_columns(ts.alias("ts"), pl.col("text").str.replace(KINDS[kind], "").alias("text"))
     if "env_tag" in f.columns and bool((pl.Series(f["env_tag"]) == "P").any()):
         # a piece ends its line only when the next row is not a piece of the same line
-        starts = (pl.col("env_tag").shift(1) != "P").fill_null(True)
+        # (nor across files: lines of files parsed together are numbered `file index x FILE_LINE_BASE + line`)
+        starts = ((pl.col("env_tag").shift(1) != "P").fill_null(True)
+                  | (pl.col("line") // FILE_LINE_BASE != (pl.col("line") // FILE_LINE_BASE).shift(1)).fill_null(True))
         f = (f.with_columns(starts.cum_sum().alias("_g"))
              .group_by("_g", maintain_order=True)
              .agg(pl.col("line").first(), pl.col("text").str.join(""), pl.col("ts").first()))

@@ -22,6 +22,7 @@ from types import ModuleType
 import polars as pl
 
 from clusterlab.collectors._base import FILE_LINE_BASE, Context, Parsed
+from clusterlab.ingest.envelope import unwrap
 from clusterlab.ingest.group_rows import file_slices, numbered_lines, split_rows
 from clusterlab.ingest.parse import FLUSH_ROWS, TROUBLE, UNMATCHED_PER_FILE, ParsedFile, unparsed_warnings
 from clusterlab.ingest.prefilter import split
@@ -34,20 +35,22 @@ def text_key(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> tuple |
     """The group a whole small text log may join (None: parse it alone)."""
     plan = out.plan
     if (not chosen or any(c.PATTERN is None for c in chosen) or plan.skip or plan.first != 1
-            or plan.clock is not None or plan.size > MAX_LINE_BYTES or out.envelope is not None):
+            or plan.clock is not None or plan.size > MAX_LINE_BYTES):
         return None
     keys = tuple((c.NAME, c.GROUP_CONTEXT(ctx)) for c in chosen if hasattr(c, "GROUP_CONTEXT"))
     # NOTE: logs of one kind group apart from the others (NCCL with NCCL, trainers' with trainers'): the union of
     # the patterns scans a kind's lines at 100-400 MB/s, but falls to a few MB/s where NCCL INFO and trainer step
     # lines alternate (its lazy DFA keeps rebuilding: 0.94 s against 0.09 s for the patterns one by one on a
     # campaign's mixed group); which group a file joins changes none of its rows
-    return ("text", tuple(c.NAME for c in chosen), keys, out.sniffed) if keys else None
+    # NOTE: logs in a container runtime's envelope group with their own kind (their lines are unwrapped together)
+    return ("text", tuple(c.NAME for c in chosen), keys, out.sniffed, out.envelope) if keys else None
 
 
 def parse_text_group(items: list[Item], chosen: list[ModuleType]) -> list[Item]:
     """Parse the files together; returns the ones to parse alone (all of them, when the group fails)."""
     # NOTE: each collector's pattern runs once, on the group's lines that hold a literal it needs (`prefilter`)
-    sel, matched, lines = split(numbered_lines(items), chosen)
+    numbered, envelope = _unwrapped(numbered_lines(items), items)
+    sel, matched, lines = split(numbered, chosen)
     assert lines is not None
     alone: set[int] = set()
     for c in chosen:
@@ -73,12 +76,29 @@ def parse_text_group(items: list[Item], chosen: list[ModuleType]) -> list[Item]:
     _per_file(items, keep, lines, parsed)  # (lines: the lines no collector matched)
     stamped = [f.select("line", "ts").filter(pl.col("ts").is_not_null())
                for _, p in parsed for f in p.tables.values() if "ts" in f.columns]
+    if envelope is not None:  # the runtime's time of each line dates the rows of lines that print none
+        stamped.append(envelope)
     known = pl.concat(stamped).unique("line").sort("line") if stamped else None
     for c, got in parsed:
         for table, frame in got.tables.items():
             if frame.height:
                 split_rows(items, c, table, frame, known)
     return [items[i] for i in sorted(alone)]
+
+
+def _unwrapped(lines: pl.DataFrame, items: list[Item]) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """The group's lines with the envelope taken off the files that wear one (`ingest.envelope`), as parsing each
+    alone does, and the envelope's time of their lines (None: no file wears one)."""
+    kinds = {i: out.envelope for i, (out, _, _) in enumerate(items) if out.envelope is not None}
+    if not kinds:
+        return lines, None
+    parts, stamps = [lines.filter(~pl.col("_file").is_in(list(kinds)))], []
+    for kind in sorted(set(kinds.values())):
+        sub = lines.filter(pl.col("_file").is_in([i for i, k in kinds.items() if k == kind]))
+        text, when = unwrap(sub.select("line", "text"), kind)
+        parts.append(text.with_columns(_file=pl.col("line") // FILE_LINE_BASE).select(lines.columns))
+        stamps.append(when)
+    return pl.concat(parts).sort("line"), pl.concat(stamps)
 
 
 def _parse_all(items: list[Item], keep: list[int], chosen: list[ModuleType], sel: dict[str, pl.DataFrame]
