@@ -13,7 +13,11 @@ incident, every ledger category within the scorer's bar.
   PCIe AER then Xid 79, a checkpoint directory the provider wiped, 10x slow saves on a degraded Lustre);
 - megatron_hangs: Megatron-Core on Slurm whose losses are hangs (a rank wedged on Xid 119, a data read hung in a FUSE
   mount, an IB link its neighbours name, a rank that stops enqueueing), an NVLink Xid 74, a GPU 6 % slow seen only in
-  a per-rank probe every tenth step, unstamped iteration lines, one slurm-%j.out per job in one folder."""
+  a per-rank probe every tenth step, unstamped iteration lines, one slurm-%j.out per job in one folder;
+- titan_k8s: torchtitan under a Kubeflow PyTorchJob on a rented Kubernetes pool (CRI pod logs, event-exporter JSON,
+  journalctl -k in three styles; torchelastic's in-pod restarts and the operator's recreated pods as attempts; a
+  DCP save failing on an NFS PVC, an OOMKilled container, a wedged rank, Xid 79 then NotReady, a power-braked GPU
+  then a maintenance drain, Xid 48, a corrupt data shard twice)."""
 
 from __future__ import annotations
 
@@ -30,6 +34,6 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "seed"), [("bloom_opt", None), ("bloom_opt", 1), ("llama3_requeue", 1),
                                             ("deepspeed_pdsh", None), ("nemo_ft", 2),
-                                            ("megatron_hangs", None)])
+                                            ("megatron_hangs", None), ("titan_k8s", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)
