@@ -7,7 +7,24 @@ import pytest
 from timelines import Attempt, write_events, write_run
 
 from clusterlab import Lab
-from clusterlab.diagnose import sticky
+from clusterlab.diagnose import (
+    counter_evidence,
+    incidents,
+    load_failures,
+    maintenance,
+    root_cause,
+    sdc,
+    sticky,
+    stopped_first,
+    straggler_evidence,
+)
+
+# every guarded rule: its fallback must have the shape the code after it reads
+RULES = [(sticky, "with_sticky_faults", "sticky-fault"), (maintenance, "with_maintenance", "maintenance"),
+         (sdc, "with_silent_corruption", "silent-data-corruption"), (root_cause, "_divergence_onsets",
+         "divergence-onset"), (load_failures, "lost_on_load", "failed-resume"),
+         (stopped_first, "suspects", "stopped-first"), (counter_evidence, "with_counter_evidence", "counter-evidence"),
+         (straggler_evidence, "stragglers", "straggler"), (incidents, "checkpoint_incidents", "checkpoint")]
 
 
 def _broken(*args, **kwargs):
@@ -20,16 +37,17 @@ def _run(lab: Lab) -> None:
                             "failure_mode": "gpu_fell_off_bus", "severity": "critical"}], name="h-001-dmesg")
 
 
-def test_a_failing_rule_leaves_the_core_answer_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("module", "name", "rule"), RULES, ids=[r[2] for r in RULES])
+def test_a_failing_rule_leaves_the_core_answer_and_says_so(monkeypatch: pytest.MonkeyPatch, module, name: str,
+                                                           rule: str) -> None:
     monkeypatch.setenv("CLUSTERLAB_STRICT", "0")
-    monkeypatch.setattr(sticky, "with_sticky_faults", _broken)
+    monkeypatch.setattr(module, name, _broken)
     with Lab(":memory:") as lab:
         _run(lab)
         a = lab.attribute("r")
     end = a.incidents.filter(pl.col("kind") == "attempt_end").row(0, named=True)
     assert (end["failure_mode"], end["host"]) == ("gpu_fell_off_bus", "h-001"), end
-    assert [n for n in a.notes if n.startswith("diagnosis incomplete: the sticky-fault rule failed (ValueError")], \
-        a.notes
+    assert [n for n in a.notes if n.startswith(f"diagnosis incomplete: the {rule} rule failed (ValueError")], a.notes
     assert abs(a.rows["gpu_hours"].sum() - a.gpu_hours) < 1e-6
 
 
