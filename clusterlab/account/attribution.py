@@ -198,7 +198,7 @@ def _attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Set
     inc, evidence = incidents_of(con, run, s, slow, profile, host_clocks)
     tl = ledger.timeline(_steps(con, run, profile), att)
     b = ledger.baseline_step_s(tl)
-    tl = ledger.with_unlogged_steps(tl, inc.filter(pl.col("kind") == "attempt_end"), b)
+    tl = ledger.with_unlogged_steps(tl, _stall_roots(con, run, inc), b)
     cut = ledger.until_root(tl, _latest_roots(con, inc, evidence))
     saves = store.frame(con, """SELECT DISTINCT ON (attempt, step) attempt AS s_attempt, step AS save_step, ts,
                                        coalesce(duration_s, 0) AS duration_s
@@ -319,6 +319,28 @@ def _finish_incidents(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, evidenc
         inc = inc.join(xa, on="incident_id", how="left").with_columns(
             action=pl.coalesce("xid_act", "action")).drop("xid_act")
     return inc
+
+
+def _stall_roots(con: duckdb.DuckDBPyConnection, run: str, inc: pl.DataFrame) -> pl.DataFrame:
+    """Per attempt that ended badly, when it stopped stepping (`attempt, root_ts`): its root event, or, where the
+    collective watchdogs fired, when their ranks began to wait (the timeout's time less how long the collective
+    ran, the median over the lines), whichever came first.
+
+    NOTE: a node that dies without a word is dated by the scheduler minutes later ("not responding"), so the
+    whole steps a log printed every N steps ran after its last record and before the death (`with_unlogged_steps`)
+    were booked as hang; the others' watchdogs say to the second when the job stopped."""
+    ends = inc.filter(pl.col("kind") == "attempt_end").select(pl.col("attempt").cast(pl.Int32), "root_ts")
+    waits = store.frame(con, """
+        SELECT attempt::INTEGER AS attempt, median(ts - to_milliseconds(TRY_CAST(json_extract_string(detail,
+               '$.ran_for_ms') AS BIGINT))) AS root_ts
+        FROM events WHERE run = ? AND kind = 'watchdog_timeout' AND attempt IS NOT NULL
+          AND TRY_CAST(json_extract_string(detail, '$.ran_for_ms') AS BIGINT) IS NOT NULL
+        GROUP BY ALL""", [run])
+    if not waits.height or not ends.height:
+        return ends
+    waits = waits.filter(pl.col("attempt").is_in(ends["attempt"].to_list())).with_columns(
+        pl.col("root_ts").cast(ends.schema["root_ts"]))
+    return pl.concat([ends, waits]).group_by("attempt").agg(pl.col("root_ts").min())
 
 
 def _latest_roots(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, evidence: pl.DataFrame) -> pl.DataFrame:
