@@ -16,8 +16,13 @@ SCORER = ROOT.parent / "shared" / "evidence" / "score_scenario.py"
 def score(gen: Path, seed: int | None) -> None:
     """Generate the campaign at `seed` (None: the scorer's own), ingest, attribute and compare with its truth: every
     incident on its failure mode and host, no decoy blamed, no false incident, every ledger category within the bar
-    and the sum exact; the scorer's last line is the failure message."""
-    env = {**os.environ, "HELDOUT_GEN": str(gen), "HELDOUT_BUDGET_S": "600"}
+    and the sum exact; the scorer's last line is the failure message.
+
+    Within the scorer's own budget (57 s for generating, ingesting and attributing; 3-8 s today on this 2-core
+    machine): a regex union past the engine's cliff once made one campaign's ingest 10x slower, unseen under a
+    budget of 600 s."""
+    env = {**os.environ, "HELDOUT_GEN": str(gen)}
+    env.pop("HELDOUT_BUDGET_S", None)
     env.pop("HELDOUT_SEED", None)
     if seed is not None:
         env["HELDOUT_SEED"] = str(seed)
