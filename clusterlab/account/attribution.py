@@ -199,7 +199,8 @@ def _attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Set
     tl = ledger.timeline(_steps(con, run, profile), att)
     b = ledger.baseline_step_s(tl)
     tl = ledger.with_unlogged_steps(tl, _stall_roots(con, run, inc), b)
-    cut = ledger.until_root(tl, _latest_roots(con, inc, evidence))
+    latest = _latest_roots(con, inc, evidence)
+    cut = ledger.until_root(tl, latest)
     saves = store.frame(con, """SELECT DISTINCT ON (attempt, step) attempt AS s_attempt, step AS save_step, ts,
                                        coalesce(duration_s, 0) AS duration_s
                                 FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL
@@ -216,7 +217,7 @@ def _attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Set
         "attempt", "step", "host", strag_id=pl.lit(None, pl.String))
     wide = ledger.split_intervals(tl, saves, straggling, _keep_points(att, saves, inc, con, run), b)
     ended = inc.filter(pl.col("kind") == "attempt_end")["attempt"].to_list()
-    tails = ledger.tails(tl, att, saves, [a for a in att["attempt"].to_list() if a not in ended])
+    tails = ledger.tails(tl, att, saves, [a for a in att["attempt"].to_list() if a not in ended], latest)
     slow_steps, slow_inc, slow_ev = _slowdowns(con, run, wide, b)
     if slow_inc.height:
         inc = pl.concat([inc, _finish_incidents(con, slow_inc, slow_ev)], how="diagonal_relaxed").sort(

@@ -252,17 +252,28 @@ def thrown_is_recompute(wide: pl.DataFrame) -> pl.DataFrame:
                              *[(pl.col(c) * (1 - share)).alias(c) for c in _CAUSES])
 
 
-def tails(tl: pl.DataFrame, attempts: pl.DataFrame, saves: pl.DataFrame, finished: list[int] | None = None
-          ) -> pl.DataFrame:
+def tails(tl: pl.DataFrame, attempts: pl.DataFrame, saves: pl.DataFrame, finished: list[int] | None = None,
+          roots: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per attempt: startup, the tail after the last step (save → checkpoint, rest → hang), restart.
 
     `finished` attempts ended without a failure: after their final save nothing hung, the job wrote its last
-    checkpoint and exited, so their whole tail is `checkpoint` where a save ran in it."""
+    checkpoint and exited, so their whole tail is `checkpoint` where a save ran in it. `roots` (`attempt,
+    root_ts`): the root event of each attempt that ended badly; one that never stepped (its checkpoint load
+    failed) is startup up to it and hang from it to its exit (DESIGN's ledger), not startup throughout."""
     first = tl.group_by("attempt").agg(first_start=pl.col("start").min(), last_end=pl.col("end").max(),
                                        last_step=pl.col("step").max())
     a = attempts.sort("attempt").join(first, on="attempt", how="left").with_columns(
         next_start=pl.col("start_ts").shift(-1))
-    a = a.with_columns(first_start=pl.coalesce("first_start", "end_ts"), last_end=pl.coalesce("last_end", "end_ts"))
+    if roots is not None and roots.height:
+        r = roots.select(pl.col("attempt").cast(a.schema["attempt"]), "root_ts").drop_nulls().group_by(
+            "attempt").agg(pl.col("root_ts").min())
+        a = a.join(r, on="attempt", how="left").with_columns(
+            root_ts=pl.col("root_ts").cast(a.schema["end_ts"]).clip(pl.col("start_ts"), pl.col("end_ts")))
+    else:
+        a = a.with_columns(root_ts=pl.lit(None, a.schema["end_ts"]))
+    never = pl.coalesce("root_ts", "end_ts")  # NOTE: an attempt without step records: its root splits it
+    a = a.with_columns(first_start=pl.coalesce("first_start", never), last_end=pl.coalesce("last_end", never)
+                       ).drop("root_ts")
     # saves after the last step record (a final save before exiting) fall in the tail
     after = (pl.col("save_step") >= pl.col("last_step")) | (pl.col("save_step").is_null() & (pl.col("ts") >
                                                                                               pl.col("last_end")))
