@@ -359,7 +359,11 @@ def _latest_roots(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, evidence: p
             JOIN events e ON e.file_id = f.file_id AND e.line = l.line
             UNION ALL
             SELECT i.incident_id, s.ts_hi FROM ends i
-            JOIN steps s ON s.run = i.run AND s.attempt = i.attempt AND s.ts = i.root_ts)
+            JOIN steps s ON s.run = i.run AND s.attempt = i.attempt AND s.ts = i.root_ts
+            -- NOTE: only a row the step clock could not date sits at its interval's lower bound: one it dated
+            -- (its printed step time) is where it ended, and a root read off it (a divergence's onset, the
+            -- start of the spike's step) is no earlier than it seems; its later stamp may be minutes after
+            WHERE s.step_s IS NULL)
         WHERE ts_hi IS NOT NULL GROUP BY incident_id""", lines=lines, ends=ends)
     if not hi.height:
         return ends.select("attempt", "root_ts")
