@@ -76,8 +76,7 @@ def timeline(steps: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
         {"ts": "end"}).select("attempt", "step", "n", "start", "end", "interval_s", "step_s", "data_s", "err_s")
 
 
-def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float, skew_s: float = 0.0
-                        ) -> pl.DataFrame:
+def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float) -> pl.DataFrame:
     """`tl` with one record per attempt for the whole steps that ran after its last step record and before its
     failure (`roots`: `attempt, root_ts`, the root event of the incident that ended it).
 
@@ -85,7 +84,7 @@ def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float
     record of a 4 s step stopped a job that had trained 7 more steps. Without this, those steps were `hang`.
     Only whole steps count (a step the fault cut short did no work), at most N - 1 of them (the Nth would have
     printed a record), at the baseline speed; a root event before the last record, or after the next record was
-    due, adds nothing. `skew_s`: how far the root's host clock may be off the log's (`Settings.skew_s`)."""
+    due, adds nothing."""
     if not tl.height or not roots.height or baseline_s <= 0:
         return tl
     last = (tl.sort("attempt", "step").group_by("attempt")
@@ -96,9 +95,7 @@ def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float
     whole = (gap / baseline_s).floor()
     # a root event after the next record was due (a hang detected by a watchdog minutes later) says nothing of
     # how long the steps went on: no record came when one should have, so progress had stopped before it
-    # NOTE: the root line is on its own host's clock, the records on the log's: a fault 3 s before the next record
-    # was due, on a clock 6 s ahead of a log 5 s behind, reads 8 s past it (nemo_ft's PCIe AER on ka1-013)
-    due = gap <= pl.col("every").round() * baseline_s * (1 + DUE_SLACK) + skew_s
+    due = gap <= pl.col("every").round() * baseline_s * (1 + DUE_SLACK)
     r = (r.with_columns(k=pl.when(due).then(pl.min_horizontal(whole, pl.col("every").round() - 1)).otherwise(0)
                         .cast(pl.Int64)).filter(pl.col("k") >= 1))
     if not r.height:
