@@ -11,6 +11,8 @@ time (the runtime's receipt of the line, the node's clock) dates the rows of lin
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from clusterlab.collectors._base import FILE_LINE_BASE, fraction, offset_to_utc
@@ -22,6 +24,9 @@ CRI = rf"^{_STAMP} (?:stdout|stderr) (?P<env_tag>[FP]) ?"
 KUBECTL = r"^(?P<env_base>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(?P<env_frac>\d{1,9})(?P<env_off>Z) "
 KINDS = {"cri": CRI, "kubectl": KUBECTL}
 SAMPLE_LINES = 40
+# NOTE: every file's head is sniffed: Python's `re` on 40 lines costs microseconds where a polars Series costs ~0.6 ms
+# of fixed overhead a file (1 s of a 1,540-file corpus); the patterns are plain enough to mean the same in both
+_SNIFF = {kind: re.compile(rx) for kind, rx in KINDS.items()}
 
 
 def sniff_envelope(head: bytes) -> str | None:
@@ -29,9 +34,8 @@ def sniff_envelope(head: bytes) -> str | None:
     lines = [ln for ln in head[:16384].decode("utf-8", "replace").split("\n")[:-1] if ln.strip()][:SAMPLE_LINES]
     if len(lines) < 3:
         return None
-    sample = pl.Series(lines, dtype=pl.String)
-    for kind, rx in KINDS.items():
-        if bool(sample.str.contains(rx).all()):
+    for kind, rx in _SNIFF.items():
+        if all(rx.match(ln) for ln in lines):
             return kind
     return None
 
