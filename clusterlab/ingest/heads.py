@@ -4,7 +4,6 @@ read each file (one exclusive format, or every line-oriented one). Split from `i
 from __future__ import annotations
 
 import itertools
-import re
 from functools import cache
 from types import ModuleType
 from typing import Protocol
@@ -96,14 +95,18 @@ def _hints_in(heads: list[bytes | None]) -> list[HeadHints | None]:
         others = [h for h in hints if h not in seen]
         if not others:
             continue
-        # NOTE: lower case, then a case-sensitive search (SIMD over literals): 3x faster than a case-blind one
-        anyof = "|".join(re.escape(h) for h in others)
+        # NOTE: Aho-Corasick scans of the literals, ASCII case-blind: whether any is there, then which, in the heads
+        # that hold one (a regex of them, compiled for every set of heads, and a Python test of each hint in each
+        # head that held one cost 1.5 ms a trainer log)
         far = pl.Series([str(memoryview(heads[at[k]])[NEAR_BYTES - overlap:], "utf-8", "replace") for k in ks],
                         dtype=pl.String)
-        for k, hit in zip(ks, far.str.to_lowercase().str.contains(anyof).to_list(), strict=True):
-            if hit:
-                low = heads[at[k]].lower()
-                found[k] |= {h for h in others if h.encode() in low}
+        hit = far.str.contains_any(others, ascii_case_insensitive=True)
+        if not hit.any():
+            continue
+        more = (far.filter(hit).str.extract_many(others, ascii_case_insensitive=True, overlapping=True)
+                .list.unique().list.eval(pl.element().str.to_lowercase()).to_list())
+        for k, got in zip([k for k, h in zip(ks, hit.to_list(), strict=True) if h], more, strict=True):
+            found[k] |= set(got)
     out: list[HeadHints | None] = [None] * len(heads)
     for k, i in enumerate(at):
         out[i] = HeadHints(found[k])
