@@ -189,6 +189,7 @@ def main() -> None:
         campaign_corpus.run(args.dir, args.seeds, [int(float(s)) for s in args.scales.split(",")], args.gzip,
                             ["--workers", str(args.workers)] if args.workers else [])
         return
+    campaign_corpus.compile_package()
     rows = []
     for scale in (float(s) for s in args.scales.split(",")):
         root = args.dir / f"fleet-x{scale:g}"
