@@ -127,15 +127,12 @@ def _write_batch(con: duckdb.DuckDBPyConnection, batch: list[ParsedFile]) -> Non
         # chunks 3x slower; and whole, as an insert of less than a row group (122,880 rows) is written twice (its
         # rows go through the log at commit), where a large one goes straight to the database file
         mine = frames.get(table)
-        whole = pl.concat(mine, how="vertical", rechunk=True) if mine else None
         packed = [rows for packed, keep in packs.values() if (rows := packed.table(table, keep)) is not None]
-        if packed:  # (workers' rows come as Arrow tables)
-            import pyarrow as pa
-
-            parts = [whole.to_arrow(), *packed] if whole is not None else packed
-            _insert(con, table, pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0])
-        elif whole is not None:
-            _insert(con, table, ArrowStream(whole))
+        parts = [*(mine or ()), *packed]
+        if parts:
+            # (by name: a column all null in one part may have another type there)
+            _insert(con, table, ArrowStream(pl.concat(parts, how="diagonal_relaxed", rechunk=True)
+                                            if len(parts) > 1 else parts[0].rechunk()))
         for spill in spills.get(table, ()):
             import pyarrow as pa
 
