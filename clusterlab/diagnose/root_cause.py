@@ -293,7 +293,7 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
             host = peer or host
         if host is None and mode in LOCAL_MODES:
             hosts = faults.filter(pl.col("failure_mode") == mode)["host"].drop_nulls().unique()
-            host = hosts[0] if hosts.len() == 1 else None
+            host = hosts[0] if hosts.len() == 1 else _failed_tasks(con, a["run"]).get((a["run"], a["attempt"]))
         conf_base = 0.5 if winner["late"] else 0.9
         if mode in ("time_limit", "manual_stop"):
             host = None
@@ -404,6 +404,7 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
              .with_columns(pl.col("host").list.first()).iter_rows(named=True)}
     winners, incs = [], {}
     stamped, none = _stamped_by_attempt(live), live.clear()
+    failed = _failed_tasks(con, att["run"].unique().to_list())
     for a in att.iter_rows(named=True):
         k = (a["run"], a["attempt"])
         winner, host, mode, conf_base = None, None, "unknown", 0.1
@@ -413,7 +414,7 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
             if winner["tier"] == incidents.PEER_TIER:
                 host = peers.get(k) or host
             if host is None and mode in LOCAL_MODES:
-                host = local.get((*k, mode))
+                host = local.get((*k, mode)) or failed.get(k)
             conf_base = 0.5 if winner["late"] else 0.9
             if mode in ("time_limit", "manual_stop"):
                 host = None
@@ -580,3 +581,14 @@ def _raised_on_many_hosts(con: duckdb.DuckDBPyConnection, a: dict, winner: dict)
     return con.execute("""SELECT count(DISTINCT host) > 1 FROM events WHERE run = ? AND attempt = ?
                           AND failure_mode = 'user_code_error' AND kind = ? AND host IS NOT NULL""",
                        [a["run"], a["attempt"], winner["kind"]]).fetchall()[0][0]
+
+
+def _failed_tasks(con: duckdb.DuckDBPyConnection, runs: str | list[str]) -> dict[tuple, str]:
+    """Per (run, attempt): the one host srun says a task of exited with an error code of its own (`srun: error: H:
+    task 10: Exited with exit code 1`; the others were killed): where a hostless device fault was raised."""
+    # NOTE: the events table, not the candidates: within a run an exit status carries no mode (collectors.slurm)
+    rows = con.execute("""SELECT run, attempt, min(host) FROM events WHERE list_contains(?, run) AND source = 'slurm'
+                          AND kind = 'slurm_task_exit' AND regexp_matches(text, 'exit code 0*[1-9]')
+                          GROUP BY run, attempt HAVING count(DISTINCT host) = 1""",
+                       [[runs] if isinstance(runs, str) else runs]).fetchall()
+    return {(r, a): h for r, a, h in rows}

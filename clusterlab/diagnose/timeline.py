@@ -45,13 +45,15 @@ OFFSET_MIN_SAMPLES = 16
 MATCHED_JOBS = f"""
         c AS (
             SELECT a.run, a.attempt, a.end_ts AS a_end, j.*, n.job_id IS NOT NULL AS named,
-                   j.job_start <= a.start_ts + INTERVAL {SPAN_SLACK_S} SECOND
-                       AND j.job_end >= a.end_ts - INTERVAL {SPAN_SLACK_S} SECOND AS holds,
-                   epoch(least(j.job_end, a.end_ts) - greatest(j.job_start, a.start_ts))
-                       / greatest(epoch(a.end_ts - a.start_ts), 1) AS share
-            FROM a JOIN j ON j.job_start <= a.end_ts AND j.job_end >= a.start_ts
+                   coalesce(j.job_start <= a.start_ts + INTERVAL {SPAN_SLACK_S} SECOND
+                       AND j.job_end >= a.end_ts - INTERVAL {SPAN_SLACK_S} SECOND, n.job_id IS NOT NULL) AS holds,
+                   coalesce(epoch(least(j.job_end, a.end_ts) - greatest(j.job_start, a.start_ts))
+                       / greatest(epoch(a.end_ts - a.start_ts), 1), 1.0) AS share
+            FROM a JOIN j ON (j.job_start <= a.end_ts AND j.job_end >= a.start_ts) OR a.start_ts IS NULL
             LEFT JOIN named n ON n.run = a.run AND n.attempt = a.attempt AND n.job_id IN (j.job_id, j.job_id_raw)
-            WHERE n.job_id IS NOT NULL OR j.job_name = a.run
+            -- an attempt whose lines carry no time of their own (a launch that died before anything stamped a
+            -- line: a container that never started) has only the job its output names to give it a span
+            WHERE n.job_id IS NOT NULL OR (j.job_name = a.run AND a.start_ts IS NOT NULL)
         ),
         best AS (SELECT DISTINCT ON (run, attempt) * FROM c WHERE holds OR (named AND share >= 0.5)
                  ORDER BY run, attempt, named DESC, holds DESC, share DESC, job_end - job_start, job_id)"""
