@@ -72,6 +72,7 @@ PATTERN = "|".join([
     r"oom-kill:constraint=",
     r" invoked oom-killer: ",
     r"oom_reaper: reaped process \d+",
+    r"Task in \S+ killed as a result of limit of ",
     r"INFO: task .*:\d+ blocked for more than ",
     r"task:\S+ +state:D ",
     r"\b(?:nfs|nfs4|lockd): server \S+ (?:not responding|OK\b)",
@@ -84,6 +85,7 @@ PATTERN = "|".join([
     r"EDAC (?:\S+ )?MC\d+: \d+ (?:CE|UE|Fatal) ",
     r"Kernel panic - not syncing: ",
     r"soft lockup - CPU#\d+ stuck",
+    r"Watchdog detected hard LOCKUP on cpu \d+",
     # call-trace frames in a shared filesystem's modules (or NFS functions): they say where a hung task waits
     r"\+0x[0-9a-f]+/0x[0-9a-f]+ \[(?:nfs|nfsv3|nfsv4|sunrpc|lustre|ptlrpc|lnet|obdclass|osc|mdc|lmv|lov|mgc|ldlm"
     r"|fuse|ceph|libceph|mmfs26|mmfslinux|beegfs|cifs|9p)\]"
@@ -176,6 +178,8 @@ RULES: tuple[Rule, ...] = (
     Rule("oom", "oom_invoked", r" invoked oom-killer: ", "host_oom", "warning"),
     # the reaper frees what the OOM killer's victim held: all that is left of a kill in a short excerpt
     Rule("oom", "oom_reaped", r"oom_reaper: reaped process \d+", "host_oom", "warning"),
+    # cgroup v1's header of a memory-cgroup OOM kill (the `Killed process` line may be cut from an excerpt)
+    Rule("oom", "oom_cgroup_limit", r"Task in \S+ killed as a result of limit of ", "host_oom", "warning"),
     # NOTE: a hung task's cause is decided per line (_hung_on_filesystem): a filesystem stall, else `unknown`
     Rule("hung", "hung_task", r"INFO: task .*:\d+ blocked for more than \d+ seconds", "unknown", "warning"),
     # a task in D state whose hung-task header was not kept (sysrq-w, or a paste starting at the task line)
@@ -205,7 +209,10 @@ RULES: tuple[Rule, ...] = (
     Rule("mce", "memory_failure", r"Uncorrected hardware memory error|Memory failure: 0x", "host_hw", "error"),
     Rule("mce", "edac_uncorrected", r"EDAC (?:\S+ )?MC\d+: \d+ (?:UE|Fatal) ", "host_hw", "error"),
     Rule("mce", "edac_corrected", r"EDAC (?:\S+ )?MC\d+: \d+ CE ", None, "warning"),
-    Rule("cpu", "soft_lockup", r"soft lockup - CPU#\d+ stuck", None, "warning"),
+    # NOTE: a CPU the watchdog finds stuck (a soft lockup: no scheduling for 20 s and more; a hard one: no
+    # interrupts either) is, like a hung task, a node fault whose cause the line does not say: `unknown`, a warning
+    Rule("cpu", "soft_lockup", r"soft lockup - CPU#\d+ stuck", "unknown", "warning"),
+    Rule("cpu", "hard_lockup", r"Watchdog detected hard LOCKUP on cpu \d+", "unknown", "warning"),
 )
 
 _BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"
@@ -246,6 +253,7 @@ EXTRACTORS: dict[str, list[str]] = {
         r"task_memcg=(?P<otask_memcg>[^,]+)",
         r",task=(?P<otask>[^,]*),pid=(?P<opid2>\d+)",
         r"^(?P<ocomm2>\S+) invoked oom-killer",
+        r"^Task in (?P<otask_memcg2>\S+) killed as a result of limit of (?P<omemcg2>\S+)",
     ],
     "hung": [r"INFO: task (?P<htask>.+):(?P<hpid>\d+) blocked for more than (?P<hsecs>\d+) seconds",
              r"^task:(?P<htask2>\S+) +state:D .*\bpid: *(?P<hpid2>\d+)"],
@@ -257,7 +265,8 @@ EXTRACTORS: dict[str, list[str]] = {
         r"EDAC (?:\S+ )?MC(?P<emc>\d+): (?P<ecount>\d+) (?:CE|UE|Fatal) (?P<emsg>.*?)(?: on (?P<eloc>\S+))?"
         r"(?: \(|$)",
     ],
-    "cpu": [r"CPU#(?P<ccpu>\d+) stuck for (?P<csecs>\d+)s! \[(?P<ctask>[^\]]*)\]", r"not syncing: (?P<cwhy>.*)"],
+    "cpu": [r"CPU#(?P<ccpu>\d+) stuck for (?P<csecs>\d+)s! \[(?P<ctask>[^\]]*)\]", r"not syncing: (?P<cwhy>.*)",
+            r"hard LOCKUP on cpu (?P<ccpu2>\d+)"],
 }
 
 
@@ -286,7 +295,8 @@ def _details() -> dict[str, dict[str, pl.Expr]]:
                  "port": _int("lport"), "state": pl.col("lstate"), "module": _int("lmodule"),
                  "cable": pl.col("lcable"), "cable_error": pl.col("lcable_err")},
         "oom": {"pid": pl.coalesce(_int("opid"), _int("opid2")), "process": pl.coalesce("ocomm", "otask", "ocomm2"),
-                "constraint": pl.col("oconstraint"), "memcg": pl.col("omemcg"), "task_memcg": pl.col("otask_memcg")},
+                "constraint": pl.col("oconstraint"), "memcg": pl.coalesce("omemcg", "omemcg2"),
+                "task_memcg": pl.coalesce("otask_memcg", "otask_memcg2")},
         "hung": {"task": pl.coalesce("htask", "htask2"), "pid": pl.coalesce(_int("hpid"), _int("hpid2")),
                  "blocked_s": _int("hsecs"),
                  "blocked_in": pl.col("blocked_in"), "frame": pl.col("hframe")},
@@ -295,7 +305,8 @@ def _details() -> dict[str, dict[str, pl.Expr]]:
         "block": {"device": pl.col("bdev"), "sector": _int("bsector")},
         "mce": {"cpu": _int("mcpu"), "bank": _int("mbank"), "status": pl.col("mstatus"), "mc": _int("emc"),
                 "count": _int("ecount"), "location": pl.col("eloc")},
-        "cpu": {"cpu": _int("ccpu"), "stuck_s": _int("csecs"), "task": pl.col("ctask"), "reason": pl.col("cwhy")},
+        "cpu": {"cpu": pl.coalesce(_int("ccpu"), _int("ccpu2")), "stuck_s": _int("csecs"), "task": pl.col("ctask"),
+                "reason": pl.col("cwhy")},
     }
 
 
