@@ -122,11 +122,12 @@ _SNIFF = re.compile(
     rb"|(?m:^zsh: (?:killed|segmentation fault|bus error|abort)\s)"
 )
 # srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) ` or SkyPilot's node `(worker1, rank=1, pid=2, ip=...) `,
-# torchrun `[rank3]:` / `[default3]:`, mpirun `[1,3]<...>:`
+# torchrun `[rank3]:` / `[default3]:`, mpirun `[1,3]<...>:`, horovodrun `[3]<...>:`
 _LAUNCHER = (r"^(?P<pfx>(?:\s*(?P<task>\d{1,6}): )?(?:\([\w.-]+,? (?:rank=\d+, )?pid=\d+(?:, ip=[\w.:]+)?\) )?"
              # torchrun --tee before c10d's own prefix: `[rank0]:[rank8]:[E1125 ...`, the inner is global
              r"(?:(?:\[(?:rank|default)\d{1,6}\]:)?\[rank(?P<prank>\d{1,6})\]: ?|\[default(?P<plocal>\d{1,4})\]: ?"
-             r"|\[\d+,(?P<mrank>\d+)\]<std(?:out|err)>: ?)?)(?P<rest>.*)$")
+             # NOTE: Horovod's launcher tags a line with the rank alone (`[1]<stderr>:`), mpirun with the job too
+             r"|\[(?:\d+,)?(?P<mrank>\d+)\]<std(?:out|err)>: ?)?)(?P<rest>.*)$")
 _GLOG = (r"^\[?(?P<lvl>[IWEF])(?:(?P<md>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?)(?: +\d+)?)? "
          r"(?P<src>[\w./-]+:\d+)\] ?(?P<gmsg>.*)$")
 # python logging's `[ts] name: [LEVEL] msg` and DeepSpeed's `[ts] [LEVEL] [launch.py:325:sigkill_handler] msg`
