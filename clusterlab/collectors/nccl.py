@@ -38,7 +38,11 @@ PATTERN = (
     r"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'"
     r"|NCCL INFO [\w./-]+:\d+ -> [1-9]"
     r"|Test (?:CUDA|NCCL) failure [\w./-]+:\d+ '"
+    # the AWS OFI plugin's own logger before it logged through NCCL's (aws-ofi-nccl <= 1.0, its test programs)
+    r"|^WARN: Function: \w+ Line: \d+: NET/OFI "
 )
+# ... whose WARN line is a WARN of NCCL's without NCCL's prefix
+_OFI_WARN = "WARN: Function: "
 
 _HEAD = (
     r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\] ?)?"
@@ -119,7 +123,8 @@ def sniff(head: bytes, path: str) -> bool:
     # the whole 64 KiB head cost a third of a millisecond, on every NCCL log), the rest of the head only if needed
     # NOTE: or NCCL's own words behind another prefix (a custom logger's, a masked host) or none: a WARN, an IB error
     return (_prefixed(head) or b"NCCL WARN " in head or b"Got completion from peer " in head
-            or b"Test CUDA failure " in head or b"Test NCCL failure " in head)
+            or b"Test CUDA failure " in head or b"Test NCCL failure " in head
+            or (b"WARN: Function: " in head and b"NET/OFI " in head))
 
 
 def _prefixed(head: bytes) -> bool:
@@ -139,7 +144,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Rank map rows from init lines, events from WARN lines and their echoes, facts from version lines."""
     out = Parsed()
     text = pl.col("text")
-    level = (pl.when(text.str.contains("NCCL WARN ", literal=True)).then(pl.lit("WARN"))
+    level = (pl.when(text.str.contains("NCCL WARN ", literal=True) | text.str.starts_with(_OFI_WARN))
+             .then(pl.lit("WARN"))
              .when(text.str.contains("NCCL INFO ", literal=True)).then(pl.lit("INFO")))
     # NOTE: every regex runs on the rows it is for: a filter's `&` evaluates each side on every row, and INFO init
     # lines are nearly all of what PATTERN selects, so the rarer lines' tests come after a split by level
@@ -255,7 +261,8 @@ def _warn_events(w: pl.DataFrame, rank_of: pl.DataFrame, chains: pl.DataFrame) -
     if not w.height:
         return w
     msg = pl.coalesce("msg", "text")
-    network = pl.when(msg.str.contains(r"NET/IB|NET/Socket|\bibv_|[Ss]ocket")).then(pl.lit("network"))
+    # NOTE: a WARN of a network transport (IB verbs, sockets, the AWS OFI plugin for EFA) that no kind reads
+    network = pl.when(msg.str.contains(r"NET/(?:IB|Socket|OFI)|\bibv_|[Ss]ocket")).then(pl.lit("network"))
     kind, mode, severity = first_kind(msg, _WARN_KINDS, pl.lit("nccl_warn"), network, pl.lit("warning"))
     w = w.select(
         "line", "ts", "host", "text", "src", "func", "echo", "prefix_rank",
