@@ -8,6 +8,7 @@ sends before it takes a spot host back, and the job status after, are what says 
     Status Reason:  Host EC2 (instance i-0c9e2f31a7b4d5e60) terminated.          (AWS Batch)
     Instance was preempted.   compute.instances.preempted                      (Google Compute Engine)
     "EventType": "Preempt"                                                       (Azure scheduled events)
+    GCP Metadata Service says termination is imminent                            (a GCE spot host's worker agent)
 
 No time is read: each tool prints its own, often in another zone than the node's.
 """
@@ -27,8 +28,11 @@ PATTERN = "|".join([
     r"Host EC2 (?:\(instance i-[0-9a-f]+\) )?[Tt]erminated",
     r"\bInstance was preempted\.|\bcompute\.instances\.preempted\b",
     r"\"EventType\":\s*\"Preempt\"",
+    # an agent polling GCE's metadata server (`instance/preempted`, `instance/maintenance-event`) for the notice
+    r"[Tt]ermination is imminent|\bTERMINATE_ON_HOST_MAINTENANCE\b",
 ])
-SNIFF_HINT = (b"interruption", b"interrupted in", b"host ec2", b"preempted", b"preempt\"")
+SNIFF_HINT = (b"interruption", b"interrupted in", b"host ec2", b"preempted", b"preempt\"", b"termination is imminent",
+              b"terminate_on_host_maintenance")
 
 
 def sniff(head: bytes, path: str) -> bool:
