@@ -53,6 +53,8 @@ PATTERN = "|".join([
     r"(?:srun|salloc|sbatch): (?:error: )?Prolog failure on node ",
     r"\[job \d+\] prolog failed status=",
     r"Caught signal \w+ on \S+: this job is (?:preempted|timed-out)",
+    r"SLURM status is: '",
+    r"Process exceeded running time limit \(",
 ])
 
 
@@ -89,6 +91,15 @@ RULES: tuple[Rule, ...] = (
     # Slurm whether the job reached its time limit); its requeue's banner (`DUE TO JOB REQUEUE`) says neither
     Rule("submitit_preempted", r"Caught signal \w+ on \S+: this job is preempted", "preemption", "warning"),
     Rule("submitit_timed_out", r"Caught signal \w+ on \S+: this job is timed-out", "time_limit", "error"),
+    # a workflow manager's verdict on a job it ran: Snakemake's SLURM executor quotes the state sacct gave
+    # (`SLURM-job '2254' failed, SLURM status is: 'TIMEOUT'.`), Nextflow its own `time` directive's kill
+    Rule("workflow_time_limit", r"SLURM status is: 'TIMEOUT'|Process exceeded running time limit \(", "time_limit",
+         "error"),
+    Rule("workflow_node_fail", r"SLURM status is: 'NODE_FAIL'", "node_failure", "critical"),
+    Rule("workflow_preempted", r"SLURM status is: 'PREEMPTED'", "preemption", "warning"),
+    Rule("workflow_oom", r"SLURM status is: 'OUT_OF_MEMORY'", "host_oom", "error"),
+    # NOTE: FAILED or CANCELLED says no more than the job's exit: the job's own log says why
+    Rule("workflow_job_state", r"SLURM status is: '", None, "warning"),
     # NOTE: a whole job cancelled with no reason is scancel (SIGTERM/SIGKILL from a person or their
     # script); a step alone is also cancelled by srun --kill-on-bad-exit after a task failed.
     # NOTE: 25.05+ names the signal (`DUE to SIGNAL Terminated`, lower-case `to`) where older releases print
@@ -168,6 +179,7 @@ EXTRACTORS: tuple[str, ...] = (
     rf"(?:Step|Job)Id=(?P<memid>{_ID}) exceeded (?P<virt>virtual )?memory limit \((?P<used>\d+) > (?P<limit>\d+)\)",
     r"srun: job (?P<qjob>\d+) (?P<qstate>queued|has been allocated)",
     r"Caught signal \w+ on (?P<shost>[^\s:]+): this job is",
+    r"SLURM-job '(?P<wjob>\d+)' failed",
 )
 
 
@@ -205,7 +217,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
 
 # A whole job killed by someone or something else than its own tasks: what its tasks did after is its consequence.
 _KILLS = ("slurm_cancelled", "slurm_time_limit", "slurm_preempted", "slurm_requeued", "slurm_node_fail",
-          "submitit_preempted", "submitit_timed_out")
+          "submitit_preempted", "submitit_timed_out", "workflow_time_limit", "workflow_node_fail", "workflow_preempted")
 
 
 def _after_kill(frame: pl.DataFrame) -> pl.DataFrame:
@@ -253,7 +265,7 @@ def job_and_step(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 def _finish(frame: pl.DataFrame) -> pl.DataFrame:
     """The events table from classified, extracted lines."""
-    job, step = job_and_step(pl.coalesce("bid", "tid", "oomid", "memid"))
+    job, step = job_and_step(pl.coalesce("bid", "tid", "oomid", "memid", "wjob"))
     step = pl.when(pl.col("bent") == "JOB").then(pl.lit("batch")).otherwise(step)
     sig = pl.col("tsig").str.strip_chars()
     rank = pl.col("tasks").cast(pl.Int32, strict=False)
