@@ -49,7 +49,7 @@ PATTERN = "|".join([
     r"node \S+ not resumed by ResumeTimeout\(",
     r"Prolog or job env setup failure on node ",
     r"Setting node \S+ state to INVAL with reason:", r"Node \S+ has low (?:real_memory|socket\*core\*thread|tmp_disk)",
-    r"node \S+ returned to service",
+    r"node \S+ returned to service", r"reboot request queued for nodes ",
     rf"Killing {_J}\S* (?:StepId=\S+ )?on failed node ",
     rf"requeue (?:job )?{_J}\S* due to failure of node ",
     rf"Requeuing {_J}", rf"_job_complete: (?:requeue )?{_J}", rf"Time limit exhausted for {_J}",
@@ -87,6 +87,8 @@ RULES: tuple[Rule, ...] = (
     Rule("slurm_node_state", r"update_node: node \S+ state set to ", None, "info"),
     Rule("slurm_node_responding", r"Node \S+ now responding", None, "info"),
     Rule("slurm_node_resume", r"node \S+ returned to service", None, "info"),
+    # proc_req.c: `scontrol reboot [ASAP] ... <nodes>` accepted: the operator takes the nodes out for a reboot
+    Rule("slurm_node_reboot_request", r"reboot request queued for nodes \S+", None, "warning"),
     Rule("slurm_node_reboot", r"Node \S+ unexpectedly rebooted", "node_failure", "error"),
     Rule("slurm_job_node_fail", r"Killing JobId=\S+ (?:StepId=\S+ )?on failed node ", "node_failure", "error"),
     Rule("slurm_job_requeue", r"requeue (?:job )?JobId=\S+ due to (?:failure of node|node failure)", "node_failure",
@@ -115,7 +117,8 @@ EXTRACTORS: tuple[str, ...] = (
     r"Nodes (?P<n1>\S+) not responding|(?:update_node|drain_nodes): node (?P<n2>\S+) (?:state|reason) set"
     r"|Node (?P<n3>\S+) (?:now responding|unexpectedly)|node (?P<n4>\S+) returned to service"
     r"|on failed node (?P<n5>\S+)$|failure of node (?P<n6>\S+)$|node (?P<n7>\S+) not resumed by"
-    r"|setup failure on node (?P<n8>[^\s,]+)|Setting node (?P<n9>\S+) state to INVAL|Node (?P<n10>\S+) has low",
+    r"|setup failure on node (?P<n8>[^\s,]+)|Setting node (?P<n9>\S+) state to INVAL|Node (?P<n10>\S+) has low"
+    r"|reboot request queued for nodes (?P<n11>\S+)",
     r"state set to (?P<state>\S+)",
     r"reason set to: (?P<reason>.*)$",
     r"boot_time=(?P<boot>\d+)",
@@ -158,7 +161,11 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     frame = frame.with_columns(ts=_timestamp(ctx))
     facts = frame.filter(pl.col("kind") == "slurm_version")
     out.add("facts", _facts(facts))
-    node = pl.coalesce("n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9", "n10").alias("host")
+    node = pl.coalesce("n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9", "n10", "n11").alias("host")
+    # NOTE: the reboot request prints no reason of its own (scontrol's reason= goes to the node record only); it
+    # is the operator's maintenance all the same, in the words diagnose.maintenance reads
+    frame = frame.with_columns(reason=pl.when(pl.col("kind") == "slurm_node_reboot_request")
+                               .then(pl.lit("reboot requested (scontrol reboot)")).otherwise("reason"))
     events = explode_hosts(frame.filter(pl.col("kind") != "slurm_version").with_columns(node), "host", out)
     out.add("events", _finish(_not_back(_with_reasons(events))))
     return out
