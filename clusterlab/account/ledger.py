@@ -216,8 +216,11 @@ def split_intervals(tl: pl.DataFrame, saves: pl.DataFrame, slow: pl.DataFrame, k
     # out (the outsiders' convention: kept steps count whole). Steps a straggler incident covers are slowed anyway.
     noise = NOISE_SIGMAS * step_noise_s(tl) * pl.col("n").sqrt()
     tol = err + pl.when(pl.col("slow_host").is_null()).then(noise).otherwise(0.0)
-    within = (pl.col("interval_s") - pl.col("n") * b).abs() <= tol
-    productive = (pl.when(within & (tol > 0)).then(pl.col("interval_s"))
+    # NOTE: judged without the save that ran in it: an interval holding a save is as noisy as any other in its steps,
+    # and its steps' jitter left beside the save's own time would be booked as slowdown
+    stepping = (pl.col("interval_s") - pl.col("save_s").fill_null(0)).clip(lower_bound=0)
+    within = (stepping - pl.col("n") * b).abs() <= tol
+    productive = (pl.when(within & (tol > 0)).then(stepping)
                   .otherwise(pl.min_horizontal(pl.col("interval_s"), pl.col("n") * b)))
     excess = pl.col("interval_s") - productive
     w = w.with_columns(productive_raw=productive, excess=excess)
