@@ -67,6 +67,7 @@ _RESULT_MODE = {"1": "cuda_error", "2": "unknown", "3": "unknown", "4": "user_co
 _CHAIN_LINES = 8  # a failed call's trace follows its WARN at once; a later one on the thread is another story
 # ... which ends where the failure reaches the caller's group: `group.cc:64 -> 2 [Async thread]` (NCCL 2.9+)
 _CHAIN_TOP = r"^[\w./-]+:\d+ -> [1-9] \[Async thread\]\s*$"
+_CHAIN_REPEATS = 3  # the same call site failing this often on one thread is a loop of failures, not one trace
 # A launcher's `[rankN]:` (torchrun --tee, after srun's `N: `) names the rank of a line without an init line
 _PREFIX_RANK = pl.col("text").str.extract(r"^\s*(?:\d+: )?\[rank(\d+)\]:", 1).cast(pl.Int32, strict=False)
 _PEER = r"(?:peer|[Cc]onnect to|recv from) ([^\s<>]+)<(\d+)>"
@@ -178,7 +179,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     rest = info.filter(pl.col("what").is_null() & pl.col("fact_key").is_null())
     chains = rest.filter(pl.col("msg").str.contains(_CHAIN)).select(
         "line", "ts", "host", "pid", "tid", "text", res=pl.col("msg").str.extract(_CHAIN, 1),
-        top=pl.col("msg").str.contains(_CHAIN_TOP))
+        top=pl.col("msg").str.contains(_CHAIN_TOP), site=pl.col("msg").str.extract(r"^([\w./-]+:\d+) -> ", 1))
     out.add("events", _warn_events(events.with_columns(prefix_rank=_PREFIX_RANK), rank_of, chains.drop("ts", "text")))
     out.add("events", _silent_failures(chains, events))
     # TRACE lines and INFO retries ("Call to ibv_modify_qp failed ..., retrying") repeat an echo phrase:
@@ -293,7 +294,11 @@ def _silent_failures(chains: pl.DataFrame, warns: pl.DataFrame) -> pl.DataFrame:
     before its WARN). One event per process, of the mode its ncclResult_t names."""
     # NOTE: where a WARN or its echo is in the file, that WARN's event tells the story and takes the trace's mode
     told = warns.select(_f=file_of_line()).unique()
-    top = chains.filter(pl.col("top")).with_columns(_f=file_of_line()).join(told, on="_f", how="anti")
+    # NOTE: or where one thread's call fails again and again (a proxy or service thread's retry loop: the same
+    # `misc/socket.cc:47 -> 3` over and over) though its trace never reaches a group; one short trace is no failure
+    again = pl.len().over("_f", "host", "pid", "tid", "site") >= _CHAIN_REPEATS
+    top = (chains.with_columns(_f=file_of_line()).filter(pl.col("top") | (again & pl.col("site").is_not_null()))
+           .join(told, on="_f", how="anti"))
     if not top.height:
         return top
     top = top.sort("line").unique(["_f", "host", "pid"], keep="first", maintain_order=True)
