@@ -101,3 +101,16 @@ def test_a_named_term_of_the_loss_or_its_mean_going_nan_is_a_divergence(tmp_path
 def test_a_finite_named_or_mean_loss_is_no_divergence(tmp_path: Path, line: str) -> None:
     head = "11:01:03: train iter: 200 loss_net: 0.8123 loss_scale: 1024.0 norm: 3.1\n"
     assert _modes(tmp_path, head + line + "\n", "train.log") == set()
+
+
+def _loop(times: int) -> str:
+    return "".join(f"gn-07:40112:40377 [1] NCCL INFO misc/socket.cc:{n} -> 6\n" for _ in range(times) for n in (62, 88))
+
+
+def test_one_threads_call_failing_again_and_again_without_a_warn_is_a_failed_call(tmp_path: Path) -> None:
+    # NOTE: a proxy thread's retry loop never reaches a group's `[Async thread]`; its result names the mode (6: remote)
+    assert _events(tmp_path, _loop(3), "nccl.log") == [("nccl_call_failed", "network")]
+
+
+def test_a_call_failing_twice_is_still_one_short_trace(tmp_path: Path) -> None:
+    assert _events(tmp_path, _loop(2), "nccl.log") == []
