@@ -198,7 +198,9 @@ def _attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Set
     inc, evidence = incidents_of(con, run, s, slow, profile, host_clocks)
     tl = ledger.timeline(_steps(con, run, profile), att)
     b = ledger.baseline_step_s(tl)
-    tl = ledger.with_unlogged_steps(tl, _stall_roots(con, run, inc), b)
+    tl = ledger.with_unlogged_steps(tl, _stall_roots(con, run, inc), b, store.frame(
+        con, "SELECT attempt, ts, duration_s FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL",
+        [run]))
     latest = _latest_roots(con, inc, evidence)
     cut = ledger.until_root(tl, latest)
     saves = store.frame(con, """SELECT DISTINCT ON (attempt, step) attempt AS s_attempt, step AS save_step, ts,

@@ -76,7 +76,8 @@ def timeline(steps: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
         {"ts": "end"}).select("attempt", "step", "n", "start", "end", "interval_s", "step_s", "data_s", "err_s")
 
 
-def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float) -> pl.DataFrame:
+def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float,
+                        saves: pl.DataFrame | None = None) -> pl.DataFrame:
     """`tl` with one record per attempt for the whole steps that ran after its last step record and before its
     failure (`roots`: `attempt, root_ts`, the root event of the incident that ended it).
 
@@ -84,14 +85,26 @@ def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float
     record of a 4 s step stopped a job that had trained 7 more steps. Without this, those steps were `hang`.
     Only whole steps count (a step the fault cut short did no work), at most N - 1 of them (the Nth would have
     printed a record), at the baseline speed; a root event before the last record, or after the next record was
-    due, adds nothing."""
+    due, adds nothing. A save that began after the last record (`saves`: `attempt, ts, duration_s`, its start and
+    length) held the steps back: they are counted from its end (a time limit a minute after a save)."""
     if not tl.height or not roots.height or baseline_s <= 0:
         return tl
     last = (tl.sort("attempt", "step").group_by("attempt")
             .agg(step=pl.col("step").last(), end=pl.col("end").last(), every=pl.col("n").median()))
     r = (roots.select(pl.col("attempt").cast(pl.Int32), "root_ts").drop_nulls().group_by("attempt")
          .agg(pl.col("root_ts").min()).join(last, on="attempt"))
-    gap = _secs(pl.col("root_ts") - pl.col("end"))
+    if saves is not None and saves.height:  # the last save to end after the last record and before the root
+        ends = saves.select(pl.col("attempt").cast(pl.Int32), "ts", done=pl.col("ts") + pl.duration(
+            microseconds=(pl.col("duration_s").fill_null(0) * 1e6).cast(pl.Int64)))
+        r = r.join(r.select("attempt", "end", "root_ts").join(ends, on="attempt").filter(
+            # (a save's line may carry its step record's whole-second stamp, a moment before the record's end)
+            pl.col("ts") >= pl.col("end") - pl.duration(seconds=ROOT_SLACK_S), pl.col("done") <= pl.col("root_ts"),
+        ).group_by("attempt").agg(
+            after=pl.col("done").max()), on="attempt", how="left").with_columns(
+            resume=pl.max_horizontal("end", "after"))
+    else:
+        r = r.with_columns(resume=pl.col("end"))
+    gap = _secs(pl.col("root_ts") - pl.col("resume"))
     whole = (gap / baseline_s).floor()
     # a root event after the next record was due (a hang detected by a watchdog minutes later) says nothing of
     # how long the steps went on: no record came when one should have, so progress had stopped before it
@@ -100,10 +113,11 @@ def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float
                         .cast(pl.Int64)).filter(pl.col("k") >= 1))
     if not r.height:
         return tl
-    extra = r.select(
-        "attempt", step=pl.col("step") + pl.col("k"), n="k", start="end",
-        end=pl.col("end") + pl.duration(microseconds=(pl.col("k") * baseline_s * 1e6).cast(pl.Int64)),
-        interval_s=pl.col("k") * baseline_s, step_s=pl.lit(baseline_s), data_s=pl.lit(None, pl.Float64))
+    # the record's interval holds the save as a logged record after a save does
+    extra = r.with_columns(
+        done=pl.col("resume") + pl.duration(microseconds=(pl.col("k") * baseline_s * 1e6).cast(pl.Int64))).select(
+        "attempt", step=pl.col("step") + pl.col("k"), n="k", start="end", end="done",
+        interval_s=_secs(pl.col("done") - pl.col("end")), step_s=pl.lit(baseline_s), data_s=pl.lit(None, pl.Float64))
     return pl.concat([tl, extra], how="diagonal_relaxed").sort("attempt", "step")
 
 

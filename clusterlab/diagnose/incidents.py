@@ -143,7 +143,7 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
               AND ev.ts BETWEEN a.start_ts AND a.end_ts + to_seconds($grace)
         )
         SELECT run, attempt, ts, host, source, kind, failure_mode, xid, rank, peer, file, line, text, tier, detail,
-               dated IS NULL AS own_stamp, coalesce(ts_lo, ts) AS ts_lo
+               dated IS NULL AS own_stamp, coalesce(ts_lo, ts) AS ts_lo, coalesce(ts_hi, ts) AS ts_hi
         FROM hits
         WHERE ts >= greatest(start_ts, least(coalesce(last_ts, end_ts), end_ts) - to_seconds($window))
           AND ts <= end_ts + to_seconds($grace)

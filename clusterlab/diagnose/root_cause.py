@@ -47,6 +47,7 @@ _TIERS = dict(incidents.TIERS_BY_MODE)
 # often a symptom.
 LOCAL_MODES = frozenset({"gpu_fell_off_bus", "gpu_memory_ecc", "gpu_hw_other", "nvlink_error", "pcie_error",
                          "host_hw", "cuda_error", "cuda_oom", "host_oom", "gpu_throttle", "silent_data_corruption"})
+RAISED_BY_ALL = ("user_code_error", "cuda_error", "cuda_oom")  # the user's errors: on many hosts, no host's
 _EV_COLS = ["run", "attempt", "ts", "host", "source", "kind", "failure_mode", "xid", "rank", "peer", "file", "line",
             "text", "tier", "detail"]
 
@@ -313,7 +314,7 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
         host, shared = _shared_service(con, winner, host, a["end_ts"], s)
         if shared:
             conf_base = 0.8
-    if winner is not None and mode == "user_code_error" and _raised_on_many_hosts(con, a, winner):
+    if winner is not None and mode in RAISED_BY_ALL and _raised_on_many_hosts(con, a, winner):
         host = None
     # everything not supporting the winner is a runner-up, with why it lost
     wid = winner["_id"] if winner else None
@@ -427,7 +428,7 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
             host, shared = _shared_service(con, winner, host, a["end_ts"], s)
             if shared:
                 conf_base = 0.8
-        if winner is not None and mode == "user_code_error" and _raised_on_many_hosts(con, a, winner):
+        if winner is not None and mode in RAISED_BY_ALL and _raised_on_many_hosts(con, a, winner):
             host = None
         incs[k] = {"incident_id": f"{a['run']}:{a['attempt']}:end", "run": a["run"], "attempt": a["attempt"],
                    "kind": "attempt_end", "exit_ts": a["end_ts"],
@@ -535,11 +536,11 @@ def _root_time(winner: dict, cands: pl.DataFrame) -> dt.datetime:
     """When the cause happened: the winner's time, or, for a winner without its own stamp (a traceback dated by
     its process's death), the first stamped line of the same failure mode inside its interval (the NFS server's
     first "not responding" before the `OSError` it caused). `cands`: the attempt's candidates."""
-    lo = winner.get("ts_lo")
-    if lo is None or lo >= winner["ts"] or "own_stamp" not in cands.columns:
+    lo, hi = winner.get("ts_lo"), winner.get("ts_hi") or winner["ts"]  # a line dated back lies up to `ts_hi`
+    if lo is None or lo >= hi or "own_stamp" not in cands.columns:
         return winner["ts"]
     same = cands.filter(pl.col("failure_mode") == winner["failure_mode"], pl.col("own_stamp").fill_null(True),
-                        pl.col("ts") >= lo, pl.col("ts") <= winner["ts"])
+                        pl.col("ts") >= lo, pl.col("ts") <= hi)
     return same["ts"].min() if same.height else winner["ts"]
 
 
@@ -576,11 +577,11 @@ def _shared_service(con: duckdb.DuckDBPyConnection, winner: dict, host: str | No
 
 def _raised_on_many_hosts(con: duckdb.DuckDBPyConnection, a: dict, winner: dict) -> bool:
     """Whether the attempt's ranks on more than one host raised the winner's error: the job's own bug (a config that
-    no longer fits its checkpoint), which every rank meets, is no host's; the first to print it is chance."""
-    # NOTE: one query per attempt that ended on a user's error; the same kind of line from the attempt's ranks
+    no longer fits its checkpoint, an illegal address in its kernel), which every rank meets, is no host's; the first
+    to print it is chance. NOTE: one query per attempt that ended on a user's error, its ranks' lines of that kind"""
     return con.execute("""SELECT count(DISTINCT host) > 1 FROM events WHERE run = ? AND attempt = ?
-                          AND failure_mode = 'user_code_error' AND kind = ? AND host IS NOT NULL""",
-                       [a["run"], a["attempt"], winner["kind"]]).fetchall()[0][0]
+                          AND failure_mode = ? AND kind = ? AND host IS NOT NULL""",
+                       [a["run"], a["attempt"], winner["failure_mode"], winner["kind"]]).fetchall()[0][0]
 
 
 def _failed_tasks(con: duckdb.DuckDBPyConnection, runs: str | list[str]) -> dict[tuple, str]:

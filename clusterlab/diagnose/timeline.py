@@ -164,7 +164,7 @@ def on_log_clock(frame: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
     moved = frame.with_columns(pl.col("attempt").cast(pl.Int32)).join(clocks, on=["attempt", "host"], how="left")
     shift = pl.when(own).then(pl.col("corr_us")).otherwise(0).fill_null(0)
     # an own-stamped line's interval is its own time: it moves with it
-    lo = {"ts_lo": pl.col("ts_lo") - pl.duration(microseconds=shift)} if "ts_lo" in frame.columns else {}
+    lo = {c: pl.col(c) - pl.duration(microseconds=shift) for c in ("ts_lo", "ts_hi") if c in frame.columns}
     return moved.with_columns(ts=pl.col("ts") - pl.duration(microseconds=shift), **lo).drop("corr_us", "shift_us")
 
 
