@@ -203,12 +203,16 @@ def _attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Set
         [run]))
     latest = _latest_roots(con, inc, evidence)
     cut = ledger.until_root(tl, latest)
-    saves = store.frame(con, """SELECT DISTINCT ON (attempt, step) attempt AS s_attempt, step AS save_step, ts,
+    saves = store.frame(con, """SELECT DISTINCT ON (attempt, step, CASE WHEN step IS NULL THEN ts END)
+                                       attempt AS s_attempt, step AS save_step, ts,
                                        coalesce(duration_s, 0) AS duration_s
                                 FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL
-                                ORDER BY attempt, step, duration_s IS NULL, ts""", [run])
+                                ORDER BY attempt, step, CASE WHEN step IS NULL THEN ts END, duration_s IS NULL, ts""",
+                        [run])
     # NOTE: one save told by two sources (the Trainer's "Saving model checkpoint" line, then DeepSpeed's engine
-    # timing the same save) is the one with a duration: the earlier line without one would make the stall vanish
+    # timing the same save) is the one with a duration: the earlier line without one would make the stall vanish.
+    # Saves that name no step (a tag that is no step number, a path without one) are told apart by their time: all
+    # of an attempt's would otherwise be one save, its other stalls booked as slowdown
     saves, tl = ledger.saves_before_cut(saves, tl, cut), cut
     # NOTE: isolated slow steps are noise; only stretches that became incidents count as straggling
     strag = inc.filter(pl.col("kind") == "straggler")

@@ -195,7 +195,8 @@ def step_noise_s(tl: pl.DataFrame) -> float:
 
 def assign_saves(tl: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
     """The step interval (its `end`) each save ran in: the first record after the saved step, or,
-    for logs without step numbers, the first record that ends after the save began."""
+    for logs without step numbers, the first record that ends after the save began (strictly: a save that began
+    the moment a record ended, as a trainer saves right after it logged the step, ran in the next one)."""
     cols = {"attempt": pl.Int32, "end": pl.Datetime("us"), "duration_s": pl.Float64, "save_step": pl.Int64}
     if not saves.height or not tl.height:
         return pl.DataFrame(schema=cols)
@@ -206,7 +207,7 @@ def assign_saves(tl: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
                           strategy="forward", allow_exact_matches=False, check_sortedness=False))
     by_ts = (sv.filter(pl.col("save_step").is_null()).sort("ts")
              .join_asof(right.sort("end"), left_on="ts", right_on="end", by="attempt", strategy="forward",
-                        check_sortedness=False))
+                        allow_exact_matches=False, check_sortedness=False))
     both = pl.concat([by_step.select(list(cols)), by_ts.select(list(cols))])
     return both.filter(pl.col("end").is_not_null())
 

@@ -136,8 +136,12 @@ def _steps(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def _tag_step(text: pl.Expr) -> pl.Expr:
-    """The step a DeepSpeed tag or checkpoint path names (`global_step100`)."""
-    return text.str.extract(r"global_step(\d+)", 1).cast(pl.Int64, strict=False)
+    """The step a DeepSpeed tag or checkpoint path names (`global_step100`).
+
+    Lightning's DeepSpeedStrategy saves every checkpoint under the fixed tag `checkpoint`, inside the directory its
+    ModelCheckpoint names (`epoch=0-step=1000.ckpt` by default): there the path's `step=` is the step."""
+    return pl.coalesce(text.str.extract(r"global_step(\d+)", 1),
+                       text.str.extract(r"[-_/]step=(\d+)[^/]*/checkpoint\b", 1)).cast(pl.Int64, strict=False)
 
 
 def _op(pattern: str, action: str, phase: str, path: int | None, tag: int | None, ok: bool | None = None) -> Op:

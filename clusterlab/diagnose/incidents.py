@@ -31,6 +31,10 @@ TIERS: list[tuple[int, str]] = [
     # NOTE: slurmstepd's own words for the same thing (`STEPD TERMINATED ... DUE TO JOB NOT ENDING WITH SIGNALS`)
     (30, "failure_mode = 'node_failure' AND kind = 'slurm_stepd_terminated'"),
     (90, "failure_mode IN ('node_failure', 'preemption', 'checkpoint_lost')"),
+    # the kernel's (or the step's cgroup's) OOM kill of a process: a fact on one host that a rank died, where the
+    # NET/IB completion errors that follow are its peers' view of the dead rank (what `remote process exited or
+    # there was a network error` says): the kill outranks them
+    (85, "failure_mode = 'host_oom' AND kind IN ('oom_kill', 'slurm_oom')"),
     (80, "failure_mode = 'network' AND kind IN ('ib_completion_error', 'ibv_error', 'ib_async_event')"),
     (65, "failure_mode = 'filesystem_io' AND source <> 'kernel'"),  # the application died on I/O
     (60, "failure_mode IN ('cuda_oom', 'cuda_error', 'host_oom', 'loss_divergence')"),
@@ -72,6 +76,7 @@ class Settings:
     # already say it is the server (a link down at both ends of one cable is still one host pair: 3 for the fabric)
     shared_fs_min_hosts: int = 2
     max_rejected: int = 10  # rejected candidates listed per incident
+    divergence_chain_s: float = 900.0  # NaN-loss lines no further apart than this are one divergence that persisted
     straggler_ratio: float = 1.10  # a host is slow at a step when its compute is this much above the median
     straggler_floor: float = 1.03  # ... or less, down to this, where the run's own noise is small (slow_steps)
     straggler_min_steps: int = 5  # a stretch of at least this many slow steps opens an incident

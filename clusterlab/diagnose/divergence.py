@@ -1,0 +1,45 @@
+"""The onset of a loss that went NaN and stayed NaN, read off the lines that say so.
+
+`root_cause._divergence_onsets` dates a divergence by the spike in the step records' losses; a log whose step
+records carry no loss (DeepSpeed's `step=N, skipped=0, lr=[...]` lines) says NaN only in other lines: a progress
+bar's `train_loss=nan`, a guard's message. A job that keeps stepping on a NaN loss prints one such line every few
+steps until someone stops it, often long after the candidates' window (`incidents.Settings.window_s`) before its
+last step: the root of the attempt's end is the first line of that last unbroken run of them (no two more than
+`Settings.divergence_chain_s` apart), not the last one the window still held. A line without a stamp of its own
+counts at the latest its interval allows (`ts_hi`): an onset is never put before what its neighbours prove.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+from clusterlab import store
+
+
+def line_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, chain_s: float) -> pl.DataFrame:
+    """`inc` with the root of each attempt a divergence ended moved back to the first line of its last unbroken run
+    of dated loss-divergence lines, where that is earlier."""
+    div = inc.filter(pl.col("failure_mode") == "loss_divergence", pl.col("kind") == "attempt_end")
+    if not div.height:
+        return inc
+    lines = store.frame(con, """
+        SELECT e.run, e.attempt::INTEGER AS attempt, coalesce(e.ts_hi, e.ts) AS ts FROM events e
+        JOIN (SELECT DISTINCT run, attempt::INTEGER AS attempt FROM div) d ON e.run = d.run AND e.attempt = d.attempt
+        WHERE e.failure_mode = 'loss_divergence' AND e.ts IS NOT NULL ORDER BY e.run, e.attempt, e.ts""",
+                        div=div.select("run", "attempt"))
+    if not lines.height:
+        return inc
+    keys = ["run", "attempt"]
+    gap = (pl.col("ts") - pl.col("ts").shift(1).over(keys)).dt.total_seconds()
+    onset = (lines.with_columns(seg=(gap > chain_s).fill_null(False).cum_sum().over(keys))
+             .filter(pl.col("seg") == pl.col("seg").max().over(keys))
+             .group_by(keys).agg(onset=pl.col("ts").min(), last=pl.col("ts").max()))
+    ends = (inc.with_columns(pl.col("attempt").cast(pl.Int32)).join(onset, on=keys, how="left")
+            .with_columns(pl.col("onset").cast(inc.schema["root_ts"]), pl.col("last").cast(inc.schema["root_ts"])))
+    # only a run of lines that reaches the root that won: a spike long before it, which the loss came back from, is
+    # another run
+    moved = ((pl.col("failure_mode") == "loss_divergence") & (pl.col("kind") == "attempt_end")
+             & (pl.col("onset") < pl.col("root_ts")) & (pl.col("last") >= pl.col("root_ts")))
+    return (ends.with_columns(root_ts=pl.when(moved).then(pl.col("onset")).otherwise(pl.col("root_ts")))
+            .drop("onset", "last").cast({"attempt": inc.schema["attempt"]}).select(inc.columns))
