@@ -429,8 +429,9 @@ def save_lines(L: Sink, t: float, c: float, path: str) -> None:
                        "[Rank 0] [Torch] Checkpoint checkpoint is about to be saved!"))
     mp = f"{path}/checkpoint/mp_rank_00_model_states.pt"
     zp = f"{path}/checkpoint/zero_pp_rank_0_mp_rank_00_optim_states.pt"
-    L.add(t + 0.4, ds(t + 0.4, "logging.py:128:log_dist", f"[Rank 0] Saving model checkpoint: {mp}"))
-    L.add(t + 0.4, ds(t + 0.4, "torch_checkpoint_engine.py:21:save", f"[Torch] Saving {mp}..."))
+    # (two milliseconds apart, as in the public DeepSpeed log this follows)
+    L.add(t + 0.012, ds(t + 0.012, "logging.py:128:log_dist", f"[Rank 0] Saving model checkpoint: {mp}"))
+    L.add(t + 0.013, ds(t + 0.013, "torch_checkpoint_engine.py:21:save", f"[Torch] Saving {mp}..."))
     if c is None:
         return
     L.add(t + 2.1, ds(t + 2.1, "torch_checkpoint_engine.py:23:save", f"[Torch] Saved {mp}."))
