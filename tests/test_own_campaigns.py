@@ -17,7 +17,11 @@ incident, every ledger category within the scorer's bar.
 - titan_k8s: torchtitan under a Kubeflow PyTorchJob on a rented Kubernetes pool (CRI pod logs, event-exporter JSON,
   journalctl -k in three styles; torchelastic's in-pod restarts and the operator's recreated pods as attempts; a
   DCP save failing on an NFS PVC, an OOMKilled container, a wedged rank, Xid 79 then NotReady, a power-braked GPU
-  then a maintenance drain, Xid 48, a corrupt data shard twice)."""
+  then a maintenance drain, Xid 48, a corrupt data shard twice);
+- composer_pyxis: LLM Foundry / Composer on Slurm in pyxis containers with NHC (undated console blocks timed by
+  SpeedMonitor's throughput, a failed image pull with no stamped line, an uncorrectable ECC error then the same GPU
+  dying at init, an IB port NHC drains, a Lustre OST every host loses, a corrupt MDS shard, a scancel, a 7 % slow
+  GPU in per-rank timings)."""
 
 from __future__ import annotations
 
@@ -34,6 +38,6 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "seed"), [("bloom_opt", None), ("bloom_opt", 1), ("llama3_requeue", 1),
                                             ("deepspeed_pdsh", None), ("nemo_ft", 2),
-                                            ("megatron_hangs", None), ("titan_k8s", None)])
+                                            ("megatron_hangs", None), ("titan_k8s", None), ("composer_pyxis", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)
