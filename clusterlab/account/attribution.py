@@ -335,14 +335,22 @@ def _stall_roots(con: duckdb.DuckDBPyConnection, run: str, inc: pl.DataFrame) ->
 
     NOTE: a node that dies without a word is dated by the scheduler minutes later ("not responding"), so the
     whole steps a log printed every N steps ran after its last record and before the death (`with_unlogged_steps`)
-    were booked as hang; the others' watchdogs say to the second when the job stopped."""
+    were booked as hang; the others' watchdogs say to the second when the job stopped, and so, before them, do
+    the network errors its peers raise about it (a stamped one after the last step record is later than the death
+    by the transport's timeout only)."""
     ends = inc.filter(pl.col("kind") == "attempt_end").select(pl.col("attempt").cast(pl.Int32), "root_ts")
+    lost = inc.filter(pl.col("kind") == "attempt_end", pl.col("failure_mode") == "node_failure")["attempt"]
     waits = store.frame(con, """
         SELECT attempt::INTEGER AS attempt, median(ts - to_milliseconds(TRY_CAST(json_extract_string(detail,
                '$.ran_for_ms') AS BIGINT))) AS root_ts
-        FROM events WHERE run = ? AND kind = 'watchdog_timeout' AND attempt IS NOT NULL
+        FROM events WHERE run = $run AND kind = 'watchdog_timeout' AND attempt IS NOT NULL
           AND TRY_CAST(json_extract_string(detail, '$.ran_for_ms') AS BIGINT) IS NOT NULL
-        GROUP BY ALL""", [run])
+        GROUP BY ALL
+        UNION ALL
+        SELECT e.attempt::INTEGER, min(e.ts) FROM events e
+        WHERE e.run = $run AND list_contains($lost, e.attempt) AND e.failure_mode = 'network' AND e.dated IS NULL
+          AND e.ts > (SELECT max(s.ts) FROM steps s WHERE s.run = $run AND s.attempt = e.attempt)
+        GROUP BY ALL""", {"run": run, "lost": [int(x) for x in lost.to_list()]})
     if not waits.height or not ends.height:
         return ends
     waits = waits.filter(pl.col("attempt").is_in(ends["attempt"].to_list())).with_columns(

@@ -1,0 +1,47 @@
+"""A node that dies without a word, no watchdog having fired before the scheduler's kill: its peers' network errors
+about it (stamped, seconds after the death) say the job had stopped by then, so the whole steps it ran after its
+last record of every N steps were work (recompute), not hang. A network error before that record says nothing."""
+
+from __future__ import annotations
+
+import polars as pl
+from timelines import Attempt, write_events, write_run
+
+from clusterlab import Lab
+
+HOSTS = ["gx-11", "gx-12", "gx-13"]
+STEP_S, EVERY = 6.0, 8
+LAST_END = 25 + 240 * STEP_S  # the last record (step 240) ends 1,465 s after T0
+DEATH = LAST_END + 20  # steps 241-243 ran unlogged
+TAIL = 330.0  # the last record to the exit: "not responding" at the death + 100 s, DOWN and the kill at + 300 s
+
+
+def _hang_s(peer_error_at: float | None) -> float:
+    with Lab(":memory:") as lab:
+        write_run(lab.con, "r", 24, [Attempt(0, 25, [STEP_S] * 240, hosts=HOSTS, tail_s=TAIL)])
+        lab.con.execute(f"DELETE FROM steps WHERE step % {EVERY} <> 0")
+        write_events(lab.con, [{"t": DEATH + 100, "source": "slurmctld", "kind": "slurm_node_not_responding",
+                                "failure_mode": "node_failure", "host": "gx-12", "severity": "critical",
+                                "text": "error: Nodes gx-12 not responding"}], name="slurmctld.log")
+        job = [{"t": LAST_END + TAIL - 2, "source": "slurm", "kind": "slurm_node_fail", "failure_mode": "node_failure",
+                "host": "gx-12", "severity": "critical", "text": "srun: error: Node failure on gx-12"}]
+        if peer_error_at is not None:
+            job.append({"t": peer_error_at, "source": "torch", "kind": "watchdog_terminated", "rank": 16,
+                        "failure_mode": "network", "host": "gx-13", "severity": "critical",
+                        "text": "[rank16]:[E1204 05:48:07.123456789 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID "
+                                "0(default_pg) Rank 16] Process group watchdog thread terminated with exception: "
+                                "NCCL error: remote process exited or there was a network error, NCCL version 2.26.3"})
+        write_events(lab.con, sorted(job, key=lambda e: e["t"]), run="r", attempt=1, name="slurm-4242.out")
+        att = lab.attribute("r")
+        end = att.incidents.filter(pl.col("kind") == "attempt_end").row(0, named=True)
+        assert (end["failure_mode"], end["host"]) == ("node_failure", "gx-12"), end
+        return att.rows.filter(pl.col("category") == "hang")["seconds"].sum()
+
+
+def test_the_peers_network_error_dates_the_stall_and_the_unlogged_steps_are_not_hang() -> None:
+    assert abs(_hang_s(DEATH + 3) - (TAIL - 3 * STEP_S)) <= 1.0
+
+
+def test_without_a_peer_error_after_the_last_record_the_late_root_adds_no_steps() -> None:
+    assert abs(_hang_s(None) - TAIL) <= 1.0
+    assert abs(_hang_s(LAST_END - 30) - TAIL) <= 1.0  # a network error the job stepped past
