@@ -114,3 +114,43 @@ def test_one_threads_call_failing_again_and_again_without_a_warn_is_a_failed_cal
 
 def test_a_call_failing_twice_is_still_one_short_trace(tmp_path: Path) -> None:
     assert _events(tmp_path, _loop(2), "nccl.log") == []
+
+
+@pytest.mark.parametrize(("line", "mode"), [
+    ("=>> PBS: job killed: walltime 43215 exceeded limit 43200", "time_limit"),
+    ("Job exceeded its walltime limit. Job was aborted", "time_limit"),
+    ("MOAB_INFO:  job exceeded wallclock limit", "time_limit"),
+    ("TERM_RUNLIMIT: job killed after reaching LSF run time limit.", "time_limit"),
+    ("=>> PBS: job killed: mem 530000000kb exceeded limit 520093696kb", "host_oom"),
+    ("TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.", "host_oom"),
+    ("TERM_PREEMPT: job killed after preemption.", "preemption"),
+])
+def test_other_batch_schedulers_verdicts_are_read(tmp_path: Path, line: str, mode: str) -> None:
+    text = "[it 9100] loss 1.9182\n" + line + "\n"
+    assert _modes(tmp_path, text, "job.o4412") == {mode}
+
+
+def test_an_owners_kill_under_lsf_is_no_failure(tmp_path: Path) -> None:
+    assert _events(tmp_path, "TERM_OWNER: job killed by owner.\nExited with exit code 130.\n", "job.out") == [
+        ("batch_killed", None)]
+
+
+@pytest.mark.parametrize("line", [
+    "[1733000000.120044] [gpu-c3:8812:0]  rc_mlx5_iface.c:524  UCX  ERROR   mlx5_0:1 remote access error",
+    "[gpu-c3:8812:0:8812]    ud_iface.c:732  UCX Fatal: transport error: Endpoint timeout",
+    "[gpu-c3:8812] pml_ucx.c:424  Error: ucp_ep_create(proc=17) failed: Destination is unreachable",
+    "Tue Mar  3 10:11:12 2026[1,17]<stderr>:[gpu-c3:8812] pml_ucx.c:472  Error: Failed to resolve UCX endpoint for "
+    "rank 4",
+])
+def test_ucx_transport_failures_are_the_networks_on_the_named_host(tmp_path: Path, line: str) -> None:
+    path = tmp_path / "mpi.err"
+    path.write_text(line + "\n")
+    with Lab(":memory:") as lab:
+        lab.ingest(path)
+        rows = lab.sql("SELECT host, failure_mode FROM events").rows()
+    assert rows == [("gpu-c3", "network")]
+
+
+def test_a_ucx_error_that_names_no_transport_failure_carries_no_mode(tmp_path: Path) -> None:
+    line = "[1733000000.1] [gpu-c3:8812:0]  cuda_copy_md.c:341  UCX  ERROR   cuMemGetAddressRange(0x7f) error: invalid"
+    assert _modes(tmp_path, line + "\n", "mpi.err") == set()
