@@ -136,3 +136,61 @@ def test_a_nan_loss_stepped_on_for_an_hour_began_at_its_first_line(tmp_path: Pat
     assert inc["failure_mode"].to_list() == ["loss_divergence"]
     root = inc["root_ts"][0]
     assert abs((root - first_nan[0]).total_seconds()) <= 60, (root, first_nan[0], t_end)
+
+
+def test_the_controllers_preemption_of_the_job_dates_the_end_though_it_names_no_node(tmp_path: Path) -> None:
+    # PreemptMode=REQUEUE: the controller's line names the job, not a node; Lightning bypasses the SIGTERM and the
+    # ranks step on for half a minute until SIGKILL, so sacct's End is no date for the preemption
+    def preempted(t: dt.datetime) -> list[str]:
+        out = _requeued(t)
+        for k in range(1, 11):  # the steps after the kill notice, stamped like the others
+            tt = t + dt.timedelta(seconds=5 + STEP_S * k)
+            n = 300 + k
+            if n % 10 == 0:
+                out.append(_ds(tt, "logging.py:128:log_dist", f"[Rank 0] step={n}, skipped=0, lr=[1.0e-05], "
+                                                              "mom=[(0.9, 0.95)]"))
+        return out
+
+    b, t = _bundle(tmp_path, 300, extra=preempted)
+    kill = t + dt.timedelta(seconds=5)
+    (b / "scheduler").mkdir()
+    (b / "scheduler" / "slurmctld.log").write_text(
+        f"[{kill:%Y-%m-%dT%H:%M:%S}.004] preempted JobId=77 has been requeued to reclaim resources for JobId=99\n")
+    end = kill + dt.timedelta(seconds=33)
+    (b / "scheduler" / "sacct.txt").write_text(
+        "JobID|JobName|Partition|Account|AllocCPUS|State|ExitCode|Submit|Start|End|Elapsed|NNodes|NodeList\n"
+        f"77|lit|gpu|ml|32|PREEMPTED|0:0|{T0:%Y-%m-%dT%H:%M:%S}|{T0:%Y-%m-%dT%H:%M:%S}|{end:%Y-%m-%dT%H:%M:%S}|"
+        f"00:{(end - T0).seconds // 60:02d}:{(end - T0).seconds % 60:02d}|4|gx-[01-04]\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(b)
+        inc = lab.incidents("r1").filter(pl.col("kind") == "attempt_end")
+    assert inc["failure_mode"].to_list() == ["preemption"]
+    assert abs((inc["root_ts"][0] - kill).total_seconds()) < 2, (inc["root_ts"][0], kill, end)
+
+
+def test_a_filesystem_failure_in_a_save_that_never_finished_began_with_the_save(tmp_path: Path) -> None:
+    # the save of step 300 begins and never says it is done; the Lustre client's first timeout comes 40 s into it
+    started: list[dt.datetime] = []
+
+    def stalled(t: dt.datetime) -> list[str]:
+        s = t + dt.timedelta(milliseconds=9)
+        started.append(s)
+        d = "/ck/epoch=0-step=300.ckpt/checkpoint"
+        return [_ds(s, "logging.py:128:log_dist", "[Rank 0] [Torch] Checkpoint checkpoint is about to be saved!"),
+                _ds(s, "logging.py:128:log_dist", f"[Rank 0] Saving model checkpoint: {d}/mp_rank_00_model_states.pt"),
+                "[rank0]: OSError: [Errno 5] Input/output error",
+                "srun: error: gx-01: task 0: Exited with exit code 1"]
+
+    b, t = _bundle(tmp_path, 300, extra=stalled)
+    for i, h in enumerate(HOSTS[:3]):
+        d = b / "nodes" / h
+        d.mkdir(parents=True)
+        at = started[0] + dt.timedelta(seconds=40 + i)
+        (d / "dmesg.log").write_text(
+            f"{at:%Y-%m-%dT%H:%M:%S},000000+00:00 LustreError: 11-0: fs1-OST0003-osc-ffff9a: operation ost_write to "
+            "node 10.9.0.3@o2ib failed: rc = -107\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(b)
+        inc = lab.incidents("r1").filter(pl.col("kind") == "attempt_end")
+    assert inc["failure_mode"].to_list() == ["filesystem_io"]
+    assert abs((inc["root_ts"][0] - started[0]).total_seconds()) < 2, (inc["root_ts"][0], started[0])

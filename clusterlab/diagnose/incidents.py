@@ -24,6 +24,8 @@ TIERS: list[tuple[int, str]] = [
     (100, "failure_mode IN ('gpu_fell_off_bus','gpu_memory_ecc','gpu_hw_other','nvlink_error','pcie_error',"
           "'host_hw')"),
     (100, "failure_mode = 'network' AND source = 'kernel'"),  # link down / NIC health on the host itself
+    # ... and its node health check's verdict on its own port (NHC's check_hw_ib drains the node, collectors._slurmlib)
+    (100, "failure_mode = 'network' AND kind IN ('slurm_node_reason', 'sinfo_node', 'scontrol_node')"),
     # `Kill task failed`: the step's processes would not die (stuck in the kernel on a hung GPU or filesystem); the
     # node's drain names where, not why: what the kernel said on it (or on the shared filesystem's clients) wins
     (30, "failure_mode = 'node_failure' AND source IN ('slurmctld', 'scontrol', 'sinfo') "
@@ -114,6 +116,7 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
                    AS next_start
             FROM attempts LEFT JOIN p USING (run, attempt) WHERE ($run IS NULL OR attempts.run = $run)
         ),
+        {store.NAMED_JOBS},
         -- srun's lines without a stamp report what it learned from the controller: placed at the latest moment
         -- their interval allows (tables.DATING), not at the last step record before them ("Node failure on" is
         -- printed when the node is declared down); other lines are printed as it happens (a traceback's last
@@ -145,6 +148,14 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
             SELECT a.* EXCLUDE (a_host), ev.* EXCLUDE (run, attempt), false AS own
             FROM (SELECT *, unnest(hosts) AS a_host FROM a) a
             JOIN ev ON ev.run IS NULL AND ev.host = a.a_host
+              AND ev.ts BETWEEN a.start_ts AND a.end_ts + to_seconds($grace)
+            UNION ALL
+            -- the controller's word on a job names no node (`preempted JobId=N has been requeued to reclaim
+            -- resources`): it counts for the attempts whose logs name that job, while they run
+            SELECT a.*, ev.* EXCLUDE (run, attempt), false AS own
+            FROM a JOIN (SELECT DISTINCT run, attempt, job_id FROM named) j ON j.run = a.run AND j.attempt = a.attempt
+            JOIN ev ON ev.run IS NULL AND ev.host IS NULL AND ev.source = 'slurmctld'
+              AND json_extract_string(ev.detail, '$.job_id') = j.job_id
               AND ev.ts BETWEEN a.start_ts AND a.end_ts + to_seconds($grace)
         )
         SELECT run, attempt, ts, host, source, kind, failure_mode, xid, rank, peer, file, line, text, tier, detail,

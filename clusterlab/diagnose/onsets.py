@@ -1,4 +1,5 @@
-"""The onset of a loss that went NaN and stayed NaN, read off the lines that say so.
+"""Onsets of an attempt's loss that the line that won dates late: a loss that went NaN and stayed NaN, read off the
+lines that say so; a filesystem failure that began as a save that never finished.
 
 `root_cause._divergence_onsets` dates a divergence by the spike in the step records' losses; a log whose step
 records carry no loss (DeepSpeed's `step=N, skipped=0, lr=[...]` lines) says NaN only in other lines: a progress
@@ -43,3 +44,34 @@ def line_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, chain_s: floa
              & (pl.col("onset") < pl.col("root_ts")) & (pl.col("last") >= pl.col("root_ts")))
     return (ends.with_columns(root_ts=pl.when(moved).then(pl.col("onset")).otherwise(pl.col("root_ts")))
             .drop("onset", "last").cast({"attempt": inc.schema["attempt"]}).select(inc.columns))
+
+
+def open_save_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.DataFrame:
+    """`inc` with the root of each attempt a filesystem failure ended moved back to the start of the save it was
+    writing: its last save began before the root, never said it was done (no duration, no later save of its step),
+    and no step record came after it began. The job stalled in that write from its start; the client's first
+    timeout (an OST's `ost_write ... failed: rc = -107` half a minute in) only says so (campaign2's convention: the
+    start of the save that never completed)."""
+    fs = inc.filter(pl.col("failure_mode") == "filesystem_io", pl.col("kind") == "attempt_end")
+    if not fs.height:
+        return inc
+    opened = store.frame(con, """
+        WITH a AS (SELECT DISTINCT run, attempt::INTEGER AS attempt FROM fs),
+        sv AS (SELECT c.run, c.attempt::INTEGER AS attempt, coalesce(c.step, -1) AS step, min(c.ts) AS ts,
+                      bool_or(c.duration_s IS NOT NULL OR coalesce(c.ok, false)) AS done
+               FROM checkpoints c JOIN a ON c.run = a.run AND c.attempt = a.attempt
+               WHERE c.action = 'save' AND c.ts IS NOT NULL GROUP BY ALL),
+        last AS (SELECT * FROM sv QUALIFY row_number() OVER (PARTITION BY run, attempt ORDER BY ts DESC) = 1),
+        st AS (SELECT s.run, s.attempt::INTEGER AS attempt, max(s.ts) AS last_step FROM steps s
+               JOIN a ON s.run = a.run AND s.attempt = a.attempt WHERE s.ts IS NOT NULL GROUP BY ALL)
+        SELECT last.run, last.attempt, last.ts AS save_ts FROM last JOIN st USING (run, attempt)
+        WHERE NOT last.done AND st.last_step <= last.ts""", fs=fs.select("run", "attempt"))
+    if not opened.height:
+        return inc
+    keys = ["run", "attempt"]
+    w = (inc.with_columns(pl.col("attempt").cast(pl.Int32)).join(opened, on=keys, how="left")
+         .with_columns(pl.col("save_ts").cast(inc.schema["root_ts"])))
+    moved = ((pl.col("failure_mode") == "filesystem_io") & (pl.col("kind") == "attempt_end")
+             & (pl.col("save_ts") < pl.col("root_ts")))
+    return (w.with_columns(root_ts=pl.when(moved).then(pl.col("save_ts")).otherwise(pl.col("root_ts")))
+            .drop("save_ts").cast({"attempt": inc.schema["attempt"]}).select(inc.columns))
