@@ -176,9 +176,24 @@ NODE_LOST_REASON = (
 )
 
 
+# LBNL Node Health Check names the check that failed first in its note (`NHC: check_hw_ib:  No IB port mlx5_2:1 is
+# ACTIVE (LinkUp 400 Gb/sec).`, helpers/node-mark-offline): the check says what failed, as an Xid does. Checks of
+# processes, files or commands (check_ps_*, check_file_*, check_cmd_*) say no more than that the node failed.
+NHC_CHECK_MODES: tuple[tuple[str, str], ...] = (
+    (r"\bcheck_(?:hw_(?:ib|eth|gm|mx)|net_\w+)\b", "network"),
+    (r"\bcheck_fs_\w+", "filesystem_io"),
+    (r"\bcheck_nv(?:smi)?_h", "gpu_hw_other"),  # (`sinfo -R` cuts a reason at 20 characters)
+    (r"\bcheck_(?:hw_(?:mcelog|cpuinfo|physmem|mem|swap)|dmi_)\w*", "host_hw"),
+)
+
+
 def node_reason_mode(reason: pl.Expr) -> pl.Expr:
-    """node_failure where a node's reason says the node itself failed (`NODE_LOST_REASON`), else null."""
-    return pl.when(reason.str.contains(NODE_LOST_REASON)).then(pl.lit("node_failure"))
+    """The mode a node's reason names: the failed NHC check's (`NHC_CHECK_MODES`), else node_failure where it says
+    the node itself failed (`NODE_LOST_REASON`), else null."""
+    mode = pl.when(reason.str.contains(NODE_LOST_REASON)).then(pl.lit("node_failure"))
+    for rx, m in reversed(NHC_CHECK_MODES):
+        mode = pl.when(reason.str.contains(rx)).then(pl.lit(m)).otherwise(mode)
+    return mode
 
 
 def with_reason_modes(frame: pl.DataFrame) -> pl.DataFrame:
