@@ -1,6 +1,8 @@
 """A node that dies without a word, no watchdog having fired before the scheduler's kill: its peers' network errors
 about it (stamped, seconds after the death) say the job had stopped by then, so the whole steps it ran after its
-last record of every N steps were work (recompute), not hang. A network error before that record says nothing."""
+last record of every N steps were work (recompute), not hang, also where the error came just after the next record
+was due (the death cut that record's step short). A network error before that record says nothing, nor one that
+came long after the record was due."""
 
 from __future__ import annotations
 
@@ -45,3 +47,11 @@ def test_the_peers_network_error_dates_the_stall_and_the_unlogged_steps_are_not_
 def test_without_a_peer_error_after_the_last_record_the_late_root_adds_no_steps() -> None:
     assert abs(_hang_s(None) - TAIL) <= 1.0
     assert abs(_hang_s(LAST_END - 30) - TAIL) <= 1.0  # a network error the job stepped past
+
+
+def test_a_peer_error_seen_within_a_step_after_the_next_record_was_due_dates_the_stall_there() -> None:
+    """The death 46 s after the last record (steps 241-247 ran, the record of step 248 never came, due at 48 s);
+    the peers' error 6 s later, at 52 s: the N - 1 = 7 whole steps ran. Minutes later it would say nothing."""
+    late_death = LAST_END + 46
+    assert abs(_hang_s(late_death + 6) - (TAIL - 7 * STEP_S)) <= 1.0
+    assert abs(_hang_s(LAST_END + 8 * STEP_S * 1.05 + 2 * STEP_S) - TAIL) <= 1.0

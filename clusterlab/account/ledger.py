@@ -107,8 +107,10 @@ def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float
     gap = _secs(pl.col("root_ts") - pl.col("resume"))
     whole = (gap / baseline_s).floor()
     # a root event after the next record was due (a hang detected by a watchdog minutes later) says nothing of
-    # how long the steps went on: no record came when one should have, so progress had stopped before it
-    due = gap <= pl.col("every").round() * baseline_s * (1 + DUE_SLACK)
+    # how long the steps went on: no record came when one should have, so progress had stopped before it. One
+    # seen within a step of that moment (the peers' network error a transport timeout after a node died) stopped
+    # the job about then, as one seen before it: the record that never came was the step it cut short
+    due = gap <= pl.col("every").round() * baseline_s * (1 + DUE_SLACK) + baseline_s
     r = (r.with_columns(k=pl.when(due).then(pl.min_horizontal(whole, pl.col("every").round() - 1)).otherwise(0)
                         .cast(pl.Int64)).filter(pl.col("k") >= 1))
     if not r.height:
