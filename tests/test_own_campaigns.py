@@ -25,8 +25,7 @@ incident, every ledger category within the scorer's bar.
 - slurm_multitenant: a chain of Megatron-Core jobs on a shared 40-node Slurm cluster whose controller log and sacct
   hold other tenants' jobs, drains and node failures (Xid 119 hang, a time limit a minute after a save then an epilog
   drain, Xid 48/64 twice on one GPU, a user's illegal-address bug on every host twice, a Lustre OST outage, an admin's
-  `scontrol reboot` cancel, a silent node death); at seed 1: at the scorer's seed and seeds 2 and 6 the node died
-  over a minute after its last iteration line and hang is 4-5 % over (the death is not dated finer than that)."""
+  `scontrol reboot` cancel, a silent node death its peers' network errors date)."""
 
 from __future__ import annotations
 
@@ -44,6 +43,6 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
 @pytest.mark.parametrize(("name", "seed"), [("bloom_opt", None), ("bloom_opt", 1), ("llama3_requeue", 1),
                                             ("deepspeed_pdsh", None), ("nemo_ft", 2),
                                             ("megatron_hangs", None), ("titan_k8s", None), ("composer_pyxis", None),
-                                            ("slurm_multitenant", 1)])
+                                            ("slurm_multitenant", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)
