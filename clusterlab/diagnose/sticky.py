@@ -51,7 +51,8 @@ _PENDING = (f"kind IN ({', '.join(repr(k) for k in PENDING_KINDS)}) "
             f"OR xid IN ({', '.join(str(x) for x in PENDING_XIDS)})")
 # The fault line explaining each incident of `masked` by each rule (`rule`: pending or startup): the latest fault on
 # its host before its attempt began, within the rule's window, with no reset seen between the two; for a pending
-# remap on the incident rank's GPU where both name theirs. One query for both rules: its cost is mostly fixed.
+# remap on the incident rank's GPU where both name theirs; per host (a hostless incident is asked of each host of its
+# attempt). One query for both rules: its cost is mostly fixed.
 _FOUND = f"""
     WITH m0 AS (
         SELECT m.incident_id, m.run, m.attempt, m.host, m.rank, a.start_ts,
@@ -99,23 +100,35 @@ _FOUND = f"""
     SELECT h.rule, h.incident_id, h.ts, h.host, h.source, h.kind, h.failure_mode, h.xid, h.rank, fl.path AS file,
            h.line, h.text
     FROM hit h JOIN ingested_files fl USING (file_id) WHERE h.rule IS NOT NULL
-    QUALIFY row_number() OVER (PARTITION BY h.rule, h.incident_id ORDER BY h.ts DESC, fl.path, h.line) = 1"""
+    QUALIFY row_number() OVER (PARTITION BY h.rule, h.incident_id, h.host ORDER BY h.ts DESC, fl.path, h.line) = 1"""
 
 
 def with_sticky_faults(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl.DataFrame,
                        ev_schema: dict[str, pl.DataType]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """`inc` and `ev` (root cause's attempt-end incidents and evidence) with the sticky faults re-attributed."""
-    masked = inc.filter(pl.col("failure_mode").is_in([*MASKED_MODES, *PENDING_MASKED, "gpu_memory_ecc"]),
-                        pl.col("host").is_not_null())
+    modes = pl.col("failure_mode").is_in([*MASKED_MODES, *PENDING_MASKED, "gpu_memory_ecc"])
+    masked = inc.filter(modes, pl.col("host").is_not_null())
+    # NOTE: a hostless one that a GPU raised (a launcher's relayed `CUDA error: uncorrectable ECC error` naming a global
+    # rank) is asked of every host of its attempt: where one alone kept a memory fault from before, it was that host's
+    # GPU. Not an exception or a hang of no one's device: that some host had a fault says nothing of those
+    hostless = inc.filter(pl.col("failure_mode").is_in([*PENDING_MASKED, "gpu_memory_ecc", "cuda_oom"]),
+                          pl.col("host").is_null())
     # (no memory fault anywhere, the usual case: one scan of two columns instead of the query's fixed ~15 ms)
-    if not masked.height or not con.execute(f"SELECT count(*) FROM events WHERE failure_mode = 'gpu_memory_ecc' OR "
-                                            f"{_PENDING}").fetchall()[0][0]:
+    if not (masked.height or hostless.height) or not con.execute(
+            f"SELECT count(*) FROM events WHERE failure_mode = 'gpu_memory_ecc' OR {_PENDING}").fetchall()[0][0]:
         return inc, ev
+    cols = ["incident_id", "run", "attempt", "host", "rank", "failure_mode"]
+    if hostless.height:
+        hosts = store.frame(con, "SELECT run, attempt, unnest(hosts) AS host FROM attempts WHERE hosts IS NOT NULL")
+        masked = pl.concat([masked.select(cols), hostless.drop("host").join(
+            hosts, on=["run", "attempt"]).select(cols)], how="vertical_relaxed")
     found = store.frame(con, _FOUND, {
         "pending_masked": [*PENDING_MASKED, "gpu_memory_ecc"], "masked_modes": list(MASKED_MODES),
         "resets": list(RESET_KINDS), "pending_window": int(PENDING_WINDOW.total_seconds() * 1e6),
         "sticky_window": int(STICKY_WINDOW.total_seconds() * 1e6),
-    }, masked=masked.select("incident_id", "run", "attempt", "host", "rank", "failure_mode"))
+    }, masked=masked.select(cols))
+    if hostless.height and found.height:
+        found, inc = _placed(found, inc, hostless["incident_id"])
     if not found.height:
         return inc, ev
     pending = found.filter(pl.col("rule") == "pending").drop("rule")
@@ -123,6 +136,17 @@ def with_sticky_faults(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl
     # (an incident the pending remap explains is explained)
     return _startup_deaths(inc, ev, found.filter(pl.col("rule") == "startup").drop("rule").join(
         pending, on="incident_id", how="anti"), ev_schema)
+
+
+def _placed(found: pl.DataFrame, inc: pl.DataFrame, hostless: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`found` and `inc` with each hostless incident placed on the one host whose fault `found` names (none where
+    faults on several hosts could be it: its rows are dropped)."""
+    mine = pl.col("incident_id").is_in(hostless.to_list())
+    one = (found.filter(mine).group_by("incident_id").agg(_host=pl.col("host").unique())
+           .filter(pl.col("_host").list.len() == 1).with_columns(pl.col("_host").list.first()))
+    inc = inc.join(one, on="incident_id", how="left", maintain_order="left").with_columns(
+        host=pl.coalesce("host", "_host")).drop("_host")
+    return found.filter(~mine | pl.col("incident_id").is_in(one["incident_id"].to_list())), inc
 
 
 def _pending_remaps(inc: pl.DataFrame, ev: pl.DataFrame, found: pl.DataFrame, ev_schema: dict[str, pl.DataType]
