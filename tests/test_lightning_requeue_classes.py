@@ -194,3 +194,38 @@ def test_a_filesystem_failure_in_a_save_that_never_finished_began_with_the_save(
         inc = lab.incidents("r1").filter(pl.col("kind") == "attempt_end")
     assert inc["failure_mode"].to_list() == ["filesystem_io"]
     assert abs((inc["root_ts"][0] - started[0]).total_seconds()) < 2, (inc["root_ts"][0], started[0])
+
+
+def test_the_time_limits_root_is_the_kill_after_the_warning_and_its_save(tmp_path: Path) -> None:
+    # SIGUSR1 90 s before the limit: Lightning saves hpc_ckpt_1 (20 s), requeues, and Slurm kills the job: the
+    # cancellation is the root (the job was healthy until it), not the warning before the save
+    kill: list[dt.datetime] = []
+
+    def warned(t: dt.datetime) -> list[str]:
+        s, d = t + dt.timedelta(seconds=1), "/ck/hpc_ckpt_1.ckpt/checkpoint"
+        k = s + dt.timedelta(seconds=22)
+        kill.append(k)
+        return ["Handling auto-requeue signal: 10",
+                _ds(s, "logging.py:128:log_dist", "[Rank 0] [Torch] Checkpoint checkpoint is about to be saved!"),
+                _ds(s, "logging.py:128:log_dist", f"[Rank 0] Saving model checkpoint: {d}/mp_rank_00_model_states.pt"),
+                _ds(s + dt.timedelta(seconds=20), "torch_checkpoint_engine.py:33:commit",
+                    "[Torch] Checkpoint checkpoint is ready now!"),
+                "requeing job 77...", "Requeued SLURM job: 77",
+                f"slurmstepd: error: *** JOB 77 ON gx-01 CANCELLED AT {k:%Y-%m-%dT%H:%M:%S} DUE TO JOB REQUEUE ***"]
+
+    b, _ = _bundle(tmp_path, 300, extra=warned)
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(b)
+        inc = lab.incidents("r1").filter(pl.col("kind") == "attempt_end")
+    assert inc["failure_mode"].to_list() == ["time_limit"]
+    assert abs((inc["root_ts"][0] - kill[0].replace(microsecond=0)).total_seconds()) < 1, (inc["root_ts"][0], kill)
+
+
+def test_the_steps_a_coarse_record_logged_after_the_root_are_hang(tmp_path: Path) -> None:
+    # the preemption's kill at t+5 s, sacct's End at t+38 s; the next record (ten steps, t .. t+35 s) straddles the
+    # kill: its steps after the kill are hang (about 33 s), not a kept record of steps
+    test_the_controllers_preemption_of_the_job_dates_the_end_though_it_names_no_node(tmp_path)
+    with Lab(tmp_path / "db.duckdb") as lab:
+        rows = lab.attribute("r1").rows
+    hang = rows.filter(pl.col("category") == "hang")["seconds"].sum()
+    assert 30 <= hang <= 36, hang

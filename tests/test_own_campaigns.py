@@ -25,7 +25,11 @@ incident, every ledger category within the scorer's bar.
 - slurm_multitenant: a chain of Megatron-Core jobs on a shared 40-node Slurm cluster whose controller log and sacct
   hold other tenants' jobs, drains and node failures (Xid 119 hang, a time limit a minute after a save then an epilog
   drain, Xid 48/64 twice on one GPU, a user's illegal-address bug on every host twice, a Lustre OST outage, an admin's
-  `scontrol reboot` cancel, a silent node death its peers' network errors date)."""
+  `scontrol reboot` cancel, a silent node death its peers' network errors date);
+- lightning_slurm: a PyTorch Lightning + DeepSpeed fine-tune in one `--requeue --open-mode=append` Slurm job (one
+  slurm-J.out, tqdm bars with carriage returns, Lightning's SIGUSR1 auto-requeue, a dead rail leaf switch, Xid 79, a
+  preemption Lightning steps past, a host OOM kill, a save stalled on a Lustre OST, a NaN loss then a rollback,
+  NODE_FAIL)."""
 
 from __future__ import annotations
 
@@ -43,6 +47,6 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
 @pytest.mark.parametrize(("name", "seed"), [("bloom_opt", None), ("bloom_opt", 1), ("llama3_requeue", 1),
                                             ("deepspeed_pdsh", None), ("nemo_ft", 2),
                                             ("megatron_hangs", None), ("titan_k8s", None), ("composer_pyxis", None),
-                                            ("slurm_multitenant", None)])
+                                            ("slurm_multitenant", None), ("lightning_slurm", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)

@@ -202,13 +202,13 @@ def _attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Set
         con, "SELECT attempt, ts, duration_s FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL",
         [run]))
     latest = _latest_roots(con, inc, evidence)
-    cut = ledger.until_root(tl, latest)
     saves = store.frame(con, """SELECT DISTINCT ON (attempt, step, CASE WHEN step IS NULL THEN ts END)
                                        attempt AS s_attempt, step AS save_step, ts,
                                        coalesce(duration_s, 0) AS duration_s
                                 FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL
                                 ORDER BY attempt, step, CASE WHEN step IS NULL THEN ts END, duration_s IS NULL, ts""",
                         [run])
+    cut = ledger.until_root(tl, latest, saves)
     # NOTE: one save told by two sources (the Trainer's "Saving model checkpoint" line, then DeepSpeed's engine
     # timing the same save) is the one with a duration: the earlier line without one would make the stall vanish.
     # Saves that name no step (a tag that is no step number, a path without one) are told apart by their time: all

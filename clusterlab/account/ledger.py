@@ -128,7 +128,7 @@ def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float
 ROOT_SLACK_S = 5.0
 
 
-def until_root(tl: pl.DataFrame, roots: pl.DataFrame) -> pl.DataFrame:
+def until_root(tl: pl.DataFrame, roots: pl.DataFrame, saves: pl.DataFrame | None = None) -> pl.DataFrame:
     """`tl` without the step records an attempt began after the root event of the incident that ended it (`roots`:
     `attempt, root_ts`): `hang` runs from the root event to the attempt's exit, whatever the job printed in
     between (DESIGN's ledger). Steps after silent data corruption or a diverging loss trained on wrong numbers (or
@@ -136,14 +136,45 @@ def until_root(tl: pl.DataFrame, roots: pl.DataFrame) -> pl.DataFrame:
 
     Only a record that began more than ROOT_SLACK_S after the root is cut, so that a root a clock's error early
     takes no real step away; for a root dated only by an interval (its `ts` the lower bound) the caller passes the
-    latest it can have been (`attribution._latest_roots`)."""
+    latest it can have been (`attribution._latest_roots`).
+    A record of several steps that began before the root and ended more than ROOT_SLACK_S after it (a log every ten
+    steps of a job that stepped on past a preemption's SIGTERM, or on a NaN loss) ends at the root: the steps it
+    holds after the root began after it, and are hang like the records cut. Its steps before the root are what its
+    time up to the root holds at the attempt's pace, less the saves (`saves`: `s_attempt, ts, duration_s`) that
+    began in it before the root."""
     if not tl.height or not roots.height:
         return tl
     r = roots.select(pl.col("attempt").cast(pl.Int32), "root_ts").drop_nulls().group_by("attempt").agg(
         pl.col("root_ts").min())
-    late = pl.col("start") > pl.col("root_ts") + pl.duration(seconds=ROOT_SLACK_S)
-    return (tl.with_columns(pl.col("attempt").cast(pl.Int32)).join(r, on="attempt", how="left")
-            .filter(~late.fill_null(False)).drop("root_ts"))
+    slack = pl.duration(seconds=ROOT_SLACK_S)
+    late = pl.col("start") > pl.col("root_ts") + slack
+    kept = (tl.with_columns(pl.col("attempt").cast(pl.Int32)).join(r, on="attempt", how="left")
+            .filter(~late.fill_null(False)))
+    if not {"end", "n", "interval_s"} <= set(kept.columns):  # starts alone: nothing to clip
+        return kept.drop("root_ts")
+    over = (pl.col("end") > pl.col("root_ts") + slack).fill_null(False) & (pl.col("n") > 1)
+    pace = (pl.col("interval_s") / pl.col("n")).median().over("attempt")
+    kept = kept.with_columns(pace=pace, held=pl.lit(0.0))
+    if saves is not None and saves.height and kept.select(over.any()).item():
+        # the saves each straddling record held before the root (a save that began in it, up to the root)
+        sv = saves.select(attempt=pl.col("s_attempt").cast(pl.Int32), s_ts="ts",
+                          s_end=pl.col("ts") + pl.duration(microseconds=(pl.col("duration_s") * 1e6).cast(pl.Int64)))
+        held = (kept.filter(over).select("attempt", "step", "start", "root_ts").join(sv, on="attempt")
+                .filter(pl.col("s_ts") >= pl.col("start"), pl.col("s_ts") < pl.col("root_ts"))
+                .group_by("attempt", "step").agg(h=_secs(pl.min_horizontal("s_end", "root_ts") - pl.col("s_ts")).sum()))
+        kept = kept.join(held, on=["attempt", "step"], how="left").with_columns(held=pl.col("h").fill_null(0.0)
+                                                                                 ).drop("h")
+    before = _secs(pl.max_horizontal("root_ts", "start") - pl.col("start"))
+    steps_before = ((before - pl.col("held")) / pl.col("pace")).round().clip(1, pl.col("n")).cast(pl.Int64)
+    # (its steps are the first of those it covered: its number is the last of them)
+    kept = kept.with_columns(_over=over)
+    clip = pl.col("_over")
+    return kept.with_columns(
+        step=pl.when(clip).then(pl.col("step") - pl.col("n") + steps_before).otherwise("step"),
+        n=pl.when(clip).then(steps_before).otherwise("n"),
+        end=pl.when(clip).then(pl.max_horizontal("root_ts", "start")).otherwise("end"),
+    ).with_columns(interval_s=pl.when(clip).then(_secs(pl.col("end") - pl.col("start"))).otherwise("interval_s")
+                   ).drop("root_ts", "pace", "held", "_over")
 
 
 def saves_before_cut(saves: pl.DataFrame, before: pl.DataFrame, after: pl.DataFrame) -> pl.DataFrame:

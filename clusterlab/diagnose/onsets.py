@@ -75,3 +75,34 @@ def open_save_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.Da
              & (pl.col("save_ts") < pl.col("root_ts")))
     return (w.with_columns(root_ts=pl.when(moved).then(pl.col("save_ts")).otherwise(pl.col("root_ts")))
             .drop("save_ts").cast({"attempt": inc.schema["attempt"]}).select(inc.columns))
+
+
+# The banners of the scheduler's kill of a whole job (collectors.slurm)
+_KILL_BANNERS = ("slurm_requeued", "slurm_time_limit", "slurm_cancelled", "slurm_preempted")
+
+
+def kill_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, within_s: float) -> pl.DataFrame:
+    """`inc` with the root of each attempt a time limit ended moved to the scheduler's kill of the job, where a line
+    that warned of the limit won (Lightning's `Handling auto-requeue signal: 10`, submitit's `this job is timed-out`):
+    the job saves and steps on after the warning, healthy until the kill (campaign1's convention: the root event of
+    a time limit is the cancellation itself). The kill is slurmstepd's banner at or after the root, within
+    `within_s`."""
+    tl = inc.filter(pl.col("failure_mode") == "time_limit", pl.col("kind") == "attempt_end")
+    if not tl.height:
+        return inc
+    kinds = ", ".join(f"'{k}'" for k in _KILL_BANNERS)
+    kills = store.frame(con, f"""
+        SELECT e.run, e.attempt::INTEGER AS attempt, min(e.ts) AS kill_ts FROM events e
+        JOIN tl ON e.run = tl.run AND e.attempt = tl.attempt::INTEGER
+        WHERE e.source = 'slurm' AND e.kind IN ({kinds}) AND e.ts IS NOT NULL AND e.dated IS NULL
+          AND e.ts >= tl.root_ts AND e.ts <= tl.root_ts + to_seconds($within)
+        GROUP BY ALL""", {"within": within_s}, tl=tl.select("run", "attempt", "root_ts"))
+    if not kills.height:
+        return inc
+    keys = ["run", "attempt"]
+    w = (inc.with_columns(pl.col("attempt").cast(pl.Int32)).join(kills, on=keys, how="left")
+         .with_columns(pl.col("kill_ts").cast(inc.schema["root_ts"])))
+    moved = ((pl.col("failure_mode") == "time_limit") & (pl.col("kind") == "attempt_end")
+             & pl.col("kill_ts").is_not_null())
+    return (w.with_columns(root_ts=pl.when(moved).then(pl.col("kill_ts")).otherwise(pl.col("root_ts")))
+            .drop("kill_ts").cast({"attempt": inc.schema["attempt"]}).select(inc.columns))
