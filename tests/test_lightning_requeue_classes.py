@@ -109,13 +109,19 @@ def test_a_host_oom_kill_outranks_the_peers_net_ib_errors(tmp_path: Path) -> Non
     assert inc.select("failure_mode", "host").rows() == [("host_oom", "gx-03")]
 
 
-def test_a_nan_loss_stepped_on_for_an_hour_began_at_its_first_line(tmp_path: Path) -> None:
+def test_a_nan_loss_stepped_on_for_an_hour_began_at_its_first_line(tmp_path: Path, relaunch: bool = False) -> None:
     # the bar says `train_loss=nan` from step 600 on (about 70 minutes before the person stopped the job); the
     # DeepSpeed step lines carry no loss: the onset is the bar's first NaN, not one the candidates' window holds
     first_nan: list[dt.datetime] = []
 
     def nan_bars(t_end: dt.datetime) -> list[str]:
-        return _requeued(t_end)
+        if not relaunch:
+            return _requeued(t_end)
+        # a last bar after the kill notice, dated only up to the relaunch's first stamp 45 minutes later
+        later = t_end + dt.timedelta(minutes=45)
+        return [*_requeued(t_end), "Epoch 0: 100%|██████████| 2000/2000 [1:40:00<00:00,  0.33it/s, v_num=0, "
+                "train_loss=nan]", _ds(later, "logging.py:128:log_dist", "[Rank 0] DeepSpeed info: version=0.15.4, "
+                                                                         "git-hash=unknown, git-branch=unknown")]
 
     b, t_end = _bundle(tmp_path, 2000, extra=nan_bars)
     log = b / "runs" / "r1" / "attempt-1" / "slurm-77.out"
@@ -229,3 +235,7 @@ def test_the_steps_a_coarse_record_logged_after_the_root_are_hang(tmp_path: Path
         rows = lab.attribute("r1").rows
     hang = rows.filter(pl.col("category") == "hang")["seconds"].sum()
     assert 30 <= hang <= 36, hang
+
+
+def test_a_nan_line_dated_only_up_to_the_relaunch_does_not_break_the_run_of_them(tmp_path: Path) -> None:
+    test_a_nan_loss_stepped_on_for_an_hour_began_at_its_first_line(tmp_path, relaunch=True)

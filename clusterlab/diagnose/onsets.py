@@ -25,17 +25,20 @@ def line_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, chain_s: floa
     if not div.height:
         return inc
     lines = store.frame(con, """
-        SELECT e.run, e.attempt::INTEGER AS attempt, coalesce(e.ts_hi, e.ts) AS ts FROM events e
+        SELECT e.run, e.attempt::INTEGER AS attempt, coalesce(e.ts_lo, e.ts) AS lo, coalesce(e.ts_hi, e.ts) AS hi
+        FROM events e
         JOIN (SELECT DISTINCT run, attempt::INTEGER AS attempt FROM div) d ON e.run = d.run AND e.attempt = d.attempt
-        WHERE e.failure_mode = 'loss_divergence' AND e.ts IS NOT NULL ORDER BY e.run, e.attempt, e.ts""",
+        WHERE e.failure_mode = 'loss_divergence' AND e.ts IS NOT NULL ORDER BY e.run, e.attempt, lo""",
                         div=div.select("run", "attempt"))
     if not lines.height:
         return inc
     keys = ["run", "attempt"]
-    gap = (pl.col("ts") - pl.col("ts").shift(1).over(keys)).dt.total_seconds()
+    # a gap is one the lines prove: from the latest the earlier ones can have been to the earliest of the next (a
+    # last line dated only up to the next launch's first stamp does not break the run)
+    gap = (pl.col("lo") - pl.col("hi").cum_max().shift(1).over(keys)).dt.total_seconds()
     onset = (lines.with_columns(seg=(gap > chain_s).fill_null(False).cum_sum().over(keys))
              .filter(pl.col("seg") == pl.col("seg").max().over(keys))
-             .group_by(keys).agg(onset=pl.col("ts").min(), last=pl.col("ts").max()))
+             .group_by(keys).agg(onset=pl.col("hi").first(), last=pl.col("hi").max()))
     ends = (inc.with_columns(pl.col("attempt").cast(pl.Int32)).join(onset, on=keys, how="left")
             .with_columns(pl.col("onset").cast(inc.schema["root_ts"]), pl.col("last").cast(inc.schema["root_ts"])))
     # only a run of lines that reaches the root that won: a spike long before it, which the loss came back from, is
