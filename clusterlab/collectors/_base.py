@@ -216,10 +216,30 @@ def offset_to_utc(local: pl.Expr, off: pl.Expr, tz: str) -> pl.Expr:
     return pl.when(off.is_null()).then(local_to_utc(local, tz)).otherwise(local - pl.duration(minutes=sign * minutes))
 
 
-def syslog_time(stamp: pl.Expr, year: int) -> pl.Expr:
-    """Naive local time from a syslog `Nov 25 10:00:01` (no year: `year`, from the context)."""
-    text = pl.concat_str([pl.lit(str(year)), stamp.str.replace_all(" +", " ")], separator=" ")
-    return text.str.strptime(pl.Datetime("us"), "%Y %b %d %H:%M:%S", strict=False)
+def syslog_time(stamp: pl.Expr, ctx: Context) -> pl.Expr:
+    """Naive local time from a syslog `Nov 25 10:00:01` (no year: the context's, `yearless`)."""
+    text = pl.concat_str([pl.lit(str(ctx.year)), stamp.str.replace_all(" +", " ")], separator=" ")
+    return yearless(text.str.strptime(pl.Datetime("us"), "%Y %b %d %H:%M:%S", strict=False), ctx)
+
+
+def yearless(ts: pl.Expr, ctx: Context) -> pl.Expr:
+    """A time printed without its year, given `ctx.year` (the year the file was last written, where it came from
+    the file): a line is not newer than its file, so one dated past it is of the year before (December lines in a
+    file written in January).
+
+    Only such times are moved: a line that prints its year keeps it, even dated after the file's write (a clock
+    ahead, a copy whose time was reset). Judged against the day after the file's write day (three days past its
+    start): the same for every file of that day, which is what a group of files parsed together shares
+    (`year_context`)."""
+    if ctx.mtime is None:
+        return ts
+    late = dt.datetime.combine(ctx.mtime.date(), dt.time()) + dt.timedelta(days=3)
+    return pl.when(ts > late).then(ts.dt.offset_by("-1y")).otherwise(ts)
+
+
+def year_context(ctx: Context) -> tuple:
+    """What `yearless` reads of the context (part of a GROUP_CONTEXT of a collector whose format has no year)."""
+    return ctx.year, None if ctx.mtime is None else ctx.mtime.date()
 
 
 def json_detail(fields: Mapping[str, pl.Expr] | Sequence[str]) -> pl.Expr:

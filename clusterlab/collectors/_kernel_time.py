@@ -80,12 +80,12 @@ def timestamp(ctx: Context) -> pl.Expr:
     raw = boot + pl.duration(microseconds=micros)
     ctime = local_to_utc(pl.col("ctime").str.replace_all(" +", " ")
                          .str.strptime(dtype, "%b %d %H:%M:%S %Y", strict=False), ctx.tz)
-    bsd = local_to_utc(syslog_time(pl.col("bsd"), ctx.year) + _fraction(), ctx.tz)
+    bsd = local_to_utc(syslog_time(pl.col("bsd"), ctx) + _fraction(), ctx.tz)
     # dmesg -H prints the minute only when it changes and a delta since the previous message otherwise;
     # the lines between are not all at hand (only the ones PATTERN selects), so a delta line takes its
     # minute: the time to the minute, never a later one.
     minute = local_to_utc(syslog_time(pl.col("rel").str.replace(r"^([A-Z][a-z]{2}) ?", "$1 ")
-                                      .str.replace(r"$", ":00"), ctx.year), ctx.tz)
+                                      .str.replace(r"$", ":00"), ctx), ctx.tz)
     rel = pl.when(pl.col("reld").is_not_null()).then(minute.forward_fill().over(file_of_line())).otherwise(minute)
     return pl.coalesce(raw, ctime, _iso(ctx), bsd, rel).alias("ts")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from clusterlab import telemetry
-from clusterlab.collectors._base import Context, Parsed, file_of_line, local_to_utc, syslog_time
+from clusterlab.collectors._base import Context, Parsed, file_of_line, local_to_utc, syslog_time, year_context
 
 NAME = "dcgmi_dmon"
 EXCLUSIVE = True
@@ -32,7 +32,7 @@ def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract
     """What parse() reads of the context (the zone and year of `ts` times, the file's first header without its
     time): a fleet's dmon loops of one field list may be parsed together. Every relation between lines (a row's
     header, a counter's rate) stays within one file (`file_of_line`)."""
-    return ctx.tz, ctx.year, _first_header(ctx)
+    return ctx.tz, year_context(ctx), _first_header(ctx)
 
 
 def _first_header(ctx: Context) -> str:
@@ -52,7 +52,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     rest = pl.col("text").str.replace(_STAMP, "").str.strip_chars()
     f = lines.with_columns(pl.col("text").str.extract_groups(_STAMP).alias("_s"), rest.alias("rest")).unnest("_s")
     local = pl.coalesce(pl.col("iso").str.replace(" ", "T").str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False),
-                        syslog_time(pl.col("sys"), ctx.year)).cast(pl.Datetime("us"))
+                        syslog_time(pl.col("sys"), ctx)).cast(pl.Datetime("us"))
     first_header = _first_header(ctx)
     is_header = pl.col("rest").str.starts_with("#Entity")
     f = f.with_columns(

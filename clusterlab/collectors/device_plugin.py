@@ -16,7 +16,7 @@ from __future__ import annotations
 import polars as pl
 
 from clusterlab import taxonomy
-from clusterlab.collectors._base import Context, Parsed, json_detail, local_to_utc, search
+from clusterlab.collectors._base import Context, Parsed, json_detail, local_to_utc, search, yearless
 
 NAME = "device_plugin"
 EXCLUSIVE = False
@@ -47,8 +47,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
                           "failure_mode": pl.Series([taxonomy.xid(c).failure_mode for c in codes], dtype=pl.String)})
     f = f.join(table, on="xid", how="left")
     go = text.str.extract(_GO_TS, 1).str.to_datetime("%Y/%m/%d %H:%M:%S", time_unit="us", strict=False)
-    klog = (pl.lit(f"{ctx.year}") + text.str.extract(_KLOG_TS, 1)).str.to_datetime(
-        "%Y%m%d %H:%M:%S%.f", time_unit="us", strict=False)
+    klog = yearless((pl.lit(f"{ctx.year}") + text.str.extract(_KLOG_TS, 1)).str.to_datetime(
+        "%Y%m%d %H:%M:%S%.f", time_unit="us", strict=False), ctx)
     out.add("events", f.sort("line").select(
         pl.col("line").cast(pl.Int64), local_to_utc(pl.coalesce(go, klog), ctx.tz).alias("ts"),
         pl.lit(ctx.host, pl.String).alias("host"), pl.lit("xid").alias("kind"), "failure_mode",

@@ -23,6 +23,7 @@ from clusterlab.collectors._base import (
     file_of_line,
     json_detail,
     search,
+    year_context,
 )
 
 NAME = "kernel"
@@ -312,7 +313,7 @@ def _details() -> dict[str, dict[str, pl.Expr]]:
 
 def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
     """What parse() reads of the context: kernel logs agreeing on it may be parsed together."""
-    return ctx.tz, ctx.year, ctx.boot_time, ctx.known_hosts
+    return ctx.tz, year_context(ctx), ctx.boot_time, ctx.known_hosts
 
 
 FILE_HOST_COLUMN = True  # parsed with other files, the lines carry their file's host (ctx.host) as `file_host`

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed, file_of_line, search
+from clusterlab.collectors._base import Context, Parsed, file_of_line, search, year_context, yearless
 from clusterlab.collectors._steplog import TS_FORMAT, local_time, prepare, step_result
 
 NAME = "nan_guard"
@@ -146,7 +146,7 @@ _TS_NEMO = r"^\[NeMo [DIWEC] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) "  # NeMo's l
 
 def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
     """What parse() reads of the context: logs agreeing on it may be parsed together (clusterlab.ingest.groups_text)."""
-    return (ctx.tz, ctx.year, ctx.known_hosts)
+    return (ctx.tz, year_context(ctx), ctx.known_hosts)
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -162,7 +162,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         ts=pl.coalesce(local_time(pl.col("msg").str.extract(_TS_EXPLICIT, 1), TS_FORMAT, ctx),
                        local_time(pl.col("msg").str.extract(_TS_EXAMPLES, 1), "%m/%d/%Y %H:%M:%S", ctx),
                        local_time(pl.col("msg").str.extract(_TS_LOGGING, 1), TS_FORMAT, ctx),
-                       local_time(mmengine, "%Y/%m/%d %H:%M:%S", ctx),
+                       yearless(local_time(mmengine, "%Y/%m/%d %H:%M:%S", ctx), ctx),
                        local_time(pl.col("msg").str.extract(_TS_NEMO, 1), "%Y-%m-%d %H:%M:%S", ctx)))
     events = _events(df)
     return step_result(lines, [events, df.filter(pl.col("msg").str.contains(_MM_GRAD_OK))], events=events)

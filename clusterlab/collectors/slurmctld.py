@@ -33,6 +33,7 @@ from clusterlab.collectors._base import (
     offset_to_utc,
     search,
     syslog_time,
+    year_context,
 )
 from clusterlab.collectors._slurmlib import Rule, classify_lines, explode_hosts, with_reason_modes
 
@@ -137,7 +138,7 @@ EXTRACTORS: tuple[str, ...] = (
 def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802 (the collector contract's name)
     """What parse() reads of the context: controller logs agreeing on it may be parsed together (a fleet's
     clusters each have one, rotated: many small files)."""
-    return ctx.tz, ctx.year
+    return ctx.tz, year_context(ctx)
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -175,7 +176,7 @@ def _timestamp(ctx: Context) -> pl.Expr:
     """Naive UTC: an offset where the line has one, else the cluster's local time; `short` takes ctx.year."""
     iso = pl.coalesce("iso", "jiso").str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
     with_off = offset_to_utc(iso + fraction(pl.coalesce("frac", "jfrac")), pl.coalesce("off", "joff"), ctx.tz)
-    short = local_to_utc(syslog_time(pl.coalesce("bsd", "jbsd"), ctx.year) + fraction(pl.col("bfrac")), ctx.tz)
+    short = local_to_utc(syslog_time(pl.coalesce("bsd", "jbsd"), ctx) + fraction(pl.col("bfrac")), ctx.tz)
     return pl.coalesce(with_off, short).alias("ts")
 
 

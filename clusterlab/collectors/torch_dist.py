@@ -31,6 +31,8 @@ from clusterlab.collectors._base import (
     file_of_line,
     first_kind,
     local_to_utc,
+    year_context,
+    yearless,
 )
 
 NAME = "torch"
@@ -249,7 +251,7 @@ _MANUAL_SIGNALS = ("SIGINT", "SIGHUP")
 
 def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
     """What parse() reads of the context: logs agreeing on it may be parsed together (clusterlab.ingest.groups_text)."""
-    return (ctx.tz, ctx.year, ctx.known_hosts)
+    return (ctx.tz, year_context(ctx), ctx.known_hosts)
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -321,11 +323,12 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     f = f.with_columns(body.str.extract_groups(_EXC).alias("e")).unnest("e")
     # c10 logging prints month*100+day unpadded (`E219` is 19 February); glog pads it (`E0219`).
     md = pl.col("md").cast(pl.Int32, strict=False)
-    stamp = pl.coalesce(
-        pl.concat_str([pl.lit(f"{ctx.year}-"), (md // 100).cast(pl.String).str.zfill(2), pl.lit("-"),
-                       (md % 100).cast(pl.String).str.zfill(2), pl.lit(" "), pl.col("hms")]),
-        pl.when(pl.col("pyts").is_not_null()).then(pl.format("{}.{}", "pyts", "ms")),
-    )
+    glog = pl.concat_str([pl.lit(f"{ctx.year}-"), (md // 100).cast(pl.String).str.zfill(2), pl.lit("-"),
+                          (md % 100).cast(pl.String).str.zfill(2), pl.lit(" "), pl.col("hms")])
+    py = pl.when(pl.col("pyts").is_not_null()).then(pl.format("{}.{}", "pyts", "ms"))
+    as_time = {"time_unit": "us", "strict": False}
+    stamp = pl.coalesce(yearless(glog.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", **as_time), ctx),
+                        py.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", **as_time))
     # `what():` repeats a watchdog message already logged; NCCL's own lines belong to the nccl collector.
     # NOTE: only where the watchdog's own line came before it: an excerpt that kept only the abort (`terminate
     # called ...` and its `what():`) has no other line that says the collective timed out
@@ -336,7 +339,7 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     drop = (what & watchdog & logged_before) | rest.str.contains(r"NCCL (?:INFO|WARN|TRACE) ")
     f = f.with_columns(
         msg=pl.coalesce("gmsg", "pmsg", "omsg", "rest"),
-        ts=local_to_utc(stamp.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False), ctx.tz),
+        ts=local_to_utc(stamp, ctx.tz),
         is_tb=body.str.contains(_TB_START), is_chain=body.str.contains(_CHAIN), rank_tb=body.str.contains(_RANK_TB),
         header=pl.when(rest.str.contains(r"^Root Cause(?: \(first observed failure\))?:\s*$")).then(pl.lit("root"))
         .when(rest.str.contains(r"^(?:Other )?Failures:\s*$")).then(pl.lit("others")),

@@ -3,7 +3,6 @@ each file as parsing it alone would have (shared by `groups`, for structured for
 
 from __future__ import annotations
 
-import datetime as dt
 from types import ModuleType
 
 import polars as pl
@@ -56,10 +55,8 @@ def split_rows(items: list[Item], c: ModuleType, table: str, frame: pl.DataFrame
     ctxs = [ctx for _, ctx, _ in items]
     meta = pl.DataFrame(
         {"_file": range(len(items)), "_fid": [out.plan.file_id for out, _, _ in items],
-         "_run": [x.run for x in ctxs], "_attempt": [x.attempt for x in ctxs], "_host": [x.host for x in ctxs],
-         "_late": [x.mtime + dt.timedelta(days=2) if x.mtime else None for x in ctxs]},
-        schema={"_file": pl.Int64, "_fid": pl.Int64, "_run": pl.String, "_attempt": pl.Int32, "_host": pl.String,
-                "_late": pl.Datetime("us")})
+         "_run": [x.run for x in ctxs], "_attempt": [x.attempt for x in ctxs], "_host": [x.host for x in ctxs]},
+        schema={"_file": pl.Int64, "_fid": pl.Int64, "_run": pl.String, "_attempt": pl.Int32, "_host": pl.String})
     frame = frame.with_columns(_file=pl.col("line") // BASE, line=pl.col("line") % BASE)
     if table != "jobs" and "ts" in frame.columns and frame["ts"].null_count():
         # NOTE: rare (records without a time): each file's own stamped rows fill them, as when parsed alone
@@ -67,9 +64,6 @@ def split_rows(items: list[Item], c: ModuleType, table: str, frame: pl.DataFrame
             _file=pl.col("line") // BASE, line=pl.col("line") % BASE, ts="ts"))
         frame = _fill_ts(frame, stamps.filter(pl.col("ts").is_not_null()), table, by="_file")
     frame = frame.join(meta, on="_file", how="left", maintain_order="left")
-    if "ts" in frame.columns:  # formats without a year: a line is not newer than its file (see _roll_year_back)
-        frame = frame.with_columns(pl.when(pl.col(c) > pl.col("_late")).then(pl.col(c).dt.offset_by("-1y"))
-                                   .otherwise(pl.col(c)) for c in ("ts", "ts_lo", "ts_hi") if c in frame.columns)
     schema = evidence_schema(table)
     frame = frame.with_columns(file_id=pl.col("_fid"), source=pl.lit(c.NAME), run=pl.col("_run"),
                                attempt=pl.col("_attempt"))

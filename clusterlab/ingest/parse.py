@@ -10,7 +10,6 @@ The writer (`ingest.write`) stores what comes back; which rows a file gives neve
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -374,7 +373,6 @@ def _rows(out: ParsedFile, parsed: list[tuple[str, Parsed]], chosen: list[Module
                 continue
             if table != "jobs":  # a scheduler record without times has none: a neighbour's is wrong
                 frame = _fill_ts(frame, known, table)
-            frame = _roll_year_back(frame, ctx.mtime)
             schema = evidence_schema(table)
             frame = frame.with_columns(
                 file_id=pl.lit(file_id, pl.Int64), source=pl.lit(name),
@@ -493,16 +491,6 @@ def _fill_ts(frame: pl.DataFrame, known: pl.DataFrame | None, table: str, by: st
            .otherwise(pl.lit("undated")).alias("dated")] if dated else []),
     )
     return both.drop("_ts", "_next")
-
-
-def _roll_year_back(frame: pl.DataFrame, mtime: dt.datetime | None) -> pl.DataFrame:
-    """Formats without a year got the file's mtime year; a line can't be newer than its file, so
-    December lines in a file last written in January belong to the year before."""
-    if mtime is None or "ts" not in frame.columns:
-        return frame
-    late = pl.lit(mtime + dt.timedelta(days=2))
-    return frame.with_columns(pl.when(pl.col(c) > late).then(pl.col(c).dt.offset_by("-1y")).otherwise(pl.col(c))
-                              for c in ("ts", "ts_lo", "ts_hi") if c in frame.columns)
 
 
 __all__ = ["TABLE_COLUMNS", "FilePlan", "FileResult", "ParsedFile", "finish", "hold_open_block",
