@@ -91,10 +91,10 @@ import argparse
 import json
 import math
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-UTC = timezone.utc
+UTC = UTC
 RUN = "pc-gpt20b"
 CLUSTER, PROVIDER = "pcluster-use2", "aws"
 GPN, NNODES = 8, 16
@@ -137,17 +137,49 @@ def ms(t: float) -> int:
     return int(round((t - int(t)) * 1000)) % 1000
 
 
-def meg_ts(t): return _d(t).strftime("%Y-%m-%d %H:%M:%S")
-def slurm_ts(t): return _d(t).strftime("%Y-%m-%dT%H:%M:%S")
-def ctld_ts(t): return f"[{_d(t):%Y-%m-%dT%H:%M:%S}.{ms(t):03d}]"
-def pc_ts(t): return f"{_d(t):%Y-%m-%d %H:%M:%S},{ms(t):03d}"
-def dmesg_T(t): d = _d(t); return f"[{d:%a} {d:%b} {d.day:2d} {d:%H:%M:%S} {d.year}]"
-def syslog_ts(t): d = _d(t); return f"{d:%b} {d.day:2d} {d:%H:%M:%S}"
-def date_cmd(t): d = _d(t); return f"{d:%a} {d:%b} {d.day:2d} {d:%H:%M:%S} UTC {d.year}"
-def glog(t, lv): d = _d(t); return f"{lv}{d:%m%d} {d:%H:%M:%S}.{ms(t):03d}000"
+def meg_ts(t):
+    return _d(t).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def c10(t, lv, rng): d = _d(t); return f"{lv}{d:%m%d} {d:%H:%M:%S}.{ms(t):03d}{rng.randint(0, 999999):06d}"
+def slurm_ts(t):
+    return _d(t).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def ctld_ts(t):
+    return f"[{_d(t):%Y-%m-%dT%H:%M:%S}.{ms(t):03d}]"
+
+
+def pc_ts(t):
+    return f"{_d(t):%Y-%m-%d %H:%M:%S},{ms(t):03d}"
+
+
+def dmesg_T(t):
+    d = _d(t)
+    return f"[{d:%a} {d:%b} {d.day:2d} {d:%H:%M:%S} {d.year}]"
+
+
+def syslog_ts(t):
+    d = _d(t)
+    return f"{d:%b} {d.day:2d} {d:%H:%M:%S}"
+
+
+def date_cmd(t):
+    d = _d(t)
+    return f"{d:%a} {d:%b} {d.day:2d} {d:%H:%M:%S} UTC {d.year}"
+
+
+def glog(t, lv):
+    d = _d(t)
+    return f"{lv}{d:%m%d} {d:%H:%M:%S}.{ms(t):03d}000"
+
+
+
+
+def c10(t, lv, rng):
+    d = _d(t)
+    return f"{lv}{d:%m%d} {d:%H:%M:%S}.{ms(t):03d}{rng.randint(0, 999999):06d}"
+
+
 
 
 def elapsed(sec):
@@ -443,7 +475,8 @@ def train_log(a: Att, seed: int) -> tuple[bytes, dict]:
         L.add(ts + 0.001, f"saving checkpoint at iteration {n:7d} to {CKPT} in torch_dist format")
         L.add(ts + c - 0.01, f"  successfully saved checkpoint from iteration {n:7d} to {CKPT} [ t 1/{TP}, p 1/{PP} ]")
         L.ext(ts + c - 0.005, ["(min, max) time across ranks (ms):",
-                               f"    {'save-checkpoint '.ljust(48, '.')}: ({c * 1000 - rng.uniform(2, 9):.2f}, {c * 1000:.2f})"])
+                               f"    {'save-checkpoint '.ljust(48, '.')}: "
+                               f"({c * 1000 - rng.uniform(2, 9):.2f}, {c * 1000:.2f})"])
     R, E = a.R, a.E
     srun_end = []
 
@@ -463,7 +496,8 @@ def train_log(a: Att, seed: int) -> tuple[bytes, dict]:
                 r = rank_of(a, h, d)
                 tt = R + dt + 0.05 * d
                 msg = (f"[PG ID 0 PG GUID 0(default_pg) Rank {r}] Process group watchdog thread terminated with "
-                       f"exception: NCCL error: remote process exited or there was a network error, NCCL version 2.21.5")
+                       f"exception: NCCL error: remote process exited or there was a network error, "
+                       f"NCCL version 2.21.5")
                 L.ext(tt, [f"[rank{r}]:[{c10(tt, 'E', rng)} ProcessGroupNCCL.cpp:1595] {msg}",
                            "ncclRemoteError: A call failed possibly due to a network error or a remote process "
                            "exiting prematurely.", "Last error:",
@@ -525,7 +559,7 @@ def train_log(a: Att, seed: int) -> tuple[bytes, dict]:
         for h in a.nodes:
             L.add(a.T + 0.6, f"{glog(a.T + 0.6, 'W')} {pids[h]} torch/distributed/elastic/agent/server/api.py:719] "
                              f"Received 15 death signal, shutting down workers")
-        L.add(a.T + 1.0, f"srun: Job step aborted: Waiting up to 32 seconds for job step to finish.")
+        L.add(a.T + 1.0, "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.")
     else:
         L.add(a.E - 3, f"[after training is done] datetime: {meg_ts(a.E - 3)} ")
     for t, ln in srun_end:
@@ -636,7 +670,8 @@ def kernel_logs(atts, seed: int, bundle: Path):
         if h == ST[13]:                                   # decoy: connection blip training steps past
             tb = a[6].F + 0.3 * (a[6].R - a[6].F)
             ev += [(tb + x, ln) for x, ln in zip((0, 0, 11), lustre_evict(1, h, rng)[:2] + [
-                f"Lustre: {OSTS[1]}-osc-ffff9d4e61a28000: Connection restored to {OSTS[1]} (at 10.1.200.21@tcp)"])]
+                f"Lustre: {OSTS[1]}-osc-ffff9d4e61a28000: Connection restored to {OSTS[1]} (at 10.1.200.21@tcp)"],
+                strict=True)]
         if h == DY[3]:                                   # decoy: Xid 13 in another user's job
             ev += [(a[7].F + 3 * 3600 + 3, ln) for ln in xid13(4, 44120)]
         ev.sort(key=lambda x: x[0])
@@ -645,8 +680,10 @@ def kernel_logs(atts, seed: int, bundle: Path):
             old = [(t, ln) for t, ln in ev if t < a[5].R - 30]
             newboot = a[5].E + 1500
             new = [(newboot + 2.1, "efa 0000:a7:00.0: Setup irq:0 name:efa-mgmnt@pci:0000:a7:00.0"),
-                   (newboot + 9.0, "nvidia-nvswitch: Probing device 0000:05:00.0, Vendor Id = 0x10de, Device Id = 0x22a3")]
-            write(bundle / "nodes" / h / "dmesg-i-old.log", "\n".join(f"{dmesg_T(t)} {ln}" for t, ln in old).encode() + b"\n")
+                   (newboot + 9.0, "nvidia-nvswitch: Probing device 0000:05:00.0, Vendor Id = 0x10de, "
+                                    "Device Id = 0x22a3")]
+            write(bundle / "nodes" / h / "dmesg-i-old.log",
+                  "\n".join(f"{dmesg_T(t)} {ln}" for t, ln in old).encode() + b"\n")
             write(bundle / "nodes" / h / "dmesg.log", "\n".join(f"{dmesg_T(t)} {ln}" for t, ln in new).encode() + b"\n")
             continue
         ev = [(t, ln) for t, ln in ev if t <= end + 600]
@@ -664,9 +701,15 @@ def scheduler(atts, seed: int, bundle: Path):
     a = {x.k: x for x in atts}
     C, RS, SS, CM = Sink(), Sink(), Sink(), Sink()
 
-    def ctl(t, m): C.add(t, f"{ctld_ts(t)} {m}")
-    def cm(t, fn, lv, m): CM.add(t, f"{pc_ts(t)} - [slurm_plugin.{fn}] - {lv} - {m}")
-    def rs(t, fn, lv, m): RS.add(t, f"{pc_ts(t)} - 3117 - [slurm_plugin.{fn}] - {lv} - {m}")
+    def ctl(t, m):
+        C.add(t, f"{ctld_ts(t)} {m}")
+
+    def cm(t, fn, lv, m):
+        CM.add(t, f"{pc_ts(t)} - [slurm_plugin.{fn}] - {lv} - {m}")
+
+    def rs(t, fn, lv, m):
+        RS.add(t, f"{pc_ts(t)} - 3117 - [slurm_plugin.{fn}] - {lv} - {m}")
+
 
     rows = ["JobID|JobName|Partition|Account|AllocCPUS|State|ExitCode|Submit|Start|End|Elapsed|NNodes|NodeList"]
     for x in atts:
@@ -696,19 +739,24 @@ def scheduler(atts, seed: int, bundle: Path):
         rows.append(f"{x.job}|gpt20b-pretrain|queue1|llm|{192 * len(x.nodes)}|{state}|{ec}|{slurm_ts(sub)}|"
                     f"{slurm_ts(x.S)}|{slurm_ts(x.E)}|{elapsed(x.E - x.S)}|{len(x.nodes)}|{hl}")
         if x.mode in ("network", "gpu_fell_off_bus"):
-            ctl(x.E + 300, f"update_node: node {x.host} reason set to: {'efa errors' if x.mode == 'network' else 'xid79'}")
+            why = "efa errors" if x.mode == "network" else "xid79"
+            ctl(x.E + 300, f"update_node: node {x.host} reason set to: {why}")
             ctl(x.E + 300.1, f"update_node: node {x.host} state set to DRAINED")
     # dynamic node dy-p5-1 / dy-p5-2 powered up for attempts 2 and 3 (success)
     for dn, x in ((DY[0], a[2]), (DY[1], a[3])):
         w = x.S - 380
         ctl(w, f"POWER: power_save: waking nodes {dn}")
-        rs(w + 1.2, "resume:main", "INFO", f"ResumeProgram startup.")
-        rs(w + 2.5, "fleet_manager:create_fleet", "INFO", f"Launching instances with create_fleet API. Parameters: "
-           f"{{'LaunchTemplateConfigs': [{{'LaunchTemplateSpecification': {{'LaunchTemplateName': 'pc-use2-queue1-p5', "
-           f"'Version': '$Latest'}}, 'Overrides': [{{'InstanceType': 'p5.48xlarge', 'SubnetId': 'subnet-0c1d2e3f4a5b6c7d8'}}]}}], "
-           f"'TargetCapacitySpecification': {{'TotalTargetCapacity': 1, 'DefaultTargetCapacityType': 'capacity-block'}}, 'Type': 'instant'}}")
-        rs(w + 4.1, "instance_manager:_update_slurm_node_addrs", "INFO", f"Nodes are now configured with instances: (x1) "
-           f"[\"('{dn}', EC2Instance(id='{iid_of(dn)}', private_ip='{ip_of(dn)}', hostname='ip-{ip_of(dn).replace('.', '-')}', "
+        rs(w + 1.2, "resume:main", "INFO", "ResumeProgram startup.")
+        rs(w + 2.5, "fleet_manager:create_fleet", "INFO", "Launching instances with create_fleet API. Parameters: "
+           "{'LaunchTemplateConfigs': [{'LaunchTemplateSpecification': {'LaunchTemplateName': 'pc-use2-queue1-p5', "
+           "'Version': '$Latest'}, 'Overrides': [{'InstanceType': 'p5.48xlarge', "
+           "'SubnetId': 'subnet-0c1d2e3f4a5b6c7d8'}]}], "
+           "'TargetCapacitySpecification': {'TotalTargetCapacity': 1, 'DefaultTargetCapacityType': 'capacity-block'}, "
+           "'Type': 'instant'}")
+        rs(w + 4.1, "instance_manager:_update_slurm_node_addrs", "INFO",
+           f"Nodes are now configured with instances: (x1) "
+           f"[\"('{dn}', EC2Instance(id='{iid_of(dn)}', private_ip='{ip_of(dn)}', "
+           f"hostname='ip-{ip_of(dn).replace('.', '-')}', "
            f"launch_time=datetime.datetime({_d(w).year}, {_d(w).month}, {_d(w).day}, {_d(w).hour}, {_d(w).minute}, "
            f"{_d(w).second}, tzinfo=tzlocal()), slurm_node=None))\"]")
         rs(w + 4.3, "resume:_resume", "INFO", f"Successfully launched nodes (x1) ['{dn}']")
@@ -716,7 +764,7 @@ def scheduler(atts, seed: int, bundle: Path):
     # decoy: dy-p5-4 woken for another user's job during attempt 3, never comes up (job not ours)
     x3 = a[3]
     w = x3.F + 1800
-    ctl(w - 2, f"_slurm_rpc_submit_batch_job: JobId=7188 InitPrio=4294901377 usec=402")
+    ctl(w - 2, "_slurm_rpc_submit_batch_job: JobId=7188 InitPrio=4294901377 usec=402")
     ctl(w, f"POWER: power_save: waking nodes {DY[3]}")
     rs(w + 1.3, "resume:_resume", "INFO", f"Successfully launched nodes (x1) ['{DY[3]}']")
     ctl(w + 1800.5, f"node {DY[3]} not resumed by ResumeTimeout(1800), setting DOWN and POWERED_DOWN")
@@ -734,7 +782,8 @@ def scheduler(atts, seed: int, bundle: Path):
     cm(x5.E - 1.0, "instance_manager:delete_instances", "INFO", f"Terminating instances (x1) ['{iid_of(x5.host)}']")
     cm(x5.E + 3.0, "instance_manager:_update_slurm_node_addrs_and_failed_nodes", "INFO",
        f"Nodes are now configured with instances (x1) [\"('{x5.host}', EC2Instance(id='{iid_of(x5.host, 1)}', "
-       f"private_ip='{ip_of(x5.host)}', hostname='ip-{ip_of(x5.host).replace('.', '-')}', launch_time=datetime.datetime("
+       f"private_ip='{ip_of(x5.host)}', hostname='ip-{ip_of(x5.host).replace('.', '-')}', "
+       f"launch_time=datetime.datetime("
        f"{_d(x5.E).year}, {_d(x5.E).month}, {_d(x5.E).day}, {_d(x5.E).hour}, {_d(x5.E).minute}, {_d(x5.E).second}, "
        f"tzinfo=tzlocal()), slurm_node=None))\"]")
     w = x5.E + 120
@@ -746,9 +795,11 @@ def scheduler(atts, seed: int, bundle: Path):
        f"Availability Zone in your request or choosing us-east-2a, us-east-2c.")
     rs(w + 2.1, "instance_manager:_launch_instances", "ERROR", f"Encountered exception when launching instances for "
        f"nodes (x1) ['{DY[2]}']: InsufficientInstanceCapacity")
-    rs(w + 2.3, "resume:_handle_failed_nodes", "INFO", f"Setting following failed nodes into DOWN state (x1) ['{DY[2]}'] "
+    rs(w + 2.3, "resume:_handle_failed_nodes", "INFO", f"Setting following failed nodes into DOWN state "
+       f"(x1) ['{DY[2]}'] "
        f"with reason: (Code:InsufficientInstanceCapacity)Failure when resuming nodes")
-    ctl(w + 2.5, f"update_node: node {DY[2]} reason set to: (Code:InsufficientInstanceCapacity)Failure when resuming nodes")
+    ctl(w + 2.5, f"update_node: node {DY[2]} reason set to: (Code:InsufficientInstanceCapacity)Failure when "
+                 f"resuming nodes")
     ctl(w + 2.6, f"update_node: node {DY[2]} state set to DOWN")
     ctl(x5.E + 1600, f"Node {x5.host} now responding")
     # decoy: power-save suspend of dy-p5-4 after the other user's job, mid attempt 7
