@@ -108,10 +108,9 @@ import argparse
 import json
 import math
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-UTC = timezone.utc
 RUN = "elastic-34b"
 CLUSTER, PROVIDER = "wr-1", "wrenhpc"
 GPN, NODES_USED = 8, 12
@@ -233,7 +232,7 @@ KINDS = {
     "xid": ("gpu_hw_other", "c3-n08", HEARTBEAT_S + 12.0),
     "nodefail": ("node_failure", "c3-n01", 63.0),
     "oom": ("host_oom", "c3-n06", 9.0),
-    "deadlock": ("nccl_timeout", "c3-n07", TIMEOUT_S + 21.0),
+    "deadlock": ("nccl_timeout", "c3-n07", TIMEOUT_S + 13.0),
     "timelimit": ("time_limit", None, 3.0),
     "complete": (None, None, 0.0),
 }
@@ -396,7 +395,7 @@ def worker_start(j: Job, a: Att, pids: dict, restart_count: int) -> None:
         j.rk(t, r, "W", "ProcessGroupNCCL.cpp:895",
              "Warning: TORCH_NCCL_AVOID_RECORD_STREAMS is the default now, this environment variable is "
              "thus deprecated. (function operator())")
-    comm_id = "0x%016x" % j.rng.getrandbits(64)
+    comm_id = f"0x{j.rng.getrandbits(64):016x}"
     for gi, h in enumerate(j.nodes):
         for d in range(GPN):
             r = gi * GPN + d
@@ -450,9 +449,11 @@ def worker_start(j: Job, a: Att, pids: dict, restart_count: int) -> None:
                 T(s0 + c, f"Finished saving the checkpoint in {c - 0.01:.2f} seconds.")
 
 
-def group_failed(j: Job, a: Att, t: float, failing: dict[str, tuple[int, int]], left: dict[str, int],
+def group_failed(j: Job, a: Att, failing: dict[str, tuple[int, int]], left: dict[str, int],
                  pids: dict, restart: bool) -> None:
-    """failing: host -> (local rank, exitcode) of the worker its agent saw fail first."""
+    """failing: host -> (local rank, exitcode) of the worker its agent saw fail first. The last agent's
+    "Worker group FAILED" / "Detected ... will restart" line is the attempt's exit (a.E)."""
+    t = a.E - max(0.05 * gi + (0.01 if h in failing else 1.5) for gi, h in enumerate(j.nodes))
     for gi, h in enumerate(j.nodes):
         tt = t + 0.05 * gi
         if h in failing:
@@ -564,7 +565,7 @@ def job_log(seed: int, atts: list[Att], info: dict) -> bytes:
             j.rk(R + 9.4, rp, "E", "ProcessGroupNCCL.cpp:1595",
                  f"[PG ID 0 PG GUID 0(default_pg) Rank {rp}] Process group watchdog thread terminated with "
                  f"exception: NCCL error: remote process exited or there was a network error, NCCL version {NCCL_V}")
-            group_failed(j, a, a.E - 0.5, {h: (d, -6), peer: (d, -6)}, left, pids, True)
+            group_failed(j, a, {h: (d, -6), peer: (d, -6)}, left, pids, True)
         elif a.kind == "xid":
             h, d = a.host, 5
             r = j.nodes.index(h) * GPN + d
@@ -586,7 +587,7 @@ def job_log(seed: int, atts: list[Att], info: dict) -> bytes:
                  f"of aforementioned helps, feel free to file an issue to PyTorch about the short timeout or false "
                  f"positive abort; otherwise, please attempt to debug the hang. ")
             info["xid_pid"] = pids[h, d]
-            group_failed(j, a, a.E - 0.5, {h: (d, -6)}, left, pids, True)
+            group_failed(j, a, {h: (d, -6)}, left, pids, True)
         elif a.kind == "nodefail":
             dead = a.host
             info["dead_last"] = R
@@ -649,20 +650,21 @@ def job_log(seed: int, atts: list[Att], info: dict) -> bytes:
                             f"next_batch")
             L.add(R + 1.28, f"[rank{r}]:     batch = next(data_iterator)")
             L.add(R + 1.29, f"[rank{r}]: RuntimeError: DataLoader worker (pid(s) {wp}) exited unexpectedly")
-            group_failed(j, a, a.E - 0.5, {h: (d, 1)}, left, pids, True)
+            group_failed(j, a, {h: (d, 1)}, left, pids, True)
         elif a.kind == "deadlock":
             h = a.host
             r = j.nodes.index(h) * GPN + 5
             seq = 41000 + a.steps[-1][0] % 997 * 12
             watchdog_timeout(j, a, R + TIMEOUT_S + 0.3, r, "c3-n10", seq)
-            tf = R + TIMEOUT_S + 12.0
+            tf = a.E - 0.05 * (len(j.nodes) - 1) - 0.01     # the last FAILED line is the exit
             for gi, hh in enumerate(j.nodes):
                 j.ag(tf + 0.05 * gi, hh, "E", "elastic/multiprocessing/api.py:869",
                      f"failed (exitcode: -6) local_rank: 0 (pid: {pids[hh, 0]}) of binary: /usr/bin/python3")
                 j.ag(tf + 0.05 * gi + 0.01, hh, "I", "elastic/agent/server/api.py:873",
                      f"[default] Worker group FAILED. {left[hh]}/2 attempts left; will restart worker group")
                 left[hh] -= 1
-                j.ag(tf + 0.05 * gi + 1.6, hh, "I", "elastic/agent/server/api.py:723", "[default] Stopping worker group")
+                j.ag(tf + 0.05 * gi + 1.6, hh, "I", "elastic/agent/server/api.py:723",
+                     "[default] Stopping worker group")
                 j.ag(tf + 0.05 * gi + 3.0, hh, "I", "elastic/agent/server/api.py:696",
                      "[default] Rendezvous'ing worker group")
         elif a.kind == "timelimit":
@@ -772,7 +774,8 @@ def scheduler(atts: list[Att], bundle: Path, info: dict) -> None:
         rows.append(f"{job}.batch|batch||gpu|192|{'CANCELLED' if state != 'COMPLETED' else 'COMPLETED'}|"
                     f"{'0:15' if state != 'COMPLETED' else '0:0'}|{sts(S)}|{sts(S)}|{sts(E)}|{elapsed(E - S)}|1|"
                     f"{aa[0].nodes[0]}")
-        rows.append(f"{job}.0|torchrun||gpu|2304|{'FAILED' if state == 'NODE_FAIL' else 'CANCELLED' if state != 'COMPLETED' else 'COMPLETED'}|"
+        st0 = "FAILED" if state == "NODE_FAIL" else "CANCELLED" if state != "COMPLETED" else "COMPLETED"
+        rows.append(f"{job}.0|torchrun||gpu|2304|{st0}|"
                     f"{'1:0' if state == 'NODE_FAIL' else '0:15' if state != 'COMPLETED' else '0:0'}|{sts(S + 1)}|"
                     f"{sts(S + 1)}|{sts(E)}|{elapsed(E - S - 1)}|{len(aa[0].nodes)}|{hl}")
     a3 = next(a for a in atts if a.kind == "nodefail")
