@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from clusterlab import telemetry
 from clusterlab.collectors._base import (
     FILE_LINE_BASE,
     TABLE_COLUMNS,
@@ -60,10 +61,17 @@ _KEYS = (r"Product Name|Serial Number|GPU UUID|Pending|Remapping Failure Occurre
          r"Uncorrectable Error|Single Bit ECC|Double Bit ECC|Pending Page Blacklist|Pending Page Retirement|"
          r"(?:SRAM|DRAM) (?:Correctable|Uncorrectable)[\w -]*|SRAM Threshold Exceeded|Total|Reset Required|"
          r"Drain and Reset Recommended|GPU Recovery Action")
+# The clock state keys (read as telemetry): the throttle reasons under `Clocks Event Reasons` (driver 535 and
+# later; `Clocks Throttle Reasons` before), the SM clock under `Clocks`, the current temperature, the GPU's
+# utilisation and power draw (an idle GPU's low clock is no slowdown).
+_CLOCK_KEYS = (r"Idle|Applications Clocks Setting|SW Power Cap|HW Slowdown|HW Thermal Slowdown|"
+               r"HW Power Brake Slowdown|Sync Boost|SW Thermal Slowdown|Display Clock Setting|SM|"
+               r"GPU Current Temp|Gpu|Power Draw")
 PATTERN = "|".join([
     _LOG, r"^Timestamp\s+: ", _GPU, r"^Unable to determine the device handle for GPU",
     r"^ {4,}[A-Z][^:]*$",  # a section line: indented, no `key : value`
     rf"^ {{4,}}(?:{_KEYS}) *: ",
+    rf"^ {{4,}}(?:{_CLOCK_KEYS}) *: ",
 ])
 # A GPU block, and the snapshot header before it, are read whole: the header's time is the block's.
 BLOCK_START = rf"{_LOG}|^Timestamp\s+: |{_GPU}"
@@ -125,6 +133,9 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     gpus = rows.filter(pl.col("gpu") > 0)
     if gpus.height:
         out.add("events", _gpu_events(gpus, ctx))
+        clocks = _clock_telemetry(gpus)
+        if clocks.height:
+            out.add("telemetry", clocks)
     if "events" in out.tables:
         out.tables["events"] = out.tables["events"].sort("line")
     return out
@@ -155,6 +166,8 @@ def _rows(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         section=pl.when(section).then(pl.col("text").str.strip_chars().str.to_lowercase()),
         gpu=pl.when(block > 0).then(block + pl.col("_f") * FILE_LINE_BASE).otherwise(0),
         ts=_snapshot_time(ctx).forward_fill().over("_f"),
+        # the file's count of snapshot banners so far (0: the batch holds none of this block's)
+        snap=pl.col("text").str.contains(_LOG).cum_sum().over("_f"),
     )
     # Section path: the latest section of each level above a key, each reset by any section above it.
     paths = []
@@ -212,6 +225,48 @@ def _any(path: pl.Expr, value: str = _YES) -> pl.Expr:
 
 def _first(path: str) -> pl.Expr:
     return pl.col("raw").filter(pl.col("path") == path).first()
+
+
+# throttle reason key (lower case) -> its NVML bit name (clusterlab.telemetry.THROTTLE_BITS)
+_REASONS = {"idle": "gpu_idle", **{k.replace("_", " "): k for k in telemetry.THROTTLE_BITS if k != "gpu_idle"}}
+_REASON_SECTIONS = ("clocks event reasons/", "clocks throttle reasons/")
+
+
+def _clock_telemetry(rows: pl.DataFrame) -> pl.DataFrame:
+    """The snapshot's clock state of each GPU as telemetry: throttle reasons (as NVML's bitmask), SM clock,
+    temperature, utilisation and power, at the snapshot's time.
+
+    A report names GPUs by bus id in nvidia-smi's index order, so a block's index is its place in its snapshot;
+    where the snapshot's banner is not in the batch (a block held back from an earlier one) the place is
+    unknown and the index is left null rather than guessed."""
+    p = pl.col("path")
+    reason = p.str.replace(r"^clocks (?:event|throttle) reasons/", "")
+    is_reason = p.str.starts_with(_REASON_SECTIONS[0]) | p.str.starts_with(_REASON_SECTIONS[1])
+    known = reason.is_in(list(_REASONS)) & pl.col("val").is_in(["active", "not active"])
+    bit = reason.replace_strict({k: telemetry.THROTTLE_BITS[v] for k, v in _REASONS.items()}, default=0,
+                                return_dtype=pl.Float64)
+    number = pl.col("val").str.extract(r"^(\d+(?:\.\d+)?)", 1).cast(pl.Float64, strict=False)
+    g = rows.group_by("gpu").agg(
+        pl.col("line").first(), pl.col("bus").first(), pl.col("ts").first(), pl.col("file_host").first(),
+        pl.col("_f").first(), pl.col("snap").first(),
+        mask=pl.when(is_reason & known).then(pl.when(pl.col("val") == "active").then(bit).otherwise(0.0)).sum(),
+        n_reasons=(is_reason & known).sum(),
+        sm=number.filter(p == "clocks/sm").first(), temp=number.filter(p == "temperature/gpu current temp").first(),
+        util=number.filter(p == "utilization/gpu").first(),
+        power=number.filter(p.str.contains(r"power readings/power draw$")).first(),
+    ).filter(pl.col("bus").is_not_null(), pl.col("ts").is_not_null())
+    if not g.height:
+        return pl.DataFrame(schema=telemetry.SAMPLE_SCHEMA)
+    g = g.sort("line").with_columns(
+        idx=pl.when(pl.col("snap") > 0).then(pl.int_range(pl.len()).over("_f", "snap")).cast(pl.Int32))
+    base = g.select("line", "ts", host="file_host", gpu="idx", bus_id=telemetry.bus_id(pl.col("bus")),
+                    mask=pl.when(pl.col("n_reasons") > 0).then(pl.col("mask")), sm="sm", temp="temp",
+                    util="util", power="power")
+    names = {"mask": "clocks_event_reasons.active", "sm": "clocks.sm", "temp": "temperature.gpu",
+             "util": "utilization.gpu", "power": "power.draw"}
+    samples = pl.concat([base.select("line", "ts", "host", "gpu", "bus_id", name=pl.lit(n), value=pl.col(c))
+                         for c, n in names.items()]).filter(pl.col("value").is_not_null())
+    return telemetry.to_rows(samples, telemetry.NVIDIA_SMI)
 
 
 def _gpu_events(rows: pl.DataFrame, ctx: Context) -> pl.DataFrame:
