@@ -212,6 +212,11 @@ def baseline_step_s(tl: pl.DataFrame) -> float:
 # A record is slowed only where its excess over the baseline is beyond this many robust deviations of the run's own
 # step-time noise (as the straggler rule holds a host's lead against its run's noise: incidents.STRAGGLER_SIGMAS)
 NOISE_SIGMAS = 3.0
+# A save's lines mark its engine's writes, not what stalls every rank around them: gathering the state before the
+# first line, the commit barrier after the last (DeepSpeed's `is ready now`, then the ranks' barrier). An interval
+# holding a save that runs over its steps by up to this share of the save beyond the save's logged span lost that
+# time to the save (checkpoint), not to a slowdown of the steps.
+SAVE_EDGE_SHARE = 0.05
 
 
 def step_noise_s(tl: pl.DataFrame) -> float:
@@ -272,7 +277,9 @@ def split_intervals(tl: pl.DataFrame, saves: pl.DataFrame, slow: pl.DataFrame, k
                   .otherwise(pl.min_horizontal(pl.col("interval_s"), pl.col("n") * b)))
     excess = pl.col("interval_s") - productive
     w = w.with_columns(productive_raw=productive, excess=excess)
-    w = w.with_columns(checkpoint=pl.min_horizontal("excess", pl.col("save_s").fill_null(0)))
+    # NOTE: a straggler's interval runs over for the straggler's sake: its save gets only its logged span
+    edge = pl.when(pl.col("slow_host").is_null()).then(SAVE_EDGE_SHARE).otherwise(0.0)
+    w = w.with_columns(checkpoint=pl.min_horizontal("excess", pl.col("save_s").fill_null(0) * (1 + edge)))
     w = w.with_columns(data_stall=pl.min_horizontal(
         pl.col("excess") - pl.col("checkpoint"),
         ((pl.col("data_s").fill_null(data_base) - data_base).clip(lower_bound=0) * pl.col("n"))))
