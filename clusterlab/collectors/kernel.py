@@ -87,6 +87,8 @@ PATTERN = "|".join([
     r"Kernel panic - not syncing: ",
     r"soft lockup - CPU#\d+ stuck",
     r"Watchdog detected hard LOCKUP on cpu \d+",
+    r"BUG: workqueue lockup - pool ",
+    r"INFO: rcu_\w+ (?:self-)?detected (?:stalls?|expedited stalls)",
     # call-trace frames in a shared filesystem's modules (or NFS functions): they say where a hung task waits
     r"\+0x[0-9a-f]+/0x[0-9a-f]+ \[(?:nfs|nfsv3|nfsv4|sunrpc|lustre|ptlrpc|lnet|obdclass|osc|mdc|lmv|lov|mgc|ldlm"
     r"|fuse|ceph|libceph|mmfs26|mmfslinux|beegfs|cifs|9p)\]"
@@ -214,6 +216,12 @@ RULES: tuple[Rule, ...] = (
     # interrupts either) is, like a hung task, a node fault whose cause the line does not say: `unknown`, a warning
     Rule("cpu", "soft_lockup", r"soft lockup - CPU#\d+ stuck", "unknown", "warning"),
     Rule("cpu", "hard_lockup", r"Watchdog detected hard LOCKUP on cpu \d+", "unknown", "warning"),
+    # the kernel's other lockup detectors, same verdict: the workqueue watchdog (a worker pool that ran nothing
+    # for 30 s and more: workqueue.c's 'BUG: workqueue lockup - pool cpus=14 node=0 ... stuck for 360s!') and RCU's
+    # stall detector ('rcu: INFO: rcu_sched self-detected stall on CPU'; kernels before 4.19 print no 'rcu: ',
+    # 'INFO: rcu_preempt detected stalls on CPUs/tasks:')
+    Rule("cpu", "workqueue_lockup", r"BUG: workqueue lockup - pool ", "unknown", "warning"),
+    Rule("cpu", "rcu_stall", r"INFO: rcu_\w+ (?:self-)?detected (?:stalls?|expedited stalls)", "unknown", "warning"),
 )
 
 _BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"

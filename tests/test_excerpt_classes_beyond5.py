@@ -1,0 +1,39 @@
+"""The classes of defect the fifth round of real excerpts showed (tests/real_excerpts/*_beyond5.toml), each stated
+on shapes of its own: the kernel's other lockup detectors (the workqueue watchdog, RCU's stall detector), a CUDA
+library's status outside torch's 'CUDA error:' wording (THC, CNTK, Caffe), Moab's 'job preempted (node failure)',
+and headerless `sacct --brief` rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterlab import Lab
+
+
+def _events(tmp_path: Path, text: str, name: str = "excerpt.log") -> list[tuple[str, str | None]]:
+    path = tmp_path / name
+    path.write_text(text)
+    with Lab(":memory:") as lab:
+        lab.ingest(path)
+        return [(k, m) for k, m in lab.sql("SELECT kind, failure_mode FROM events ORDER BY line").iter_rows()]
+
+
+def _modes(tmp_path: Path, text: str, name: str = "excerpt.log") -> set[str]:
+    return {m for _, m in _events(tmp_path, text, name) if m is not None}
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    ("[90211.004417] BUG: workqueue lockup - pool cpus=3 node=0 flags=0x0 nice=0 stuck for 41s!", "workqueue_lockup"),
+    ("Oct  9 04:05:06 gpu-c12 kernel: [90211.004417] BUG: workqueue lockup - pool cpus=0-95 flags=0x4 nice=0 stuck "
+     "for 1022s!", "workqueue_lockup"),
+    ("[ 7731.551002] rcu: INFO: rcu_sched self-detected stall on CPU", "rcu_stall"),
+    ("[ 7731.551002] INFO: rcu_preempt detected stalls on CPUs/tasks:", "rcu_stall"),
+    ("[ 7731.551002] rcu: INFO: rcu_preempt detected expedited stalls on CPUs/tasks: { 12-... } 21002 jiffies",
+     "rcu_stall"),
+])
+def test_the_kernels_other_lockup_detectors_are_node_faults_of_unknown_cause(tmp_path: Path, line: str,
+                                                                             kind: str) -> None:
+    assert _events(tmp_path, line + "\n", "dmesg.txt") == [(kind, "unknown")]
+
