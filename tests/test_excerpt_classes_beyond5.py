@@ -37,3 +37,25 @@ def test_the_kernels_other_lockup_detectors_are_node_faults_of_unknown_cause(tmp
                                                                              kind: str) -> None:
     assert _events(tmp_path, line + "\n", "dmesg.txt") == [(kind, "unknown")]
 
+
+@pytest.mark.parametrize(("line", "mode"), [
+    ("CUBLAS failure 13: CUBLAS_STATUS_EXECUTION_FAILED ; GPU=0 ; hostname=w7 ; expr=cublas_gemm(cuHandle, ...)",
+     "cuda_error"),
+    ("CUDNN failure 8: CUDNN_STATUS_EXECUTION_FAILED ; GPU=2 ; hostname=w7 ; expr=cudnnConvolutionForward(...)",
+     "cuda_error"),
+    ("F0311 04:05:06.778899 31337 cudnn_conv_layer.cu:28] Check failed: status == CUDNN_STATUS_SUCCESS (8 vs. 0)  "
+     "CUDNN_STATUS_EXECUTION_FAILED", "cuda_error"),
+    ("RuntimeError: cublas runtime error : the GPU program failed to execute at /opt/pytorch/aten/src/THC/THCBlas.cu:"
+     "258", "cuda_error"),
+    # the library's own allocation failure is the GPU's memory, whatever wording carries it
+    ("CUBLAS failure 3: CUBLAS_STATUS_ALLOC_FAILED ; GPU=1 ; hostname=w7 ; expr=cublasCreate(&handle)", "cuda_oom"),
+])
+def test_a_cuda_librarys_status_outside_torchs_wording_is_a_cuda_error(tmp_path: Path, line: str, mode: str) -> None:
+    assert _modes(tmp_path, line + "\n", "job.err") == {mode}
+
+
+def test_a_library_alloc_failure_inside_torchs_wording_is_out_of_memory(tmp_path: Path) -> None:
+    text = ("Traceback (most recent call last):\n  File \"fit.py\", line 9, in <module>\n    y = lin(x)\n"
+            "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n")
+    assert _modes(tmp_path, text, "fit.err") == {"cuda_oom"}
+

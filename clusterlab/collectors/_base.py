@@ -294,7 +294,8 @@ def first_kind(text: pl.Expr, kinds: Sequence[tuple[str, str, str | None, str]],
 def cuda_mode(text: pl.Expr) -> pl.Expr:
     """The failure mode a CUDA error string names: OOM, ECC, NVLink, a lost GPU, else application error."""
     return (
-        pl.when(text.str.contains(r"(?i)out of memory")).then(pl.lit("cuda_oom"))
+        # a CUDA library that cannot allocate its workspace (cuBLAS, cuDNN: '..._STATUS_ALLOC_FAILED'): out of memory
+        pl.when(text.str.contains(r"(?i)out of memory|_STATUS_ALLOC_FAILED")).then(pl.lit("cuda_oom"))
         .when(text.str.contains(r"(?i)ECC error")).then(pl.lit("gpu_memory_ecc"))
         .when(text.str.contains(r"(?i)NVLink")).then(pl.lit("nvlink_error"))
         # NOTE: cudaErrorDevicesUnavailable ("CUDA-capable device(s) is/are busy or unavailable"): a GPU the driver
