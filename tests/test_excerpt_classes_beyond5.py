@@ -59,3 +59,14 @@ def test_a_library_alloc_failure_inside_torchs_wording_is_out_of_memory(tmp_path
             "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n")
     assert _modes(tmp_path, text, "fit.err") == {"cuda_oom"}
 
+
+@pytest.mark.parametrize(("line", "mode"), [
+    ("job preempted (node failure)", "node_failure"),
+    ("Message[1] job cancelled - job preempted (node failure)", "node_failure"),
+    ("Message[0] job cannot be cancelled, reason='job preempted (node failure)' - job 7781 - Server could not connect "
+     "to MOM", "node_failure"),
+    ("Job preempted by job 99120.fe1 (priority)", "preemption"),
+])
+def test_moabs_preemption_reasons_are_read(tmp_path: Path, line: str, mode: str) -> None:
+    assert _modes(tmp_path, f"PBS Job Id: 7781.fe1\nJob Name:   sft\n{line}\n", "mail.txt") == {mode}
+

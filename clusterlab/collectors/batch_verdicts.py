@@ -11,6 +11,7 @@ with a line of their own in its output or its mail:
     TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.
     TERM_PREEMPT: job killed after preemption.
     TERM_OWNER: job killed by owner.
+    job preempted (node failure)                                               (Torque's job mail, Moab's checkjob)
 
 None of these lines carries a time or a host of its own.
 """
@@ -30,8 +31,9 @@ PATTERN = "|".join([
     r"Job exceeded its (?:walltime|memory|cpu) limit",
     r"MOAB_INFO: +job exceeded ",
     r"TERM_[A-Z]+: job killed ",
+    r"[Jj]ob preempted\b",
 ])
-SNIFF_HINT = (b"=>> pbs: ", b"job exceeded its ", b"moab_info:", b"term_")
+SNIFF_HINT = (b"=>> pbs: ", b"job exceeded its ", b"moab_info:", b"term_", b"job preempted")
 
 # (kind, regex, failure mode, severity), the first that matches decides
 _KINDS: list[tuple[str, str, str | None, str]] = [
@@ -40,7 +42,10 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     # NOTE: the job's memory as the scheduler counts it (the node's RAM, not a GPU's): the kernel's OOM killer's kin
     ("batch_memory_limit", r"=>> PBS: job killed: v?mem |Job exceeded its memory limit|TERM_MEMLIMIT: "
                            r"|MOAB_INFO: +job exceeded (?:memory|MEM)", "host_oom", "error"),
-    ("batch_preempted", r"TERM_PREEMPT: ", "preemption", "warning"),
+    # NOTE: Moab preempts (requeues or cancels) the jobs of a node that failed and says so in the reason it gives
+    # Torque's mail and checkjob ('job preempted (node failure)'): the node's fault, not a reclaim
+    ("batch_node_failure", r"[Jj]ob preempted \(node failure\)", "node_failure", "error"),
+    ("batch_preempted", r"TERM_PREEMPT: |[Jj]ob preempted\b", "preemption", "warning"),
     # a person's (or an admin's) kill, a CPU-time limit, the other TERM_ reasons: the verdict, with no failure mode
     ("batch_killed", r"", None, "warning"),
 ]
