@@ -109,3 +109,41 @@ def kill_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, within_s: flo
              & pl.col("kill_ts").is_not_null())
     return (w.with_columns(root_ts=pl.when(moved).then(pl.col("kill_ts")).otherwise(pl.col("root_ts")))
             .drop("kill_ts").cast({"attempt": inc.schema["attempt"]}).select(inc.columns))
+
+
+# What a node's peers print when it vanishes under them: their store client's reset connection, their NCCL
+# transport's failed completions, their watchdog tearing the communicator down (collectors.torch_dist, .nccl)
+_PEER_SYMPTOMS = ("store_lost", "ib_completion_error", "watchdog_terminated", "comm_aborted", "nccl_error")
+
+
+def node_loss_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.DataFrame:
+    """`inc` with the root of each attempt a lost node ended moved back to the first line its peers stamped about
+    losing contact, after the attempt's last step record: a node that dies says nothing, and the verdicts that name
+    it come late (srun's `Node failure on H` when the controller gives up on it, slurmctld's `not responding` after
+    its SlurmdTimeout, a line without a stamp of its own dated by what follows it). The peers' first complaint
+    (their c10d store connection reset, an IB completion error towards it) is the nearest the evidence comes to the
+    moment it died: the steps it cut short ran until then (`ledger.with_unlogged_steps`). Only lines of the other
+    hosts with a stamp of their own, after the job's last step record (before it, the job still stepped at pace)."""
+    nf = inc.filter(pl.col("failure_mode") == "node_failure", pl.col("kind") == "attempt_end",
+                    pl.col("root_ts").is_not_null())
+    if not nf.height:
+        return inc
+    kinds = ", ".join(f"'{k}'" for k in _PEER_SYMPTOMS)
+    first = store.frame(con, f"""
+        WITH nf AS (SELECT DISTINCT run, attempt::INTEGER AS attempt, host, root_ts FROM nf),
+        st AS (SELECT s.run, s.attempt::INTEGER AS attempt, max(s.ts) AS last_step FROM steps s
+               JOIN nf ON s.run = nf.run AND s.attempt = nf.attempt WHERE s.ts IS NOT NULL GROUP BY ALL)
+        SELECT nf.run, nf.attempt, min(e.ts) AS peer_ts FROM events e
+        JOIN nf ON e.run = nf.run AND e.attempt = nf.attempt JOIN st ON st.run = nf.run AND st.attempt = nf.attempt
+        WHERE e.kind IN ({kinds}) AND e.ts IS NOT NULL AND e.dated IS NULL AND e.host IS NOT NULL
+          AND e.host IS DISTINCT FROM nf.host AND e.ts > st.last_step AND e.ts < nf.root_ts
+        GROUP BY ALL""", nf=nf.select("run", "attempt", "host", "root_ts"))
+    if not first.height:
+        return inc
+    keys = ["run", "attempt"]
+    w = (inc.with_columns(pl.col("attempt").cast(pl.Int32)).join(first, on=keys, how="left")
+         .with_columns(pl.col("peer_ts").cast(inc.schema["root_ts"])))
+    moved = ((pl.col("failure_mode") == "node_failure") & (pl.col("kind") == "attempt_end")
+             & (pl.col("peer_ts") < pl.col("root_ts")))
+    return (w.with_columns(root_ts=pl.when(moved).then(pl.col("peer_ts")).otherwise(pl.col("root_ts")))
+            .drop("peer_ts").cast({"attempt": inc.schema["attempt"]}).select(inc.columns))
