@@ -70,3 +70,18 @@ def test_a_library_alloc_failure_inside_torchs_wording_is_out_of_memory(tmp_path
 def test_moabs_preemption_reasons_are_read(tmp_path: Path, line: str, mode: str) -> None:
     assert _modes(tmp_path, f"PBS Job Id: 7781.fe1\nJob Name:   sft\n{line}\n", "mail.txt") == {mode}
 
+
+@pytest.mark.parametrize(("rows", "mode"), [
+    (["88120|FAILED|1:0", "88120.batch|FAILED|1:0"], "user_code_error"),
+    (["88121|OUT_OF_MEMORY|0:125", "88121.batch|OUT_OF_MEMORY|0:125", "88121.extern|COMPLETED|0:0"], "host_oom"),
+    (["88122_4|TIMEOUT|0:0|", "88122_4.batch|CANCELLED|0:15|"], "time_limit"),
+    (["88123|NODE_FAIL|0:0", "88123.0|CANCELLED|0:9"], "node_failure"),
+])
+def test_headerless_sacct_brief_rows_are_read_as_jobid_state_exitcode(tmp_path: Path, rows: list[str],
+                                                                       mode: str) -> None:
+    assert mode in _modes(tmp_path, "".join(r + "\n" for r in rows), "sacct.txt")
+
+
+def test_headerless_brief_rows_of_healthy_jobs_carry_no_mode(tmp_path: Path) -> None:
+    text = "$ sacct -b -P -n\n5120|COMPLETED|0:0\n5120.batch|COMPLETED|0:0\n5121|RUNNING|0:0\n"
+    assert _modes(tmp_path, text, "sacct.txt") == set()

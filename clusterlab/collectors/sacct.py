@@ -36,7 +36,9 @@ from clusterlab.collectors._slurmlib import job_events, jobs_frame
 
 NAME = "sacct"
 EXCLUSIVE = True
-SNIFF_HINT = (b"jobid", b'"jobs"')  # a header naming JobID (any case), or sacct --json
+# a header naming JobID (any case), sacct --json, or a headerless `--brief` row's `|STATE|` (_BRIEF_ROW)
+SNIFF_HINT = (b"jobid", b'"jobs"', b"|completed|", b"|failed|", b"|cancelled", b"|timeout|", b"|node_fail|",
+              b"|out_of_memory|", b"|preempted|", b"|running|", b"|pending|", b"|boot_fail|", b"|deadline|")
 PATTERN = None  # structured: every line is a header or a row
 # The jobs' events name no host: a failed job's NodeList is every node it ran on, not the one to blame.
 FILL_HOST = False
@@ -50,6 +52,10 @@ _NAMES_ID = r"(?i)(?:^|\|)jobid(?:raw)?(?:\||$)"
 _RULE = r"^-+(?: +-+)*\s*$"
 _WORDS_ID = r"(?i)^\s*(?:[A-Za-z][A-Za-z0-9]*\s+)*jobid(?:raw)?(?:\s|$)"
 _FIXED_HEAD = r"^\s*[A-Za-z][A-Za-z0-9]*(?:\s+[A-Za-z][A-Za-z0-9]*)*\s*$"
+# NOTE: `sacct --brief` (`-b`) prints three fixed columns, JobID, State and ExitCode; with `--noheader` (`-n`) and
+# `-P` a row (`1655412.batch|FAILED|127:0`) is all there is, and its shape says which column is which.
+_BRIEF_NAMES = ("JobID", "State", "ExitCode")
+_BRIEF_ROW = r"^\s*\d+(?:[_+]\d+)?(?:\.[\w-]+)?\|[A-Z][A-Z_]+(?: by \d+)?\|\d+:\d+\|?\s*$"
 # A shell prompt and the sacct command a user pasted with its output (`$ sacct ...`, `[me@login1 ~]$ sacct ...`)
 _PROMPT = r"^\s*(?:\[[^\]]{1,200}\]|[\w.@:~/-]{0,200})\s?[$#%>]\s+\S*sacct\b"
 _PROMPT_RE = re.compile(_PROMPT)
@@ -112,6 +118,8 @@ def sniff(head: bytes, path: str) -> bool:
     # NOTE: `search` (Rust regex, linear time): a sniff runs on every file's head, one 64 KiB line included.
     if search(first, _HEADER) and search(first, _NAMES_ID):
         return True
+    if all(search(ln, _BRIEF_ROW) for ln in lines):
+        return True
     return len(lines) > 1 and search(lines[1], _RULE) and search(lines[0], _FIXED_HEAD) and search(lines[0], _WORDS_ID)
 
 
@@ -164,6 +172,13 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         if not rows.height:
             continue
         if layout is None:
+            brief = pl.col("text").str.contains(_BRIEF_ROW)
+            if rows.select(brief.all()).item():  # headerless `sacct -b -n` rows: their own three columns
+                rows = rows.with_columns(pl.col("text").str.strip_chars().str.strip_suffix("|"))
+                jobs, _ = read_rows(rows, list(_BRIEF_NAMES), ctx)
+                out.add("jobs", jobs)
+                out.add("events", job_events(jobs, rows, ctx))
+                continue
             out.unparsed += rows.height
             said.append((0, f"line {rows['line'][0]}: sacct rows before any header line"))
             continue
