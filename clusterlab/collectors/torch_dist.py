@@ -91,6 +91,8 @@ PATTERN = "|".join([
     r"detected by watchdog at work|Timeout at NCCL work: |NCCL communicator was aborted",
     r"CUDA out of memory|CUDA (?:driver )?error: |NCCL [Ee]rror|Unknown NCCL error",
     r"THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: |CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: ",
+    r"cublas runtime error : |cudnn runtime error : |CUBLAS failure \d|CUDNN failure \d",
+    r"Check failed: status == CU(?:BLAS|DNN)_STATUS_SUCCESS",
     r"_STATUS_ALLOC_FAILED|HIP out of memory|unable to write to file </torch_",
     r"Root Cause(?: \(first observed failure\))?:\s*$|Failures:\s*$",
     r"  (?:time      |host      |rank      |exitcode  |error_file|traceback ): ",
@@ -120,6 +122,8 @@ _SNIFF = re.compile(
     # NOTE: a traceback is evidence wherever it appears: a file holding only one (`excerpt.log`) is read too
     rb"|Traceback \(most recent call last\)|THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: "
     rb"|CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: |failed to pass monitoredBarrier|timed out in monitoredBarrier"
+    rb"|cu(?:blas|dnn) runtime error : |CU(?:BLAS|DNN) failure \d+: "
+    rb"|Check failed: status == CU(?:BLAS|DNN)_STATUS_SUCCESS"
     rb"|(?m:^(?:Killed|Segmentation fault|Bus error|Aborted)(?: \(core dumped\))?\r?$)|Fatal Python error: "
     rb"|: line \d+: +\d+ (?:Killed|Segmentation fault|Bus error|Aborted)\s|(?m:^\[\d+\][+-]? +Killed\s+\S)"
     rb"|(?m:^zsh: (?:killed|segmentation fault|bus error|abort)\s)"
@@ -165,8 +169,13 @@ _TIMEOUT = (r"ollective operation timeout|timed out in (?:blocking wait|call to 
             r"|Watchdog caught collective|\) ran for \d+ milliseconds before timing out")
 # A CUDA runtime error as torch words it (2.x `CUDA error: `, THC's `cuda runtime error (39) : ` of torch <= 1.4 and its
 # `THCudaCheck FAIL file=... error=39 : `), or as a CUDA enum name a library prints (`cudaErrorECCUncorrectable: `)
+# NOTE: a CUDA library's own status outside torch's 'CUDA error: CUBLAS_STATUS_...' wording: THC's 'cublas runtime
+# error : the GPU program failed to execute', CNTK's 'CUBLAS failure 13: CUBLAS_STATUS_EXECUTION_FAILED ; GPU=1',
+# Caffe's glog check 'Check failed: status == CUDNN_STATUS_SUCCESS (8 vs. 0)  CUDNN_STATUS_EXECUTION_FAILED'
 _CUDA_ERR = (r"(?:CUDA (?:driver )?error: |cuda runtime error \(\d+\) : |THCudaCheck FAIL .*? error=\d+ : "
-             r"|\bcudaError[A-Z]\w*: |\bCUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: )")
+             r"|\bcudaError[A-Z]\w*: |\bCUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: "
+             r"|cu(?:blas|dnn) runtime error : |\bCU(?:BLAS|DNN) failure \d+: "
+             r"|Check failed: status == CU(?:BLAS|DNN)_STATUS_SUCCESS \(\d+ vs\. 0\)\s*)")
 _STORE_TIMEOUT = r"via c10d key-value store by key .* got error: (?:Socket Timeout|Timeout waiting for key)"
 # ... and a store's server that cannot bind its port (EADDRINUSE: another job, a stale process; errno 99: an address
 # not the host's): the launch's own configuration, not the network (torch 2.4+ DistNetworkError, RuntimeError before)
@@ -435,7 +444,8 @@ def _gib(rx: str) -> pl.Expr:
 # What each field's regex cannot match without (literals of `_message_fields`' patterns): a field whose literals no
 # line of the batch holds is null without its regex (each costs a compilation, and polars keeps few compiled)
 _CUDA_LITS = ("CUDA error: ", "CUDA driver error: ", "cuda runtime error (", "THCudaCheck FAIL", "cudaError",
-              "CUDA_ERROR_", "Triton Error [CUDA]: ")
+              "CUDA_ERROR_", "Triton Error [CUDA]: ", "blas runtime error : ", "dnn runtime error : ",
+              "BLAS failure ", "DNN failure ", "_STATUS_SUCCESS (")
 _FIELD_LITS = ("local_rank: ", "[PG ", "Rank ", "SeqNum=", "watchdog at work", "NCCL work: ", "OpType=", "NumelIn=",
                "NumelOut=", "Timeout(ms)=", "ran for ", "last enqueued ", "last completed ", "got stuck for ",
                "NCCL Error", "NCCL error", "NCCL version ", "rror in: ", "Error:", *_CUDA_LITS, ". GPU ", "(GPU ",
