@@ -56,6 +56,9 @@ def test_a_node_rebooted_under_the_job_after_a_maintenance_drain_is_maintenance_
      "manual_stop"),
     # the maintenance is on another node than the one that failed
     ([{"t": 900, "host": "h-001", "kind": "slurm_node_reason", "reason": "maint"}], [NODE_DOWN], "node_failure"),
-], ids=["no-drain", "a-drain-that-names-no-maintenance", "maintenance-of-another-node"])
+    # a cloud daemon's maintenance words for a node that broke: the node's fault, not a planned maintenance
+    ([{"t": 1_000, "host": "h-002", "kind": "slurm_node_reason",
+       "reason": "auto maintenance - instance failing status checks, replacing"}], [NODE_DOWN], "node_failure"),
+], ids=["no-drain", "a-drain-that-names-no-maintenance", "maintenance-of-another-node", "maintenance-of-a-broken-node"])
 def test_without_maintenance_of_its_nodes_the_end_keeps_its_own_cause(ctld: list, own: list, mode: str) -> None:
     assert _end(ctld, own)["failure_mode"] == mode

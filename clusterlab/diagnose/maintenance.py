@@ -23,6 +23,10 @@ from clusterlab.diagnose import reattribute, timeline
 MAINTENANCE_REASON = (r"\bmaint(enance)?\b|\bemergency\b|\breboot (asap|requested|issued)\b"
                       r"|scheduled (reboot|downtime|outage)|\b(firmware|driver|bios|kernel|os) (update|upgrade|patch)"
                       r"|\bpatching\b|\bdecommission")
+# NOTE: a cloud daemon takes a broken node out in maintenance words of its own (ParallelCluster's clustermgtd:
+# "Static node maintenance: unhealthy node is being replaced"); a reason that also says the node is unhealthy or
+# failed is the node's fault, not a planned maintenance of the provider's
+FAULT_REASON = r"\bunhealthy\b|\bfail(ed|ing|ure)?\b|\bnot responding\b|\bhealth[ _-]?check"
 ENDED_BY = ("manual_stop", "node_failure", "unknown")
 MAINTENANCE_CONFIDENCE = 0.7  # the operator's own words, read against the job's end
 GRACE_S = 120  # a reason set this long after the end still explains it (the drain is often typed after the cancel)
@@ -46,9 +50,10 @@ def with_maintenance(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl.D
           AND (m.mode <> 'node_failure' OR v.host = m.inc_host)
           AND v.ts BETWEEN m.start_ts AND m.end_ts + to_seconds($grace)
           AND regexp_matches(coalesce(json_extract_string(v.detail, '$.reason'), ''), $pattern, 'i')
+          AND NOT regexp_matches(coalesce(json_extract_string(v.detail, '$.reason'), ''), $fault, 'i')
         JOIN ingested_files f USING (file_id)
         QUALIFY row_number() OVER (PARTITION BY m.incident_id ORDER BY v.ts, f.path, v.line) = 1
-    """, {"grace": GRACE_S, "pattern": MAINTENANCE_REASON},
+    """, {"grace": GRACE_S, "pattern": MAINTENANCE_REASON, "fault": FAULT_REASON},
         ended=ended.select("incident_id", "run", "attempt", "host", "failure_mode"))
     if not found.height:
         return inc, ev
