@@ -35,6 +35,7 @@ PATTERN = (
     r"|NCCL INFO (?:\[Rank \d+\] )?(?:nccl\w+ )?comm 0x[0-9a-f]+ rank \d+ nranks \d+ cudaDev \d+ "
     r"|NCCL INFO NCCL version \d|NCCL INFO Bootstrap ?: Using "
     r"|Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
+    r"|NET/OFI Request (?:\S+ )?completed with error"
     r"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'"
     r"|NCCL INFO [\w./-]+:\d+ -> [1-9]"
     r"|Test (?:CUDA|NCCL) failure [\w./-]+:\d+ '"
@@ -53,7 +54,10 @@ _HEAD = (
 # nccl-tests reports the CUDA or NCCL call that failed in its own words: "Test CUDA failure common.cu:334 '<CUDA
 # error>'", "Test NCCL failure common.cu:958 '<ncclGetErrorString>'"
 _TEST_FAILURE = r"Test (?:CUDA|NCCL) failure [\w./-]+:\d+ '"
+# NOTE: with EFA the transport's completion error is the AWS OFI plugin's (`NET/OFI Request completed with error`),
+# quoted after "Last error:" as IB's is
 _ECHO = (r"Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
+         r"|NET/OFI Request (?:\S+ )?completed with error"
          rf"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'|{_TEST_FAILURE}")
 # ncclGetErrorString's texts (as "Test NCCL failure" quotes them): the failure mode each names
 _NCCL_ERROR_TEXT = [(r"unhandled cuda error", "cuda_error"), (r"network error", "network"),

@@ -37,7 +37,9 @@ TIERS: list[tuple[int, str]] = [
     # NET/IB completion errors that follow are its peers' view of the dead rank (what `remote process exited or
     # there was a network error` says): the kill outranks them
     (85, "failure_mode = 'host_oom' AND kind IN ('oom_kill', 'slurm_oom')"),
-    (80, "failure_mode = 'network' AND kind IN ('ib_completion_error', 'ibv_error', 'ib_async_event')"),
+    # (the AWS OFI plugin's completion error is EFA's IB completion error)
+    (80, "failure_mode = 'network' AND kind IN ('ib_completion_error', 'ofi_completion_error', 'ibv_error', "
+         "'ib_async_event')"),
     (65, "failure_mode = 'filesystem_io' AND source <> 'kernel'"),  # the application died on I/O
     (60, "failure_mode IN ('cuda_oom', 'cuda_error', 'host_oom', 'loss_divergence')"),
     (55, "failure_mode = 'user_code_error'"),
@@ -185,10 +187,35 @@ def with_hosts(con: duckdb.DuckDBPyConnection, cand: pl.DataFrame) -> pl.DataFra
     if cand.height and ranks.height:
         cand = (cand.join(ranks.unique(["run", "attempt", "rank"]), on=["run", "attempt", "rank"], how="left")
                 .with_columns(host=pl.coalesce("host", "rank_host")).drop("rank_host"))
+    cand = _continued(cand)
     peers = _peer_hosts(con)
     if cand.height and peers.height:
         return cand.join(peers, on="peer", how="left")
     return cand.with_columns(peer_host=pl.lit(None, pl.String))
+
+
+ECHO_LINES = 5  # PyTorch's NCCL error, its ncclResult line, "Last error:", then the WARN it quotes
+
+
+def _continued(cand: pl.DataFrame) -> pl.DataFrame:
+    """An NCCL WARN quoted after PyTorch's "Last error:" carries no prefix of its own (only the exception's first
+    line has the rank's): it is the WARN of the rank whose exception it ends, the nearest line above in the same
+    file that names a host, a few lines up."""
+    orphan = (pl.col("host").is_null() & pl.col("rank").is_null()
+              & pl.col("detail").str.contains('"via":"last_error"', literal=True).fill_null(False))
+    if not cand.height or not cand.select(orphan.any()).item():
+        return cand
+    cand = cand.with_row_index("_i")
+    known = (cand.filter(pl.col("host").is_not_null(), pl.col("line").is_not_null())
+             .select("file", pl.col("line").cast(pl.Int64).alias("_l"), pl.col("host").alias("_h"),
+                     pl.col("rank").alias("_r"))
+             .unique(["file", "_l"]).sort("_l"))
+    lost = (cand.filter(orphan, pl.col("line").is_not_null()).select("_i", "file", _l=pl.col("line").cast(pl.Int64))
+            .sort("file", "_l").join_asof(known.sort("file", "_l"), on="_l", by="file", strategy="backward",
+                                          tolerance=ECHO_LINES, check_sortedness=False))
+    return (cand.join(lost.select("_i", "_h", "_r"), on="_i", how="left")
+            .with_columns(host=pl.coalesce("host", "_h"), rank=pl.coalesce("rank", "_r"))
+            .sort("_i").drop("_i", "_h", "_r"))
 
 
 def step_profile(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.DataFrame:
