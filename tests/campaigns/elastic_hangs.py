@@ -9,7 +9,7 @@ Story (run "elastic-34b", 96 GPUs = 12 nodes x 8 H100-SXM of cluster "wr-1" / pr
 14 nodes c3-n[01-14] in the inventory). A team trains a 34B model with torchtitan (FSDP2 x TP 8)
 launched as `srun torchrun --nnodes=12 --rdzv-backend=c10d --rdzv-endpoint=<head>:29500
 --max-restarts=2`, so torchrun restarts the worker group in place: every worker-group start is an
-attempt (attempts 1-3 are Slurm job 88401, 4-6 job 88433, 7 job 88470). NCCL_DEBUG=INFO goes to
+attempt (attempts 1-3 are Slurm job 88401, 4-6 job 88433, 7-8 job 88470). NCCL_DEBUG=INFO goes to
 stdout, so the one srun output file per job interleaves every node's torchrun agent, every rank's
 c10d errors ([rankN]: prefix), NCCL INFO/WARN lines (host:pid:tid prefix) and rank 0's torchtitan
 log. Kernel logs per node (journalctl -k -o short-iso); slurmctld log and sacct dump.
@@ -38,13 +38,17 @@ log. Kernel logs per node (journalctl -k -o short-iso); slurmctld log and sacct 
       lines of rank 45 alone say "Last enqueued NCCL work: N-1, last completed NCCL work: N-1":
       it never entered the collective                                       [nccl_timeout, c3-n07]
   attempt 6 (in place)  resumes; runs into the job's 12 h time limit          [time_limit, host null]
-  attempt 7 (job 88470)  resumes and completes ("Training completed").
+  attempt 7 (job 88470)  resumes; ~1.2 h in, GPU 2 of c3-n11 (rank 74) hangs on NVRM Xid 119 (GSP RPC
+      timeout); every rank, rank 74 included, times out on the same all-gather 600 s later (ranks on
+      c3-n12 print first): only c3-n11's journal names the GPU; torchrun restarts in place
+                                                                            [gpu_hw_other, c3-n11]
+  attempt 8 (in place)  resumes and completes ("Training completed").
   Decoys: "[W socket.cpp] The server socket has failed to listen on [::]:29500 (errno: 98 - Address
   already in use)" on the head at each job start (torchrun retries and goes on); the OMP_NUM_THREADS
   banner; a TORCH_NCCL_ASYNC_ERROR_HANDLING deprecation warning; c3-n14 (never in a job) has its own
   mlx5 link flap and an Xid 13; c3-n04 (peers of the flapping link: symptom only); c3-n10 (its ranks
   print the watchdog timeouts of attempt 5 first); c3-n03 (its ranks print the TCPStore errors of
-  attempt 3 first).
+  attempt 3 first); c3-n12 (its ranks print the watchdog timeouts of attempt 7 first).
 
 Ledger (expected_ledger, GPU-hours = 96 x seconds / 3600), campaign1/campaign2 conventions, an
 in-place restart being an attempt whose start is torchrun's "[default] Starting worker group":
@@ -125,7 +129,7 @@ BASE_STEP = 2.95
 JIT = 0.004
 SAVE_INTERVAL = 500
 LOG_FREQ = 10
-TRAIN_STEPS = 21000
+TRAIN_STEPS = 23000
 TIMEOUT_S = 600
 HEARTBEAT_S = 480
 T0 = datetime(2026, 10, 19, 5, 30, 0, tzinfo=UTC).timestamp()
@@ -234,6 +238,7 @@ KINDS = {
     "oom": ("host_oom", "c3-n06", 9.0),
     "deadlock": ("nccl_timeout", "c3-n07", TIMEOUT_S + 13.0),
     "timelimit": ("time_limit", None, 3.0),
+    "xid119": ("gpu_hw_other", "c3-n11", TIMEOUT_S + 14.0),
     "complete": (None, None, 0.0),
 }
 
@@ -285,7 +290,9 @@ def build(seed: int) -> list[Att]:
         dict(k=5, job=88433, nodes=JOB2_NODES, kind="deadlock", inplace=True, startup=144 + rng.randint(-6, 6),
              run_for=1.5 * 3600 + rng.randint(0, 900)),
         dict(k=6, job=88433, nodes=JOB2_NODES, kind="timelimit", inplace=True, startup=142 + rng.randint(-6, 6)),
-        dict(k=7, job=88470, nodes=JOB2_NODES, kind="complete", inplace=False, startup=247 + rng.randint(-8, 8)),
+        dict(k=7, job=88470, nodes=JOB2_NODES, kind="xid119", inplace=False, startup=247 + rng.randint(-8, 8),
+             run_for=1.2 * 3600 + rng.randint(0, 900)),
+        dict(k=8, job=88470, nodes=JOB2_NODES, kind="complete", inplace=True, startup=140 + rng.randint(-6, 6)),
     ]
     atts = [Att(**s) for s in specs]
     for a in atts:
@@ -473,13 +480,14 @@ def group_failed(j: Job, a: Att, failing: dict[str, tuple[int, int]], left: dict
             j.ag(tt + 3.0, h, "I", "elastic/agent/server/api.py:696", "[default] Rendezvous'ing worker group")
 
 
-def watchdog_timeout(j: Job, a: Att, t0: float, culprit: int, first_host: str, seq: int) -> None:
-    """Every rank but the culprit times out on collective seq; first_host's ranks print first."""
+def watchdog_timeout(j: Job, a: Att, t0: float, culprit: int, first_host: str, seq: int, lagging: bool = True) -> None:
+    """Every rank but a lagging culprit (one that never enqueued collective seq) times out on it; first_host's ranks
+    print first. A culprit stuck in a kernel enqueued it and times out like its peers (lagging=False)."""
     order = [r for r in range(GPUS) if j.rank_host(r) == first_host] + \
             [r for r in range(GPUS) if j.rank_host(r) != first_host]
     src = order[0]
     for k, r in enumerate(order):
-        if r == culprit:
+        if r == culprit and lagging:
             continue
         t = t0 + (0.0 if k < GPN else 0.4 + 0.01 * k)
         pg = f"[PG ID 0 PG GUID 0(default_pg) Rank {r}]"
@@ -496,7 +504,7 @@ def watchdog_timeout(j: Job, a: Att, t0: float, culprit: int, first_host: str, s
     for k, r in enumerate(order):
         t = t0 + 0.9 + 0.004 * k
         who = "this local rank" if r == src else f" rank {src}"
-        enq = seq - 1 if r == culprit else seq
+        enq = seq - 1 if r == culprit and lagging else seq
         pg = f"[PG ID 0 PG GUID 0(default_pg) Rank {r}]"
         j.rk(t, r, "E", "ProcessGroupNCCL.cpp:1743",
              f"{pg} Received a dump signal due to a collective timeout from {who} and we will try our best to "
@@ -667,6 +675,22 @@ def job_log(seed: int, atts: list[Att], info: dict) -> bytes:
                      "[default] Stopping worker group")
                 j.ag(tf + 0.05 * gi + 3.0, hh, "I", "elastic/agent/server/api.py:696",
                      "[default] Rendezvous'ing worker group")
+        elif a.kind == "xid119":
+            r = j.nodes.index(a.host) * GPN + 2
+            info["xid119_pid"] = pids[a.host, 2]
+            seq = 52000 + a.steps[-1][0] % 991 * 12
+            watchdog_timeout(j, a, R + TIMEOUT_S + 0.3, r, "c3-n12", seq, lagging=False)
+            tf = a.E - 0.05 * (len(j.nodes) - 1) - 0.01
+            for gi, hh in enumerate(j.nodes):
+                j.ag(tf + 0.05 * gi, hh, "E", "elastic/multiprocessing/api.py:869",
+                     f"failed (exitcode: -6) local_rank: 0 (pid: {pids[hh, 0]}) of binary: /usr/bin/python3")
+                j.ag(tf + 0.05 * gi + 0.01, hh, "I", "elastic/agent/server/api.py:873",
+                     f"[default] Worker group FAILED. {left[hh]}/2 attempts left; will restart worker group")
+                left[hh] -= 1
+                j.ag(tf + 0.05 * gi + 1.6, hh, "I", "elastic/agent/server/api.py:723",
+                     "[default] Stopping worker group")
+                j.ag(tf + 0.05 * gi + 3.0, hh, "I", "elastic/agent/server/api.py:696",
+                     "[default] Rendezvous'ing worker group")
         elif a.kind == "timelimit":
             stepd = f"slurmstepd: error: *** JOB {a.job} ON {head} CANCELLED AT {sts(R)} DUE TO TIME LIMIT ***"
             L.add(R + 0.02, stepd)
@@ -725,6 +749,11 @@ def kernel_logs(atts: list[Att], seed: int, bundle: Path, info: dict) -> None:
                   "11.4.0, GNU ld (GNU Binutils for Ubuntu) 2.38) #132-Ubuntu SMP Thu Aug 29 13:45:52 UTC 2024")
     k(a.host, rb + 41.0, "NVRM: loaded using NVIDIA Open Kernel Module for x86_64  550.127.05  Release Build  "
                          "(dvs-builder@U16-I3-B03-4-3)  Tue Oct  8 00:25:57 UTC 2024")
+    a = by["xid119"]
+    # (NVIDIA's Xid catalogue, 119: GSP RPC timeout; the wording as pasted in driver bug reports)
+    k(a.host, a.R, f"NVRM: Xid (PCI:0000:{BUSIDS[2][:2]}:00): 119, pid={info['xid119_pid']}, name=python3, Timeout "
+                   f"after 6s of waiting for RPC response from GPU2 GSP! Expected function 76 (GSP_RM_CONTROL) "
+                   f"(0x20800a4c 0x4).")
     a = by["oom"]
     p = info["oom_pid"]
     k(a.host, a.R - 0.2, "pt_data_worker invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), "
@@ -828,7 +857,8 @@ launch_command = "srun torchrun --nnodes=12 --nproc-per-node=8 --rdzv-backend=c1
     decoys = {"c3-n14": "not in any job: its own mlx5 link flap and an Xid 13 from a DCGM test",
               "c3-n04": "peer of c3-n05's flapping link in attempt 1: remote-error symptom only",
               "c3-n10": "its ranks print attempt 5's watchdog timeouts first; the stuck rank is on c3-n07",
-              "c3-n03": "its ranks print attempt 3's TCPStore errors first; the dead store host is c3-n01"}
+              "c3-n03": "its ranks print attempt 3's TCPStore errors first; the dead store host is c3-n01",
+              "c3-n12": "its ranks print attempt 7's watchdog timeouts first; the GPU stuck on Xid 119 is on c3-n11"}
     truth = {
         "run": RUN, "gpus": GPUS, "seed": seed, "match_on_attempt": True,
         "tokens_per_step": TOKENS_PER_STEP, "flops_per_token": FLOPS_PER_TOKEN, "baseline_step_s": BASE_STEP,
