@@ -29,7 +29,11 @@ incident, every ledger category within the scorer's bar.
 - lightning_slurm: a PyTorch Lightning + DeepSpeed fine-tune in one `--requeue --open-mode=append` Slurm job (one
   slurm-J.out, tqdm bars with carriage returns, Lightning's SIGUSR1 auto-requeue, a dead rail leaf switch, Xid 79, a
   preemption Lightning steps past, a host OOM kill, a save stalled on a Lustre OST, a NaN loss then a rollback,
-  NODE_FAIL)."""
+  NODE_FAIL);
+- elastic_hangs: torchtitan under `srun torchrun --max-restarts=2` (in-place restarts as attempts; an IB flap's
+  `unhandled system error`, Xid 109 with the heartbeat monitor, the c10d store host dying under its peers' TCPStore
+  resets, an OOM-killed DataLoader worker, a CPU-side deadlock only the flight recorder's enqueue counts show, Xid
+  119 behind peers' timeouts, a time limit)."""
 
 from __future__ import annotations
 
@@ -47,6 +51,7 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
 @pytest.mark.parametrize(("name", "seed"), [("bloom_opt", None), ("bloom_opt", 1), ("llama3_requeue", 1),
                                             ("deepspeed_pdsh", None), ("nemo_ft", 2),
                                             ("megatron_hangs", None), ("titan_k8s", None), ("composer_pyxis", None),
-                                            ("slurm_multitenant", None), ("lightning_slurm", None)])
+                                            ("slurm_multitenant", None), ("lightning_slurm", None),
+                                            ("elastic_hangs", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)
