@@ -21,8 +21,9 @@ Scenario (run "pc-gpt20b", 128 GPUs = 16 nodes x 8 H100 of p5.48xlarge; 16 stati
   attempt 2 job 7102 (st-p5-5 drained, dynamic dy-p5-1 powered up in its place); Xid 79 on st-p5-9 GPU2;
             NCCL watchdog (600 s) on the other ranks, torchrun ChildFailedError, job FAILED.
                                                                   [gpu_fell_off_bus, queue1-st-p5-9]
-  attempt 3 job 7103 (st-p5-9 drained, dy-p5-2 in); the loss spikes and goes NaN: Megatron's
-            "found NaN in local grad norm in backward pass" assertion on every rank, job FAILED.
+  attempt 3 job 7103 (st-p5-9 drained, dy-p5-2 in); the loss jumps at one step (~1.9x) and keeps climbing, ~330
+            steps later Megatron's "found NaN in local grad norm in backward pass" assertion fires on every rank,
+            job FAILED.
                                                                   [loss_divergence, host null]
   attempt 4 job 7104 the team rolls back on purpose to a checkpoint from BEFORE the spike (not the newest one
             on disk: --ckpt-step) with a lower LR. At a save the FSx Lustre OSTs evict every client
@@ -55,8 +56,10 @@ Ledger (conventions of shared campaign1.py/campaign2.py; GPU-hours = 128 x secon
   recompute  = end of the save of the checkpoint the next attempt loads (or the first step start) -> root event
                (for the rollback: the steps and saves after the rolled-back-to checkpoint are thrown away too)
   hang       = root event -> attempt exit (sacct End). Root events: the first EFA error (st-p5-5), the Xid 79,
-               the NaN assertion, the start of the save that the eviction broke, the last moment st-p5-12 answered
-               (its last kernel line), the Xid 94, the time-limit cancellation.
+               the start of the step at which the loss jumped (the divergence's onset: the NaN assertion is the
+               check that caught it, a symptom, as a watchdog timeout is of an Xid; the steps trained on the
+               diverged loss after the onset are hang), the start of the save that the eviction broke, the step in
+               flight when st-p5-12 stopped answering, the Xid 94, the time-limit cancellation.
   restart    = exit -> next start;  straggler = slowdown = data_stall = idle = 0.
 
 Formats, as found with the search tools (facts; the text here is written anew):
@@ -277,8 +280,10 @@ def build(seed: int):
         if a.kind == "complete":
             break
         a.kept = a.saves[-1][0] if a.saves else a.load
-        if a.mode == "loss_divergence":        # roll back to the save before the spike began
-            a.kept = max(n for n, _, _ in a.saves if n < a.spike_from)
+        a.root = a.R
+        if a.mode == "loss_divergence":        # the cause is the divergence's onset, not the NaN check that caught it
+            a.root = next(t for n, t, _ in a.steps if n == a.spike_from)
+            a.kept = max(n for n, _, _ in a.saves if n < a.spike_from)  # roll back to the save before the spike
         elif a.mode == "filesystem_io":        # the save that the eviction broke is not durable
             a.kept = a.saves[-1][0] if a.saves else a.load
         load = a.kept
@@ -347,7 +352,7 @@ def ledger(atts):
             continue
         kept_save = [s for s in a.saves if s[0] == a.kept]
         base = kept_save[0][1] + kept_save[0][2] if kept_save else a.F
-        rec, hang, nxt = a.R - base, a.E - a.R, atts[i + 1]
+        rec, hang, nxt = a.root - base, a.E - a.root, atts[i + 1]
         cats["recompute"] += rec
         cats["hang"] += hang
         cats["restart"] += nxt.S - a.E
@@ -371,11 +376,18 @@ def lr_at(n: int, lmax: float) -> float:
     return lmin + 0.5 * (lmax - lmin) * (1 + math.cos(math.pi * p))
 
 
-def loss_at(a: Att, n: int, rng) -> float:
-    base = 2.05 + 8.6 * math.exp(-n / 400.0) + 0.7 * math.exp(-n / 7000.0) + rng.gauss(0, 0.01)
+def loss_curve(a: Att, n: int) -> float:
+    """The loss of step n; a divergence jumps at one step and keeps climbing until the NaN check fires."""
+    base = 2.05 + 8.6 * math.exp(-n / 400.0) + 0.7 * math.exp(-n / 7000.0)
     if a.mode == "loss_divergence" and n >= a.spike_from:
-        base += 0.02 * math.exp((n - a.spike_from) / 45.0)
+        base = 1.9 * base + 0.006 * (n - a.spike_from)
     return base
+
+
+def loss_at(a: Att, n: int, rng) -> float:
+    """Megatron prints the mean loss of the log interval's steps."""
+    window = range(max(1, n - LOG_INTERVAL + 1), n + 1)
+    return sum(loss_curve(a, m) for m in window) / len(window) + rng.gauss(0, 0.01)
 
 
 def pids_of(a: Att, seed: int):
@@ -464,7 +476,7 @@ def train_log(a: Att, seed: int) -> tuple[bytes, dict]:
         loss = loss_at(a, n, lrng)
         gn = 0.25 + 3.0 * math.exp(-n / 600) + abs(lrng.gauss(0, 0.02))
         if a.mode == "loss_divergence" and n >= a.spike_from:
-            gn *= 1 + math.exp((n - a.spike_from) / 60.0)
+            gn *= 6 + 0.05 * (n - a.spike_from)
         skipped = 1 if (a.k == 7 and n % 2170 == 0) else 0          # decoy: a skipped iteration, steps go on
         L.add(end, f" [{meg_ts(end)}] iteration {n:8d}/{TRAIN_ITERS:8d} | consumed samples: {n * GBS:12d} | "
                    f"elapsed time per iteration (ms): {avg * 1000:.1f} | throughput per GPU (TFLOP/s/GPU): {thr:.1f} | "
@@ -861,7 +873,7 @@ launch_command = "sbatch --nodes=16 --exclusive --time=10:00:00 gpt20b.sbatch"
     for j, a in enumerate(atts[:-1]):
         incs.append({"id": j + 1, "attempt": a.k, "attempts": [a.k], "slurm_job": a.job, "failure_mode": a.mode,
                      "blame": "user" if a.mode in ("time_limit", "loss_divergence") else "provider",
-                     "host": a.host, "gpu_index": a.gpu, "root_ts": slurm_ts(a.R), "exit_ts": slurm_ts(a.E),
+                     "host": a.host, "gpu_index": a.gpu, "root_ts": slurm_ts(a.root), "exit_ts": slurm_ts(a.E),
                      "kept_step": a.kept, "gpu_hours": per[j], "gpu_hours_lost": round(sum(per[j].values()), 4)})
     i1 = g[1].nodes.index(g[1].host)
     decoys = {DY[3]: "not resumed by ResumeTimeout / Xid 13 / suspend, never in our job",
