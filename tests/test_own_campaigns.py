@@ -33,7 +33,11 @@ incident, every ledger category within the scorer's bar.
 - elastic_hangs: torchtitan under `srun torchrun --max-restarts=2` (in-place restarts as attempts; an IB flap's
   `unhandled system error`, Xid 109 with the heartbeat monitor, the c10d store host dying under its peers' TCPStore
   resets, an OOM-killed DataLoader worker, a CPU-side deadlock only the flight recorder's enqueue counts show, Xid
-  119 behind peers' timeouts, a time limit)."""
+  119 behind peers' timeouts, a time limit);
+- pcluster_efa: Megatron-LM on AWS ParallelCluster (p5 nodes Slurm powers up and down, aws-ofi-nccl over EFA, FSx
+  for Lustre): an EFA fault seen as quoted NET/OFI completion errors, Xid 79, a divergence rolled back to an older
+  checkpoint, every Lustre client evicted during a save, an EC2 status-check failure clustermgtd replaces, Xid 94, a
+  time limit; InsufficientInstanceCapacity at resume and power-save decoys)."""
 
 from __future__ import annotations
 
@@ -52,6 +56,7 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
                                             ("deepspeed_pdsh", None), ("nemo_ft", 2),
                                             ("megatron_hangs", None), ("titan_k8s", None), ("composer_pyxis", None),
                                             ("slurm_multitenant", None), ("lightning_slurm", None),
-                                            ("elastic_hangs", None)])
+                                            ("elastic_hangs", None),
+                                            ("pcluster_efa", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)
