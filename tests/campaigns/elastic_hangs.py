@@ -28,8 +28,9 @@ log. Kernel logs per node (journalctl -k -o short-iso); slurmctld log and sacct 
       it, watchdogs abort; the agents fail to re-rendezvous (RendezvousConnectionError), srun
       reports "Node failure on c3-n01"; slurmctld later marks c3-n01 DOWN; sacct NODE_FAIL
                                                                             [node_failure, c3-n01]
-  attempt 4 (job 88433 on c3-n[02-13], head c3-n02)  resumes; ~1.5 h in, the OOM killer kills a
-      data loader worker (pt_data_worker) on c3-n06; rank 42 raises "DataLoader worker (pid(s) P)
+  attempt 4 (job 88433 on c3-n[02-13], head c3-n02, launched with `srun --label`: every task's line
+      behind its right-aligned task id, ` 4: [rank34]:[E1019 ...`)  resumes; ~1.5 h in, the OOM killer kills a
+      data loader worker (pt_data_worker) on c3-n06; rank 34 raises "DataLoader worker (pid(s) P)
       exited unexpectedly"; torchrun on c3-n06: 2/2 attempts left; the others "Detected 1 new
       nodes from group_rank=4; will restart worker group"                    [host_oom, c3-n06]
   attempt 5 (in place)  resumes; ~1.5 h in, rank 45 (c3-n07 GPU 5) deadlocks in Python (CPU side,
@@ -221,6 +222,18 @@ class Sink:
         return ("\n".join(x[2] for x in self.items) + "\n").encode()
 
 
+class LabelSink(Sink):
+    """srun --label: each task's line behind its task id, right-aligned to the widest id (`%*d: `); srun's own
+    lines (srun:, slurmstepd:) carry none."""
+
+    def __init__(self, label: bool, ntasks: int) -> None:
+        super().__init__()
+        self.label, self.width = label, len(str(ntasks - 1))
+
+    def add(self, t: float, line: str, task: int | None = None) -> None:
+        super().add(t, f"{task:>{self.width}}: {line}" if self.label and task is not None else line)
+
+
 class Att:
     def __init__(self, **kw) -> None:
         self.__dict__.update(kw)
@@ -363,19 +376,20 @@ class Job:
         self.head = self.nodes[0]
         self.rng = random.Random(f"{seed}-elastic-job-{atts[0].job}")
         self.agent = {h: self.rng.randint(150000, 190000) for h in self.nodes}
-        self.L = Sink()
+        # the second job was launched with `srun --label` (a user's change between jobs)
+        self.L = LabelSink(atts[0].job == 88433, len(self.nodes))
 
     def rank_host(self, r: int) -> str:
         return self.nodes[r // GPN]
 
     def ag(self, t: float, h: str, lvl: str, path: str, msg: str) -> None:
-        self.L.add(t, f"{glog(t, lvl)} {self.agent[h]} torch/distributed/{path}] {msg}")
+        self.L.add(t, f"{glog(t, lvl)} {self.agent[h]} torch/distributed/{path}] {msg}", self.nodes.index(h))
 
     def rk(self, t: float, r: int, lvl: str, src: str, msg: str) -> None:
-        self.L.add(t, f"[rank{r}]:[{c10(t, lvl)} {src}] {msg}")
+        self.L.add(t, f"[rank{r}]:[{c10(t, lvl)} {src}] {msg}", r // GPN)
 
     def titan(self, t: float, msg: str, lvl: str = "INFO") -> None:
-        self.L.add(t, f"[rank0]:[titan] {pyasc(t)} - root - {lvl} - {msg}")
+        self.L.add(t, f"[rank0]:[titan] {pyasc(t)} - root - {lvl} - {msg}", 0)
 
 
 def worker_start(j: Job, a: Att, pids: dict, restart_count: int) -> None:
@@ -411,11 +425,11 @@ def worker_start(j: Job, a: Att, pids: dict, restart_count: int) -> None:
             c = "0x%x" % (0x55d000000000 + (j.rng.getrandbits(28) << 4))
             t = S + 24.0 + 0.002 * r
             if r == 0:
-                j.L.add(t, f"{h}:{w}:{w} [0] NCCL INFO NCCL version {NCCL_V}+cuda12.4")
+                j.L.add(t, f"{h}:{w}:{w} [0] NCCL INFO NCCL version {NCCL_V}+cuda12.4", gi)
             j.L.add(t + 0.3, f"{h}:{w}:{tid} [{d}] NCCL INFO comm {c} rank {r} nRanks {GPUS} nNodes "
-                             f"{len(j.nodes)} localRanks {GPN} localRank {d} MNNVL 0")
+                             f"{len(j.nodes)} localRanks {GPN} localRank {d} MNNVL 0", gi)
             j.L.add(t + 1.9, f"{h}:{w}:{tid} [{d}] NCCL INFO ncclCommInitRank comm {c} rank {r} nranks {GPUS} "
-                             f"cudaDev {d} nvmlDev {d} busId {BUSIDS[d]} commId {comm_id} - Init COMPLETE")
+                             f"cudaDev {d} nvmlDev {d} busId {BUSIDS[d]} commId {comm_id} - Init COMPLETE", gi)
     ti = S + 30.0
     T = j.titan
     T(ti, "Starting job: 34B dense training")
@@ -547,7 +561,7 @@ def job_log(seed: int, atts: list[Att], info: dict) -> bytes:
         for s in ("", "*" * 41, "Setting OMP_NUM_THREADS environment variable for each process to be 1 in "
                   "default, to avoid your system being overloaded, please further tune the variable for optimal "
                   "performance in your application as needed. ", "*" * 41):
-            L.add(tt, p + s)
+            L.add(tt, p + s, gi)
     left = {h: 2 for h in j.nodes}
     pids: dict = {}
     for ri, a in enumerate(atts):
@@ -646,18 +660,20 @@ def job_log(seed: int, atts: list[Att], info: dict) -> bytes:
             r = j.nodes.index(h) * GPN + d
             wp = pids[h, d] + 57
             info["oom_pid"] = wp
-            L.add(R + 1.2, f"[rank{r}]: Traceback (most recent call last):")
+            L.add(R + 1.2, f"[rank{r}]: Traceback (most recent call last):", r // GPN)
             L.add(R + 1.21, f"[rank{r}]:   File \"/usr/local/lib/python3.10/dist-packages/torch/utils/data/"
-                            f"dataloader.py\", line 1243, in _try_get_data")
-            L.add(R + 1.22, f"[rank{r}]:     data = self._data_queue.get(timeout=timeout)")
-            L.add(R + 1.23, f"[rank{r}]: RuntimeError: DataLoader worker (pid {wp}) is killed by signal: Killed. ")
-            L.add(R + 1.24, f"[rank{r}]: ")
-            L.add(R + 1.25, f"[rank{r}]: The above exception was the direct cause of the following exception:")
-            L.add(R + 1.26, f"[rank{r}]: Traceback (most recent call last):")
+                            f"dataloader.py\", line 1243, in _try_get_data", r // GPN)
+            L.add(R + 1.22, f"[rank{r}]:     data = self._data_queue.get(timeout=timeout)", r // GPN)
+            L.add(R + 1.23, f"[rank{r}]: RuntimeError: DataLoader worker (pid {wp}) is killed by signal: Killed. ",
+                  r // GPN)
+            L.add(R + 1.24, f"[rank{r}]: ", r // GPN)
+            L.add(R + 1.25, f"[rank{r}]: The above exception was the direct cause of the following exception:",
+                  r // GPN)
+            L.add(R + 1.26, f"[rank{r}]: Traceback (most recent call last):", r // GPN)
             L.add(R + 1.27, f"[rank{r}]:   File \"/workspace/torchtitan/torchtitan/train.py\", line 412, in "
-                            f"next_batch")
-            L.add(R + 1.28, f"[rank{r}]:     batch = next(data_iterator)")
-            L.add(R + 1.29, f"[rank{r}]: RuntimeError: DataLoader worker (pid(s) {wp}) exited unexpectedly")
+                            f"next_batch", r // GPN)
+            L.add(R + 1.28, f"[rank{r}]:     batch = next(data_iterator)", r // GPN)
+            L.add(R + 1.29, f"[rank{r}]: RuntimeError: DataLoader worker (pid(s) {wp}) exited unexpectedly", r // GPN)
             group_failed(j, a, {h: (d, 1)}, left, pids, True)
         elif a.kind == "deadlock":
             h = a.host
