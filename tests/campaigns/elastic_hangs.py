@@ -12,7 +12,8 @@ launched as `srun torchrun --nnodes=12 --rdzv-backend=c10d --rdzv-endpoint=<head
 attempt (attempts 1-3 are Slurm job 88401, 4-6 job 88433, 7-8 job 88470). NCCL_DEBUG=INFO goes to
 stdout, so the one srun output file per job interleaves every node's torchrun agent, every rank's
 c10d errors ([rankN]: prefix), NCCL INFO/WARN lines (host:pid:tid prefix) and rank 0's torchtitan
-log. Kernel logs per node (journalctl -k -o short-iso); slurmctld log and sacct dump.
+log. Kernel logs per node (journalctl -k -o short-iso); slurmctld log and sacct dump. Truth times are the
+controller's clock; every node's clock is off by 0.3-4.4 s (skews()), and each line is stamped by its own node's.
   attempt 1 (job 88401, head c3-n01)  healthy ~2.5 h; the IB port mlx5_6 of c3-n05 flaps (mlx5 "Link
       down" ... "Link up" in its journal); NCCL WARN IB completion error status=12 on c3-n05, its
       rank's watchdog "NCCL error: unhandled system error"; peers on c3-n04 then see "remote process
@@ -149,6 +150,14 @@ BUSIDS = ["18000", "2a000", "3a000", "5d000", "9a000", "ab000", "ba000", "db000"
 
 def ip(h: str) -> str:
     return f"10.70.0.{10 + int(h[-2:])}"
+
+
+def skews(seed: int) -> dict[str, float]:
+    """Each node's clock against the controller's (chrony keeps them within a few seconds); rank 0's hosts close."""
+    rng = random.Random(f"{seed}-elastic-skew")
+    sk = {h: round(rng.uniform(0.6, 4.4) * rng.choice([-1, 1]), 3) for h in HOSTS}
+    sk["c3-n01"], sk["c3-n02"] = 0.412, -0.287
+    return sk
 
 
 def _dt(t: float) -> tuple[datetime, int]:
@@ -372,6 +381,7 @@ def loss_at(n: int, rng: random.Random) -> float:
 class Job:
     def __init__(self, seed: int, atts: list[Att]) -> None:
         self.atts = atts
+        self.skew = skews(seed)
         self.nodes = atts[0].nodes
         self.head = self.nodes[0]
         self.rng = random.Random(f"{seed}-elastic-job-{atts[0].job}")
@@ -383,13 +393,14 @@ class Job:
         return self.nodes[r // GPN]
 
     def ag(self, t: float, h: str, lvl: str, path: str, msg: str) -> None:
-        self.L.add(t, f"{glog(t, lvl)} {self.agent[h]} torch/distributed/{path}] {msg}", self.nodes.index(h))
+        self.L.add(t, f"{glog(t + self.skew[h], lvl)} {self.agent[h]} torch/distributed/{path}] {msg}",
+                   self.nodes.index(h))
 
     def rk(self, t: float, r: int, lvl: str, src: str, msg: str) -> None:
-        self.L.add(t, f"[rank{r}]:[{c10(t, lvl)} {src}] {msg}", r // GPN)
+        self.L.add(t, f"[rank{r}]:[{c10(t + self.skew[self.rank_host(r)], lvl)} {src}] {msg}", r // GPN)
 
     def titan(self, t: float, msg: str, lvl: str = "INFO") -> None:
-        self.L.add(t, f"[rank0]:[titan] {pyasc(t)} - root - {lvl} - {msg}", 0)
+        self.L.add(t, f"[rank0]:[titan] {pyasc(t + self.skew[self.head])} - root - {lvl} - {msg}", 0)
 
 
 def worker_start(j: Job, a: Att, pids: dict, restart_count: int) -> None:
@@ -541,7 +552,8 @@ def job_log(seed: int, atts: list[Att], info: dict) -> bytes:
     j = Job(seed, atts)
     L, head = j.L, j.head
     a0 = atts[0]
-    L.add(a0.S, f"START TIME: {_dt(a0.S)[0]:%a %b %d %H:%M:%S} UTC {_dt(a0.S)[0].year}")
+    hs = j.skew[head]
+    L.add(a0.S, f"START TIME: {_dt(a0.S + hs)[0]:%a %b %d %H:%M:%S} UTC {_dt(a0.S + hs)[0].year}")
     L.add(a0.S + 0.01, f"+ srun --kill-on-bad-exit=1 torchrun --nnodes={NODES_USED} --nproc-per-node={GPN} "
                        f"--rdzv-backend=c10d --rdzv-endpoint={head}:29500 --rdzv-id={a0.job} --max-restarts=2 "
                        f"--local-ranks-filter 0 --role rank --tee 3 -m torchtitan.train --job.config_file "
@@ -549,15 +561,15 @@ def job_log(seed: int, atts: list[Att], info: dict) -> bytes:
                        f"--comm.train_timeout_seconds {TIMEOUT_S}")
     t = a0.S + 18.0
     # decoy: a stale listener from the previous job on the head: torchrun falls back and goes on
-    L.add(t, f"[W{c10(t, '')[0:]} socket.cpp:697] [c10d] The server socket has failed to listen on [::]:29500 "
+    L.add(t, f"[W{c10(t + hs, '')} socket.cpp:697] [c10d] The server socket has failed to listen on [::]:29500 "
              f"(errno: 98 - Address already in use).")
-    L.add(t + 0.002, f"[W{c10(t + 0.002, '')} socket.cpp:472] [c10d] The server socket has failed to bind to "
+    L.add(t + 0.002, f"[W{c10(t + 0.002 + hs, '')} socket.cpp:472] [c10d] The server socket has failed to bind to "
                      f"0.0.0.0:29500 (errno: 98 - Address already in use).")
-    L.add(t + 0.4, f"[I{c10(t + 0.4, '')} socket.cpp:884] [c10d] The client socket has connected to "
+    L.add(t + 0.4, f"[I{c10(t + 0.4 + hs, '')} socket.cpp:884] [c10d] The client socket has connected to "
                    f"[{head}]:29500 on SocketImpl(fd=5, addr=[{head}]:48114, remote=[{head}]:29500).")
     for gi, h in enumerate(j.nodes):
         tt = t + 1.0 + 0.05 * gi
-        p = f"{glog(tt, 'W')} {j.agent[h]} torch/distributed/run.py:793] "
+        p = f"{glog(tt + j.skew[h], 'W')} {j.agent[h]} torch/distributed/run.py:793] "
         for s in ("", "*" * 41, "Setting OMP_NUM_THREADS environment variable for each process to be 1 in "
                   "default, to avoid your system being overloaded, please further tune the variable for optimal "
                   "performance in your application as needed. ", "*" * 41):
@@ -724,7 +736,7 @@ def job_log(seed: int, atts: list[Att], info: dict) -> bytes:
             for gi, h in enumerate(j.nodes):
                 j.ag(a.E - 0.3 + 0.01 * gi, h, "I", "elastic/agent/server/api.py:879",
                      "[default] worker group successfully finished. Waiting 300 seconds for other agents to finish.")
-            L.add(a.E, f"END TIME: {_dt(a.E)[0]:%a %b %d %H:%M:%S} UTC {_dt(a.E)[0].year}")
+            L.add(a.E, f"END TIME: {_dt(a.E + hs)[0]:%a %b %d %H:%M:%S} UTC {_dt(a.E + hs)[0].year}")
     return j.L.render()
 
 
@@ -734,8 +746,10 @@ def kernel_logs(atts: list[Att], seed: int, bundle: Path, info: dict) -> None:
     first, last = atts[0].S - 3 * 86400, atts[-1].E + 600
     per = {h: Sink() for h in HOSTS}
 
+    sk = skews(seed)
+
     def k(h: str, t: float, msg: str) -> None:
-        per[h].add(t, f"{jiso(t)} {h} kernel: {msg}")
+        per[h].add(t, f"{jiso(t + sk[h])} {h} kernel: {msg}")
 
     for h in HOSTS:
         b = first + rng.randint(0, 3600)
