@@ -30,6 +30,9 @@ incident, every ledger category within the scorer's bar.
   slurm-J.out, tqdm bars with carriage returns, Lightning's SIGUSR1 auto-requeue, a dead rail leaf switch, Xid 79, a
   preemption Lightning steps past, a host OOM kill, a save stalled on a Lustre OST, a NaN loss then a rollback,
   NODE_FAIL);
+- gpu_health_twoprov: DeepSpeed on two providers' partitions of one Slurm controller, told by GPU health tools
+  (`nvidia-smi -q` HW Slowdown before an Xid 79, `nvidia-smi nvlink -e` CRC counts before an Xid 74 hang, contained
+  Xid 94 vs uncontained Xid 95, a PCIe link at x8 in per-rank timings, `dcgmi diag` failures outside the run);
 - elastic_hangs: torchtitan under `srun torchrun --max-restarts=2` (in-place restarts as attempts; an IB flap's
   `unhandled system error`, Xid 109 with the heartbeat monitor, the c10d store host dying under its peers' TCPStore
   resets, an OOM-killed DataLoader worker, a CPU-side deadlock only the flight recorder's enqueue counts show, Xid
@@ -56,7 +59,7 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
                                             ("deepspeed_pdsh", None), ("nemo_ft", 2),
                                             ("megatron_hangs", None), ("titan_k8s", None), ("composer_pyxis", None),
                                             ("slurm_multitenant", None), ("lightning_slurm", None),
-                                            ("elastic_hangs", None),
+                                            ("gpu_health_twoprov", None), ("elastic_hangs", None),
                                             ("pcluster_efa", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)

@@ -66,14 +66,25 @@ def timeline(steps: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
     prev_end = pl.col("ts").shift(1).over("attempt")
     # A log that prints no step time (torchtitan prints throughput only) dates its first step's start by the
     # attempt's typical time per step between records: else its first record's steps would count as startup.
-    per_step = (_secs(pl.col("ts") - prev_end) / pl.col("n")).median().over("attempt")
-    first_guess = pl.col("ts") - pl.duration(microseconds=(pl.coalesce("step_s", per_step).fill_null(0)
+    # NOTE: typical per step, not per record: per-rank timings of a slow stretch (a record a step) beside a log
+    # line every ten steps would otherwise set the typical pace to the slow stretch's
+    s = s.join(_typical_step_s(s.with_columns(prev_end=prev_end)), on="attempt", how="left", maintain_order="left")
+    first_guess = pl.col("ts") - pl.duration(microseconds=(pl.coalesce("step_s", "typical_step_s").fill_null(0)
                                                            * pl.col("n") * 1e6).cast(pl.Int64))
     start = pl.coalesce(prev_end, pl.max_horizontal(first_guess, pl.col("start_ts")))
     own = pl.col("stamp_err_s").fill_null(0.0) if "stamp_err_s" in s.columns else pl.lit(0.0)
     err = own + own.shift(1).over("attempt").fill_null(0.0)
     return s.with_columns(start=start, err_s=err).with_columns(interval_s=_secs(pl.col("ts") - pl.col("start"))).rename(
         {"ts": "end"}).select("attempt", "step", "n", "start", "end", "interval_s", "step_s", "data_s", "err_s")
+
+
+def _typical_step_s(s: pl.DataFrame) -> pl.DataFrame:
+    """Per attempt, the median time per step between consecutive records (`ts`, `prev_end`, `n`), each record
+    weighted by the steps it covers: `attempt, typical_step_s`."""
+    per = (s.select("attempt", "n", per=_secs(pl.col("ts") - pl.col("prev_end")) / pl.col("n"))
+           .filter(pl.col("per").is_not_null()).sort("attempt", "per")
+           .with_columns(cum=pl.col("n").cum_sum().over("attempt"), half=pl.col("n").sum().over("attempt") / 2))
+    return per.filter(pl.col("cum") >= pl.col("half")).group_by("attempt").agg(typical_step_s=pl.col("per").first())
 
 
 def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float,
