@@ -99,10 +99,10 @@ import io
 import json
 import math
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-UTC = timezone.utc
+UTC = UTC
 
 RUN = "gh-40b"
 GPN = 8
@@ -392,10 +392,12 @@ def ledger(attempts: list[Attempt]):
 class Fleet:
     def __init__(self, seed: int):
         rng = random.Random(f"{seed}-fleet")
-        self.uuid = {(h, g): "GPU-%08x-%04x-%04x-%04x-%012x" % (rng.getrandbits(32), rng.getrandbits(16),
-                                                                  rng.getrandbits(16), rng.getrandbits(16),
-                                                                  rng.getrandbits(48))
-                     for h in CB + FE for g in range(GPN)}
+        self.uuid = {}
+        for h in CB + FE:
+            for g in range(GPN):
+                p = [rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(16), rng.getrandbits(16),
+                     rng.getrandbits(48)]
+                self.uuid[h, g] = f"GPU-{p[0]:08x}-{p[1]:04x}-{p[2]:04x}-{p[3]:04x}-{p[4]:012x}"
         self.serial = {(h, g): str(1654023000000 + rng.randint(0, 999999)) for h in CB + FE for g in range(GPN)}
         self.boot = {h: T0 - rng.uniform(3, 40) * 86400 for h in CB + FE}
 
@@ -424,12 +426,15 @@ def train_log(a: Attempt, seed: int, info: dict) -> bytes:
     L = LineSink()
     S, F = a.S, a.F
     L.add(S, f"START TIME: {date_cmd(S)}")
-    L.add(S + 0.1, f"SLURM_JOB_ID={a.job} SLURM_JOB_NODELIST={hostlist(a.nodes)} SLURM_JOB_PARTITION={PARTITION[a.cluster]}")
+    L.add(S + 0.1, f"SLURM_JOB_ID={a.job} SLURM_JOB_NODELIST={hostlist(a.nodes)} "
+                   f"SLURM_JOB_PARTITION={PARTITION[a.cluster]}")
     t = S + 40
     L.add(t, ds(t, "real_accelerator.py:203:get_accelerator", "Setting ds_accelerator to cuda (auto detect)"))
     L.add(t + 6, ds(t + 6, "comm.py:652:init_distributed", "cdb=None"))
-    L.add(t + 6.1, ds(t + 6.1, "comm.py:683:init_distributed", "Initializing TorchBackend in DeepSpeed with backend nccl"))
-    L.add(t + 30, ds(t + 30, "logging.py:96:log_dist", "[Rank 0] DeepSpeed info: version=0.14.4, git-hash=unknown, git-branch=unknown"))
+    L.add(t + 6.1, ds(t + 6.1, "comm.py:683:init_distributed",
+                      "Initializing TorchBackend in DeepSpeed with backend nccl"))
+    L.add(t + 30, ds(t + 30, "logging.py:96:log_dist",
+                     "[Rank 0] DeepSpeed info: version=0.14.4, git-hash=unknown, git-branch=unknown"))
     L.add(t + 31, ds(t + 31, "logging.py:96:log_dist", "[Rank 0] DeepSpeed Flops Profiler Enabled: False"))
     L.add(t + 40, ds(t + 40, "logging.py:96:log_dist", "[Rank 0] Creating BF16 optimizer"))
     L.add(t + 55, ds(t + 55, "utils.py:782:see_memory_usage", "begin bf16_optimizer"))
@@ -447,7 +452,7 @@ def train_log(a: Attempt, seed: int, info: dict) -> bytes:
     else:
         L.add(F - 5, f"WARNING: no checkpoint found in {CKPT}, training from scratch")
     samples = GBS / BASE_STEP
-    for j, (n, ts, dur) in enumerate(a.steps):
+    for _j, (n, ts, dur) in enumerate(a.steps):
         if n % LOG_EVERY:
             continue
         end = ts + dur
@@ -466,7 +471,8 @@ def train_log(a: Attempt, seed: int, info: dict) -> bytes:
     for n, ts, c in a.saves:
         tag = f"global_step{n}"
         p = f"{CKPT}/{tag}/mp_rank_00_model_states.pt"
-        L.add(ts + 0.01, ds(ts + 0.01, "logging.py:96:log_dist", f"[Rank 0] [Torch] Checkpoint {tag} is about to be saved!"))
+        L.add(ts + 0.01, ds(ts + 0.01, "logging.py:96:log_dist",
+                            f"[Rank 0] [Torch] Checkpoint {tag} is about to be saved!"))
         L.add(ts + 0.3, ds(ts + 0.3, "logging.py:96:log_dist", f"[Rank 0] Saving model checkpoint: {p}"))
         L.add(ts + 0.31, ds(ts + 0.31, "torch_checkpoint_engine.py:21:save", f"[Torch] Saving {p}..."))
         L.add(ts + c - 2, ds(ts + c - 2, "torch_checkpoint_engine.py:23:save", f"[Torch] Saved {p}."))
@@ -474,8 +480,8 @@ def train_log(a: Attempt, seed: int, info: dict) -> bytes:
                                 f"[Torch] Checkpoint {tag} is ready now!"))
     # a harmless python warning on a few ranks at start
     for r in (0, 57, 131):
-        L.add(F + 2 + r * 0.001, f"/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:464: UserWarning: "
-                                 f"torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly.")
+        L.add(F + 2 + r * 0.001, "/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:464: UserWarning: "
+                                 "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly.")
     ending(a, L, rng, info)
     return L.render()
 
@@ -490,7 +496,8 @@ ECC_TB = ["Traceback (most recent call last):",
           '  File "/usr/local/lib/python3.10/dist-packages/torch/_tensor.py", line 525, in backward',
           "    torch.autograd.backward(",
           "RuntimeError: CUDA error: uncorrectable ECC error encountered",
-          "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
+          "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+          "might be incorrect.",
           "For debugging consider passing CUDA_LAUNCH_BLOCKING=1.",
           "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.", ""]
 
@@ -522,9 +529,10 @@ def ending(a: Attempt, L: LineSink, rng: random.Random, info: dict) -> None:
         for i, h in enumerate(a.nodes):
             if i % 3 == 0:
                 L.add(tw + 8 + 0.1 * i, f"srun: error: {h}: tasks {i * GPN}-{i * GPN + 7}: Aborted (core dumped)")
-        L.add(tw + 9, "srun: launch/slurm: _step_signal: Terminating StepId=%d.0" % a.job)
+        L.add(tw + 9, f"srun: launch/slurm: _step_signal: Terminating StepId={a.job}.0")
         L.add(tw + 9.2, f"slurmstepd: error: *** STEP {a.job}.0 ON {first} CANCELLED AT {slurm_ts(tw + 9.2)} ***")
-        L.add(E - 1, f"srun: error: {NVL[0]}: tasks {a.nodes.index(NVL[0]) * GPN}-{a.nodes.index(NVL[0]) * GPN + 7}: Killed")
+        r0 = a.nodes.index(NVL[0]) * GPN
+        L.add(E - 1, f"srun: error: {NVL[0]}: tasks {r0}-{r0 + 7}: Killed")
     elif a.kind == "xid79":
         L.add(E - 1.0, f"slurmstepd: error: *** JOB {a.job} ON {first} CANCELLED AT {slurm_ts(E - 1)} DUE TO NODE "
                        f"FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***")
@@ -549,8 +557,9 @@ def ending(a: Attempt, L: LineSink, rng: random.Random, info: dict) -> None:
         L.add(R + 0.7, f"slurmstepd: error: *** STEP {a.job}.0 ON {first} CANCELLED AT {slurm_ts(R + 0.6)} ***")
         L.add(R + 0.8, "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.")
     elif a.kind == "preempt":
-        L.add(R + 0.3, f"slurmstepd: error: *** JOB {a.job} ON {first} CANCELLED AT {slurm_ts(R + 0.3)} DUE TO PREEMPTION ***")
-        L.add(R + 0.4, f"slurmstepd: error: *** STEP {a.job}.0 ON {first} CANCELLED AT {slurm_ts(R + 0.3)} DUE TO PREEMPTION ***")
+        at = slurm_ts(R + 0.3)
+        L.add(R + 0.3, f"slurmstepd: error: *** JOB {a.job} ON {first} CANCELLED AT {at} DUE TO PREEMPTION ***")
+        L.add(R + 0.4, f"slurmstepd: error: *** STEP {a.job}.0 ON {first} CANCELLED AT {at} DUE TO PREEMPTION ***")
         L.add(R + 0.5, "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.")
     else:
         L.add(E - 1.5, f"END TIME: {date_cmd(E - 1.5)}")
@@ -574,9 +583,8 @@ def steps_jsonl(a: Attempt, slow: tuple[str, int], hosts: list[str], seed: int) 
                 comp = (dur - 0.55 if is_slow else BASE_COMPUTE) * (1 + rng.uniform(-0.004, 0.004))
                 data = BASE_DATA * (1 + rng.uniform(-0.05, 0.05))
                 comm = dur - comp - data
-                recs.append('{"ts":"%s","rank":%d,"host":"%s","step":%d,"step_s":%.4f,"compute_s":%.4f,'
-                            '"comm_s":%.4f,"data_s":%.4f,"tokens":%d}'
-                            % (iso_z(ts + dur), r, h, n, dur, comp, comm, data, tok))
+                recs.append(f'{{"ts":"{iso_z(ts + dur)}","rank":{r},"host":"{h}","step":{n},"step_s":{dur:.4f},'
+                            f'"compute_s":{comp:.4f},"comm_s":{comm:.4f},"data_s":{data:.4f},"tokens":{tok}}}')
             out[f"rank-{r:05d}"] = ("\n".join(recs) + "\n").encode()
     return out
 
@@ -590,7 +598,7 @@ NOISE = ["perf: interrupt took too long ({a} > {b}), lowering kernel.perf_event_
 
 def kernel_events(h: str, fleet: Fleet, t_end: float, rng: random.Random) -> list[tuple[float, str]]:
     b = fleet.boot[h]
-    ev = [(b, f"Linux version 6.5.0-1024-nvidia (buildd@bos03-amd64-047) (x86_64-linux-gnu-gcc-12) #25-Ubuntu SMP"),
+    ev = [(b, "Linux version 6.5.0-1024-nvidia (buildd@bos03-amd64-047) (x86_64-linux-gnu-gcc-12) #25-Ubuntu SMP"),
           (b + 21.4, f"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  {DRIVER}  Wed Jun  5 14:28:11 UTC 2024")]
     t = max(b, T0 - 86400) + rng.uniform(600, 9000)
     while t < t_end:
@@ -619,7 +627,8 @@ def smi_q(t: float, h: str, fleet: Fleet, hot: int | None = None, idle: bool = F
     for g in range(GPN):
         hs = hot == g
         ce = (dram_ce or {}).get(g, 0)
-        on = lambda flag: "Active" if flag else "Not Active"
+        def on(flag):
+            return "Active" if flag else "Not Active"
         out += [f"GPU 00000000:{BUSIDS[g].upper()}:00.0",
                 "    Product Name                          : NVIDIA H100 80GB HBM3",
                 f"    Serial Number                         : {fleet.serial[h, g]}",
@@ -671,7 +680,8 @@ def dcgm_diag(fail_gpu: int | None, n_gpus: int = GPN) -> str:
     gl = ",".join(["2330"] * n_gpus)
     def row(name: str, val: str) -> str:
         return f"| {name:<25s} | {val:<46s} |"
-    res = lambda: "Pass" if fail_gpu is None else f"Fail - GPU {fail_gpu}"
+    def res():
+        return "Pass" if fail_gpu is None else f"Fail - GPU {fail_gpu}"
     out = ["Successfully ran diagnostic for group.",
            "+---------------------------+------------------------------------------------+",
            "| Diagnostic                | Result                                         |",
@@ -735,7 +745,8 @@ def xid13(pci: str, rng: random.Random) -> list[str]:
     gpc, tpc = rng.randint(0, 7), rng.randint(0, 8)
     return [f"NVRM: Xid (PCI:{pci}): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on "
             f"(GPC {gpc}, TPC {tpc}, SM 1): Out Of Range Address",
-            f"NVRM: Xid (PCI:{pci}): 13, pid='<unknown>', name=<unknown>, Graphics Exception: ESR 0x{0x50c730 + 0x800 * gpc:x}=0x10a0009"]
+            f"NVRM: Xid (PCI:{pci}): 13, pid='<unknown>', name=<unknown>, Graphics Exception: "
+            f"ESR 0x{0x50c730 + 0x800 * gpc:x}=0x10a0009"]
 
 
 def node_files(attempts: list[Attempt], fleet: Fleet, seed: int, bundle: Path, info: dict) -> None:
@@ -752,8 +763,7 @@ def node_files(attempts: list[Attempt], fleet: Fleet, seed: int, bundle: Path, i
                           f"error detected on link 14(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)"),
                    (a1.R + 0.3, f"NVRM: GPU at PCI:{pci}: {fleet.uuid[h, g]}"),
                    (a1.R + 0.3, f"NVRM: GPU Board Serial Number: {fleet.serial[h, g]}")]
-            for j, (dt, crc, rep) in enumerate(((-9 * 3600, 0, 0), (-5 * 3600, 214, 9), (-2 * 3600, 1877, 61),
-                                                (-1200, 9120, 388))):
+            for dt, crc, rep in ((-9 * 3600, 0, 0), (-5 * 3600, 214, 9), (-2 * 3600, 1877, 61), (-1200, 9120, 388)):
                 tt = a1.R + dt
                 write_file(hd / f"nvlink-e-{_split(tt)[0]:%Y%m%dT%H%M%S}.txt",
                            (f"# {short_iso(tt)} nvidia-smi nvlink -e\n" + nvlink_e(h, fleet, (g, crc, rep))).encode())
@@ -785,12 +795,15 @@ def node_files(attempts: list[Attempt], fleet: Fleet, seed: int, bundle: Path, i
                           f"LTC TAG (0x2,0x1). RST: Yes, D-RST: No"),
                    (a5.R + 1200, "Linux version 6.5.0-1024-nvidia (buildd@bos03-amd64-047) (x86_64-linux-gnu-gcc-12) "
                                  "#25-Ubuntu SMP"),
-                   (a5.R + 1221, f"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  {DRIVER}  Wed Jun  5 14:28:11 UTC 2024")]
+                   (a5.R + 1221, f"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  {DRIVER}  "
+                                 "Wed Jun  5 14:28:11 UTC 2024")]
         if h == PCI[0]:
             g = PCI[1]
             w0 = a7.window[0] - 40
-            ev += [(w0, f"pcieport 0000:{int(BUSIDS[g], 16) - 1:02x}:01.0: AER: Corrected error received: {pci_of(g)}.0"),
-                   (w0, f"nvidia {pci_of(g)}.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)"),
+            port = f"0000:{int(BUSIDS[g], 16) - 1:02x}:01.0"
+            ev += [(w0, f"pcieport {port}: AER: Corrected error received: {pci_of(g)}.0"),
+                   (w0, f"nvidia {pci_of(g)}.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, "
+                        "(Receiver ID)"),
                    (w0, f"nvidia {pci_of(g)}.0:   device [10de:2330] error status/mask=00000001/0000e000"),
                    (w0, f"nvidia {pci_of(g)}.0:    [ 0] RxErr                  (First)")]
             for tt, down in ((a7.F + 3600, False), (a7.window[0] + 1500, True), (a7.window[1] + 2400, False)):
@@ -839,7 +852,8 @@ def scheduler_files(attempts: list[Attempt], bundle: Path, seed: int, info: dict
         hl = hostlist(a.nodes)
         part = PARTITION[a.cluster]
         cpus = 192 * len(a.nodes)
-        add(submit + 0.3, f"_slurm_rpc_submit_batch_job: JobId={a.job} InitPrio=4294901{rng.randint(100, 999)} usec=512")
+        prio = f"4294901{rng.randint(100, 999)}"
+        add(submit + 0.3, f"_slurm_rpc_submit_batch_job: JobId={a.job} InitPrio={prio} usec=512")
         add(a.S + 0.02, f"sched: Allocate JobId={a.job} NodeList={hl} #CPUs={cpus} Partition={part}")
         end = a.E + 0.2
         if a.kind == "nvlink":
@@ -880,7 +894,7 @@ def scheduler_files(attempts: list[Attempt], bundle: Path, seed: int, info: dict
     # another user's one-node job on the ferrous spare whose prolog diag fails (decoy)
     t = info["other_diag_ts"]
     add(t - 20, f"sched: Allocate JobId=730201 NodeList={D_OTHER} #CPUs=192 Partition=ferrous")
-    add(t + 400, f"error: prolog_complete: JobId=730201 prolog failed status=1:0")
+    add(t + 400, "error: prolog_complete: JobId=730201 prolog failed status=1:0")
     add(t + 400.2, f"update_node: node {D_OTHER} reason set to: Prolog error")
     add(t + 400.3, f"update_node: node {D_OTHER} state set to DRAINED")
     rows.append((t - 20, f"730201|eval-8b|ferrous|evals|192|FAILED|1:0|{slurm_ts(t - 60)}|{slurm_ts(t - 20)}|"
