@@ -12,6 +12,7 @@ from clusterlab.diagnose import (
     incidents,
     load_failures,
     maintenance,
+    onsets,
     root_cause,
     sdc,
     sticky,
@@ -24,7 +25,9 @@ RULES = [(sticky, "with_sticky_faults", "sticky-fault"), (maintenance, "with_mai
          (sdc, "with_silent_corruption", "silent-data-corruption"), (root_cause, "_divergence_onsets",
          "divergence-onset"), (load_failures, "lost_on_load", "failed-resume"),
          (stopped_first, "suspects", "stopped-first"), (counter_evidence, "with_counter_evidence", "counter-evidence"),
-         (straggler_evidence, "stragglers", "straggler"), (incidents, "checkpoint_incidents", "checkpoint")]
+         (straggler_evidence, "stragglers", "straggler"), (incidents, "checkpoint_incidents", "checkpoint"),
+         (onsets, "line_onsets", "line-onset"), (onsets, "open_save_onsets", "open-save-onset"),
+         (onsets, "kill_onsets", "kill-onset"), (onsets, "node_loss_onsets", "node-loss-onset")]
 
 
 def _broken(*args, **kwargs):

@@ -156,9 +156,11 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
     # each part is in (run, attempt, rank_in_incident) order already: one part needs no sort of its rows
     ev = (pl.DataFrame(schema={"run": pl.String, "attempt": pl.Int32, **EVIDENCE_SCHEMA}) if not evs else evs[0]
           if len(evs) == 1 else pl.concat(evs, how="vertical_relaxed").sort(*keys, "rank_in_incident"))
-    inc = refinements.refined("the late-onset rules", lambda: onsets.node_loss_onsets(con, onsets.kill_onsets(
-        con, onsets.open_save_onsets(con, onsets.line_onsets(con, _divergence_onsets(con, inc), s.divergence_chain_s)),
-        s.window_s)), inc)
+    inc = refinements.refined("the divergence-onset rule", lambda: _divergence_onsets(con, inc), inc)
+    inc = refinements.refined("the line-onset rule", lambda: onsets.line_onsets(con, inc, s.divergence_chain_s), inc)
+    inc = refinements.refined("the open-save-onset rule", lambda: onsets.open_save_onsets(con, inc), inc)
+    inc = refinements.refined("the kill-onset rule", lambda: onsets.kill_onsets(con, inc, s.window_s), inc)
+    inc = refinements.refined("the node-loss-onset rule", lambda: onsets.node_loss_onsets(con, inc), inc)
     inc, ev = refinements.refined("the sticky-fault rule", lambda: sticky.with_sticky_faults(
         con, inc, ev, EVIDENCE_SCHEMA), (inc, ev))
     inc, ev = refinements.refined("the maintenance rule", lambda: maintenance.with_maintenance(
