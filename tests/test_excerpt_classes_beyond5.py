@@ -85,3 +85,27 @@ def test_headerless_sacct_brief_rows_are_read_as_jobid_state_exitcode(tmp_path: 
 def test_headerless_brief_rows_of_healthy_jobs_carry_no_mode(tmp_path: Path) -> None:
     text = "$ sacct -b -P -n\n5120|COMPLETED|0:0\n5120.batch|COMPLETED|0:0\n5121|RUNNING|0:0\n"
     assert _modes(tmp_path, text, "sacct.txt") == set()
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("[  164.012147] Oops: invalid opcode: 0000 [#1] SMP NOPTI\n"
+     "[  164.015081] RIP: 0010:FhgfsOpsCommkit_communicate+0x3d6/0x1620 [beegfs]\n", "fs_module_fault"),
+    ("[ 9120.331200] BUG: unable to handle kernel NULL pointer dereference at 0000000000000018\n"
+     "[ 9120.331214] RIP: 0010:[<ffffffffc0a1b2c3>]  [<ffffffffc0a1b2c3>] ll_file_read_iter+0x53/0x380 [lustre]\n",
+     "fs_module_fault"),
+    ("Sep 17 15:08:01 gpu-a01 systemd[1]: Failed to start beegfs-client.service - Start BeeGFS Client.\n",
+     "fs_client_failed"),
+    ("2026-09-17T15:08:01+0000 gpu-a01 systemd[1]: Failed to mount mnt-lustre.mount - /mnt/lustre.\n",
+     "fs_client_failed"),
+])
+def test_a_shared_filesystem_clients_fault_on_the_node_is_a_filesystem_failure(tmp_path: Path, text: str,
+                                                                               kind: str) -> None:
+    assert (kind, "filesystem_io") in _events(tmp_path, text, "kern.log")
+
+
+def test_a_fault_outside_a_filesystems_module_or_another_units_failure_is_not_a_filesystem_one(tmp_path: Path
+                                                                                                ) -> None:
+    text = ("Sep 17 15:08:01 gpu-a01 kernel: [ 164.015081] RIP: 0010:nvkms_call_rm+0x3d6/0x1620 [nvidia_modeset]\n"
+            "Sep 17 15:08:02 gpu-a01 systemd[1]: Failed to start docker.service - Docker Application Container.\n"
+            "Sep 17 15:08:03 gpu-a01 kernel: [ 165.000100] nfs: server 10.0.0.9 OK\n")
+    assert "filesystem_io" not in _modes(tmp_path, text, "kern.log")

@@ -50,6 +50,13 @@ _BLOCK_IO = (r"(?:blk_update_request|print_req_error|end_request): [\w ]*error, 
 # file gone.
 _NOISY_BLOCK_DEV = r"^(?:fd|sr|loop)\d"
 
+# A kernel fault's instruction pointer in a shared filesystem's client module (the oops's `RIP:` line)
+_FS_RIP = (r"RIP: [0-9a-f]{4}:(?:\[<[0-9a-f]+>\] +\[<[0-9a-f]+>\] )?[\w.]+\+0x[0-9a-f]+/0x[0-9a-f]+ "
+           r"\[(?:nfs|nfsv3|nfsv4|sunrpc|lustre|ptlrpc|lnet|obdclass|osc|mdc|lmv|lov|mgc|ldlm|fuse|ceph|libceph"
+           r"|mmfs26|mmfslinux|beegfs|cifs|9p)\]")
+# systemd giving up on a shared filesystem's client unit or mount (`Failed to start beegfs-client.service`)
+_FS_CLIENT_FAILED = r"Failed to (?:start|mount) [\w@./-]*(?:beegfs|lustre|nfs|gpfs|mmfs|weka|ceph|cvmfs)"
+
 # Lines of interest, whatever the time prefix. Every branch starts with a literal (or is one), so
 # the engine's regex prefilter rejects ordinary lines (NCCL INFO, training steps) at memchr speed.
 PATTERN = "|".join([
@@ -93,6 +100,8 @@ PATTERN = "|".join([
     r"\+0x[0-9a-f]+/0x[0-9a-f]+ \[(?:nfs|nfsv3|nfsv4|sunrpc|lustre|ptlrpc|lnet|obdclass|osc|mdc|lmv|lov|mgc|ldlm"
     r"|fuse|ceph|libceph|mmfs26|mmfslinux|beegfs|cifs|9p)\]"
     r"| nfs4?_\w+\+0x[0-9a-f]+/0x",
+    # systemd failing a shared filesystem's client unit or mount (`Failed to start beegfs-client.service`)
+    _FS_CLIENT_FAILED,
     # dmesg -H / -e: the minute a run of `[  +0.000049]` lines belongs to (their only clock); the month
     # names are literals, so the prefilter still skips ordinary lines (an anchored `[A-Z][a-z]{2}` does not)
     r"\[(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) ?\d{1,2} \d\d:\d\d\] ",
@@ -222,6 +231,12 @@ RULES: tuple[Rule, ...] = (
     # 'INFO: rcu_preempt detected stalls on CPUs/tasks:')
     Rule("cpu", "workqueue_lockup", r"BUG: workqueue lockup - pool ", "unknown", "warning"),
     Rule("cpu", "rcu_stall", r"INFO: rcu_\w+ (?:self-)?detected (?:stalls?|expedited stalls)", "unknown", "warning"),
+    # A kernel fault (an oops, a GPF, a BUG) whose instruction pointer is in a shared filesystem's client module
+    # (`RIP: 0010:FhgfsOpsCommkit_communicate+0x3d6/0x1620 [beegfs]`, pre-4.x `RIP: 0010:[<addr>]  [<addr>] f+0x1/0x2
+    # [lustre]`): that client is broken on the node, and so is its I/O. Its frames elsewhere say where, not what.
+    Rule("fsclient", "fs_module_fault", _FS_RIP, "filesystem_io", "error"),
+    # systemd giving up on a shared filesystem's client service or mount unit: the node runs without that filesystem
+    Rule("fsclient", "fs_client_failed", _FS_CLIENT_FAILED, "filesystem_io", "error"),
 )
 
 _BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"
@@ -276,6 +291,8 @@ EXTRACTORS: dict[str, list[str]] = {
     ],
     "cpu": [r"CPU#(?P<ccpu>\d+) stuck for (?P<csecs>\d+)s! \[(?P<ctask>[^\]]*)\]", r"not syncing: (?P<cwhy>.*)",
             r"hard LOCKUP on cpu (?P<ccpu2>\d+)"],
+    "fsclient": [r"RIP: [0-9a-f]{4}:(?:\S+ +\S+ )?(?P<ffn>[\w.]+)\+\S+ \[(?P<fmod>\w+)\]",
+                 r"Failed to (?:start|mount) (?P<funit>\S+?)\.?(?: - |$)"],
 }
 
 
@@ -316,6 +333,7 @@ def _details() -> dict[str, dict[str, pl.Expr]]:
                 "count": _int("ecount"), "location": pl.col("eloc")},
         "cpu": {"cpu": pl.coalesce(_int("ccpu"), _int("ccpu2")), "stuck_s": _int("csecs"), "task": pl.col("ctask"),
                 "reason": pl.col("cwhy")},
+        "fsclient": {"function": pl.col("ffn"), "module": pl.col("fmod"), "unit": pl.col("funit")},
     }
 
 
@@ -358,7 +376,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
                              "beside the log, or the journal of the same boot)" for n in firsts.to_list()]
     # Lines another program wrote into the journal or syslog are not kernel events, even if they
     # quote one (a health daemon repeating an Xid would count it twice).
-    foreign = frame["prog"].is_not_null()
+    # (systemd's own verdict on a filesystem client's unit is the node's, whichever program logs it)
+    foreign = frame["prog"].is_not_null() & ~frame["msg"].str.contains(_FS_CLIENT_FAILED)
     unread = [frame.filter(foreign)["line"]]
     # Call-trace frames are read into the hung task they belong to, never events of their own.
     frame = _attach_traces(frame.filter(~foreign))
@@ -384,7 +403,7 @@ def _attach_traces(frame: pl.DataFrame) -> pl.DataFrame:
     """The batch without its call-trace frames; each hung-task header gets `blocked_in` (nfs, lustre) and
     `hframe` (the first such function) from the shared-filesystem frames of its trace."""
     is_frame = (pl.col("msg").str.contains(r"\+0x[0-9a-f]+/0x[0-9a-f]+") & ~pl.col("msg").str.contains(_HUNG)
-                & ~pl.col("msg").str.contains(_TASK_STATE))
+                & ~pl.col("msg").str.contains(_TASK_STATE) & ~pl.col("msg").str.contains(_FS_RIP))
     g = pl.col("msg").str.extract_groups(_FRAME)
     fn, mod = g.struct.field("fn"), g.struct.field("mod")
     fs = (pl.when(mod.is_in(_NFS_MODULES) | fn.str.contains(r"^nfs4?_")).then(pl.lit("nfs"))
