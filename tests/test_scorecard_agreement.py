@@ -163,8 +163,10 @@ def test_attribute_json_advice_is_the_what_ifs_saving(blab: Lab, what_ifs: dict,
         assert _same(adv["gpu_hours_saved"], blab.attribute(run).checkpoint_advice.gpu_hours_saved)
     llama = json.loads(CliRunner().invoke(main, ["--db", str(bundle_db_copy), "attribute", "--run",
                                                  "llama8b-pretrain", "--json"]).output)["checkpoint_advice"]
-    # (0.687 before step-time noise was work: the ledger it re-prices moved by thousandths)
-    assert round(llama["gpu_hours_saved"], 3) == 0.690 and llama["saving_stands"] is False
+    # the re-priced ledger's figure, not the first-order 1.06: 0.687 before step-time noise was work, 0.690 before
+    # the steps a log never printed after a save were recompute rather than hang (eac902d, ab75e08), 0.689 after;
+    # the ledger it re-prices moves by thousandths as its dating is refined
+    assert abs(llama["gpu_hours_saved"] - 0.69) < 0.02 and llama["saving_stands"] is False
 
 
 def test_week_what_if_sums_each_runs_own_pricing(sc, what_ifs: dict, md: str) -> None:
