@@ -109,3 +109,14 @@ def test_a_fault_outside_a_filesystems_module_or_another_units_failure_is_not_a_
             "Sep 17 15:08:02 gpu-a01 systemd[1]: Failed to start docker.service - Docker Application Container.\n"
             "Sep 17 15:08:03 gpu-a01 kernel: [ 165.000100] nfs: server 10.0.0.9 OK\n")
     assert "filesystem_io" not in _modes(tmp_path, text, "kern.log")
+
+
+@pytest.mark.parametrize("line", [
+    "THCudaCheck FAIL file=/opt/pytorch/torch/lib/THC/THCGeneral.c line=70 error=46 : all CUDA-capable devices are "
+    "busy or unavailable",
+    "RuntimeError: cuda runtime error (46) : all CUDA-capable devices are busy or unavailable at /opt/pytorch/torch/lib"
+    "/THC/THCStream.cpp:40",
+    "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable",
+])
+def test_cudas_older_wording_of_devices_unavailable_is_a_gpu_the_job_cannot_use(tmp_path: Path, line: str) -> None:
+    assert _modes(tmp_path, line + "\n", "train.err") == {"gpu_hw_other"}

@@ -300,7 +300,8 @@ def cuda_mode(text: pl.Expr) -> pl.Expr:
         .when(text.str.contains(r"(?i)NVLink")).then(pl.lit("nvlink_error"))
         # NOTE: cudaErrorDevicesUnavailable ("CUDA-capable device(s) is/are busy or unavailable"): a GPU the driver
         # holds (a reset pending, a process wedged on it), as the other errors of a GPU the job cannot use
-        .when(text.str.contains(r"(?i)unknown error|GPU is lost|no CUDA-capable device|device\(s\) is/are busy or "
-                                r"unavailable")).then(pl.lit("gpu_hw_other"))
+        # (CUDA 9 and before worded error 46 'all CUDA-capable devices are busy or unavailable')
+        .when(text.str.contains(r"(?i)unknown error|GPU is lost|no CUDA-capable device|(?:device\(s\) is/are"
+                                r"|devices are) busy or unavailable")).then(pl.lit("gpu_hw_other"))
         .otherwise(pl.lit("cuda_error"))
     )
