@@ -226,8 +226,10 @@ NOISE_SIGMAS = 3.0
 # A save's lines mark its engine's writes, not what stalls every rank around them: gathering the state before the
 # first line, the commit barrier after the last (DeepSpeed's `is ready now`, then the ranks' barrier). An interval
 # holding a save that runs over its steps by up to this share of the save beyond the save's logged span lost that
-# time to the save (checkpoint), not to a slowdown of the steps.
+# time to the save (checkpoint), not to a slowdown of the steps; the edges are moments (a barrier, a state gather),
+# so never more than SAVE_EDGE_MAX_S: a slow stretch's excess beside a save stays the stretch's.
 SAVE_EDGE_SHARE = 0.05
+SAVE_EDGE_MAX_S = 1.0
 
 
 def step_noise_s(tl: pl.DataFrame) -> float:
@@ -289,8 +291,12 @@ def split_intervals(tl: pl.DataFrame, saves: pl.DataFrame, slow: pl.DataFrame, k
     excess = pl.col("interval_s") - productive
     w = w.with_columns(productive_raw=productive, excess=excess)
     # NOTE: a straggler's interval runs over for the straggler's sake: its save gets only its logged span
-    edge = pl.when(pl.col("slow_host").is_null()).then(SAVE_EDGE_SHARE).otherwise(0.0)
-    w = w.with_columns(checkpoint=pl.min_horizontal("excess", pl.col("save_s").fill_null(0) * (1 + edge)))
+    # NOTE: and only where the steps before the save ran at pace: beside slow steps the excess is theirs
+    save = pl.col("save_s").fill_null(0)
+    paced = ((pl.col("interval_s") - save - pl.col("n") * b) <= tol).shift(1).over("attempt", order_by="step")
+    edge = pl.when(pl.col("slow_host").is_null() & paced.fill_null(True)).then(
+        pl.min_horizontal(save * SAVE_EDGE_SHARE, SAVE_EDGE_MAX_S))
+    w = w.with_columns(checkpoint=pl.min_horizontal("excess", save + edge.otherwise(0.0)))
     w = w.with_columns(data_stall=pl.min_horizontal(
         pl.col("excess") - pl.col("checkpoint"),
         ((pl.col("data_s").fill_null(data_base) - data_base).clip(lower_bound=0) * pl.col("n"))))
