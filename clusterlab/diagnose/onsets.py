@@ -39,14 +39,10 @@ def line_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, chain_s: floa
     onset = (lines.with_columns(seg=(gap > chain_s).fill_null(False).cum_sum().over(keys))
              .filter(pl.col("seg") == pl.col("seg").max().over(keys))
              .group_by(keys).agg(onset=pl.col("hi").first(), last=pl.col("hi").max()))
-    ends = (inc.with_columns(pl.col("attempt").cast(pl.Int32)).join(onset, on=keys, how="left")
-            .with_columns(pl.col("onset").cast(inc.schema["root_ts"]), pl.col("last").cast(inc.schema["root_ts"])))
     # only a run of lines that reaches the root that won: a spike long before it, which the loss came back from, is
     # another run
-    moved = ((pl.col("failure_mode") == "loss_divergence") & (pl.col("kind") == "attempt_end")
-             & (pl.col("onset") < pl.col("root_ts")) & (pl.col("last") >= pl.col("root_ts")))
-    return (ends.with_columns(root_ts=pl.when(moved).then(pl.col("onset")).otherwise(pl.col("root_ts")))
-            .drop("onset", "last").cast({"attempt": inc.schema["attempt"]}).select(inc.columns))
+    return _move_roots(inc, onset, "loss_divergence", "onset",
+                       (pl.col("onset") < pl.col("root_ts")) & (pl.col("last") >= pl.col("root_ts")))
 
 
 def open_save_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.DataFrame:
@@ -71,13 +67,7 @@ def open_save_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.Da
         WHERE NOT last.done AND st.last_step <= last.ts""", fs=fs.select("run", "attempt"))
     if not opened.height:
         return inc
-    keys = ["run", "attempt"]
-    w = (inc.with_columns(pl.col("attempt").cast(pl.Int32)).join(opened, on=keys, how="left")
-         .with_columns(pl.col("save_ts").cast(inc.schema["root_ts"])))
-    moved = ((pl.col("failure_mode") == "filesystem_io") & (pl.col("kind") == "attempt_end")
-             & (pl.col("save_ts") < pl.col("root_ts")))
-    return (w.with_columns(root_ts=pl.when(moved).then(pl.col("save_ts")).otherwise(pl.col("root_ts")))
-            .drop("save_ts").cast({"attempt": inc.schema["attempt"]}).select(inc.columns))
+    return _move_roots(inc, opened, "filesystem_io", "save_ts", pl.col("save_ts") < pl.col("root_ts"))
 
 
 # The banners of the scheduler's kill of a whole job (collectors.slurm)
@@ -102,13 +92,7 @@ def kill_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, within_s: flo
         GROUP BY ALL""", {"within": within_s}, tl=tl.select("run", "attempt", "root_ts"))
     if not kills.height:
         return inc
-    keys = ["run", "attempt"]
-    w = (inc.with_columns(pl.col("attempt").cast(pl.Int32)).join(kills, on=keys, how="left")
-         .with_columns(pl.col("kill_ts").cast(inc.schema["root_ts"])))
-    moved = ((pl.col("failure_mode") == "time_limit") & (pl.col("kind") == "attempt_end")
-             & pl.col("kill_ts").is_not_null())
-    return (w.with_columns(root_ts=pl.when(moved).then(pl.col("kill_ts")).otherwise(pl.col("root_ts")))
-            .drop("kill_ts").cast({"attempt": inc.schema["attempt"]}).select(inc.columns))
+    return _move_roots(inc, kills, "time_limit", "kill_ts", pl.col("kill_ts").is_not_null())
 
 
 # What a node's peers print when it vanishes under them: their store client's reset connection, their NCCL
@@ -140,10 +124,16 @@ def node_loss_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.Da
         GROUP BY ALL""", nf=nf.select("run", "attempt", "host", "root_ts"))
     if not first.height:
         return inc
+    return _move_roots(inc, first, "node_failure", "peer_ts", pl.col("peer_ts") < pl.col("root_ts"))
+
+
+def _move_roots(inc: pl.DataFrame, found: pl.DataFrame, mode: str, to: str, when: pl.Expr) -> pl.DataFrame:
+    """`inc` with the root of each attempt end of `mode` moved to `found`'s column `to` (by run and attempt) where
+    `when` (over `found`'s columns and `root_ts`) holds; `found`'s columns left out."""
     keys = ["run", "attempt"]
-    w = (inc.with_columns(pl.col("attempt").cast(pl.Int32)).join(first, on=keys, how="left")
-         .with_columns(pl.col("peer_ts").cast(inc.schema["root_ts"])))
-    moved = ((pl.col("failure_mode") == "node_failure") & (pl.col("kind") == "attempt_end")
-             & (pl.col("peer_ts") < pl.col("root_ts")))
-    return (w.with_columns(root_ts=pl.when(moved).then(pl.col("peer_ts")).otherwise(pl.col("root_ts")))
-            .drop("peer_ts").cast({"attempt": inc.schema["attempt"]}).select(inc.columns))
+    times = [c for c in found.columns if c not in keys]
+    w = (inc.with_columns(pl.col("attempt").cast(pl.Int32)).join(found, on=keys, how="left")
+         .with_columns(pl.col(c).cast(inc.schema["root_ts"]) for c in times))
+    moved = (pl.col("failure_mode") == mode) & (pl.col("kind") == "attempt_end") & when
+    return (w.with_columns(root_ts=pl.when(moved).then(pl.col(to)).otherwise(pl.col("root_ts")))
+            .drop(times).cast({"attempt": inc.schema["attempt"]}).select(inc.columns))
