@@ -21,6 +21,15 @@ STEP_IN_PATH = r"[/\\](?:global_step|iter_|step[-_]?|checkpoint-|ckpt[-_]?)0*(\d
 LOAD_ERROR = r"FileNotFoundError|No such file or directory|" + incidents.UNREADABLE_CHECKPOINT
 
 
+def _causes(cand: pl.DataFrame) -> pl.Expr:
+    """The exception types an event's traceback folded in as its causes: torch.distributed.checkpoint raises one
+    CheckpointException for every rank and prints each rank's own failure (the FileNotFoundError of a missing
+    `__r_0.distcp` shard) below it, so the load error is a cause, not the line the event is."""
+    if "detail" not in cand.columns:
+        return pl.lit("")
+    return pl.col("detail").fill_null("").str.extract(r'"causes":\s*\[([^\]]*)\]', 1).fill_null("")
+
+
 def lost_on_load(con: duckdb.DuckDBPyConnection, cand: pl.DataFrame) -> pl.DataFrame:
     """`cand` (`incidents.candidates`) with the load errors of a lost checkpoint made `checkpoint_lost` at the
     node tier: a missing or unreadable checkpoint file from the run's own logs, before the attempt's first step,
@@ -30,7 +39,7 @@ def lost_on_load(con: duckdb.DuckDBPyConnection, cand: pl.DataFrame) -> pl.DataF
         return cand
     maybe = (cand.with_row_index("_i")
              .filter(pl.col("run").is_not_null(), pl.col("source") != "kernel",
-                     pl.col("text").fill_null("").str.contains(LOAD_ERROR))
+                     pl.col("text").fill_null("").str.contains(LOAD_ERROR) | _causes(cand).str.contains(LOAD_ERROR))
              .select("_i", "run", "attempt", "ts", path_step=pl.col("text").str.extract(STEP_IN_PATH, 1)
                      .cast(pl.Int64, strict=False)))
     if not maybe.height:

@@ -137,3 +137,45 @@ def _move_roots(inc: pl.DataFrame, found: pl.DataFrame, mode: str, to: str, when
     moved = (pl.col("failure_mode") == mode) & (pl.col("kind") == "attempt_end") & when
     return (w.with_columns(root_ts=pl.when(moved).then(pl.col(to)).otherwise(pl.col("root_ts")))
             .drop(times).cast({"attempt": inc.schema["attempt"]}).select(inc.columns))
+
+
+CLIMB_WINDOW = 20  # logged steps before a point whose losses give the band it is measured against
+CLIMB_FENCE = 3.0  # interquartile ranges above the band's upper quartile: the run's own noise, not a fixed ratio
+
+
+def climb_starts(con: duckdb.DuckDBPyConnection, spikes: pl.DataFrame) -> pl.DataFrame:
+    """`spikes` (`run, attempt, step` of the spike a divergence was read from) with each step moved back to the start
+    of the climb that reached it. A loss that creeps up after a burst of gradient norms crosses the spike ratio tens
+    of logged steps after it left its own band (the `CLIMB_WINDOW` logged steps before it); the steps in between
+    already trained on a diverging model, and so did the step whose gradient norm burst out of its own band just
+    before the loss left its band (the loss a step logs was computed before that step's update). A sudden spike
+    has no such climb before it: it stays."""
+    if not spikes.height:
+        return spikes
+    rows = store.frame(con, """
+        SELECT s.run, s.attempt, st.step, arg_max(st.loss, st.line) AS loss, arg_max(st.grad_norm, st.line) AS gn
+        FROM steps st JOIN spikes s ON st.run = s.run AND st.attempt = s.attempt AND st.step <= s.step
+        WHERE st.loss IS NOT NULL AND isfinite(st.loss) GROUP BY ALL ORDER BY ALL""",
+                       spikes=spikes.select("run", "attempt", "step"))
+    if not rows.height:
+        return spikes
+
+    def fence(col: str) -> pl.Expr:
+        q = {p: pl.col(col).rolling_quantile(p, window_size=CLIMB_WINDOW, min_samples=8).shift(1)
+             for p in (0.25, 0.75)}
+        return (q[0.75] + CLIMB_FENCE * (q[0.75] - q[0.25])).over("run", "attempt")
+
+    # the climb's first row: above its band, with every later row up to the spike above that same band (later
+    # rows' own bands hold the climb already); a loss still falling reaches its minimum later, so no row qualifies
+    floor = pl.col("loss").reverse().cum_min().reverse().over("run", "attempt")
+    rows = rows.with_columns(climbing=(floor > fence("loss")).fill_null(False),
+                             burst=(pl.col("gn") > fence("gn")).fill_null(False))
+    first = rows.filter("climbing").group_by("run", "attempt").agg(start=pl.col("step").min())
+    before = (rows.join(first, on=["run", "attempt"]).filter(pl.col("step") < pl.col("start"))
+              .group_by("run", "attempt").agg(pl.all().sort_by("step").last())
+              .filter("burst").select("run", "attempt", burst_step="step"))
+    climb = first.join(before, on=["run", "attempt"], how="left").select(
+        "run", "attempt", start=pl.coalesce("burst_step", "start"))
+    return (spikes.join(climb, on=["run", "attempt"], how="left")
+            .with_columns(step=pl.min_horizontal("step", pl.col("start").cast(spikes.schema["step"])))
+            .drop("start"))

@@ -185,9 +185,9 @@ def _divergence_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.
         FROM events WHERE source = 'training_health' AND run IN (SELECT DISTINCT run FROM div)
           AND (kind = 'loss_not_recovered' OR json_extract_string(detail, '$.outcome') = 'diverged')
         GROUP BY ALL HAVING step IS NOT NULL""", div=div.select("run", "attempt"))
-    if not spikes.height:
+    if not (spikes := onsets.climb_starts(con, spikes)).height:  # a slow climb began before the spike
         return inc
-    onsets = []
+    dated = []
     for run in spikes["run"].unique().to_list():  # NOTE: one step clock per run with a diverged attempt
         logged = timeline.logged_steps(con, run).select(
             pl.col("attempt").cast(pl.Int32), "step", "ts", "step_s").sort("attempt", "step", "ts")
@@ -195,9 +195,9 @@ def _divergence_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.
         start = pl.coalesce(pl.col("ts") - pl.duration(microseconds=(pl.col("step_s") * 1e6).round().cast(pl.Int64)),
                             pl.col("ts").shift(1).over("attempt"))
         logged = logged.unique(["attempt", "step"], keep="last", maintain_order=True).with_columns(onset=start)
-        onsets.append(spikes.filter(pl.col("run") == run).join(logged, on=["attempt", "step"]).select(
+        dated.append(spikes.filter(pl.col("run") == run).join(logged, on=["attempt", "step"]).select(
             "run", "attempt", "onset"))
-    found = pl.concat(onsets).drop_nulls()
+    found = pl.concat(dated).drop_nulls()
     return (inc.join(found, on=["run", "attempt"], how="left")
             .with_columns(root_ts=pl.when((pl.col("failure_mode") == "loss_divergence")
                                           & (pl.col("kind") == "attempt_end") & (pl.col("onset") < pl.col("root_ts")))

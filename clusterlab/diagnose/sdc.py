@@ -31,7 +31,7 @@ def with_silent_corruption(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev
                AND host IS NOT NULL""").fetchall()[0][0]:
         return inc, ev
     found = store.frame(con, """
-        WITH bad AS (
+        WITH bad_all AS (
             SELECT e.run, e.attempt, e.ts, e.host, e.source, e.kind, e.failure_mode, e.xid, e.rank, f.path AS file,
                    e.line, e.text, TRY_CAST(json_extract_string(e.detail, '$.step') AS BIGINT) AS step
             FROM events e JOIN ingested_files f USING (file_id)
@@ -41,6 +41,12 @@ def with_silent_corruption(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev
             -- gathered mean, Megatron's data-parallel average) is every rank's reduced loss, printed by one rank
             QUALIFY e.kind = 'loss_nonfinite'
                  OR NOT bool_or(e.kind = 'loss_nonfinite') OVER (PARTITION BY e.run, e.attempt)
+        ),
+        -- the first wrong step decides: an optimizer step taken with a NaN gradient norm makes every rank's
+        -- weights NaN, so from the next step on all ranks are non-finite, whoever was wrong first
+        bad AS (
+            SELECT * FROM bad_all
+            QUALIFY step IS NOT DISTINCT FROM min(step) OVER (PARTITION BY run, attempt)
         ),
         one_host AS (
             SELECT run, attempt, any_value(host) AS host, list(DISTINCT rank) AS ranks, min(step) AS first_step

@@ -53,7 +53,8 @@ Ledger (truth.json expected_ledger, GPU-hours = 80 GPUs x seconds / 3600), campa
   checkpoint = saves of kept checkpoints (the one resumed from and earlier ones), plus the tail after the final save
   recompute  = end of the save the next attempt resumes from (or the attempt's first step start) -> root event
   hang       = root event -> attempt exit (sacct End). Root events: the Xid 48, the init failure, the time-limit
-               kill, the load exception, the divergence onset (end of the last logged step before the grad norm spiked),
+               kill, the load exception, the divergence onset (start of the first logged step whose grad norm and loss show
+               it: torchtitan logs one step's values every 10 steps, the steps between are not seen),
                the SDC onset (start of the first step with a non-finite loss on W)
   restart    = attempt exit -> next attempt start;  slowdown = data_stall = idle = 0
 
@@ -307,7 +308,7 @@ def build(seed: int):
              fail_after=171.0 + rng.randint(-10, 10), exit_tail=16.0, gap=1900 + rng.randint(0, 500),
              limit=12 * 3600, slow=0.0),
         dict(k=5, job=48152, nodes=n3, kind="diverge", mode="loss_divergence", host=None,
-             startup=268 + rng.randint(-8, 8), onset_after=rng.randint(480, 720) // 10 * 10 + 1,
+             startup=268 + rng.randint(-8, 8), onset_after=rng.randint(480, 720) // 10 * 10,
              stop_after=2100 + rng.randint(0, 900), exit_tail=31.0, gap=2700 + rng.randint(0, 900),
              limit=12 * 3600, slow=0.0),
         dict(k=6, job=48170, nodes=n3, kind="sdc", mode="silent_data_corruption", host=W,
