@@ -6,6 +6,8 @@ Line shapes (NCCL src/debug.cc, 2.7 to 2.30):
     host:pid:tid [cudaDev] file.cc:LINE (func) NCCL WARN msg       (2.30+)
     [2026-11-25 10:15:01] host:pid:tid [cudaDev] ... NCCL WARN msg (2.26+: NCCL_DEBUG_TIMESTAMP_FORMAT,
                                                                     default "[%F %T] ", local time, WARN only)
+    host:pid:tid [cudaDev] file.h:LINE WARN msg                    (2.0 - 2.2's debug.h: no "NCCL" word;
+                                                                    pasted without its host prefix too)
 behind any launcher prefix (`[rank3]:`, `[default3]:`, srun `3: `). The same WARN texts also come back
 without the NCCL prefix after "Last error:" in the errors PyTorch raises; those echoes are read too.
 """
@@ -35,20 +37,24 @@ PATTERN = (
     r"|NCCL INFO (?:\[Rank \d+\] )?(?:nccl\w+ )?comm 0x[0-9a-f]+ rank \d+ nranks \d+ cudaDev \d+ "
     r"|NCCL INFO NCCL version \d|NCCL INFO Bootstrap ?: Using "
     r"|Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
+    r"|ncclSocket[A-Z]\w*: "
     r"|NET/OFI Request (?:\S+ )?completed with error"
     r"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'"
     r"|NCCL INFO [\w./-]+:\d+ -> [1-9]"
+    r"|^(?:[^\s:\[\]]+:\d+:\d+ \[\d+\] )?[\w./-]+\.(?:h|cc|cu):\d+ WARN "
     r"|Test (?:CUDA|NCCL) failure [\w./-]+:\d+ '"
     # the AWS OFI plugin's own logger before it logged through NCCL's (aws-ofi-nccl <= 1.0, its test programs)
     r"|^WARN: Function: \w+ Line: \d+: NET/OFI "
 )
 # ... whose WARN line is a WARN of NCCL's without NCCL's prefix
 _OFI_WARN = "WARN: Function: "
+# NCCL 2.0-2.2 printed `host:pid:tid [dev] file:line WARN msg` (no "NCCL" word); users paste it without the host part
+_OLD_WARN = r"^(?:[^\s:\[\]]+:\d+:\d+ \[\d+\] )?[\w./-]+\.(?:h|cc|cu):\d+ WARN "
 
 _HEAD = (
     r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\] ?)?"
     r"(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
-    r"(?:(?P<src>[\w./-]+:\d+) (?:\((?P<func>\w+)\) )?)?NCCL (?P<level>INFO|WARN) (?P<msg>.*)$"
+    r"(?:(?P<src>[\w./-]+:\d+) (?:\((?P<func>\w+)\) )?)?(?:NCCL )?(?P<level>INFO|WARN) (?P<msg>.*)$"
 )
 # "Cuda failure 999 'unknown error'" after "Last error:" names the CUDA error behind ncclUnhandledCudaError
 # nccl-tests reports the CUDA or NCCL call that failed in its own words: "Test CUDA failure common.cu:334 '<CUDA
@@ -56,7 +62,9 @@ _HEAD = (
 _TEST_FAILURE = r"Test (?:CUDA|NCCL) failure [\w./-]+:\d+ '"
 # NOTE: with EFA the transport's completion error is the AWS OFI plugin's (`NET/OFI Request completed with error`),
 # quoted after "Last error:" as IB's is
+# ... and NCCL 2.12+'s socket layer, which names its function (`ncclSocketInit: connecting to address ...`)
 _ECHO = (r"Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
+         r"|\bncclSocket[A-Z]\w*: "
          r"|NET/OFI Request (?:\S+ )?completed with error"
          rf"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'|{_TEST_FAILURE}")
 # ncclGetErrorString's texts (as "Test NCCL failure" quotes them): the failure mode each names
@@ -99,6 +107,13 @@ WC_STATUS = {
     20: "IBV_WC_RESP_TIMEOUT_ERR", 21: "IBV_WC_GENERAL_ERR",
 }
 
+# IB async events that report a state change, not a fault (ibv_event_type_str's words): the subnet manager
+# re-registering clients or moving, a GID/LID/P_Key table update, a port coming up. A port error, a catastrophic or
+# fatal event, a CQ/QP/WQ error stay network faults.
+_BENIGN_ASYNC = (r"async event ?: ?(?:client reregistration|GID table change|LID change|P_Key change|SM change"
+                 r"|port active|communication established|send queue drained|path migration successful"
+                 r"|SRQ limit reached|last WQE reached)|GID table changed")
+
 # WARN kinds in the order they are tried: (kind, regex on the message, failure mode, severity).
 _WARN_KINDS: list[tuple[str, str, str | None, str]] = [
     ("ib_completion_error", r"Got completion (?:from peer \S+ )?with (?:error|status)", "network", "error"),
@@ -129,7 +144,8 @@ def sniff(head: bytes, path: str) -> bool:
     # NOTE: or NCCL's own words behind another prefix (a custom logger's, a masked host) or none: a WARN, an IB error
     return (_prefixed(head) or b"NCCL WARN " in head or b"Got completion from peer " in head
             or b"Test CUDA failure " in head or b"Test NCCL failure " in head
-            or (b"WARN: Function: " in head and b"NET/OFI " in head))
+            or (b"WARN: Function: " in head and b"NET/OFI " in head)
+            or (b" WARN " in head and search(head.decode("utf-8", "replace").splitlines()[:50], _OLD_WARN)))
 
 
 def _prefixed(head: bytes) -> bool:
@@ -149,7 +165,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Rank map rows from init lines, events from WARN lines and their echoes, facts from version lines."""
     out = Parsed()
     text = pl.col("text")
-    level = (pl.when(text.str.contains("NCCL WARN ", literal=True) | text.str.starts_with(_OFI_WARN))
+    level = (pl.when(text.str.contains("NCCL WARN ", literal=True) | text.str.starts_with(_OFI_WARN)
+                     | text.str.contains(_OLD_WARN))
              .then(pl.lit("WARN"))
              .when(text.str.contains("NCCL INFO ", literal=True)).then(pl.lit("INFO")))
     # NOTE: every regex runs on the rows it is for: a filter's `&` evaluates each side on every row, and INFO init
@@ -281,6 +298,12 @@ def _warn_events(w: pl.DataFrame, rank_of: pl.DataFrame, chains: pl.DataFrame) -
         .otherwise(pl.col("failure_mode")),
         severity=pl.when((pl.col("kind") == "ib_async_event") & pl.col("m").str.contains("non-fatal"))
         .then(pl.lit("warning")).otherwise(pl.col("severity")),
+    ).with_columns(
+        failure_mode=pl.when(pl.col("kind") == "ib_async_event").then(
+            pl.when(~pl.col("m").str.contains(_BENIGN_ASYNC)).then(pl.col("failure_mode")))
+        .otherwise(pl.col("failure_mode")),
+        severity=pl.when((pl.col("kind") == "ib_async_event") & pl.col("m").str.contains(_BENIGN_ASYNC))
+        .then(pl.lit("info")).otherwise(pl.col("severity")),
     )
     w = _ib_fields(w).with_columns(_f=file_of_line())
     w = _by_result(w, chains).join(rank_of, on=["_f", "host", "pid"], how="left")
