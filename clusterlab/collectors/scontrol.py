@@ -29,12 +29,16 @@ FILL_HOST = False  # a node record names its node; a job's failure names none
 
 _NODE = r"^\s*NodeName=\S+"
 _JOB = r"^\s*JobId=\d+(?:_\d+)?\s"
-PATTERN = "|".join([_NODE, _JOB, r"^\s+(?:State|JobState)=[A-Z_+*]+", r"(?:^|\s)Reason=", r"^\s+ExitCode=\d+:\d+"])
+# the stamp scontrol puts after a node's reason: `[user@YYYY-MM-DDTHH:MM:SS]`
+_STAMP = r"\s\[[\w.-]+@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\]\s*$"
+PATTERN = "|".join([_NODE, _JOB, r"^\s+(?:State|JobState)=[A-Z_+*]+", r"(?:^|\s)Reason=", r"^\s+ExitCode=\d+:\d+",
+                    _STAMP])
 
 # NOTE: a node's reason pasted without its record ('Reason=Node unexpectedly rebooted [slurm@2026-...]', in a
-# ticket or a node-down template): the reason's own stamp ('[user@YYYY-MM-DDTHH:MM:SS]') is scontrol's, so the
-# line is a node record of its own, its node unnamed
-_LOOSE_REASON = r"(?:^|\s)Reason=\S.*\s\[[\w.-]+@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\]\s*$"
+# ticket or a node-down template), or its value alone ('Not responding [slurm@2026-...]', as a form's answer): the
+# reason's own stamp ('[user@YYYY-MM-DDTHH:MM:SS]') is scontrol's, so the line is a node record of its own, its node
+# unnamed
+_LOOSE_REASON = r"(?:^|\s)(?:Reason=)?\S.*" + _STAMP
 _NODE_BAD = r"(?:^|\+)(?:DOWN|DRAIN|DRAINED|DRAINING|FAIL|FAILING|NOT_RESPONDING|INVALID|INVALID_REG)(?:\+|\*|$)"
 
 
@@ -70,8 +74,9 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         pl.when(opened.is_not_null()).then(pl.col("line")).forward_fill().over(file_of_line()).alias("_rec"),
         text.str.extract(r"(?:^|\s)State=(\S+)").alias("_state"),
         text.str.extract(r"(?:^|\s)JobState=(\S+)").alias("_jstate"),
-        text.str.extract(r"(?:^|\s)Reason=(.*?)(?:\s+\[(\S+)@(\S+)\])?\s*$").alias("_reason"),
-        text.str.extract(r"(?:^|\s)Reason=.*?\s+\[\S+@(\S+)\]\s*$").alias("_rts"),
+        pl.coalesce(text.str.extract(r"(?:^|\s)Reason=(.*?)(?:\s+\[(\S+)@(\S+)\])?\s*$"),
+                    pl.when(loose).then(text.str.extract(r"^\s*(.*?)\s+\[\S+@\S+\]\s*$"))).alias("_reason"),
+        text.str.extract(r"(?:^|\s)(?:Reason=)?.*?\s+\[\S+@(\S+)\]\s*$").alias("_rts"),
         text.str.extract(r"(?:^|\s)ExitCode=(\d+:\d+)").alias("_exit"),
     ).filter(pl.col("_rec").is_not_null())
     rec = frame.group_by("_rec", maintain_order=True).agg(
