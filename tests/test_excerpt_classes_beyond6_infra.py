@@ -81,3 +81,18 @@ def test_a_node_reason_with_its_scontrol_stamp_is_read_without_its_reason_key(tm
 
 def test_a_stamped_reason_that_names_no_failure_gives_no_mode(tmp_path: Path) -> None:
     assert _modes(tmp_path, "Reason: planned maintenance window [ops@2027-01-04T11:02:09]\n", "ticket.txt") == set()
+
+
+@pytest.mark.parametrize(("row", "mode"), [
+    ("  4410  batch  train  ann PD  0:00  2 (launch failed requeued held)", "node_failure"),
+    ('"  4410  batch  train  ann PENDING  0:00  1-00:00:00  2 (launch failed requeued held)",', "node_failure"),
+    ("  4411  batch  train  ann PD  0:00  2 (Priority)", None),
+    ("  4412  batch  train  ann PD  0:00  2 (ReqNodeNotAvail, UnavailableNodes:g[03-04])", None),
+    ("  4413  batch  train  ann  R  1:02  2 g[01-02]", None),
+])
+def test_a_squeue_job_whose_pending_reason_says_its_node_failed_it_is_a_node_failure(tmp_path: Path, row: str,
+                                                                                      mode: str | None) -> None:
+    head = "  JOBID PARTITION NAME USER ST TIME NODES NODELIST(REASON)"
+    if "PENDING" in row:
+        head = '"  JOBID PARTITION NAME USER STATE TIME TIME_LIMI NODES NODELIST(REASON)",'
+    assert _modes(tmp_path, f"{head}\n{row}\n", "jobs.txt") == ({mode} if mode else set())
