@@ -50,11 +50,14 @@ Ledger (truth.json expected_ledger, GPU-hours = 80 GPUs x seconds / 3600), campa
   productive = kept steps (step <= the step the next attempt resumes from; all steps of the completed attempt), whole
                step durations; in the straggler attempt only the 10.2 s baseline per kept step
   straggler  = kept steps' time above the baseline in the straggler attempt
-  checkpoint = saves of kept checkpoints (the one resumed from and earlier ones), plus the tail after the final save
-  recompute  = end of the save the next attempt resumes from (or the attempt's first step start) -> root event
+  checkpoint = saves that finished before the attempt's root event, kept or not (a checkpoint later rolled back past
+               or lost too), plus the tail after the final save: the project's convention (bloom_opt.py, nemo_ft.py,
+               clusterlab's ledger); campaign1's "save stalls of kept checkpoints" never meets an unkept finished save
+  recompute  = end of the save the next attempt resumes from (or the attempt's first step start) -> root event,
+               less the finished saves in it
   hang       = root event -> attempt exit (sacct End). Root events: the Xid 48, the init failure, the time-limit
-               kill, the load exception, the divergence onset (start of the first logged step whose grad norm and loss show
-               it: torchtitan logs one step's values every 10 steps, the steps between are not seen),
+               kill, the load exception, the divergence onset (start of the first logged step whose grad norm and loss
+               show it: torchtitan logs one step's values every 10 steps, the steps between are not seen),
                the SDC onset (start of the first step with a non-finite loss on W)
   restart    = attempt exit -> next attempt start;  slowdown = data_stall = idle = 0
 
@@ -94,10 +97,9 @@ import io
 import json
 import math
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-UTC = timezone.utc
 RUN = "sdc-titan-70b"
 CLUSTER, PROVIDER = "hx-west", "helix"
 GPN, NODES_USED = 8, 10
@@ -402,15 +404,21 @@ def ledger(atts: list[Attempt]):
                         cats["straggler"] += d - BASE_STEP
                     else:
                         cats["productive"] += d
-            for n, _, c in a.saves:
+            # the project's convention (tests/campaigns/bloom_opt.py, nemo_ft.py, the ledger): a save that finished
+            # before the root event is checkpoint, kept or not; campaign1/2 never meet an unkept finished save
+            done = 0.0
+            for n, s, c in a.saves:
                 if n <= kept:
                     cats["checkpoint"] += c
+                elif a.R is not None and s + c <= a.R:
+                    done += c
+            cats["checkpoint"] += done
             if a.kind == "complete":
                 cats["checkpoint"] += a.E - (a.saves[-1][1] + a.saves[-1][2])
             else:
                 sv = [s for s in a.saves if s[0] == a.durable]
                 base = sv[0][1] + sv[0][2] if sv else a.F
-                cats["recompute"] += a.R - base
+                cats["recompute"] += a.R - base - done
                 cats["hang"] += a.E - a.R
         if i + 1 < len(atts):
             cats["restart"] += atts[i + 1].S - a.E
@@ -519,7 +527,8 @@ def train_log(a: Attempt, seed: int, x: dict, info: dict) -> bytes:
                               f"error_if_nonfinite, foreach)")
         if a.kind == "complete" and n % VAL_EVERY == 0:
             vl = "    inf" if n == info["val_inf_step"] else f"{loss_at(n, lrng) + 0.04:7.4f}"
-            T(end - 0.05, f"validate step: {n:2}  loss: {vl}  memory: 63.71GiB(80.53%)  tps: 24,{rng.randint(100, 999)}")
+            T(end - 0.05, f"validate step: {n:2}  loss: {vl}  memory: 63.71GiB(80.53%)  "
+                          f"tps: 24,{rng.randint(100, 999)}")
         if n in saves:
             s0, c = saves[n]
             T(s0 + 0.01, "Saving the checkpoint.")
@@ -685,12 +694,12 @@ def nccl_log(a: Attempt, h: str, seed: int) -> bytes:
     agent, worker = pids_of(seed, a)
     rng = random.Random(f"{seed}-nccl-{a.k}-{h}")
     i = a.nodes.index(h)
-    cid = "0x%016x" % random.Random(f"{seed}-cid-{a.k}").getrandbits(64)
+    cid = f"0x{random.Random(f'{seed}-cid-{a.k}').getrandbits(64):016x}"
     out = []
     for d in range(GPN):
         r = i * GPN + d
         w = worker[h, d]
-        c = "0x%x" % (0x55d000000000 + (rng.getrandbits(32) << 4))
+        c = f"0x{0x55d000000000 + (rng.getrandbits(32) << 4):x}"
         p = f"{h}:{w}:{w + 311 + d} [{d}] NCCL INFO "
         if r == 0:
             out.append(f"{h}:{w}:{w} [0] NCCL INFO NCCL version 2.21.5+cuda12.4")
@@ -746,7 +755,7 @@ def kernel_log(h: str, atts: list[Attempt], seed: int, x: dict, info: dict) -> b
     t = T0 - 3000 + rng.uniform(0, 3000)
     while t < atts[-1].E + 900:
         a = rng.randint(2600, 6000)
-        ev.append((t, rng.choice(NOISE).format(a=a, b=a - 9, k=rng.randint(3, 40), v="%07x" % rng.getrandbits(28),
+        ev.append((t, rng.choice(NOISE).format(a=a, b=a - 9, k=rng.randint(3, 40), v=f"{rng.getrandbits(28):07x}",
                                                n=rng.randint(9000, 40000))))
         t += rng.uniform(2000, 11000)
     if h == x["Y"]:
@@ -807,7 +816,8 @@ def smi_q(h: str, t: float, x: dict, seed: int) -> bytes:
                 kv(8, "Sync Boost", act(False)), kv(8, "SW Thermal Slowdown", act(hot)),
                 kv(8, "Display Clock Setting", act(False)),
                 "    FB Memory Usage", kv(8, "Total", "81559 MiB"), kv(8, "Reserved", "565 MiB"),
-                kv(8, "Used", f"{65230 + rng.randint(0, 900)} MiB"), kv(8, "Free", f"{15100 + rng.randint(0, 900)} MiB"),
+                kv(8, "Used", f"{65230 + rng.randint(0, 900)} MiB"),
+                kv(8, "Free", f"{15100 + rng.randint(0, 900)} MiB"),
                 "    ECC Mode", kv(8, "Current", "Enabled"), kv(8, "Pending", "Enabled"),
                 "    ECC Errors", "        Volatile",
                 kv(12, "SRAM Correctable", "0"), kv(12, "SRAM Uncorrectable Parity", "0"),
@@ -928,7 +938,8 @@ def generate(out: Path, seed: int) -> dict:
              onset_step=a6.onset_step, poisoned_saves=[n for n, _, _ in a6.saves if n >= a6.onset_step],
              rollback_to=a6.durable),
     ]
-    decoys = {x["C"]: "one rank printed clip_grad_norm_'s non-finite FutureWarning at a loss spike the run recovered from",
+    decoys = {x["C"]: "one rank printed clip_grad_norm_'s non-finite FutureWarning at a loss spike the run "
+                      "recovered from",
               x["D"]: "nvidia-smi -q shows a volatile DRAM Correctable ECC count; correctable, harmless"}
     forbidden = [
         dict(failure_mode="loss_divergence", attempts=[1, 2, 3, 4, 6, 7],
