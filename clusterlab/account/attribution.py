@@ -340,11 +340,16 @@ def _stall_roots(con: duckdb.DuckDBPyConnection, run: str, inc: pl.DataFrame) ->
     by the transport's timeout only)."""
     ends = inc.filter(pl.col("kind") == "attempt_end").select(pl.col("attempt").cast(pl.Int32), "root_ts")
     lost = inc.filter(pl.col("kind") == "attempt_end", pl.col("failure_mode") == "node_failure")["attempt"]
+    # NOTE: a watchdog line without its own stamp (torch 2.1's "[E ProcessGroupNCCL.cpp:475] ...") lies between
+    # its stamped neighbours, the lower one maybe the last step record ten minutes before it was printed: dated by
+    # that, the wait it reports began a whole timeout before the job stopped, and the steps that ran up to the
+    # fault became hang. Only the latest it can have been printed (its upper bound) says no more than it knows.
     waits = store.frame(con, """
-        SELECT attempt::INTEGER AS attempt, median(ts - to_milliseconds(TRY_CAST(json_extract_string(detail,
-               '$.ran_for_ms') AS BIGINT))) AS root_ts
+        SELECT attempt::INTEGER AS attempt, median(CASE WHEN dated IS NULL THEN ts ELSE ts_hi END
+               - to_milliseconds(TRY_CAST(json_extract_string(detail, '$.ran_for_ms') AS BIGINT))) AS root_ts
         FROM events WHERE run = $run AND kind = 'watchdog_timeout' AND attempt IS NOT NULL
           AND TRY_CAST(json_extract_string(detail, '$.ran_for_ms') AS BIGINT) IS NOT NULL
+          AND (dated IS NULL OR ts_hi IS NOT NULL)
         GROUP BY ALL
         UNION ALL
         SELECT e.attempt::INTEGER, min(e.ts) FROM events e
