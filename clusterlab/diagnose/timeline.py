@@ -23,6 +23,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store
+from clusterlab.diagnose import shared_clock
 
 # Evidence up to this far outside a scheduler record still belongs to it: node clocks run seconds
 # apart from slurmctld's, and sacct prints whole seconds (a last line at 09:44:35.080 is in End=09:44:35).
@@ -136,14 +137,34 @@ def host_clocks(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFrame 
     """Per (attempt, host): `corr_us`, how far that host's clock runs ahead of the attempt's log clock (the clock
     the ledger's timeline is on), and `shift_us`, how far the ranks' common clock (`rank_profile`'s `ts`) does,
     where they can be measured: from the moments every host shares, the ends of the
-    synchronous steps in the per-rank timings (`host_offsets`), carried onto the log's clock as `merge` does.
-    A host with no per-rank timings has no shared moment to measure it by and is not listed. `profile` and `offsets`
-    are `rank_profile_and_offsets(con, run)` where the caller has them."""
+    synchronous steps in the per-rank timings (`host_offsets`), carried onto the log's clock as `merge` does;
+    for hosts without them, from the bursts of the job's combined output and the outages every client reports
+    (`shared_clock`: the peers' clock stands for the log's). A host neither measures is not listed. `profile` and
+    `offsets` are `rank_profile_and_offsets(con, run)` where the caller has them."""
     empty = pl.DataFrame(schema={"attempt": pl.Int32, "host": pl.String, "corr_us": pl.Int64, "shift_us": pl.Int64})
     if offsets is None or profile is None:  # `rank_profile_and_offsets` gives both where the caller has them
         profile, offsets = rank_profile_and_offsets(con, run)
+    shared = _shared_clocks(con, run, empty)
     if not offsets.height:
+        return shared
+    return pl.concat([_rank_clocks(con, run, profile, offsets), shared]).unique(["attempt", "host"], keep="first",
+                                                                                maintain_order=True)
+
+
+def _shared_clocks(con: duckdb.DuckDBPyConnection, run: str, empty: pl.DataFrame) -> pl.DataFrame:
+    """`host_clocks` rows for every attempt of `run` from the moments the hosts' own stamps share (no per-rank
+    timings needed): a clock that lost NTP stays off by about as much for the hours of a run."""
+    off = shared_clock.shared_offsets(con, run)
+    if not off.height:
         return empty
+    att = store.frame(con, "SELECT DISTINCT attempt::INTEGER AS attempt FROM attempts WHERE run = $run AND "
+                           "attempt IS NOT NULL", {"run": run})
+    return att.join(off, how="cross").select("attempt", "host", corr_us="off_us", shift_us=pl.lit(0, pl.Int64))
+
+
+def _rank_clocks(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFrame,
+                 offsets: pl.DataFrame) -> pl.DataFrame:
+    """`host_clocks` from the per-rank timings' offsets."""
     log = _one_log(_clocked(logged_steps(con, run))).with_columns(pl.col("attempt").cast(pl.Int32))
     timed = profile.filter(pl.col("ts").is_not_null()).select(pl.col("attempt").cast(pl.Int32), "step", rank_ts="ts")
     shift = (log.join(timed, on=["attempt", "step"]).group_by("attempt")

@@ -185,7 +185,15 @@ def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file
     zones = dict(con.execute(
         "SELECT n.host, coalesce(c.timezone, 'UTC') FROM nodes n JOIN clusters c USING (cluster)"
     ).fetchall())
-    return [(task, _context(task, walked, zones, known, run, host, year, epoch)) for task in walked.files]
+    # NOTE: a file no host is known for (a run's rank-0 log or slurm-J.out, the controller's slurmctld.log, sacct)
+    # prints the local time of the cluster it ran on: the run's cluster's zone, else the one zone that every
+    # cluster of the inventory shares; read as UTC it lies an offset away from the same moment in the nodes' logs.
+    run_zones = dict(con.execute(
+        "SELECT r.run, coalesce(c.timezone, 'UTC') FROM runs r JOIN clusters c USING (cluster)").fetchall())
+    shared = {z for (z,) in con.execute("SELECT DISTINCT coalesce(timezone, 'UTC') FROM clusters").fetchall()}
+    zones[""] = shared.pop() if len(shared) == 1 else "UTC"
+    return [(task, _context(task, walked, zones, known, run, host, year, epoch, run_zones))
+            for task in walked.files]
 
 
 class _InventoryLoader:
@@ -210,7 +218,8 @@ class _InventoryLoader:
 
 
 def _context(task: bundle.FileTask, walked: bundle.Walk, zones: dict[str, str], known: frozenset[str],
-             run: str | None, host: str | None, year: int | None, epoch: dt.datetime | None = None) -> Context:
+             run: str | None, host: str | None, year: int | None, epoch: dt.datetime | None = None,
+             run_zones: dict[str, str] | None = None) -> Context:
     boot = walked.boot_times.get(task.path.parent) if walked.boot_times else None
     stamp = task.mtime if task.mtime is not None else task.path.stat().st_mtime
     mtime = dt.datetime.fromtimestamp(stamp, dt.UTC).replace(tzinfo=None)
@@ -221,7 +230,8 @@ def _context(task: bundle.FileTask, walked: bundle.Walk, zones: dict[str, str], 
         attempt=task.attempt,
         year=year or mtime.year,
         mtime=None if year else mtime,
-        tz=zones.get(task.host or host or "", "UTC"),
+        tz=(zones.get(task.host or host or "") if task.host or host
+            else (run_zones or {}).get(task.run or run or "", zones.get("", "UTC"))) or "UTC",
         boot_time=bundle.read_boot_time(boot) if boot else None,
         known_hosts=known,
         epoch=epoch,

@@ -26,7 +26,7 @@ attempts is permuted per seed, then:
             stamped lines                                                       [user_code_error, null]
   timelimit the last attempt reaches the 6 h limit                                  [time_limit, null]
 Clocks: the truth is on ONE true clock, UTC (truth.json). The site runs its cluster in local time
-Europe/Berlin (CET, UTC+01:00 in December; stated in inventory.toml `timezone` and run.toml): slurmctld
+Europe/Berlin (CET, UTC+01:00 in December; stated in inventory.toml `timezone` and a run.toml comment): slurmctld
 "[YYYY-MM-DDTHH:MM:SS.mmm]" (no zone) and sacct Start/End in local time on the controller's clock (true);
 `dmesg -T` (local, no zone) and `journalctl -k -o short-iso` ("+01:00") on each node's own clock;
 Megatron stamps (print_datetime, iteration lines) and c10/torchrun glog stamps ("E1206 10:23:45.123...",
@@ -73,16 +73,17 @@ Formats (looked up with the search tools; text here written anew):
   * NVRM Xid 79 / Xid 31 MMU fault lines; dmesg -T "[Sun Dec  6 10:23:45 2026] ..."; journalctl
     short-iso "2026-12-06T10:23:45+01:00 host kernel: ...".
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import math
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-UTC = timezone.utc
+UTC = UTC
 RUN = "cr-megatron-34b"
 CLUSTER, PROVIDER = "lx-1", "lumenhost"
 JOB = 884213
@@ -93,7 +94,7 @@ TP, PP = 8, 2
 DP = GPUS // (TP * PP)
 GBS, SEQ = 400, 4096
 TOKENS_PER_STEP = GBS * SEQ
-FLOPS_PER_TOKEN = 2.16e11                    # 6 * 34e9 + attention
+FLOPS_PER_TOKEN = 2.16e11  # 6 * 34e9 + attention
 PEAK = 989.4e12
 BASE_STEP = 5.480
 JIT = 0.004
@@ -102,17 +103,34 @@ LOG_INTERVAL = 10
 TRAIN_ITERS = 60000
 TIME_LIMIT = 6 * 3600
 WATCHDOG = 600.0
-LOCAL_OFF = 3600                             # Europe/Berlin in December (CET)
+LOCAL_OFF = 3600  # Europe/Berlin in December (CET)
 T0 = datetime(2026, 12, 5, 21, 10, 0, tzinfo=UTC).timestamp()
 CKPT = "/lustre/lxfs/ckpt/megatron-34b"
 FS = "lxfs"
 OSS_IP = "10.77.0.21"
 HOSTS = [f"lx-{i:03d}" for i in range(1, 13)]
 BUSIDS = ["18000", "2a000", "3a000", "5d000", "9a000", "ab000", "ba000", "db000"]
-HARDWARE_MODES = ["gpu_fell_off_bus", "gpu_memory_ecc", "gpu_hw_other", "nvlink_error", "pcie_error",
-                  "network", "host_hw", "filesystem_io", "node_failure", "checkpoint_lost", "preemption"]
-MODE = {"xid79": "gpu_fell_off_bus", "lustre": "filesystem_io", "hang": "nccl_timeout",
-        "nodefail": "node_failure", "usererr": "user_code_error", "timelimit": "time_limit"}
+HARDWARE_MODES = [
+    "gpu_fell_off_bus",
+    "gpu_memory_ecc",
+    "gpu_hw_other",
+    "nvlink_error",
+    "pcie_error",
+    "network",
+    "host_hw",
+    "filesystem_io",
+    "node_failure",
+    "checkpoint_lost",
+    "preemption",
+]
+MODE = {
+    "xid79": "gpu_fell_off_bus",
+    "lustre": "filesystem_io",
+    "hang": "nccl_timeout",
+    "nodefail": "node_failure",
+    "usererr": "user_code_error",
+    "timelimit": "time_limit",
+}
 
 
 def ip(h: str) -> str:
@@ -141,7 +159,7 @@ def meg_ts(t: float) -> str:
 
 def glog(t: float, lvl: str, ns: bool = True) -> str:
     d, u = loc(t)
-    return f"{lvl}{d:%m%d} {d:%H:%M:%S}.{u:06d}" + ("%03d" % (u % 997) if ns else "")
+    return f"{lvl}{d:%m%d} {d:%H:%M:%S}.{u:06d}" + (f"{u % 997:03d}" if ns else "")
 
 
 def ctld(t: float) -> str:
@@ -223,15 +241,15 @@ def simulate(a: Att, rng: random.Random) -> None:
             a.E = a.R + 2.0
             return
         if a.kind in ("xid79", "nodefail") and t + dur > stop:
-            a.R = t + rng.uniform(0.8, dur - 0.8)        # inside the step in flight
+            a.R = t + rng.uniform(0.8, dur - 0.8)  # inside the step in flight
             a.E = a.R + (66.0 if a.kind == "xid79" else 301.5)
             return
         if a.kind == "hang" and t + dur > stop and n % SAVE_INTERVAL != 0:
-            a.R = t                                      # end of the last completed step
+            a.R = t  # end of the last completed step
             a.E = a.R + WATCHDOG + 41.0
             return
         if a.kind == "usererr" and t + dur > stop and n % SAVE_INTERVAL != 0:
-            a.R = t + 0.35                               # the collate of the next batch raises
+            a.R = t + 0.35  # the collate of the next batch raises
             a.E = a.R + 24.0
             return
         a.steps.append((n + 1, t, dur))
@@ -253,31 +271,50 @@ def timeline(seed: int) -> tuple[list[Att], dict]:
     kinds = ["xid79", "lustre", "hang", "nodefail", "usererr"]
     rng.shuffle(kinds)
     kinds.append("timelimit")
-    pool = HOSTS[1:10]                                   # lx-001 is rank 0's host, never a suspect
+    pool = HOSTS[1:10]  # lx-001 is rank 0's host, never a suspect
     rng.shuffle(pool)
     roles = {"X": pool[0], "N": pool[1], "H": pool[2], "D": pool[3], "T": pool[4], "P1": pool[5], "P2": pool[6]}
     nodes = HOSTS[:10]
     spares = ["lx-011", "lx-012"]
     out, t, load = [], T0, 0
     for k, kind in enumerate(kinds, start=1):
-        a = Att(k=k, kind=kind, nodes=list(nodes), load=load, S=float(t),
-                startup=rng.uniform(150, 240) + (40 if load else 0),
-                run_for=rng.uniform(1.3, 3.6) * 3600)
+        a = Att(
+            k=k,
+            kind=kind,
+            nodes=list(nodes),
+            load=load,
+            S=float(t),
+            startup=rng.uniform(150, 240) + (40 if load else 0),
+            run_for=rng.uniform(1.3, 3.6) * 3600,
+        )
         a.F = a.S + a.startup
         simulate(a, random.Random(f"{seed}-cr-steps-{k}"))
         a.last_ckpt = a.saves[-1][0] if a.saves else a.load
         a.host = {"xid79": roles["X"], "hang": roles["H"], "nodefail": roles["N"]}.get(kind)
         out.append(a)
         load = a.last_ckpt
-        if kind in ("xid79", "nodefail"):                # the bad node is drained; a spare comes in
+        if kind in ("xid79", "nodefail"):  # the bad node is drained; a spare comes in
             nodes = sorted([h for h in nodes if h != a.host] + [spares.pop(0)])
         t = math.ceil(a.E + rng.uniform(150, 420))
     return out, roles
 
 
 def ledger(atts: list[Att]):
-    cats = dict.fromkeys(["productive", "straggler", "slowdown", "checkpoint", "data_stall", "recompute",
-                          "hang", "restart", "startup", "idle"], 0.0)
+    cats = dict.fromkeys(
+        [
+            "productive",
+            "straggler",
+            "slowdown",
+            "checkpoint",
+            "data_stall",
+            "recompute",
+            "hang",
+            "restart",
+            "startup",
+            "idle",
+        ],
+        0.0,
+    )
     per = []
     for i, a in enumerate(atts):
         cats["startup"] += a.F - a.S
@@ -300,11 +337,11 @@ def skews(seed: int, roles: dict) -> dict[str, float]:
     rng = random.Random(f"{seed}-cr-skew")
     sk = {h: round(rng.uniform(-2.8, 2.8), 3) for h in HOSTS}
     sk["lx-001"] = round(rng.uniform(-1.5, 1.5), 3)
-    sk[roles["X"]] = round(rng.uniform(95.0, 205.0), 3)              # NTP lost, clock ahead
+    sk[roles["X"]] = round(rng.uniform(95.0, 205.0), 3)  # NTP lost, clock ahead
     others = [h for h in HOSTS[1:] if h != roles["X"]]
     rng.shuffle(others)
-    sk[others[0]] = round(-rng.uniform(40.0, 150.0), 3)              # NTP lost, behind
-    sk[others[1]] = round(rng.uniform(30.0, 90.0), 3)                # NTP lost, ahead
+    sk[others[0]] = round(-rng.uniform(40.0, 150.0), 3)  # NTP lost, behind
+    sk[others[1]] = round(rng.uniform(30.0, 90.0), 3)  # NTP lost, ahead
     return sk
 
 
@@ -318,17 +355,21 @@ def lr_at(n: int) -> float:
 
 
 def c10_watchdog(t: float, r: int, seq: int, ran_ms: int) -> list[str]:
-    wd = (f"[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, "
-          f"NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for {ran_ms} milliseconds before timing out.")
-    return [f"[rank{r}]:[{glog(t, 'E')} ProcessGroupNCCL.cpp:616] {wd}",
-            f"[rank{r}]:[{glog(t + 0.002, 'E')} ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
-            f"Exception (either an error or timeout) detected by watchdog at work: {seq}, last enqueued NCCL work: "
-            f"{seq}, last completed NCCL work: {seq - 1}.",
-            f"[rank{r}]:[{glog(t + 0.003, 'E')} ProcessGroupNCCL.cpp:630] [Rank {r}] Some NCCL operations have failed "
-            f"or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
-            f"corrupted/incomplete data.",
-            f"[rank{r}]:[{glog(t + 0.004, 'E')} ProcessGroupNCCL.cpp:636] [Rank {r}] To avoid data inconsistency, we "
-            f"are taking the entire process down."]
+    wd = (
+        f"[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, "
+        f"NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for {ran_ms} milliseconds before timing out."
+    )
+    return [
+        f"[rank{r}]:[{glog(t, 'E')} ProcessGroupNCCL.cpp:616] {wd}",
+        f"[rank{r}]:[{glog(t + 0.002, 'E')} ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
+        f"Exception (either an error or timeout) detected by watchdog at work: {seq}, last enqueued NCCL work: "
+        f"{seq}, last completed NCCL work: {seq - 1}.",
+        f"[rank{r}]:[{glog(t + 0.003, 'E')} ProcessGroupNCCL.cpp:630] [Rank {r}] Some NCCL operations have failed "
+        f"or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
+        f"corrupted/incomplete data.",
+        f"[rank{r}]:[{glog(t + 0.004, 'E')} ProcessGroupNCCL.cpp:636] [Rank {r}] To avoid data inconsistency, we "
+        f"are taking the entire process down.",
+    ]
 
 
 TORCHRUN_TB = [
@@ -338,23 +379,35 @@ TORCHRUN_TB = [
     '  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/launcher/api.py", line 269, in launch_agent',
     "    raise ChildFailedError(",
     "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
-    "=" * 60, "pretrain_gpt.py FAILED", "-" * 60, "Failures:", "  <NO_OTHER_FAILURES>", "-" * 60,
+    "=" * 60,
+    "pretrain_gpt.py FAILED",
+    "-" * 60,
+    "Failures:",
+    "  <NO_OTHER_FAILURES>",
+    "-" * 60,
     "Root Cause (first observed failure):",
 ]
 
 
 def child_failed(t: float, host: str, r: int, lr: int, ec: int, pid: int, tb: str) -> list[str]:
     stamp = loc(t)[0].strftime("%Y-%m-%d_%H:%M:%S")
-    return TORCHRUN_TB + ["[0]:", f"  time      : {stamp}", f"  host      : {host}",
-                          f"  rank      : {r} (local_rank: {lr})", f"  exitcode  : {ec} (pid: {pid})",
-                          "  error_file: <N/A>", f"  traceback : {tb}", "=" * 60]
+    return TORCHRUN_TB + [
+        "[0]:",
+        f"  time      : {stamp}",
+        f"  host      : {host}",
+        f"  rank      : {r} (local_rank: {lr})",
+        f"  exitcode  : {ec} (pid: {pid})",
+        "  error_file: <N/A>",
+        f"  traceback : {tb}",
+        "=" * 60,
+    ]
 
 
 def out_file(atts: list[Att], sk: dict, roles: dict, seed: int) -> str:
     L = Sink()
     rng = random.Random(f"{seed}-cr-out")
 
-    def H(h: str, t: float) -> float:                   # the time a host's clock shows
+    def H(h: str, t: float) -> float:  # the time a host's clock shows
         return t + sk[h]
 
     for a in atts:
@@ -365,49 +418,82 @@ def out_file(atts: list[Att], sk: dict, roles: dict, seed: int) -> str:
         L.add(S + 0.6, f"SLURM_JOB_ID={JOB} SLURM_RESTART_COUNT={a.k - 1} SLURM_JOB_NODELIST={hostlist(a.nodes)}")
         for i, h in enumerate(a.nodes):
             p = f"{glog(H(h, S + 4 + 0.03 * i), 'W', ns=False)} {pid[h]} torch/distributed/run.py:793] "
-            L.ext(S + 4 + 0.03 * i, [p, p + "*" * 41,
-                                     p + "Setting OMP_NUM_THREADS environment variable for each process to be 1 in "
-                                         "default, to avoid your system being overloaded, please further tune the "
-                                         "variable for optimal performance in your application as needed. ",
-                                     p + "*" * 41])
+            L.ext(
+                S + 4 + 0.03 * i,
+                [
+                    p,
+                    p + "*" * 41,
+                    p + "Setting OMP_NUM_THREADS environment variable for each process to be 1 in "
+                    "default, to avoid your system being overloaded, please further tune the "
+                    "variable for optimal performance in your application as needed. ",
+                    p + "*" * 41,
+                ],
+            )
         t = S + 14
-        L.add(t, f"using world size: {GPUS}, data-parallel size: {DP}, context-parallel size: 1, "
-                 f"tensor-model-parallel size: {TP}, pipeline-model-parallel size: {PP} ")
-        L.ext(t, ["------------------------ arguments ------------------------",
-                  f"  global_batch_size ............................... {GBS}",
-                  f"  load ............................................ {CKPT}",
-                  f"  save ............................................ {CKPT}",
-                  f"  save_interval ................................... {SAVE_INTERVAL}",
-                  f"  seq_length ...................................... {SEQ}",
-                  f"  train_iters ..................................... {TRAIN_ITERS}",
-                  "-------------------- end of arguments ---------------------",
-                  "> initializing torch distributed ..."])
-        comm = "0x%016x" % random.Random(f"{seed}-{a.k}-comm").getrandbits(64)
+        L.add(
+            t,
+            f"using world size: {GPUS}, data-parallel size: {DP}, context-parallel size: 1, "
+            f"tensor-model-parallel size: {TP}, pipeline-model-parallel size: {PP} ",
+        )
+        L.ext(
+            t,
+            [
+                "------------------------ arguments ------------------------",
+                f"  global_batch_size ............................... {GBS}",
+                f"  load ............................................ {CKPT}",
+                f"  save ............................................ {CKPT}",
+                f"  save_interval ................................... {SAVE_INTERVAL}",
+                f"  seq_length ...................................... {SEQ}",
+                f"  train_iters ..................................... {TRAIN_ITERS}",
+                "-------------------- end of arguments ---------------------",
+                "> initializing torch distributed ...",
+            ],
+        )
+        comm = f"0x{random.Random(f'{seed}-{a.k}-comm').getrandbits(64):016x}"
         for i, h in enumerate(a.nodes):
             for d in range(GPN):
                 r = i * GPN + d
-                L.add(S + 40 + 0.002 * r,
-                      f"{h}:{pid[h] + 1 + d}:{pid[h] + 120 + d} [{d}] NCCL INFO ncclCommInitRank comm 0x{0x55d0a0000000 + r * 0x1000:x} "
-                      f"rank {r} nranks {GPUS} cudaDev {d} nvmlDev {d} busId {BUSIDS[d]} commId {comm} - Init COMPLETE")
+                L.add(
+                    S + 40 + 0.002 * r,
+                    f"{h}:{pid[h] + 1 + d}:{pid[h] + 120 + d} [{d}] NCCL INFO ncclCommInitRank "
+                    f"comm 0x{0x55D0A0000000 + r * 0x1000:x} "
+                    f"rank {r} nranks {GPUS} cudaDev {d} nvmlDev {d} busId {BUSIDS[d]} commId {comm} - Init COMPLETE",
+                )
         if roles["T"] in a.nodes and a.k == 2:
             h, d = roles["T"], 5
             peer = a.nodes[(a.nodes.index(h) + 1) % len(a.nodes)]
-            L.ext(S + 39.5, ["",
-                             f"{h}:{pid[h] + 1 + d}:{pid[h] + 140 + d} [{d}] misc/socket.cc:602 NCCL WARN socketPollConnect "
-                             f"poll() failed, ret 1, error Connection timed out, revents 8, connect to {ip(peer)}:41377",
-                             f"{h}:{pid[h] + 1 + d}:{pid[h] + 140 + d} [{d}] NCCL INFO socketPollConnect: connect returned "
-                             f"Connection timed out, retrying (1/34) after sleep for 100 msec"])
+            L.ext(
+                S + 39.5,
+                [
+                    "",
+                    f"{h}:{pid[h] + 1 + d}:{pid[h] + 140 + d} [{d}] misc/socket.cc:602 NCCL WARN socketPollConnect "
+                    f"poll() failed, ret 1, error Connection timed out, revents 8, connect to {ip(peer)}:41377",
+                    f"{h}:{pid[h] + 1 + d}:{pid[h] + 140 + d} [{d}] NCCL INFO socketPollConnect: connect returned "
+                    f"Connection timed out, retrying (1/34) after sleep for 100 msec",
+                ],
+            )
         t_init = S + 55
         L.add(t_init, f"[after megatron is initialized] datetime: {meg_ts(H(r0, t_init))} ")
         L.add(t_init + 1, "building GPT model ...")
         t_model = F - 30
         if a.load == 0:
-            L.ext(t_init + 20, [f"WARNING: could not find the metadata file {CKPT}/latest_checkpointed_iteration.txt",
-                                "    will not load any checkpoints and will start from random"])
+            L.ext(
+                t_init + 20,
+                [
+                    f"WARNING: could not find the metadata file {CKPT}/latest_checkpointed_iteration.txt",
+                    "    will not load any checkpoints and will start from random",
+                ],
+            )
         else:
             L.add(t_init + 22, f" loading checkpoint from {CKPT} at iteration {a.load}")
-            L.add(t_model - 2, f"  successfully loaded checkpoint from {CKPT} [ t 1/{TP}, p 1/{PP} ] at iteration {a.load}")
-        L.add(t_model, f"[after model, optimizer, and learning rate scheduler are built] datetime: {meg_ts(H(r0, t_model))} ")
+            L.add(
+                t_model - 2,
+                f"  successfully loaded checkpoint from {CKPT} [ t 1/{TP}, p 1/{PP} ] at iteration {a.load}",
+            )
+        L.add(
+            t_model,
+            f"[after model, optimizer, and learning rate scheduler are built] datetime: {meg_ts(H(r0, t_model))} ",
+        )
         L.add(F - 4, f"[after dataloaders are built] datetime: {meg_ts(H(r0, F - 4))} ")
         L.ext(F - 3.9, ["done with setup ...", "training ..."])
         L.add(F, f"[before the start of training step] datetime: {meg_ts(H(r0, F))} ")
@@ -415,20 +501,31 @@ def out_file(atts: list[Att], sk: dict, roles: dict, seed: int) -> str:
         for j, (n, ts, dur) in enumerate(a.steps):
             if n % LOG_INTERVAL:
                 continue
-            w = [d for _, _, d in a.steps[max(0, j - LOG_INTERVAL + 1): j + 1]]
+            w = [d for _, _, d in a.steps[max(0, j - LOG_INTERVAL + 1) : j + 1]]
             avg = sum(w) / len(w)
             end = ts + dur
             thr = TOKENS_PER_STEP * FLOPS_PER_TOKEN / avg / GPUS / 1e12
-            L.add(end, f" [{meg_ts(H(r0, end))}] iteration {n:8d}/{TRAIN_ITERS:8d} | consumed samples: {n * GBS:12d} | "
-                       f"elapsed time per iteration (ms): {avg * 1000:.1f} | throughput per GPU (TFLOP/s/GPU): {thr:.1f} | "
-                       f"learning rate: {lr_at(n):.6E} | global batch size: {GBS:5d} | lm loss: {loss_at(n, lr):.6E} | "
-                       f"loss scale: 1.0 | grad norm: {0.25 + abs(lr.gauss(0, 0.03)):.3f} | number of skipped iterations:   0 | "
-                       f"number of nan iterations:   0 |")
+            L.add(
+                end,
+                f" [{meg_ts(H(r0, end))}] iteration {n:8d}/{TRAIN_ITERS:8d} | consumed samples: {n * GBS:12d} | "
+                f"elapsed time per iteration (ms): {avg * 1000:.1f} | throughput per GPU (TFLOP/s/GPU): {thr:.1f} | "
+                f"learning rate: {lr_at(n):.6E} | global batch size: {GBS:5d} | lm loss: {loss_at(n, lr):.6E} | "
+                f"loss scale: 1.0 | grad norm: {0.25 + abs(lr.gauss(0, 0.03)):.3f} | "
+                "number of skipped iterations:   0 | "
+                f"number of nan iterations:   0 |",
+            )
         for n, ts, c in a.saves:
             L.add(ts + 0.01, f"saving checkpoint at iteration {n:7d} to {CKPT} in torch_dist format")
-            L.add(ts + c - 0.01, f"  successfully saved checkpoint from iteration {n:7d} to {CKPT} [ t 1/{TP}, p 1/{PP} ]")
-            L.ext(ts + c - 0.005, ["(min, max) time across ranks (ms):",
-                                   f"    {'save-checkpoint '.ljust(48, '.')}: ({c * 1000 - 7.5:.2f}, {c * 1000:.2f})"])
+            L.add(
+                ts + c - 0.01, f"  successfully saved checkpoint from iteration {n:7d} to {CKPT} [ t 1/{TP}, p 1/{PP} ]"
+            )
+            L.ext(
+                ts + c - 0.005,
+                [
+                    "(min, max) time across ranks (ms):",
+                    f"    {'save-checkpoint '.ljust(48, '.')}: ({c * 1000 - 7.5:.2f}, {c * 1000:.2f})",
+                ],
+            )
         ending(a, L, H, pid, roles, rng)
     return L.text()
 
@@ -451,61 +548,104 @@ def ending(a: Att, L: Sink, H, pid: dict, roles: dict, rng: random.Random) -> No
             if hn not in a.nodes:
                 continue
             d = gd
-            L.ext(R + dt, ["", f"{hn}:{pid[hn] + 1 + d}:{pid[hn] + 160 + d} [{d}] transport/net_ib.cc:1696 NCCL WARN "
-                               f"NET/IB : Got completion from peer {ip(x)}<59112> with status=12 opcode=0 len=0 vendor "
-                               f"err 129 (Recv) localGid ::ffff:{ip(hn)} remoteGids::ffff:{ip(x)}",
-                               f"{hn}:{pid[hn] + 1 + d}:{pid[hn] + 160 + d} [{d}] NCCL INFO transport/net.cc:1302 -> 6",
-                               f"{hn}:{pid[hn] + 1 + d}:{pid[hn] + 160 + d} [{d}] NCCL INFO proxy.cc:698 -> 6",
-                               f"{hn}:{pid[hn] + 1 + d}:{pid[hn] + 160 + d} [{d}] NCCL INFO proxy.cc:878 -> 6 [Progress Thread]"])
+            L.ext(
+                R + dt,
+                [
+                    "",
+                    f"{hn}:{pid[hn] + 1 + d}:{pid[hn] + 160 + d} [{d}] transport/net_ib.cc:1696 NCCL WARN "
+                    f"NET/IB : Got completion from peer {ip(x)}<59112> with status=12 opcode=0 len=0 vendor "
+                    f"err 129 (Recv) localGid ::ffff:{ip(hn)} remoteGids::ffff:{ip(x)}",
+                    f"{hn}:{pid[hn] + 1 + d}:{pid[hn] + 160 + d} [{d}] NCCL INFO transport/net.cc:1302 -> 6",
+                    f"{hn}:{pid[hn] + 1 + d}:{pid[hn] + 160 + d} [{d}] NCCL INFO proxy.cc:698 -> 6",
+                    f"{hn}:{pid[hn] + 1 + d}:{pid[hn] + 160 + d} [{d}] NCCL INFO proxy.cc:878 -> 6 [Progress Thread]",
+                ],
+            )
         t = R + 22.0
         for i, h in enumerate(a.nodes):
             if h == x:
                 continue
             r = i * GPN + gd
             tt = t + 0.4 * i
-            L.ext(tt, [f"[rank{r}]:[{glog(H(h, tt), 'E')} ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
-                       f"Exception (either an error or timeout) detected by watchdog at work: {last_seq}, last enqueued NCCL "
-                       f"work: {last_seq}, last completed NCCL work: {last_seq - 1}.",
-                       f"[rank{r}]:[{glog(H(h, tt + 0.01), 'E')} ProcessGroupNCCL.cpp:1834] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
-                       f"Process group watchdog thread terminated with exception: NCCL error: remote process exited or there "
-                       f"was a network error, NCCL version 2.21.5",
-                       "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
-                       "Last error:",
-                       f"NET/IB : Got completion from peer {ip(x)}<59112> with status=12 opcode=0 len=0 vendor err 129 (Recv)"])
+            L.ext(
+                tt,
+                [
+                    f"[rank{r}]:[{glog(H(h, tt), 'E')} ProcessGroupNCCL.cpp:1785] "
+                    f"[PG ID 0 PG GUID 0(default_pg) Rank {r}] "
+                    f"Exception (either an error or timeout) detected by watchdog at work: {last_seq}, "
+                    "last enqueued NCCL "
+                    f"work: {last_seq}, last completed NCCL work: {last_seq - 1}.",
+                    f"[rank{r}]:[{glog(H(h, tt + 0.01), 'E')} ProcessGroupNCCL.cpp:1834] "
+                    f"[PG ID 0 PG GUID 0(default_pg) Rank {r}] "
+                    "Process group watchdog thread terminated with exception: NCCL error: "
+                    "remote process exited or there "
+                    f"was a network error, NCCL version 2.21.5",
+                    "ncclRemoteError: A call failed possibly due to a network error or a remote "
+                    "process exiting prematurely.",
+                    "Last error:",
+                    f"NET/IB : Got completion from peer {ip(x)}<59112> with status=12 opcode=0 len=0 "
+                    "vendor err 129 (Recv)",
+                ],
+            )
         # the rank on the dead GPU
         rx = xi * GPN + gd
         tx = R + 31.0
-        L.ext(tx, [f"[rank{rx}]: Traceback (most recent call last):",
-                   f'[rank{rx}]:   File "/workspace/Megatron-LM/pretrain_gpt.py", line 281, in <module>',
-                   f"[rank{rx}]:     pretrain(",
-                   f"[rank{rx}]: RuntimeError: CUDA error: unspecified launch failure",
-                   f"[rank{rx}]: CUDA kernel errors might be asynchronously reported at some other API call, so the "
-                   f"stacktrace below might be incorrect."])
+        L.ext(
+            tx,
+            [
+                f"[rank{rx}]: Traceback (most recent call last):",
+                f'[rank{rx}]:   File "/workspace/Megatron-LM/pretrain_gpt.py", line 281, in <module>',
+                f"[rank{rx}]:     pretrain(",
+                f"[rank{rx}]: RuntimeError: CUDA error: unspecified launch failure",
+                f"[rank{rx}]: CUDA kernel errors might be asynchronously reported at some other API call, so the "
+                f"stacktrace below might be incorrect.",
+            ],
+        )
         for i, h in enumerate(a.nodes):
             tt = R + 48 + 0.3 * i
             ec = 1 if h == x else -6
             r = i * GPN + gd
-            L.ext(tt, [f"{glog(H(h, tt), 'E', ns=False)} {pid[h]} torch/distributed/elastic/multiprocessing/api.py:869] "
-                       f"failed (exitcode: {ec}) local_rank: {gd} (pid: {pid[h] + 1 + gd}) of binary: /usr/bin/python3"])
+            L.ext(
+                tt,
+                [
+                    f"{glog(H(h, tt), 'E', ns=False)} {pid[h]} torch/distributed/elastic/multiprocessing/api.py:869] "
+                    f"failed (exitcode: {ec}) local_rank: {gd} (pid: {pid[h] + 1 + gd}) of binary: /usr/bin/python3"
+                ],
+            )
             if h in (x, a.nodes[0]):
-                L.ext(tt + 0.1, child_failed(H(h, tt), h, r, gd, ec, pid[h] + 1 + gd,
-                                             "<N/A>" if ec == 1 else f"Signal 6 (SIGABRT) received by PID {pid[h] + 1 + gd}"))
+                L.ext(
+                    tt + 0.1,
+                    child_failed(
+                        H(h, tt),
+                        h,
+                        r,
+                        gd,
+                        ec,
+                        pid[h] + 1 + gd,
+                        "<N/A>" if ec == 1 else f"Signal 6 (SIGABRT) received by PID {pid[h] + 1 + gd}",
+                    ),
+                )
         srun_fail_and_requeue(a, L, E, [(h, i) for i, h in enumerate(a.nodes)][:3] + [(x, xi)])
     elif a.kind == "lustre":
         n, ts = a.failed_save
         L.add(ts + 0.01, f"saving checkpoint at iteration {n:7d} to {CKPT} in torch_dist format")
         te = R + 215.0
-        tb = ["[rank0]: Traceback (most recent call last):",
-              '[rank0]:   File "/workspace/Megatron-LM/megatron/training/checkpointing.py", line 442, in save_checkpoint',
-              "[rank0]:     state_dict = dist_checkpointing.save(state_dict, checkpoint_name, save_strategy,",
-              '[rank0]:   File "/usr/local/lib/python3.10/dist-packages/torch/distributed/checkpoint/filesystem.py", line 378, in _write_files_from_queue',
-              "[rank0]:     os.fsync(stream.fileno())",
-              f"[rank0]: OSError: [Errno 5] Input/output error: '{CKPT}/iter_{n:07d}/__0_0.distcp'"]
+        tb = [
+            "[rank0]: Traceback (most recent call last):",
+            '[rank0]:   File "/workspace/Megatron-LM/megatron/training/checkpointing.py", line 442, in save_checkpoint',
+            "[rank0]:     state_dict = dist_checkpointing.save(state_dict, checkpoint_name, save_strategy,",
+            '[rank0]:   File "/usr/local/lib/python3.10/dist-packages/torch/distributed/checkpoint/'
+            'filesystem.py", line 378, in _write_files_from_queue',
+            "[rank0]:     os.fsync(stream.fileno())",
+            f"[rank0]: OSError: [Errno 5] Input/output error: '{CKPT}/iter_{n:07d}/__0_0.distcp'",
+        ]
         L.ext(te, tb)
         for i, h in enumerate(a.nodes):
             tt = te + 6 + 0.2 * i
-            L.add(tt, f"{glog(H(h, tt), 'E', ns=False)} {pid[h]} torch/distributed/elastic/multiprocessing/api.py:869] "
-                      f"failed (exitcode: 1) local_rank: 0 (pid: {pid[h] + 1}) of binary: /usr/bin/python3")
+            L.add(
+                tt,
+                f"{glog(H(h, tt), 'E', ns=False)} {pid[h]} torch/distributed/elastic/multiprocessing/api.py:869] "
+                f"failed (exitcode: 1) local_rank: 0 (pid: {pid[h] + 1}) of binary: /usr/bin/python3",
+            )
         L.ext(te + 7, child_failed(H(a.nodes[0], te + 7), a.nodes[0], 0, 0, 1, pid[a.nodes[0]] + 1, "<N/A>"))
         srun_fail_and_requeue(a, L, E, [(h, i) for i, h in enumerate(a.nodes)])
     elif a.kind == "hang":
@@ -523,54 +663,89 @@ def ending(a: Att, L: Sink, H, pid: dict, roles: dict, rng: random.Random) -> No
         for i, h in enumerate(a.nodes):
             tt = tw + 5 + 0.2 * i
             if h == h_hang:
-                L.ext(tt, [f"{glog(H(h, tt), 'W', ns=False)} {pid[h]} torch/distributed/elastic/multiprocessing/api.py:897] "
-                           f"Sending process {pid[h] + 1 + d} closing signal SIGTERM" for d in range(GPN) if hi * GPN + d != stuck])
-                L.add(tt + 30, f"{glog(H(h, tt + 30), 'W', ns=False)} {pid[h]} torch/distributed/elastic/multiprocessing/"
-                               f"api.py:915] Unable to shutdown process {pid[h] + 1 + stuck % GPN} via Signals.SIGTERM, "
-                               f"forcefully exiting via Signals.SIGKILL")
+                L.ext(
+                    tt,
+                    [
+                        f"{glog(H(h, tt), 'W', ns=False)} {pid[h]} "
+                        "torch/distributed/elastic/multiprocessing/api.py:897] "
+                        f"Sending process {pid[h] + 1 + d} closing signal SIGTERM"
+                        for d in range(GPN)
+                        if hi * GPN + d != stuck
+                    ],
+                )
+                L.add(
+                    tt + 30,
+                    f"{glog(H(h, tt + 30), 'W', ns=False)} {pid[h]} torch/distributed/elastic/multiprocessing/"
+                    f"api.py:915] Unable to shutdown process {pid[h] + 1 + stuck % GPN} via Signals.SIGTERM, "
+                    f"forcefully exiting via Signals.SIGKILL",
+                )
             else:
-                L.add(tt, f"{glog(H(h, tt), 'E', ns=False)} {pid[h]} torch/distributed/elastic/multiprocessing/api.py:869] "
-                          f"failed (exitcode: -6) local_rank: 0 (pid: {pid[h] + 1}) of binary: /usr/bin/python3")
+                L.add(
+                    tt,
+                    f"{glog(H(h, tt), 'E', ns=False)} {pid[h]} torch/distributed/elastic/multiprocessing/api.py:869] "
+                    f"failed (exitcode: -6) local_rank: 0 (pid: {pid[h] + 1}) of binary: /usr/bin/python3",
+                )
         srun_fail_and_requeue(a, L, E, [(h, i) for i, h in enumerate(a.nodes)])
     elif a.kind == "nodefail":
         r0 = a.nodes[0]
         L.add(E - 1.0, f"srun: error: Node failure on {a.host}")
-        L.add(E - 0.5, f"slurmstepd: error: *** JOB {JOB} ON {r0} CANCELLED AT {slurm_ts(H(r0, E - 0.5))} DUE TO NODE "
-                       f"FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***")
+        L.add(
+            E - 0.5,
+            f"slurmstepd: error: *** JOB {JOB} ON {r0} CANCELLED AT {slurm_ts(H(r0, E - 0.5))} DUE TO NODE "
+            f"FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
+        )
     elif a.kind == "usererr":
-        tb = ["[rank0]: Traceback (most recent call last):",
-              '[rank0]:   File "/workspace/Megatron-LM/pretrain_gpt.py", line 281, in <module>',
-              "[rank0]:     pretrain(",
-              '[rank0]:   File "/workspace/Megatron-LM/megatron/training/training.py", line 1254, in train_step',
-              "[rank0]:     batch = next(data_iterator)",
-              '[rank0]:   File "/workspace/mlteam/data/collate.py", line 88, in __call__',
-              '[rank0]:     ids = sample["input_ids"]',
-              "[rank0]: KeyError: 'input_ids'"]
+        tb = [
+            "[rank0]: Traceback (most recent call last):",
+            '[rank0]:   File "/workspace/Megatron-LM/pretrain_gpt.py", line 281, in <module>',
+            "[rank0]:     pretrain(",
+            '[rank0]:   File "/workspace/Megatron-LM/megatron/training/training.py", line 1254, in train_step',
+            "[rank0]:     batch = next(data_iterator)",
+            '[rank0]:   File "/workspace/mlteam/data/collate.py", line 88, in __call__',
+            '[rank0]:     ids = sample["input_ids"]',
+            "[rank0]: KeyError: 'input_ids'",
+        ]
         L.ext(R, tb)
         h = a.nodes[0]
-        L.add(R + 3, f"{glog(H(h, R + 3), 'E', ns=False)} {pid[h]} torch/distributed/elastic/multiprocessing/api.py:869] "
-                     f"failed (exitcode: 1) local_rank: 0 (pid: {pid[h] + 1}) of binary: /usr/bin/python3")
+        L.add(
+            R + 3,
+            f"{glog(H(h, R + 3), 'E', ns=False)} {pid[h]} torch/distributed/elastic/multiprocessing/api.py:869] "
+            f"failed (exitcode: 1) local_rank: 0 (pid: {pid[h] + 1}) of binary: /usr/bin/python3",
+        )
         L.ext(R + 3.1, child_failed(H(h, R + 3), h, 0, 0, 1, pid[h] + 1, "<N/A>"))
         for i, hh in enumerate(a.nodes[1:], start=1):
-            L.add(R + 8 + 0.1 * i, f"{glog(H(hh, R + 8 + 0.1 * i), 'W', ns=False)} {pid[hh]} torch/distributed/elastic/agent/"
-                                   f"server/api.py:719] Received 15 death signal, shutting down workers")
+            L.add(
+                R + 8 + 0.1 * i,
+                f"{glog(H(hh, R + 8 + 0.1 * i), 'W', ns=False)} {pid[hh]} torch/distributed/elastic/agent/"
+                f"server/api.py:719] Received 15 death signal, shutting down workers",
+            )
         srun_fail_and_requeue(a, L, E, [(h, 0)])
     elif a.kind == "timelimit":
         r0 = a.nodes[0]
-        L.add(R + 0.2, f"slurmstepd: error: *** JOB {JOB} ON {r0} CANCELLED AT {slurm_ts(H(r0, R))} DUE TO TIME LIMIT ***")
-        L.add(R + 0.3, f"slurmstepd: error: *** STEP {JOB}.0 ON {r0} CANCELLED AT {slurm_ts(H(r0, R))} DUE TO TIME LIMIT ***")
+        L.add(
+            R + 0.2, f"slurmstepd: error: *** JOB {JOB} ON {r0} CANCELLED AT {slurm_ts(H(r0, R))} DUE TO TIME LIMIT ***"
+        )
+        L.add(
+            R + 0.3,
+            f"slurmstepd: error: *** STEP {JOB}.0 ON {r0} CANCELLED AT {slurm_ts(H(r0, R))} DUE TO TIME LIMIT ***",
+        )
         for i, h in enumerate(a.nodes):
-            L.add(R + 0.5 + 0.05 * i, f"{glog(H(h, R + 0.5), 'W', ns=False)} {pid[h]} torch/distributed/elastic/agent/"
-                                      f"server/api.py:719] Received 15 death signal, shutting down workers")
+            L.add(
+                R + 0.5 + 0.05 * i,
+                f"{glog(H(h, R + 0.5), 'W', ns=False)} {pid[h]} torch/distributed/elastic/agent/"
+                f"server/api.py:719] Received 15 death signal, shutting down workers",
+            )
 
 
 # ----------------------------------------------------------------------------- kernel logs
 def xid79_lines(pid: int) -> list[str]:
     bus = BUSIDS[3]
-    return [f"NVRM: Xid (PCI:0000:{bus[:2]}:00): 79, pid={pid}, name=pt_main_thread, GPU has fallen off the bus.",
-            f"NVRM: GPU 0000:{bus[:2]}:00.0: GPU has fallen off the bus.",
-            f"NVRM: GPU at PCI:0000:{bus[:2]}:00: GPU-6f1c2a9e-3b7d-4c1e-9a55-0d8e2f4b7c31",
-            "NVRM: GPU Board Serial Number: 1654923018842"]
+    return [
+        f"NVRM: Xid (PCI:0000:{bus[:2]}:00): 79, pid={pid}, name=pt_main_thread, GPU has fallen off the bus.",
+        f"NVRM: GPU 0000:{bus[:2]}:00.0: GPU has fallen off the bus.",
+        f"NVRM: GPU at PCI:0000:{bus[:2]}:00: GPU-6f1c2a9e-3b7d-4c1e-9a55-0d8e2f4b7c31",
+        "NVRM: GPU Board Serial Number: 1654923018842",
+    ]
 
 
 def kernel_logs(atts: list[Att], sk: dict, roles: dict, seed: int, bundle: Path) -> None:
@@ -579,34 +754,67 @@ def kernel_logs(atts: list[Att], sk: dict, roles: dict, seed: int, bundle: Path)
     for hi, h in enumerate(HOSTS):
         ev: list[tuple[float, str]] = []
         boot = T0 - rng.randint(2 * 86400, 6 * 86400)
-        ev.append((boot + 21.0, "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  560.35.03  Fri Aug 16 21:39:15 UTC 2024"))
+        ev.append(
+            (boot + 21.0, "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  560.35.03  Fri Aug 16 21:39:15 UTC 2024")
+        )
         for k in range(GPN):
             ev.append((boot + 34.0 + 0.01 * k, f"mlx5_core 0000:{BUSIDS[k][:2]}:00.1 ibp{k}s0: Link up"))
         t = boot + rng.uniform(3600, 7200)
         while t < end_all:
-            ev.append((t, f"audit: type=1400 audit({t + sk[h]:.3f}:{rng.randint(100, 999)}): apparmor=\"DENIED\" "
-                          f"operation=\"open\" class=\"file\" profile=\"snap.lxd.daemon\" name=\"/proc/{rng.randint(900, 9000)}/mounts\""))
+            ev.append(
+                (
+                    t,
+                    f'audit: type=1400 audit({t + sk[h]:.3f}:{rng.randint(100, 999)}): apparmor="DENIED" '
+                    'operation="open" class="file" profile="snap.lxd.daemon" '
+                    f'name="/proc/{rng.randint(900, 9000)}/mounts"',
+                )
+            )
             t += rng.uniform(5000, 16000)
         if h == roles["D"]:
             t_old = atts[0].S - rng.uniform(4.5, 5.5) * 3600
-            ev.append((t_old, f"NVRM: Xid (PCI:0000:{BUSIDS[1][:2]}:00): 31, pid=2087731, name=python3, Ch 00000010, "
-                              f"intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_3 faulted @ 0x7f3a_9c000000. "
-                              f"Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ"))
+            ev.append(
+                (
+                    t_old,
+                    f"NVRM: Xid (PCI:0000:{BUSIDS[1][:2]}:00): 31, pid=2087731, name=python3, Ch 00000010, "
+                    f"intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_3 faulted @ 0x7f3a_9c000000. "
+                    f"Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ",
+                )
+            )
         dead_at = None
         for a in atts:
             if h not in a.nodes:
                 continue
             if a.kind == "xid79" and h == a.host:
-                ev.extend((a.R + 0.001 * i, x) for i, x in enumerate(xid79_lines(1_200_000 + 37 * a.k + 3000 * a.nodes.index(h) + 4)))
+                ev.extend(
+                    (a.R + 0.001 * i, x)
+                    for i, x in enumerate(xid79_lines(1_200_000 + 37 * a.k + 3000 * a.nodes.index(h) + 4))
+                )
             if a.kind == "lustre":
                 t1 = a.R + rng.uniform(1.5, 6.0)
-                osc = f"{FS}-OST0003-osc-ffff9a{rng.randint(0x1000, 0xffff):04x}c8d000"
-                ev.append((t1, f"Lustre: {osc}: Connection to {FS}-OST0003 (at {OSS_IP}@o2ib) was lost; in progress "
-                               f"operations using this service will wait for recovery to complete"))
-                ev.append((t1 + 0.2, f"LustreError: 11-0: {osc}: operation ost_write to node {OSS_IP}@o2ib failed: rc = -107"))
-                ev.append((a.R + 200 + rng.uniform(0, 8), f"LustreError: 167-0: {osc}: This client was evicted by "
-                                                          f"{FS}-OST0003; in progress operations using this service will fail."))
-                ev.append((a.E + 600 + rng.uniform(0, 60), f"Lustre: {osc}: Connection restored to {FS}-OST0003 (at {OSS_IP}@o2ib)"))
+                osc = f"{FS}-OST0003-osc-ffff9a{rng.randint(0x1000, 0xFFFF):04x}c8d000"
+                ev.append(
+                    (
+                        t1,
+                        f"Lustre: {osc}: Connection to {FS}-OST0003 (at {OSS_IP}@o2ib) was lost; in progress "
+                        f"operations using this service will wait for recovery to complete",
+                    )
+                )
+                ev.append(
+                    (t1 + 0.2, f"LustreError: 11-0: {osc}: operation ost_write to node {OSS_IP}@o2ib failed: rc = -107")
+                )
+                ev.append(
+                    (
+                        a.R + 200 + rng.uniform(0, 8),
+                        f"LustreError: 167-0: {osc}: This client was evicted by "
+                        f"{FS}-OST0003; in progress operations using this service will fail.",
+                    )
+                )
+                ev.append(
+                    (
+                        a.E + 600 + rng.uniform(0, 60),
+                        f"Lustre: {osc}: Connection restored to {FS}-OST0003 (at {OSS_IP}@o2ib)",
+                    )
+                )
             if a.kind == "nodefail" and h == a.host:
                 dead_at = a.R
         if dead_at is not None:
@@ -631,9 +839,12 @@ def scheduler(atts: list[Att], seed: int, bundle: Path) -> None:
     def add(t: float, m: str) -> None:
         L.add(t, f"{ctld(t)} {m}")
 
-    add(T0 - 42.3, f"_slurm_rpc_submit_batch_job: JobId={JOB} InitPrio=10{rng.randint(1000, 9999)} usec={rng.randint(300, 900)}")
+    add(
+        T0 - 42.3,
+        f"_slurm_rpc_submit_batch_job: JobId={JOB} InitPrio=10{rng.randint(1000, 9999)} usec={rng.randint(300, 900)}",
+    )
     rows = ["JobID|JobName|Partition|AllocCPUS|State|ExitCode|Start|End|Elapsed|NNodes|NodeList"]
-    for i, a in enumerate(atts):
+    for a in atts:
         hl = hostlist(a.nodes)
         add(a.S + 0.02, f"sched: Allocate JobId={JOB} NodeList={hl} #CPUs={192 * NODES} Partition=train")
         if a.kind == "nodefail":
@@ -653,16 +864,25 @@ def scheduler(atts: list[Att], seed: int, bundle: Path) -> None:
             add(a.E - 0.19, f"Requeuing JobId={JOB}")
             state, ec = "REQUEUED", "0:15"
         if a.kind in ("xid79", "nodefail"):
-            add(a.E + rng.uniform(60, 140), f"update_node: node {a.host} reason set to: "
-                                            f"{'xid79 gpu3' if a.kind == 'xid79' else 'node unresponsive, rma'}")
+            add(
+                a.E + rng.uniform(60, 140),
+                f"update_node: node {a.host} reason set to: "
+                f"{'xid79 gpu3' if a.kind == 'xid79' else 'node unresponsive, rma'}",
+            )
             add(a.E + 141, f"update_node: node {a.host} state set to DRAINED")
-        rows.append(f"{JOB}|megatron-34b|train|{192 * NODES}|{state}|{ec}|{slurm_ts(a.S)}|{slurm_ts(a.E)}|"
-                    f"{elapsed(a.E - a.S)}|{NODES}|{hl}")
-        rows.append(f"{JOB}.batch|batch||192|{'CANCELLED' if state != 'NODE_FAIL' else 'NODE_FAIL'}|0:15|{slurm_ts(a.S)}|"
-                    f"{slurm_ts(a.E)}|{elapsed(a.E - a.S)}|1|{a.nodes[0]}")
+        rows.append(
+            f"{JOB}|megatron-34b|train|{192 * NODES}|{state}|{ec}|{slurm_ts(a.S)}|{slurm_ts(a.E)}|"
+            f"{elapsed(a.E - a.S)}|{NODES}|{hl}"
+        )
+        rows.append(
+            f"{JOB}.batch|batch||192|{'CANCELLED' if state != 'NODE_FAIL' else 'NODE_FAIL'}|0:15|{slurm_ts(a.S)}|"
+            f"{slurm_ts(a.E)}|{elapsed(a.E - a.S)}|1|{a.nodes[0]}"
+        )
         st0 = {"timelimit": "CANCELLED", "nodefail": "NODE_FAIL"}.get(a.kind, "FAILED")
-        rows.append(f"{JOB}.0|torchrun||{192 * NODES}|{st0}|{'1:0' if st0 == 'FAILED' else '0:9'}|{slurm_ts(a.S + 2)}|"
-                    f"{slurm_ts(a.E)}|{elapsed(a.E - a.S - 2)}|{NODES}|{hl}")
+        rows.append(
+            f"{JOB}.0|torchrun||{192 * NODES}|{st0}|{'1:0' if st0 == 'FAILED' else '0:9'}|{slurm_ts(a.S + 2)}|"
+            f"{slurm_ts(a.E)}|{elapsed(a.E - a.S - 2)}|{NODES}|{hl}"
+        )
     (bundle / "scheduler").mkdir(parents=True, exist_ok=True)
     (bundle / "scheduler" / "slurmctld.log").write_text(L.text())
     (bundle / "scheduler" / f"sacct-D-{JOB}.psv").write_text("\n".join(rows) + "\n")
@@ -686,7 +906,8 @@ gpus_per_node = {GPN}
 interconnect = "InfiniBand NDR 8x400G"
 nodes = "{hostlist(HOSTS)}"
 timezone = "Europe/Berlin"
-""")
+"""
+    )
     (bundle / "runs" / RUN / "run.toml").write_text(
         f"""# {RUN}: GPT 34B, Megatron-LM TP{TP} PP{PP} DP{DP}; one sbatch job {JOB}, --requeue --open-mode=append
 # all log times are the cluster's local time (Europe/Berlin, CET = UTC+01:00)
@@ -697,34 +918,71 @@ flops_per_token = {FLOPS_PER_TOKEN:.3e}
 checkpoint_dir = "{CKPT}"
 launcher = "slurm"
 launch_command = "sbatch --requeue --open-mode=append --nodes={NODES} --time=06:00:00 megatron_34b.sbatch"
-timezone = "Europe/Berlin"
-""")
+"""
+    )
     (bundle / "runs" / RUN / f"slurm-{JOB}.out").write_text(out_file(atts, sk, roles, seed))
     kernel_logs(atts, sk, roles, seed, bundle)
     scheduler(atts, seed, bundle)
     cats, total, per = ledger(atts)
-    incidents = [{"failure_mode": MODE[a.kind], "host": a.host, "attempt": a.k, "attempts": [a.k],
-                  "root_ts": iso_z(a.R), "gpu_hours_lost": per[i]} for i, a in enumerate(atts)]
-    decoys = {roles["D"]: "Xid 31 from a previous user's job ~5 h before attempt 1",
-              roles["T"]: "transient NCCL socket connect timeout at init, retried",
-              roles["P1"]: "NCCL IB completion error: symptom of the peer's GPU falling off the bus",
-              roles["P2"]: "NCCL IB completion error: symptom of the peer's GPU falling off the bus"}
+    incidents = [
+        {
+            "failure_mode": MODE[a.kind],
+            "host": a.host,
+            "attempt": a.k,
+            "attempts": [a.k],
+            "root_ts": iso_z(a.R),
+            "gpu_hours_lost": per[i],
+        }
+        for i, a in enumerate(atts)
+    ]
+    decoys = {
+        roles["D"]: "Xid 31 from a previous user's job ~5 h before attempt 1",
+        roles["T"]: "transient NCCL socket connect timeout at init, retried",
+        roles["P1"]: "NCCL IB completion error: symptom of the peer's GPU falling off the bus",
+        roles["P2"]: "NCCL IB completion error: symptom of the peer's GPU falling off the bus",
+    }
     truth = {
-        "run": RUN, "gpus": GPUS, "seed": seed, "match_on_attempt": True,
-        "tokens_per_step": TOKENS_PER_STEP, "flops_per_token": FLOPS_PER_TOKEN, "baseline_step_s": BASE_STEP,
+        "run": RUN,
+        "gpus": GPUS,
+        "seed": seed,
+        "match_on_attempt": True,
+        "tokens_per_step": TOKENS_PER_STEP,
+        "flops_per_token": FLOPS_PER_TOKEN,
+        "baseline_step_s": BASE_STEP,
         "steady_mfu": round(TOKENS_PER_STEP * FLOPS_PER_TOKEN / (BASE_STEP * GPUS * PEAK), 4),
-        "timezone": "Europe/Berlin (UTC+01:00)", "clock_skew_s": sk, "roles": roles,
-        "attempts": [{"attempt": a.k, "kind": a.kind, "nodes": hostlist(a.nodes), "start_ts": iso_z(a.S),
-                      "first_step_ts": iso_z(a.F), "root_ts": iso_z(a.R), "exit_ts": iso_z(a.E),
-                      "loaded_step": a.load, "last_step": a.steps[-1][0] if a.steps else a.load,
-                      "last_ckpt": a.last_ckpt} for a in atts],
+        "timezone": "Europe/Berlin (UTC+01:00)",
+        "clock_skew_s": sk,
+        "roles": roles,
+        "attempts": [
+            {
+                "attempt": a.k,
+                "kind": a.kind,
+                "nodes": hostlist(a.nodes),
+                "start_ts": iso_z(a.S),
+                "first_step_ts": iso_z(a.F),
+                "root_ts": iso_z(a.R),
+                "exit_ts": iso_z(a.E),
+                "loaded_step": a.load,
+                "last_step": a.steps[-1][0] if a.steps else a.load,
+                "last_ckpt": a.last_ckpt,
+            }
+            for a in atts
+        ],
         "incidents": incidents,
-        "forbidden_incidents": [{"failure_mode": "network", "reason": "the IB completion errors are symptoms of "
-                                 "the GPU that fell off the bus"}],
-        "decoy_hosts": sorted(decoys), "decoy_reasons": decoys, "hardware_modes": HARDWARE_MODES,
-        "expected_ledger": cats, "total_gpu_hours": total,
+        "forbidden_incidents": [
+            {
+                "failure_mode": "network",
+                "reason": "the IB completion errors are symptoms of the GPU that fell off the bus",
+            }
+        ],
+        "decoy_hosts": sorted(decoys),
+        "decoy_reasons": decoys,
+        "hardware_modes": HARDWARE_MODES,
+        "expected_ledger": cats,
+        "total_gpu_hours": total,
         "expected_lost_by_provider_gpu_hours": {PROVIDER: round(sum(per), 4)},
-        "notes": "Times are true UTC (the controller's clock); logs print Europe/Berlin local time on skewed node clocks.",
+        "notes": "Times are true UTC (the controller's clock); logs print Europe/Berlin local time on "
+        "skewed node clocks.",
     }
     (out / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
     return truth

@@ -1,0 +1,88 @@
+"""Host clocks measured without per-rank timings: the moments that several hosts' own stamps share.
+
+A host whose clock lost NTP stamps its kernel log and its ranks' lines minutes away from its peers'. Per-rank
+step timings measure that (`timeline.host_offsets`); where a run has none, two other kinds of shared moment do:
+
+- the job's combined output (srun and torchrun forward every host's lines into one stream as they come): a line
+  stamped by one host's clock sits between lines stamped by other hosts at about the same moment (the burst of
+  watchdog timeouts, exceptions and exits that every rank prints when a job dies), so its stamp minus theirs is
+  that host's lead;
+- a shared service's outage, which every client's kernel reports at about the same moment (a Lustre target's
+  lost or restored connection, an NFS server's "not responding" or "OK"): each host's first such line of the
+  episode minus the median over the hosts is its lead.
+
+Each host's lead is the median of its samples against hosts that mostly keep time; a lead below MIN_SKEW_S is
+noise of the printing order (and within the analysis' skew tolerance), not a clock to correct.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+from clusterlab import store
+
+# A lead smaller than this is left alone: the order lines reach a shared log in, and clients' reports of one
+# outage, spread over seconds.
+MIN_SKEW_S = 30.0
+# Lines of other hosts this close in the combined output were printed at about the same moment (a burst); wide
+# enough to hold several hosts' blocks of lines, so that their median outvotes one neighbour whose clock is off.
+NEIGHBOUR_LINES = 150
+MIN_NEIGHBOUR_HOSTS = 3
+# Neighbours whose stamps are further apart than this were not printed in one burst (a quiet stretch between).
+NEIGHBOUR_MAX_S = 900.0
+# Reports of one outage from many hosts: a gap longer than this between reports starts another episode.
+EPISODE_GAP_S = 900.0
+# The notices every client of a shared service prints when it goes away or comes back.
+SHARED_KINDS = ("lustre_connection_lost", "lustre_connection_restored", "nfs_not_responding", "nfs_server_ok")
+# A host's lead needs this many samples from the combined output (one outage episode counts as this many).
+MIN_LOG_SAMPLES = 3
+
+
+def shared_offsets(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
+    """Per host of `run`: `off_us`, how far its clock runs ahead of its peers' (only hosts at least MIN_SKEW_S off)."""
+    empty = pl.DataFrame(schema={"host": pl.String, "off_us": pl.Int64})
+    samples = [_log_samples(con, run)]
+    hosts = store.frame(con, "SELECT DISTINCT host FROM events WHERE run = $run AND host IS NOT NULL", {"run": run})
+    kern = store.frame(con, f"""
+        SELECT host, kind, coalesce(json_extract_string(detail, '$.target'),
+                                    json_extract_string(detail, '$.server'), '') AS target, ts
+        FROM events WHERE source = 'kernel' AND ts IS NOT NULL AND host IN (SELECT host FROM hosts)
+          AND kind IN ({", ".join(f"'{k}'" for k in SHARED_KINDS)})""", hosts=hosts)
+    if kern.height:
+        samples.append(_episode_samples(kern))
+    if not samples:
+        return empty
+    s = pl.concat(samples, how="vertical_relaxed")
+    per = s.group_by("host").agg(lead_us=pl.col("lead_us").median(), n=pl.col("weight").sum())
+    return (per.filter(pl.col("n") >= MIN_LOG_SAMPLES, pl.col("lead_us").abs() >= MIN_SKEW_S * 1e6)
+            .select("host", off_us=pl.col("lead_us").round().cast(pl.Int64)).sort("host"))
+
+
+def _log_samples(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
+    """Each own-stamped line's lead over the median stamp of the other hosts' lines around it in the same file
+    (the median: a neighbour whose own clock is off is outvoted by the others)."""
+    return store.frame(con, f"""
+        WITH e AS (
+            SELECT file_id, line, host, epoch_us(ts) AS us FROM events
+            WHERE run = $run AND host IS NOT NULL AND ts IS NOT NULL AND dated IS NULL AND line IS NOT NULL
+              AND source NOT IN ('sacct', 'slurmctld', 'slurm_jobcomp', 'kernel'))
+        SELECT a.host, (a.us - median(b.us))::BIGINT AS lead_us, 1::BIGINT AS weight
+        FROM e a JOIN e b ON a.file_id = b.file_id AND b.host <> a.host
+             AND b.line BETWEEN a.line - {NEIGHBOUR_LINES} AND a.line + {NEIGHBOUR_LINES}
+        GROUP BY a.host, a.file_id, a.line, a.us
+        HAVING count(DISTINCT b.host) >= {MIN_NEIGHBOUR_HOSTS}
+           AND abs(a.us - median(b.us)) <= {NEIGHBOUR_MAX_S * 1e6}""", {"run": run})
+
+
+def _episode_samples(kern: pl.DataFrame) -> pl.DataFrame:
+    """Each host's first notice of an outage episode less the median of all hosts' first notices of it."""
+    k = kern.sort("kind", "target", "ts")
+    k = k.with_columns(
+        episode=(pl.col("ts").diff().dt.total_seconds() > EPISODE_GAP_S).fill_null(True).cum_sum()
+        .over("kind", "target"))
+    first = k.group_by("kind", "target", "episode", "host").agg(us=pl.col("ts").min().dt.epoch("us"))
+    first = first.with_columns(n_hosts=pl.len().over("kind", "target", "episode"),
+                               mid=pl.col("us").median().over("kind", "target", "episode"))
+    return first.filter(pl.col("n_hosts") >= 3).select(
+        "host", lead_us=pl.col("us") - pl.col("mid"), weight=pl.lit(MIN_LOG_SAMPLES, pl.Int64))

@@ -1,0 +1,117 @@
+"""Two ways a run's evidence is placed wrongly in time, on a hand-written bundle (a site in Tokyo, UTC+09:00).
+
+1. Files that name no host (the run's combined log, the controller's slurmctld.log) print the cluster's local
+   time like the nodes' own logs do: read as UTC they lay nine hours away from the kernel's lines of the same
+   moment. Their zone is the run's cluster's (inventory.toml `timezone`).
+2. Without per-rank step timings a host whose clock lost NTP is still measurable: its ranks' stamped lines in
+   the combined log sit among the other hosts' lines of the same burst, and its kernel reports a shared NFS
+   server's outage minutes after every other client does. `timeline.host_clocks` lists it, and only it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import polars as pl
+
+from clusterlab import Lab
+from clusterlab.diagnose import shared_clock, timeline
+
+HOSTS = ["gx-01", "gx-02", "gx-03", "gx-04", "gx-05"]
+AHEAD = {"gx-04": 170.0}  # seconds this host's clock runs ahead
+T0 = dt.datetime(2027, 3, 12, 5, 0, 0)  # UTC
+TOKYO = dt.timedelta(hours=9)
+
+
+def _local(t: dt.datetime, host: str | None = None) -> dt.datetime:
+    return t + TOKYO + dt.timedelta(seconds=AHEAD.get(host or "", 0.0))
+
+
+def _glog(t: dt.datetime, host: str) -> str:
+    d = _local(t, host)
+    return f"E{d:%m%d} {d:%H:%M:%S}.{d.microsecond:06d}123"
+
+
+def _bundle(root: Path) -> None:
+    (root / "runs" / "tk-run").mkdir(parents=True)
+    (root / "inventory.toml").write_text(
+        "[providers.kasumi]\nusd_per_gpu_hour = 3.0\n\n[clusters.tk-1]\n"
+        'provider = "kasumi"\ngpu = "H100-SXM"\ngpus_per_node = 2\n'
+        'nodes = "gx-[01-05]"\ntimezone = "Asia/Tokyo"\n'
+    )
+    (root / "runs" / "tk-run" / "run.toml").write_text(
+        'cluster = "tk-1"\ngpus = 10\ntokens_per_step = 65536\nflops_per_token = 6.0e10\n'
+    )
+    lines = []
+    for i, h in enumerate(HOSTS):
+        for d in range(2):
+            r = 2 * i + d
+            lines.append(
+                f"{h}:{4000 + r}:{4100 + r} [{d}] NCCL INFO ncclCommInitRank comm 0x7f00{r:04x}000 rank {r} "
+                f"nranks 10 cudaDev {d} nvmlDev {d} busId {'1a000' if d == 0 else '9c000'} commId "
+                f"0x5e1f00aa - Init COMPLETE"
+            )
+    for n in range(10, 410, 10):
+        t = T0 + dt.timedelta(seconds=3.2 * n)
+        lines.append(
+            f" [{_local(t):%Y-%m-%d %H:%M:%S}] iteration {n:8d}/    9000 | consumed samples: {16 * n:12d} | "
+            f"elapsed time per iteration (ms): 3200.0 | learning rate: 1.000000E-04 | global batch size:    16 "
+            f"| lm loss: 3.100000E+00 | loss scale: 1.0 | grad norm: 0.400 | number of skipped iterations:   0 "
+            f"| number of nan iterations:   0 |"
+        )
+    hung_at = T0 + dt.timedelta(seconds=3.2 * 400)
+    for r in range(1, 10):  # rank 0 (gx-01) hangs; the others time out together
+        h = HOSTS[r // 2]
+        t = hung_at + dt.timedelta(seconds=600.5 + 0.01 * r)
+        lines.append(
+            f"[rank{r}]:[{_glog(t, h)} ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+            f"operation timeout: WorkNCCL(SeqNum=2411, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            f"Timeout(ms)=600000) ran for 600100 milliseconds before timing out."
+        )
+        lines.append(
+            f"[rank{r}]:[{_glog(t + dt.timedelta(milliseconds=2), h)} ProcessGroupNCCL.cpp:630] [Rank {r}] "
+            f"Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, "
+            f"subsequent GPU operations might run on corrupted/incomplete data."
+        )
+    (root / "runs" / "tk-run" / "train.log").write_text("\n".join(lines) + "\n")
+    outage = T0 + dt.timedelta(seconds=400)
+    for i, h in enumerate(HOSTS):
+        t1, t2 = outage + dt.timedelta(seconds=2 + i), outage + dt.timedelta(seconds=95 + i)
+        (root / "nodes" / h).mkdir(parents=True)
+        (root / "nodes" / h / "kern.log").write_text(
+            f"{_local(t1, h):%Y-%m-%dT%H:%M:%S}+09:00 {h} kernel: nfs: server vault-2 not responding, still trying\n"
+            f"{_local(t2, h):%Y-%m-%dT%H:%M:%S}+09:00 {h} kernel: nfs: server vault-2 OK\n"
+        )
+    end = hung_at + dt.timedelta(seconds=640)
+    (root / "scheduler").mkdir()
+    (root / "scheduler" / "slurmctld.log").write_text(
+        f"[{_local(T0 - dt.timedelta(seconds=90)):%Y-%m-%dT%H:%M:%S}.120] sched: Allocate JobId=5150 "
+        f"NodeList=gx-[01-05] #CPUs=320 Partition=batch\n"
+        f"[{_local(end):%Y-%m-%dT%H:%M:%S}.410] _job_complete: JobId=5150 WEXITSTATUS 1\n"
+    )
+
+
+def test_hostless_files_print_the_clusters_local_time(tmp_path: Path) -> None:
+    _bundle(tmp_path)
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path)
+        first = lab.sql("SELECT min(ts) AS ts FROM steps WHERE run = 'tk-run'")["ts"][0]
+        alloc = lab.sql("SELECT ts FROM events WHERE source = 'slurmctld' ORDER BY ts LIMIT 1")["ts"][0]
+        nfs = lab.sql("SELECT min(ts) AS ts FROM events WHERE source = 'kernel' AND host = 'gx-01'")["ts"][0]
+    assert first == T0 + dt.timedelta(seconds=32)  # naive UTC, not Tokyo's wall time
+    assert alloc == T0 - dt.timedelta(seconds=89.88)
+    assert nfs == T0 + dt.timedelta(seconds=402)  # the kernel's own offset, as before
+
+
+def test_a_host_off_by_minutes_is_measured_without_per_rank_timings(tmp_path: Path) -> None:
+    _bundle(tmp_path)
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path)
+        off = shared_clock.shared_offsets(lab.con, "tk-run")
+        clocks = timeline.host_clocks(lab.con, "tk-run")
+    assert off["host"].to_list() == ["gx-04"]
+    assert abs(off["off_us"][0] / 1e6 - 170.0) < 3.0
+    assert clocks.height and set(clocks["host"]) == {"gx-04"}
+    assert (clocks["corr_us"] - 170_000_000).abs().max() < 3_000_000
+    assert clocks.schema["attempt"] == pl.Int32
