@@ -12,6 +12,8 @@ import bisect
 
 import polars as pl
 
+from clusterlab.collectors._base import FILE_LINE_BASE
+
 _TB_MAX_LINES = 1000  # a traceback whose exception line is further away than this is not paired
 # a store's server that cannot bind its port: the launch's own configuration, not the network
 STORE_BIND = r"The server socket has failed to listen on any local network address"
@@ -25,6 +27,11 @@ _NO_MODE_EXC = {"DistStoreError", "DistBackendError", "SignalException", "Proces
 _FS_ERRNO = (r"\[Errno (?:5|28|116|122)\]|Input/output error|Stale file handle|No space left on device"
              r"|Disk quota exceeded|PytorchStreamWriter failed writing file .*: file write failed"
              r"|inline_container\.cc:\d+\] \. unexpected pos \d+ vs \d+")
+# ENOSPC, EDQUOT as any layer words them (Python's OSError, Rust's io::Error, a shell)
+STORAGE_FULL = r"No space left on device|Disk quota exceeded"
+# `loss is nan`, `Loss became NaN`, `loss = inf`: the loss itself, not a term or a check's wording (`nan_to_num`)
+_LOSS_NONFINITE = r"(?i)\bloss\b[^.;:]{0,30}?(?:\b(?:is|became|becomes|was) |= ?)(?:nan|inf)\b"
+
 
 def tracebacks(f: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     """The exception line that ends each traceback (causes of chained ones folded in); the unended ones' lines."""
@@ -32,11 +39,16 @@ def tracebacks(f: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     ex = f.filter(pl.col("exc_type").is_not_null()).select("line", "key", "exc_type", "exc_msg")
     schema = {"line": pl.Int64, "tb_line": pl.Int64, "exc_type": pl.String, "exc_msg": pl.String,
               "causes": pl.List(pl.String), "chain_msgs": pl.List(pl.String), "consumed": pl.Boolean}
-    if not tb.height:
+    if not tb.height and not ex.height:
         return pl.DataFrame(schema=schema), pl.Series("line", [], pl.Int64)
-    pairs = (ex.sort("line").join_asof(tb.sort("tb_line"), left_on="line", right_on="tb_line", by="key",
-                                       strategy="backward", check_sortedness=False)
-             .filter(pl.col("tb_line").is_not_null() & (pl.col("line") - pl.col("tb_line") <= _TB_MAX_LINES))
+    pairs = ex.sort("line").join_asof(tb.sort("tb_line"), left_on="line", right_on="tb_line", by="key",
+                                      strategy="backward", check_sortedness=False)
+    # NOTE: a file that begins with an exception (no traceback header before it) is a quote of a traceback's end:
+    # the user kept the error and dropped what led to it. Elsewhere such words are a log line, not an exception.
+    orphan = pl.col("tb_line").is_null() & (pl.col("line") % FILE_LINE_BASE == 1)
+    pairs = (pairs.with_columns(tb_line=pl.when(orphan).then(pl.col("line")).otherwise(pl.col("tb_line")),
+                                rank_tb=pl.col("rank_tb").fill_null(False))
+             .filter(pl.col("line") - pl.col("tb_line") <= _TB_MAX_LINES)
              .sort("line").unique("tb_line", keep="first", maintain_order=True))
     marks: dict[str, list[int]] = {}
     for line, key in f.filter(pl.col("is_chain")).select("line", "key").iter_rows():
@@ -88,6 +100,8 @@ def _exc_mode(exc_type: pl.Expr, message: pl.Expr) -> pl.Expr:
     short = exc_type.str.extract(r"(\w+)$", 1)
     return (pl.when(short == "KeyboardInterrupt").then(pl.lit("manual_stop"))
             .when(short == "MemoryError").then(pl.lit("host_oom"))
+            # a training loop's own check raising on a non-finite loss (`ValueError: loss is nan`): divergence
+            .when(message.fill_null("").str.contains(_LOSS_NONFINITE)).then(pl.lit("loss_divergence"))
             # NOTE: whatever wraps it (an OSError, a RuntimeError of torch.save): the storage failed the process
             .when(message.fill_null("").str.contains(_FS_ERRNO)).then(pl.lit("filesystem_io"))
             # NOTE: a store server that cannot bind its port is the launch's configuration (store_bind), not the network

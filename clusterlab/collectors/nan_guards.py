@@ -47,6 +47,10 @@ GUARDS: list[tuple[str, str, str]] = [
     ("grad_norm_nonfinite", r"(?:^|\s)grad_norm: (?:(?i:nan|inf) \(|\S+ \((?i:nan|inf)\))", "error"),
     # Keras `model.fit`: `612/612 [====] - 52s 85ms/step - loss: nan - accuracy: ...` (Keras 3: any metric first)
     ("loss_nan", r"/(?:step|sample) - (?:.* - )?loss: (?i:nan|inf)\b", "error"),
+    # a loop's own check raising (`ValueError: loss is nan`, `RuntimeError: Loss became NaN at step 120`): the
+    # exception's message states the loss itself is not finite, traceback or not
+    ("loss_nan", r"\w(?:Error|Exception): (?:.*\s)?(?i:loss)\b[^.;:]{0,30}?(?:\b(?:is|became|becomes|was) |= ?)"
+                 r"(?i:nan|inf)\b", "error"),
     # detectron2's anomaly check (SimpleTrainer): `FloatingPointError: Loss became infinite or NaN at iteration=2137!`
     ("loss_nan", r"Loss became infinite or NaN at iteration=\d+", "error"),
     # Composer's console logger: `[batch=13/4800]:` then one tab-indented line per metric (`\t Train
@@ -100,6 +104,9 @@ _HEAD = PATTERN + (r"| - mm\w+ - INFO - (?:Epoch|Iter)(?:\(train\))? *\[|Epoch: 
                    r"|Gradient overflow\. +Skipping step, loss scaler \d+ reducing loss scale to "
                    r"|\[batch=\d+/\d+\]:|Train loss/train/|\w*loss\w*: [\d.e+-]+\b.*\d+%\|.*\| *\d+/\d+ \["
                    r"|^\s*\d+ *\| *(?:[^|]*\| *)*?(?i:loss)[ :=]+[\d.]+ *\||\bstep \d+: train loss [\d.]+, val loss ")
+_BAR_PLACEHOLDER = r"\d+/\d+ \[[^\]]*<[^\]]*[\s,]loss=(?i:nan)\b"
+_BAR_TRAIN_FINITE = r"[\s,]\w*train\w*loss\w*=-?\d"
+_BAR_OTHER_NONFINITE = r"[\s,](?:\w+loss\w*|loss\w+)=(?i:nan|inf)\b"
 _GUARD_STEP = r"\bIter(?:\(train\))? *\[ *(\d+)/"  # MMEngine / MMCV by iteration: the global step
 # NOTE: Rust's fast regex engine (a lazy DFA) gives up on a Unicode word boundary (`\b`) at the first non-ASCII
 # character: on a head holding one (a curly quote, a progress bar, a cut-off character) `_HEAD` costs 50 ms and
@@ -120,7 +127,12 @@ def _events(df: pl.DataFrame) -> pl.DataFrame:
     mm_nan = pl.col("msg").str.contains(_MM_GRAD_NAN) & settled
     norm = pl.col("msg").str.extract(_MM_GRAD + r"(\d[\d.]*(?:[eE][-+]?\d+)?)", 1).cast(pl.Float64, strict=False)
     huge = (norm >= GRAD_EXPLODED).fill_null(False)
-    hit = df.sort("line").filter(pl.col("msg").str.contains(_GUARDS) | mm_nan | huge)
+    # NOTE: a bar's bare `loss=nan` beside a finite train loss and no other non-finite loss is Lightning's running
+    # mean of what `training_step` returned, a placeholder where the module logs its own loss (NeMo's
+    # `loss=nan, ..., reduced_train_loss=3.870`): the run's loss is the one it logs
+    placeholder = (pl.col("msg").str.contains(_BAR_PLACEHOLDER) & pl.col("msg").str.contains(_BAR_TRAIN_FINITE)
+                   & ~pl.col("msg").str.contains(_BAR_OTHER_NONFINITE))
+    hit = df.sort("line").filter((pl.col("msg").str.contains(_GUARDS) & ~placeholder) | mm_nan | huge)
     kind = (pl.when(pl.col("msg").str.contains(_MM_GRAD_NAN)).then(pl.lit("grad_norm_nonfinite"))
             .when(huge).then(pl.lit("grad_norm_exploded")))
     severity = (pl.when(pl.col("msg").str.contains(_MM_GRAD_NAN)).then(pl.lit("warning"))

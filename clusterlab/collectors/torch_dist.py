@@ -34,6 +34,13 @@ from clusterlab.collectors._base import (
     year_context,
     yearless,
 )
+from clusterlab.collectors._torch_exits import EXIT_LITS as _EXIT_LITS
+from clusterlab.collectors._torch_exits import LAUNCHER_EXIT as _LAUNCHER_EXIT
+from clusterlab.collectors._torch_exits import SHELL_KILLED, SIGNAL_NUMBER
+from clusterlab.collectors._torch_exits import SIG_AT as _SIG_AT
+from clusterlab.collectors._torch_exits import SIG_LITS as _SIG_LITS
+from clusterlab.collectors._torch_exits import SIG_WORDS as _SIG_WORDS
+from clusterlab.collectors._torch_exits import SIGNAL_EXITS as _SIGNAL_EXITS
 
 NAME = "torch"
 EXCLUSIVE = False
@@ -46,33 +53,10 @@ _START = r"Setting OMP_NUM_THREADS environment variable for each process|Startin
 _PDSH_INTERRUPT = r"^pdsh@[\w.-]+: interrupt \(one more within 1 sec to abort\)"
 _DS_START = r"\[runner\.py:\d+:main\] cmd = "
 _DS_END = r"\[launch\.py:\d+:main\] Process \d+ exits successfully\."
-# Other launchers' word for a worker that died, with its exit code or signal: the DeepSpeed launcher's
-# sigkill_handler (`[ERROR] [launch.py:321:sigkill_handler] [cmd] exits with return code = -9`),
-# torch.multiprocessing.spawn's ProcessExitedException (`process 0 terminated with signal SIGKILL` / `with exit code
-# 1`) and torch.distributed.launch's CalledProcessError (`Command '[...]' died with <Signals.SIGKILL: 9>.` /
-# `returned non-zero exit status 1.`)
-# NOTE: the shell's own report of its child killed by a signal (bash's bare `Killed` or `Segmentation fault (core
-# dumped)` after the program's last output, a batch script's `script: line 28: 19344 Killed  python3 train.py`, job
-# control's `[1]+  Killed  cmd`, zsh's `zsh: bus error  cmd`) and Python's faulthandler (`Fatal Python error:
-# Segmentation fault`) are the same exit, its code minus the signal's (`exit_modes` gives it a mode where nothing else
-# does: SIGKILL the OOM killer, SIGBUS /dev/shm, SIGSEGV the code)
-_SIG_WORDS = {"Killed": -9, "killed": -9, "Segmentation fault": -11, "segmentation fault": -11, "Bus error": -7,
-              "bus error": -7, "Aborted": -6, "abort": -6, "Floating point exception": -8,
-              "floating point exception": -8, "Illegal instruction": -4, "illegal hardware instruction": -4}
-_SIG_BASH = r"(Killed|Segmentation fault|Bus error|Aborted|Floating point exception|Illegal instruction)"
-_SIG_ZSH = r"(killed|segmentation fault|bus error|abort|floating point exception|illegal hardware instruction)"
-SHELL_KILLED = (rf"^{_SIG_BASH}(?: \(core dumped\))?\s*$|: line \d+: +\d+ {_SIG_BASH}(?: +\(core dumped\))?\s+\S"
-                rf"|^\[\d+\][+-]? +{_SIG_BASH}(?: \(core dumped\))?\s+\S|^zsh: {_SIG_ZSH}(?: \(core dumped\))?\s+\S"
-                rf"|^Fatal Python error: {_SIG_BASH}\s*$")
-# where the signal's word sits in each of those shapes
-_SIG_AT = (r"(?:^|: line \d+: +\d+ |^\[\d+\][+-]? +|^zsh: |^Fatal Python error: )"
-           + _SIG_BASH[:-1] + "|" + _SIG_ZSH[1:])
 # NOTE: an exception class whose name says no `Error` is known by its module path (`pyarrow.lib.ArrowInvalid: Parquet
 # magic bytes not found in footer`, `google.api_core.exceptions.NotFound: 404 ...`): a dotted lower-case path, then a
 # capitalised class name and `: ` (a logger's `torch.distributed.run: [WARNING]` ends lower-case)
 _QUALIFIED_EXC = r"(?:^|[\s:)\]])(?:[a-z_][a-z0-9_]*\.)+[A-Z][A-Za-z0-9]*: \S"
-_LAUNCHER_EXIT = (r"\] exits with return code = -?\d+|process \d+ terminated with (?:signal SIG\w+|exit code \d+)"
-                  r"|' died with <Signals\.SIG\w+: \d+>|' returned non-zero exit status \d+|" + SHELL_KILLED)
 PATTERN = "|".join([
     r"ollective operation timeout|watchdog thread terminated with exception|Heartbeat monitor timed out",
     r"Watchdog caught collective|\) ran for \d+ milliseconds before timing out",
@@ -86,7 +70,7 @@ PATTERN = "|".join([
     r"\[c10d\] (?:recvValue|recvBytes|sendBytes) failed on SocketImpl|flag on TCPStore, \(maybe TCPStore server",
     r"\] Timeout at collective: |ranks that caused the desync are|didn't finish collective #",
     r"but didn't join collective #|are the lagging ranks that caused this timeout",
-    r"DataLoader worker \(pid|Unexpected bus error encountered in worker",
+    r"DataLoader worker \(pid|Unexpected bus error encountered in worker|" + _torch_exceptions.STORAGE_FULL,
     r"watchdog got stuck for|Received a global timeout from another rank|Some NCCL operations have failed",
     r"detected by watchdog at work|Timeout at NCCL work: |NCCL communicator was aborted",
     r"CUDA out of memory|CUDA (?:driver )?error: |NCCL [Ee]rror|Unknown NCCL error",
@@ -126,7 +110,8 @@ _SNIFF = re.compile(
     rb"|Check failed: status == CU(?:BLAS|DNN)_STATUS_SUCCESS"
     rb"|(?m:^(?:Killed|Segmentation fault|Bus error|Aborted)(?: \(core dumped\))?\r?$)|Fatal Python error: "
     rb"|: line \d+: +\d+ (?:Killed|Segmentation fault|Bus error|Aborted)\s|(?m:^\[\d+\][+-]? +Killed\s+\S)"
-    rb"|(?m:^zsh: (?:killed|segmentation fault|bus error|abort)\s)"
+    rb"|(?m:^zsh: (?:killed|segmentation fault|bus error|abort)\s)|(?m:^\[rank\d{1,6}\]: )"  # torchrun's rank prefix
+    rb"|No space left on device|Disk quota exceeded"
 )
 # srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) ` or SkyPilot's node `(worker1, rank=1, pid=2, ip=...) `,
 # torchrun `[rank3]:` / `[default3]:`, mpirun `[1,3]<...>:`, horovodrun `[3]<...>:`
@@ -222,6 +207,9 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     ("dataloader_died", r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly|DataLoader worker \(pid \d+\) is "
      r"killed by signal", "unknown", "error"),
     ("watchdog_status", r"detected by watchdog at work|Timeout at NCCL work: ", None, "error"),
+    # NOTE: a full disk or quota wherever the line words it (behind a workflow tool's own prefix, inside a writer's
+    # Rust error `IoError(Os { code: 28, kind: StorageFull, ... })`), not only as a Python exception's message
+    ("storage_full", _torch_exceptions.STORAGE_FULL, "filesystem_io", "error"),
     # cuBLAS / cuDNN that cannot allocate their workspace: the GPU is full as surely as with the allocator's OOM
     ("cuda_oom", r"CUDA out of memory|CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED"
      r"|HIP out of memory", "cuda_oom", "error"),
@@ -247,11 +235,6 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
 ]
 _CONTENT_MODE_KINDS = ("watchdog_terminated", "comm_aborted", "cuda_error", "nccl_detail", "nccl_error")
 _SIGNAMES = {str(s.value): s.name for s in signal.Signals}
-_SIGNAL_EXITS = {s.name: -s.value for s in signal.Signals}  # a signal's death as the negative exit code torch reports
-_SIG_LITS = ("Killed", "killed ", "egmentation fault", "us error", "Aborted", "abort", "loating point exception",
-             "llegal instruction", "llegal hardware instruction")
-_EXIT_LITS = (*_SIG_LITS, " exits with return code = ", " terminated with signal ",
-              " terminated with exit code ", "' died with <Signals.", "' returned non-zero exit status ")
 _GIB = {"bytes": 1 / 2**30, "B": 1 / 2**30, "KiB": 1 / 2**20, "MiB": 1 / 2**10, "GiB": 1.0, "TiB": 1024.0}
 _DETAIL = [
     "task", "local_rank", "src", "pg_id", "pg_desc", "pg_rank", "seq_num", "op_type", "numel_in", "numel_out",
@@ -478,6 +461,7 @@ _KIND_LITS: dict[str, tuple[str, ...]] = {
     "dataloader_killed": ("is killed by signal: Killed",),
     "dataloader_died": ("DataLoader worker (pid",),
     "watchdog_status": ("detected by watchdog at work", "Timeout at NCCL work: "),
+    "storage_full": ("No space left on device", "Disk quota exceeded"),
     "cuda_oom": ("CUDA out of memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
                  "CUDNN_STATUS_ALLOC_FAILED", "HIP out of memory"),
     "cuda_error": _CUDA_LITS,
@@ -547,7 +531,7 @@ def _message_fields(f: pl.DataFrame, found: set[str]) -> pl.DataFrame:
                                      r"and ([\d.]+) (\w+) is reserved by PyTorch but unallocated"),
         exitcode=pl.coalesce(num("failed (exitcode: ", r"failed \(exitcode: (-?\d+)\)", pl.Int32),
                              num(_EXIT_LITS, r"(?:exits with return code =|exit code|exit status) (-?\d+)", pl.Int32),
-                             -num(_EXIT_LITS, r"died with <Signals\.SIG\w+: (\d+)>", pl.Int32),
+                             -num(_EXIT_LITS, SIGNAL_NUMBER, pl.Int32),
                              pl.when(m.str.contains(SHELL_KILLED)).then(m.str.extract(_SIG_AT, 1))
                              .replace_strict(_SIG_WORDS, default=None, return_dtype=pl.Int32)
                              if has(*_SIG_LITS) else pl.lit(None, pl.Int32),
