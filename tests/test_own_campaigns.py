@@ -40,7 +40,12 @@ incident, every ledger category within the scorer's bar.
 - pcluster_efa: Megatron-LM on AWS ParallelCluster (p5 nodes Slurm powers up and down, aws-ofi-nccl over EFA, FSx
   for Lustre): an EFA fault seen as quoted NET/OFI completion errors, Xid 79, a divergence rolled back to an older
   checkpoint, every Lustre client evicted during a save, an EC2 status-check failure clustermgtd replaces, Xid 94, a
-  time limit; InsufficientInstanceCapacity at resume and power-save decoys)."""
+  time limit; InsufficientInstanceCapacity at resume and power-save decoys);
+- sdc_rollbacks: torchtitan on Slurm, one sbatch per attempt (per-rank step JSONL with NaN / Infinity tokens,
+  nvidia-smi -q snapshots): Xid 48 then the same GPU dying at init, a thermally throttled GPU for a whole attempt, a
+  time limit, a lost newest checkpoint whose DCP load fails, a creeping divergence rolled back with a lower LR, one
+  host's SDC that spreads to every rank a step later (a poisoned save in some seeds); loss-spike, clip-warning, inf
+  validation loss and correctable-ECC decoys)."""
 
 from __future__ import annotations
 
@@ -60,6 +65,7 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
                                             ("megatron_hangs", None), ("titan_k8s", None), ("composer_pyxis", None),
                                             ("slurm_multitenant", None), ("lightning_slurm", None),
                                             ("gpu_health_twoprov", None), ("elastic_hangs", None),
-                                            ("pcluster_efa", None)])
+                                            ("pcluster_efa", None),
+                                            ("sdc_rollbacks", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)
