@@ -41,6 +41,11 @@ incident, every ledger category within the scorer's bar.
   for Lustre): an EFA fault seen as quoted NET/OFI completion errors, Xid 79, a divergence rolled back to an older
   checkpoint, every Lustre client evicted during a save, an EC2 status-check failure clustermgtd replaces, Xid 94, a
   time limit; InsufficientInstanceCapacity at resume and power-save decoys);
+- ib_fabric_storage: Megatron-LM with torch 2.1 (unstamped watchdog lines) and NCCL 2.18 (IB errors that only the
+  watchdog ends) in one flat logs/ folder, on a provider whose fabric and Lustre misbehave: a rail leaf switch flap
+  four hosts report (the switch, not a host), one host's flapping HCA port, an OST lost during a save, Xid 79 then a
+  NODE_FAIL requeue appended to the same slurm-J.out, a hung rank only per-rank records show; link-bounce, Lustre-
+  and NFS-blip, client-reregistration and off-job Xid 13 decoys);
 - sdc_rollbacks: torchtitan on Slurm, one sbatch per attempt (per-rank step JSONL with NaN / Infinity tokens,
   nvidia-smi -q snapshots): Xid 48 then the same GPU dying at init, a thermally throttled GPU for a whole attempt, a
   time limit, a lost newest checkpoint whose DCP load fails, a creeping divergence rolled back with a lower LR, one
@@ -65,7 +70,7 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
                                             ("megatron_hangs", None), ("titan_k8s", None), ("composer_pyxis", None),
                                             ("slurm_multitenant", None), ("lightning_slurm", None),
                                             ("gpu_health_twoprov", None), ("elastic_hangs", None),
-                                            ("pcluster_efa", None),
+                                            ("pcluster_efa", None), ("ib_fabric_storage", None),
                                             ("sdc_rollbacks", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)
