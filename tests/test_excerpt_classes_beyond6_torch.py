@@ -113,3 +113,22 @@ _BAR = "Epoch 2:  41%|####      | 820/2000 [10:02<14:26,  1.36it/s, loss={loss},
 def test_a_bars_placeholder_loss_beside_a_finite_train_loss_is_no_divergence(tmp_path: Path, loss: str, extra: str,
                                                                             diverged: bool) -> None:
     assert ("loss_divergence" in _modes(tmp_path, _BAR.format(loss=loss, extra=extra) * 3, "fit.log")) == diverged
+
+
+_HYDRA = ("===================================================================================\n"
+          "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 88 RUNNING AT gpu-n4\n"
+          "=   EXIT CODE: {code}\n"
+          "===================================================================================\n"
+          "{lead}APPLICATION TERMINATED WITH THE EXIT STRING: {words} (signal {sig})\n")
+
+
+@pytest.mark.parametrize(("lead", "words", "sig", "mode"), [
+    ("YOUR ", "Bus error", 7, "host_oom"),  # MPICH's Hydra: /dev/shm too small in a container
+    ("", "Killed", 9, "host_oom"),  # Intel MPI's older wording
+    ("YOUR ", "Segmentation fault: 11", 11, "user_code_error"),  # strsignal's words on macOS
+    ("YOUR ", "Terminated", 15, "unknown"),  # stopped from outside: the exit alone names no cause
+])
+def test_hydras_report_of_a_signalled_rank_is_the_ranks_exit(tmp_path: Path, lead: str, words: str, sig: int,
+                                                             mode: str) -> None:
+    text = _HYDRA.format(code=128 + sig, lead=lead, words=words, sig=sig)
+    assert _events(tmp_path, text, "mpirun.out") == [("launcher_exit", mode)]

@@ -33,15 +33,18 @@ SIG_AT = (r"(?:^|: line \d+: +\d+ |^\[\d+\][+-]? +|^zsh: |^Fatal Python error: )
 # flattened by a paste: `rank1 (local rank: 1)exitcode: -9 (pid: N)error file: <N/A>`)
 # (the cell begins its line: a launcher's own report that quotes it, `message='Signal 9 ...'`, is that launcher's)
 SUMMARY_SIGNAL = r"^\s*(?:traceback\s*:\s*)?[Ss]ignal \d+ \(SIG\w+\) received by PID \d+"
-# the signal's number in torch.distributed.launch's CalledProcessError or in that cell: minus the exit code
-SIGNAL_NUMBER = (r"(?:died with <Signals\.SIG\w+: |^\s*(?:traceback\s*:\s*)?[Ss]ignal )(\d+)"
-                 r"(?:>| \(SIG\w+\) received by PID)")
+# ... and MPICH / Intel MPI's Hydra (mpirun, mpiexec) after its `BAD TERMINATION OF ONE OF YOUR APPLICATION
+# PROCESSES` banner: `YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Bus error (signal 7)` (strsignal's words)
+HYDRA_SIGNAL = r"APPLICATION TERMINATED WITH THE EXIT STRING: [^(\n]*\(signal \d+\)"
+# the signal's number in torch.distributed.launch's CalledProcessError, that cell or Hydra's line: minus the exit code
+SIGNAL_NUMBER = (r"(?:died with <Signals\.SIG\w+: |^\s*(?:traceback\s*:\s*)?[Ss]ignal "
+                 r"|EXIT STRING: [^(\n]*\(signal )(\d+)(?:>| \(SIG\w+\) received by PID|\))")
 LAUNCHER_EXIT = (r"\] exits with return code = -?\d+|process \d+ terminated with (?:signal SIG\w+|exit code \d+)"
                  r"|' died with <Signals\.SIG\w+: \d+>|' returned non-zero exit status \d+|" + SUMMARY_SIGNAL
-                 + "|" + SHELL_KILLED)
+                 + "|" + HYDRA_SIGNAL + "|" + SHELL_KILLED)
 SIGNAL_EXITS = {s.name: -s.value for s in signal.Signals}  # a signal's death as the negative exit code torch reports
 SIG_LITS = ("Killed", "killed ", "egmentation fault", "us error", "Aborted", "abort", "loating point exception",
             "llegal instruction", "llegal hardware instruction")
 EXIT_LITS = (*SIG_LITS, " exits with return code = ", " terminated with signal ",
              " terminated with exit code ", "' died with <Signals.", "' returned non-zero exit status ",
-             ") received by PID ")
+             ") received by PID ", "WITH THE EXIT STRING: ")

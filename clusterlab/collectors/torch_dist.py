@@ -111,7 +111,7 @@ _SNIFF = re.compile(
     rb"|(?m:^(?:Killed|Segmentation fault|Bus error|Aborted)(?: \(core dumped\))?\r?$)|Fatal Python error: "
     rb"|: line \d+: +\d+ (?:Killed|Segmentation fault|Bus error|Aborted)\s|(?m:^\[\d+\][+-]? +Killed\s+\S)"
     rb"|(?m:^zsh: (?:killed|segmentation fault|bus error|abort)\s)|(?m:^\[rank\d{1,6}\]: )"  # torchrun's rank prefix
-    rb"|No space left on device|Disk quota exceeded"
+    rb"|No space left on device|Disk quota exceeded|APPLICATION TERMINATED WITH THE EXIT STRING: "
 )
 # srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) ` or SkyPilot's node `(worker1, rank=1, pid=2, ip=...) `,
 # torchrun `[rank3]:` / `[default3]:`, mpirun `[1,3]<...>:`, horovodrun `[3]<...>:`
