@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 import polars as pl
@@ -77,7 +78,7 @@ def _bundle(root: Path) -> None:
     (root / "runs" / "tk-run" / "train.log").write_text("\n".join(lines) + "\n")
     outage = T0 + dt.timedelta(seconds=400)
     for i, h in enumerate(HOSTS):
-        t1, t2 = outage + dt.timedelta(seconds=2 + i), outage + dt.timedelta(seconds=95 + i)
+        t1, t2 = outage + dt.timedelta(seconds=2 + i), outage + dt.timedelta(seconds=95 + 7 * i)
         (root / "nodes" / h).mkdir(parents=True)
         (root / "nodes" / h / "kern.log").write_text(
             f"{_local(t1, h):%Y-%m-%dT%H:%M:%S}+09:00 {h} kernel: nfs: server vault-2 not responding, still trying\n"
@@ -90,6 +91,14 @@ def _bundle(root: Path) -> None:
         f"NodeList=gx-[01-05] #CPUs=320 Partition=batch\n"
         f"[{_local(end):%Y-%m-%dT%H:%M:%S}.410] _job_complete: JobId=5150 WEXITSTATUS 1\n"
     )
+    _stamp_year(root, T0)
+
+
+def _stamp_year(root: Path, when: dt.datetime) -> None:
+    """Give every file of the bundle an mtime in its year: glog stamps print none (the reader takes the file's)."""
+    for f in root.rglob("*"):
+        if f.is_file():
+            os.utime(f, (when.replace(tzinfo=dt.UTC).timestamp(),) * 2)
 
 
 def test_hostless_files_print_the_clusters_local_time(tmp_path: Path) -> None:
@@ -115,3 +124,81 @@ def test_a_host_off_by_minutes_is_measured_without_per_rank_timings(tmp_path: Pa
     assert clocks.height and set(clocks["host"]) == {"gx-04"}
     assert (clocks["corr_us"] - 170_000_000).abs().max() < 3_000_000
     assert clocks.schema["attempt"] == pl.Int32
+
+
+def _late_xid_bundle(root: Path) -> None:
+    """One attempt on gy-[1-4] (UTC site): gy-3's GPU falls off the bus, gy-3's clock runs 4 min ahead and no
+    moment the hosts share measures it (it prints nothing stamped of its own); its peers' IB errors come first in the
+    log with borrowed stamps; the scheduler ends the job a minute after the fall."""
+    hosts = ["gy-1", "gy-2", "gy-3", "gy-4"]
+    (root / "runs" / "gy-run").mkdir(parents=True)
+    (root / "inventory.toml").write_text(
+        "[providers.umbra]\nusd_per_gpu_hour = 2.0\n\n[clusters.gy]\n"
+        'provider = "umbra"\ngpu = "H100-SXM"\ngpus_per_node = 1\nnodes = "gy-[1-4]"\n'
+    )
+    (root / "runs" / "gy-run" / "run.toml").write_text(
+        'cluster = "gy"\ngpus = 4\ntokens_per_step = 32768\nflops_per_token = 6.0e10\n'
+    )
+    t0 = dt.datetime(2027, 5, 2, 9, 0, 0)
+    fall = t0 + dt.timedelta(seconds=2.5 * 300 + 1.1)
+    out = [
+        f"{h}:{700 + r}:{800 + r} [0] NCCL INFO ncclCommInitRank comm 0x7e00{r:04x}000 rank {r} nranks 4 cudaDev 0 "
+        f"nvmlDev 0 busId 3b000 commId 0x77aa0102 - Init COMPLETE"
+        for r, h in enumerate(hosts)
+    ]
+    for n in range(1, 301):
+        t = t0 + dt.timedelta(seconds=2.5 * n)
+        out.append(
+            f" [{t:%Y-%m-%d %H:%M:%S}] iteration {n:8d}/    5000 | consumed samples: {8 * n:12d} | elapsed time "
+            f"per iteration (ms): 2500.0 | learning rate: 2.000000E-04 | global batch size:     8 | lm loss: "
+            f"2.500000E+00 | loss scale: 1.0 | grad norm: 0.300 | number of skipped iterations:   0 | number of "
+            f"nan iterations:   0 |"
+        )
+    for r, h in enumerate(hosts):
+        if h == "gy-3":
+            continue
+        out += [
+            "",
+            f"{h}:{700 + r}:{900 + r} [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
+            f"10.9.0.3<40022> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.9.0.{r + 1} "
+            f"remoteGids::ffff:10.9.0.3",
+        ]
+    for r, h in enumerate(hosts):
+        if h == "gy-3":
+            continue
+        t = fall + dt.timedelta(seconds=25 + r)
+        out.append(
+            f"[rank{r}]:[E{t:%m%d %H:%M:%S}.{t.microsecond:06d}000 ProcessGroupNCCL.cpp:1834] [PG ID 0 PG GUID "
+            f"0(default_pg) Rank {r}] Process group watchdog thread terminated with exception: NCCL error: "
+            f"remote process exited or there was a network error, NCCL version 2.21.5"
+        )
+    (root / "runs" / "gy-run" / "slurm-6100.out").write_text("\n".join(out) + "\n")
+    end = fall + dt.timedelta(seconds=60)
+    (root / "scheduler").mkdir()
+    (root / "scheduler" / "sacct.txt").write_text(
+        "JobID|JobName|State|ExitCode|Start|End|NNodes|NodeList\n"
+        f"6100|gy-run|FAILED|1:0|{t0 - dt.timedelta(seconds=30):%Y-%m-%dT%H:%M:%S}|{end:%Y-%m-%dT%H:%M:%S}|4|gy-[1-4]\n"
+    )
+    for h in hosts:
+        (root / "nodes" / h).mkdir(parents=True)
+        lines = [f"[{t0 - dt.timedelta(hours=2):%a %b %e %H:%M:%S %Y}] mlx5_core 0000:3c:00.0 ibp60s0: Link up"]
+        if h == "gy-3":
+            t = fall + dt.timedelta(seconds=240)
+            lines.append(
+                f"[{t:%a %b %e %H:%M:%S %Y}] NVRM: Xid (PCI:0000:3b:00): 79, pid=70113, name=python3, GPU has "
+                f"fallen off the bus."
+            )
+        (root / "nodes" / h / "dmesg.txt").write_text("\n".join(lines) + "\n")
+    _stamp_year(root, t0)
+
+
+def test_a_fault_stamped_after_the_job_ended_by_an_unmeasured_clock_is_still_the_cause(tmp_path: Path) -> None:
+    _late_xid_bundle(tmp_path)
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path)
+        clocks = timeline.host_clocks(lab.con, "gy-run")
+        inc = lab.attribute("gy-run").incidents
+    assert clocks.filter(pl.col("host") == "gy-3").height == 1
+    row = inc.row(0, named=True)
+    assert (row["failure_mode"], row["host"]) == ("gpu_fell_off_bus", "gy-3")
+    assert abs((row["root_ts"] - dt.datetime(2027, 5, 2, 9, 12, 31, 100000)).total_seconds()) < 5

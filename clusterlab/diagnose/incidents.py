@@ -15,7 +15,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store, taxonomy
-from clusterlab.diagnose import checkpoint_files
+from clusterlab.diagnose import checkpoint_files, timeline
 
 # NOTE: order matters: the first matching rule gives an event its tier.
 TIERS: list[tuple[int, str]] = [
@@ -107,6 +107,10 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
             last_ts=pl.col("last_ts").max())}
     else:
         ranked, frames = "SELECT run, attempt, ts FROM rank_steps WHERE ($run IS NULL OR run = $run)", {}
+    # a node's kernel lines go to the attempt that ran when they happened: on its clock corrected (`shared_clock`),
+    # or a clock minutes ahead hands a fault to the next attempt (their `ts` stays as stamped: `on_log_clock` moves it)
+    frames["clock_off"] = (timeline.shared_clocks(con, run) if run is not None else
+                           pl.DataFrame(schema={"attempt": pl.Int32, "host": pl.String, "corr_us": pl.Int64}))
     return store.frame(con, f"""
         WITH p AS (
             SELECT run, attempt, max(ts) AS last_ts
@@ -143,18 +147,21 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
               AND NOT ({COPED})
         )
         , hits AS (
-            SELECT a.*, ev.* EXCLUDE (run, attempt), true AS own
+            SELECT a.*, ev.* EXCLUDE (run, attempt), true AS own, ev.ts AS adj_ts
             FROM a JOIN ev ON ev.run = a.run AND ev.attempt = a.attempt
             UNION ALL
             -- node-side evidence (kernel, slurmctld) names no run: it counts on the attempt's hosts
-            SELECT a.* EXCLUDE (a_host), ev.* EXCLUDE (run, attempt), false AS own
-            FROM (SELECT *, unnest(hosts) AS a_host FROM a) a
+            SELECT a.* EXCLUDE (a_host, corr_us), ev.* EXCLUDE (run, attempt), false AS own,
+                   ev.ts - to_microseconds(CASE WHEN ev.source = 'kernel' THEN coalesce(a.corr_us, 0) ELSE 0 END)
+            FROM (SELECT x.*, o.corr_us FROM (SELECT *, unnest(hosts) AS a_host FROM a) x
+                  LEFT JOIN clock_off o ON o.attempt = x.attempt AND o.host = x.a_host) a
             JOIN ev ON ev.run IS NULL AND ev.host = a.a_host
-              AND ev.ts BETWEEN a.start_ts AND a.end_ts + to_seconds($grace)
+              AND ev.ts - to_microseconds(CASE WHEN ev.source = 'kernel' THEN coalesce(a.corr_us, 0) ELSE 0 END)
+                  BETWEEN a.start_ts AND a.end_ts + to_seconds($grace)
             UNION ALL
             -- the controller's word on a job names no node (`preempted JobId=N has been requeued to reclaim
             -- resources`): it counts for the attempts whose logs name that job, while they run
-            SELECT a.*, ev.* EXCLUDE (run, attempt), false AS own
+            SELECT a.*, ev.* EXCLUDE (run, attempt), false AS own, ev.ts AS adj_ts
             FROM a JOIN (SELECT DISTINCT run, attempt, job_id FROM named) j ON j.run = a.run AND j.attempt = a.attempt
             JOIN ev ON ev.run IS NULL AND ev.host IS NULL AND ev.source = 'slurmctld'
               AND json_extract_string(ev.detail, '$.job_id') = j.job_id
@@ -163,11 +170,11 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
         SELECT run, attempt, ts, host, source, kind, failure_mode, xid, rank, peer, file, line, text, tier, detail,
                dated IS NULL AS own_stamp, coalesce(ts_lo, ts) AS ts_lo, coalesce(ts_hi, ts) AS ts_hi
         FROM hits
-        WHERE ts >= greatest(start_ts, least(coalesce(last_ts, end_ts), end_ts) - to_seconds($window))
-          AND ts <= end_ts + to_seconds($grace)
+        WHERE adj_ts >= greatest(start_ts, least(coalesce(last_ts, end_ts), end_ts) - to_seconds($window))
+          AND adj_ts <= end_ts + to_seconds($grace)
           -- node-side lines go to the attempt running then; the run's own lines are its attempt's already (a host's
           -- clock minutes off can start the next attempt's evidence before this one's last line)
-          AND (own OR next_start IS NULL OR ts < next_start)
+          AND (own OR next_start IS NULL OR adj_ts < next_start)
     """, {"run": run, "window": s.window_s, "grace": s.grace_s, "not_causes": _NOT_CAUSES}, **frames)
 
 

@@ -8,8 +8,8 @@ step timings measure that (`timeline.host_offsets`); where a run has none, two o
   watchdog timeouts, exceptions and exits that every rank prints when a job dies), so its stamp minus theirs is
   that host's lead;
 - a shared service's outage, which every client's kernel reports at about the same moment (a Lustre target's
-  lost or restored connection, an NFS server's "not responding" or "OK"): each host's first such line of the
-  episode minus the median over the hosts is its lead.
+  lost connection, an NFS server's "not responding"): each host's first such line of the episode minus the
+  median over the hosts is its lead.
 
 Each host's lead is the median of its samples against hosts that mostly keep time; a lead below MIN_SKEW_S is
 noise of the printing order (and within the analysis' skew tolerance), not a clock to correct.
@@ -33,14 +33,21 @@ MIN_NEIGHBOUR_HOSTS = 3
 NEIGHBOUR_MAX_S = 900.0
 # Reports of one outage from many hosts: a gap longer than this between reports starts another episode.
 EPISODE_GAP_S = 900.0
-# The notices every client of a shared service prints when it goes away or comes back.
-SHARED_KINDS = ("lustre_connection_lost", "lustre_connection_restored", "nfs_not_responding", "nfs_server_ok")
+# The notices every client of a shared service prints when it stops answering: the clients busy with it (a
+# checkpoint every rank writes) time out together. Not the recoveries: each client reconnects on its own pinger's
+# schedule, tens of seconds apart.
+SHARED_KINDS = ("lustre_connection_lost", "nfs_not_responding")
+# A fault stamped this long after the scheduler ended its attempt belongs to no clock error worth reading as one.
+MAX_LEAD_S = 900.0
+# What a node's kernel reports about its own hardware (the faults `after_exit_offsets` reads).
+HARDWARE_MODES = ("gpu_fell_off_bus", "gpu_memory_ecc", "gpu_hw_other", "nvlink_error", "pcie_error", "host_hw")
 # A host's lead needs this many samples from the combined output (one outage episode counts as this many).
 MIN_LOG_SAMPLES = 3
 
 
-def shared_offsets(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
-    """Per host of `run`: `off_us`, how far its clock runs ahead of its peers' (only hosts at least MIN_SKEW_S off)."""
+def shared_offsets(con: duckdb.DuckDBPyConnection, run: str, measured: bool = False) -> pl.DataFrame:
+    """Per host of `run`: `off_us`, how far its clock runs ahead of its peers' (only hosts at least MIN_SKEW_S off;
+    `measured`: every host with enough samples, those within MIN_SKEW_S too)."""
     empty = pl.DataFrame(schema={"host": pl.String, "off_us": pl.Int64})
     samples = [_log_samples(con, run)]
     hosts = store.frame(con, "SELECT DISTINCT host FROM events WHERE run = $run AND host IS NOT NULL", {"run": run})
@@ -54,9 +61,45 @@ def shared_offsets(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     if not samples:
         return empty
     s = pl.concat(samples, how="vertical_relaxed")
-    per = s.group_by("host").agg(lead_us=pl.col("lead_us").median(), n=pl.col("weight").sum())
-    return (per.filter(pl.col("n") >= MIN_LOG_SAMPLES, pl.col("lead_us").abs() >= MIN_SKEW_S * 1e6)
-            .select("host", off_us=pl.col("lead_us").round().cast(pl.Int64)).sort("host"))
+    # a weighted median: an outage episode stands for MIN_LOG_SAMPLES lines of the combined output
+    s = s.with_columns(pl.col("lead_us").repeat_by("weight")).explode("lead_us")
+    per = s.group_by("host").agg(lead_us=pl.col("lead_us").median(), n=pl.len())
+    per = per.filter(pl.col("n") >= MIN_LOG_SAMPLES)
+    if not measured:
+        per = per.filter(pl.col("lead_us").abs() >= MIN_SKEW_S * 1e6)
+    return per.select("host", off_us=pl.col("lead_us").round().cast(pl.Int64)).sort("host")
+
+
+def after_exit_offsets(con: duckdb.DuckDBPyConnection, run: str, spans: pl.DataFrame,
+                       measured: list[str]) -> pl.DataFrame:
+    """Per (attempt, host): `corr_us` for a host that no shared moment measures and whose kernel stamps a hardware
+    fault after the scheduler ended the attempt (MIN_SKEW_S to MAX_LEAD_S after, before the next attempt began).
+
+    Its host was a node of the job, and nothing it reports can have happened after the job's end by more than the
+    slack of the clocks: its clock runs ahead by at least that much, by how much more no evidence says. Its fault is
+    put at the moment the job stopped stepping (its last step record), where the loss of progress it caused began;
+    its rank then competes with the others' evidence by what it is, not by a stamp on a clock that ran ahead.
+    `spans`: `timeline.attempt_spans` (the scheduler's ends, `end_by` not `its logs`)."""
+    empty = pl.DataFrame(schema={"attempt": pl.Int32, "host": pl.String, "corr_us": pl.Int64})
+    s = spans.sort("attempt").with_columns(next_ts=pl.col("start_ts").shift(-1)).filter(
+        pl.col("end_by") != "its logs", pl.col("end_ts").is_not_null())
+    if not s.height:
+        return empty
+    modes = ", ".join(f"'{m}'" for m in HARDWARE_MODES)
+    found = store.frame(con, f"""
+        WITH last AS (SELECT attempt::INTEGER AS attempt, max(ts) AS last_ts FROM steps
+                      WHERE run = $run AND ts IS NOT NULL GROUP BY ALL)
+        SELECT s.attempt::INTEGER AS attempt, e.host, min(e.ts) AS ts, any_value(l.last_ts) AS last_ts
+        FROM s JOIN last l ON l.attempt = s.attempt JOIN attempts a ON a.run = $run AND a.attempt = s.attempt
+        JOIN events e ON e.source = 'kernel' AND e.dated IS NULL AND e.failure_mode IN ({modes})
+             AND list_contains(a.hosts, e.host) AND NOT list_contains($measured, e.host)
+             AND e.ts > s.end_ts + to_microseconds({int(MIN_SKEW_S * 1e6)})
+             AND e.ts <= s.end_ts + to_microseconds({int(MAX_LEAD_S * 1e6)})
+             AND (s.next_ts IS NULL OR e.ts < s.next_ts)
+        GROUP BY ALL""", {"run": run, "measured": measured}, s=s.select("attempt", "end_ts", "next_ts"))
+    if not found.height:
+        return empty
+    return found.select("attempt", "host", corr_us=(pl.col("ts") - pl.col("last_ts")).dt.total_microseconds())
 
 
 def _log_samples(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:

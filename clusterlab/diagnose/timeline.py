@@ -141,25 +141,27 @@ def host_clocks(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFrame 
     for hosts without them, from the bursts of the job's combined output and the outages every client reports
     (`shared_clock`: the peers' clock stands for the log's). A host neither measures is not listed. `profile` and
     `offsets` are `rank_profile_and_offsets(con, run)` where the caller has them."""
-    empty = pl.DataFrame(schema={"attempt": pl.Int32, "host": pl.String, "corr_us": pl.Int64, "shift_us": pl.Int64})
     if offsets is None or profile is None:  # `rank_profile_and_offsets` gives both where the caller has them
         profile, offsets = rank_profile_and_offsets(con, run)
-    shared = _shared_clocks(con, run, empty)
+    shared = shared_clocks(con, run)
     if not offsets.height:
         return shared
     return pl.concat([_rank_clocks(con, run, profile, offsets), shared]).unique(["attempt", "host"], keep="first",
                                                                                 maintain_order=True)
 
 
-def _shared_clocks(con: duckdb.DuckDBPyConnection, run: str, empty: pl.DataFrame) -> pl.DataFrame:
+def shared_clocks(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     """`host_clocks` rows for every attempt of `run` from the moments the hosts' own stamps share (no per-rank
-    timings needed): a clock that lost NTP stays off by about as much for the hours of a run."""
-    off = shared_clock.shared_offsets(con, run)
-    if not off.height:
-        return empty
+    timings needed): a clock that lost NTP stays off by about as much for the hours of a run; and for a host no
+    such moment measures, from a fault it stamped after the scheduler ended the attempt (`shared_clock`)."""
+    empty = pl.DataFrame(schema={"attempt": pl.Int32, "host": pl.String, "corr_us": pl.Int64, "shift_us": pl.Int64})
+    off = shared_clock.shared_offsets(con, run, measured=True)
+    late = shared_clock.after_exit_offsets(con, run, attempt_spans(con, run), off["host"].to_list())
+    off = off.filter(pl.col("off_us").abs() >= shared_clock.MIN_SKEW_S * 1e6)
     att = store.frame(con, "SELECT DISTINCT attempt::INTEGER AS attempt FROM attempts WHERE run = $run AND "
                            "attempt IS NOT NULL", {"run": run})
-    return att.join(off, how="cross").select("attempt", "host", corr_us="off_us", shift_us=pl.lit(0, pl.Int64))
+    rows = pl.concat([att.join(off, how="cross").select("attempt", "host", corr_us="off_us"), late])
+    return rows.select("attempt", "host", "corr_us", shift_us=pl.lit(0, pl.Int64)) if rows.height else empty
 
 
 def _rank_clocks(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFrame,
