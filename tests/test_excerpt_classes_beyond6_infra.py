@@ -96,3 +96,15 @@ def test_a_squeue_job_whose_pending_reason_says_its_node_failed_it_is_a_node_fai
     if "PENDING" in row:
         head = '"  JOBID PARTITION NAME USER STATE TIME TIME_LIMI NODES NODELIST(REASON)",'
     assert _modes(tmp_path, f"{head}\n{row}\n", "jobs.txt") == ({mode} if mode else set())
+
+
+@pytest.mark.parametrize("warn", [
+    "include/shm.h:48 NCCL WARN Error while creating shared memory segment nccl-shm-send-0c1d-0-2-1 (size 4194304)",
+    "misc/shmutils.cc:71 NCCL WARN Error: failed to extend /dev/shm/nccl-a1B2c3 to 4194308 bytes",
+    "misc/shmutils.cc:140 NCCL WARN Error while attaching to shared memory segment /dev/shm/nccl-a1B2c3 "
+    "(size 4194304), error: No such file or directory (2)",
+])
+def test_an_nccl_shm_segment_failure_is_the_jobs_setup_with_or_without_a_trace(tmp_path: Path, warn: str) -> None:
+    # with its host prefix and no '-> N' trace after it, and quoted bare: either way the job's own setup
+    assert _modes(tmp_path, f"n-04:9001:9077 [1] {warn}\n", "nccl.log") == {"user_code_error"}
+    assert _modes(tmp_path, f"{warn}\n", "nccl_bare.log") == {"user_code_error"}

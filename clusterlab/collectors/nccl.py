@@ -127,6 +127,10 @@ _WARN_KINDS: list[tuple[str, str, str | None, str]] = [
      r"Connect to \S+ (?:failed|returned)|Net : ", "network", "error"),
     ("proxy_error", r"\[Proxy Service|\[Service thread\] Error|Proxy (?:Progress|Service)", "network", "error"),
     ("comm_abort", r"commReclaim|in abort state|communicator encountered a fatal error", None, "warning"),
+    # the SHM transport's segment in /dev/shm: a container's default 64 MB /dev/shm (or none mounted) is too small,
+    # or the segment a peer made is gone: the job's own setup (its container, its NCCL), not the fabric
+    ("shm_error", r"shared memory segment|posix_fallocate failed|failed to extend /dev/shm", "user_code_error",
+     "error"),
     ("cuda_failure", r"Cuda failure|Test CUDA failure", "cuda_error", "error"),
     ("nccl_test_failure", r"Test NCCL failure", "unknown", "error"),
 ]
