@@ -50,7 +50,11 @@ incident, every ledger category within the scorer's bar.
   nvidia-smi -q snapshots): Xid 48 then the same GPU dying at init, a thermally throttled GPU for a whole attempt, a
   time limit, a lost newest checkpoint whose DCP load fails, a creeping divergence rolled back with a lower LR, one
   host's SDC that spreads to every rank a step later (a poisoned save in some seeds); loss-spike, clip-warning, inf
-  validation loss and correctable-ECC decoys)."""
+  validation loss and correctable-ECC decoys);
+- clocks_requeue: Megatron in one `sbatch --requeue --open-mode=append` job on a cluster kept in Europe/Berlin local
+  time (slurmctld, sacct, dmesg -T, journal short-iso with offset), node clocks minutes off and no per-rank timings:
+  Xid 79 stamped after the peers' errors it caused, a Lustre outage, a hung rank, a silent node death, a user's
+  traceback, a time limit; old-Xid, borrowed-stamp and retried-socket decoys."""
 
 from __future__ import annotations
 
@@ -71,6 +75,6 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
                                             ("slurm_multitenant", None), ("lightning_slurm", None),
                                             ("gpu_health_twoprov", None), ("elastic_hangs", None),
                                             ("pcluster_efa", None), ("ib_fabric_storage", None),
-                                            ("sdc_rollbacks", None)])
+                                            ("sdc_rollbacks", None), ("clocks_requeue", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)
