@@ -132,3 +132,14 @@ def test_hydras_report_of_a_signalled_rank_is_the_ranks_exit(tmp_path: Path, lea
                                                              mode: str) -> None:
     text = _HYDRA.format(code=128 + sig, lead=lead, words=words, sig=sig)
     assert _events(tmp_path, text, "mpirun.out") == [("launcher_exit", mode)]
+
+
+@pytest.mark.parametrize("line", [
+    "torch.cuda.OutOfMemoryError: Caught OutOfMemoryError in replica 1 on device 1.",
+    "2024-05-01T08:00:00.001+02:00                torch.cuda.OutOfMemoryError: Caught OutOfMemoryError in replica 0 "
+    "on device 0.",
+    "[rank2]: torch.OutOfMemoryError: Caught OutOfMemoryError in replica 0 on device 2.",
+])
+def test_torchs_oom_class_without_its_message_is_a_device_oom(tmp_path: Path, line: str) -> None:
+    # DataParallel re-raises a replica's error as `Caught <class> in replica N on device N.`: no 'CUDA out of memory'
+    assert _modes(tmp_path, f"Traceback (most recent call last):\n{line}\n", "train.log") == {"cuda_oom"}

@@ -211,8 +211,10 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     # Rust error `IoError(Os { code: 28, kind: StorageFull, ... })`), not only as a Python exception's message
     ("storage_full", _torch_exceptions.STORAGE_FULL, "filesystem_io", "error"),
     # cuBLAS / cuDNN that cannot allocate their workspace: the GPU is full as surely as with the allocator's OOM
+    # ... and torch's own class for it named without that message (DataParallel's re-raise: `torch.cuda.
+    # OutOfMemoryError: Caught OutOfMemoryError in replica 0 on device 0.`), wherever the line prints it
     ("cuda_oom", r"CUDA out of memory|CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED"
-     r"|HIP out of memory", "cuda_oom", "error"),
+     r"|HIP out of memory|torch\.(?:cuda\.)?OutOfMemoryError: ", "cuda_oom", "error"),
     ("cuda_error", _CUDA_ERR, None, "error"),
     ("nccl_detail", r"^\s*nccl[A-Z]\w*Error: |^\s*Unknown NCCL error", None, "error"),
     ("nccl_error", r"NCCL [Ee]rror\b", None, "error"),
@@ -393,7 +395,7 @@ def _content_mode(t: pl.Expr) -> pl.Expr:
     """The failure mode a message names: a collective timeout, a CUDA error, an NCCL error."""
     return (
         pl.when(t.str.contains(_TIMEOUT)).then(pl.lit("nccl_timeout"))
-        .when(t.str.contains(r"CUDA out of memory")).then(pl.lit("cuda_oom"))
+        .when(t.str.contains(r"CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError")).then(pl.lit("cuda_oom"))
         .when(t.str.contains(_CUDA_ERR)).then(cuda_mode(t.str.extract(_CUDA_ERR + r"(.*)", 1)))
         # NOTE: ncclSystemError is a failed system call, in practice a socket to a peer that cannot be reached
         # (a node whose network is broken); only its "Last error:" line could say more
@@ -463,7 +465,7 @@ _KIND_LITS: dict[str, tuple[str, ...]] = {
     "watchdog_status": ("detected by watchdog at work", "Timeout at NCCL work: "),
     "storage_full": ("No space left on device", "Disk quota exceeded"),
     "cuda_oom": ("CUDA out of memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
-                 "CUDNN_STATUS_ALLOC_FAILED", "HIP out of memory"),
+                 "CUDNN_STATUS_ALLOC_FAILED", "HIP out of memory", "OutOfMemoryError: "),
     "cuda_error": _CUDA_LITS,
     "nccl_detail": ("Error: ", "Unknown NCCL error"),
     "nccl_error": ("NCCL Error", "NCCL error"),
