@@ -108,3 +108,17 @@ def test_an_nccl_shm_segment_failure_is_the_jobs_setup_with_or_without_a_trace(t
     # with its host prefix and no '-> N' trace after it, and quoted bare: either way the job's own setup
     assert _modes(tmp_path, f"n-04:9001:9077 [1] {warn}\n", "nccl.log") == {"user_code_error"}
     assert _modes(tmp_path, f"{warn}\n", "nccl_bare.log") == {"user_code_error"}
+
+
+@pytest.mark.parametrize("line", [
+    "/home/u/run.sh: line 41: /usr/bin/cp: Input/output error",
+    "cp: error writing '/lustre/proj/ckpt/step_4000/model.pt': Input/output error",
+    "bash: /scratch/u/bin/launch.sh: /bin/bash: bad interpreter: Input/output error",
+])
+def test_a_job_scripts_tools_failing_with_eio_is_the_filesystem(tmp_path: Path, line: str) -> None:
+    assert _modes(tmp_path, f"step 4000 done\n{line}\n", "slurm-88123.out") == {"filesystem_io"}
+
+
+def test_eio_words_inside_a_longer_message_are_no_job_io_error(tmp_path: Path) -> None:
+    events = _events(tmp_path, "data loader: retrying shard 17 after Input/output error (attempt 2 of 5)\n", "x.out")
+    assert ("job_io_error", "filesystem_io") not in events

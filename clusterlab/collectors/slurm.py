@@ -55,6 +55,8 @@ PATTERN = "|".join([
     r"Caught signal \w+ on \S+: this job is (?:preempted|timed-out)",
     r"SLURM status is: '",
     r"Process exceeded running time limit \(",
+    # a job's shell commands failing on its filesystem, in perror's words (`/bin/mv: Input/output error`)
+    r": Input/output error\s*$",
 ])
 
 
@@ -148,6 +150,9 @@ RULES: tuple[Rule, ...] = (
     Rule("slurm_exec_failed", r"slurmstepd: error: execve\(\): .+: (?:No such file or directory|Permission denied"
          r"|Exec format error|Not a directory)", "user_code_error", "error"),
     Rule("slurm_alloc_failed", r"srun: error: Unable to allocate resources", None, "error"),
+    # the job script's own tools (mv, cp, bash reading a script) getting EIO from the filesystem they work on: the
+    # storage failed them (`line 124: /bin/mv: Input/output error`, `/bin/bash: bad interpreter: Input/output error`)
+    Rule("job_io_error", r": Input/output error\s*$", "filesystem_io", "error"),
     Rule("slurm_srun_error", r"srun: error: \S", None, "warning"),
     Rule("slurm_step_aborted", r"srun: Job step aborted", None, "warning"),
     Rule("slurm_job_termination", r"srun: forcing job termination", None, "warning"),
