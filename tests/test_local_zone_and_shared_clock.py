@@ -126,7 +126,7 @@ def test_a_host_off_by_minutes_is_measured_without_per_rank_timings(tmp_path: Pa
     assert clocks.schema["attempt"] == pl.Int32
 
 
-def _late_xid_bundle(root: Path) -> None:
+def _late_xid_bundle(root: Path, rank_fails: bool = True) -> None:
     """One attempt on gy-[1-4] (UTC site): gy-3's GPU falls off the bus, gy-3's clock runs 4 min ahead and no
     moment the hosts share measures it (it prints nothing stamped of its own); its peers' IB errors come first in the
     log with borrowed stamps; the scheduler ends the job a minute after the fall."""
@@ -172,6 +172,11 @@ def _late_xid_bundle(root: Path) -> None:
             f"0(default_pg) Rank {r}] Process group watchdog thread terminated with exception: NCCL error: "
             f"remote process exited or there was a network error, NCCL version 2.21.5"
         )
+    if rank_fails:  # the rank on the fallen GPU reports it (unstamped: a traceback's last line)
+        out += [
+            "[rank2]: Traceback (most recent call last):",
+            "[rank2]: RuntimeError: CUDA error: unspecified launch failure",
+        ]
     (root / "runs" / "gy-run" / "slurm-6100.out").write_text("\n".join(out) + "\n")
     end = fall + dt.timedelta(seconds=60)
     (root / "scheduler").mkdir()
@@ -202,3 +207,12 @@ def test_a_fault_stamped_after_the_job_ended_by_an_unmeasured_clock_is_still_the
     row = inc.row(0, named=True)
     assert (row["failure_mode"], row["host"]) == ("gpu_fell_off_bus", "gy-3")
     assert abs((row["root_ts"] - dt.datetime(2027, 5, 2, 9, 12, 31, 100000)).total_seconds()) < 5
+
+
+def test_a_fault_stamped_after_the_job_by_a_host_whose_ranks_did_not_fail_stays_after_it(tmp_path: Path) -> None:
+    """The same Xid on a node whose processes reported nothing in the attempt: a later job's fault, not a clock."""
+    _late_xid_bundle(tmp_path, rank_fails=False)
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path)
+        clocks = timeline.host_clocks(lab.con, "gy-run")
+    assert not clocks.filter(pl.col("host") == "gy-3").height

@@ -75,10 +75,11 @@ def after_exit_offsets(con: duckdb.DuckDBPyConnection, run: str, spans: pl.DataF
     """Per (attempt, host): `corr_us` for a host that no shared moment measures and whose kernel stamps a hardware
     fault after the scheduler ended the attempt (MIN_SKEW_S to MAX_LEAD_S after, before the next attempt began).
 
-    Its host was a node of the job, and nothing it reports can have happened after the job's end by more than the
-    slack of the clocks: its clock runs ahead by at least that much, by how much more no evidence says. Its fault is
-    put at the moment the job stopped stepping (its last step record), where the loss of progress it caused began;
-    its rank then competes with the others' evidence by what it is, not by a stamp on a clock that ran ahead.
+    Its host was a node of the job whose own processes failed in that attempt, and nothing it reports can have
+    happened after the job's end by more than the slack of the clocks: its clock runs ahead by at least that much,
+    by how much more no evidence says (a fault of a later job on the node comes with no failure of this one). Its
+    fault is put at the moment the job stopped stepping (its last step record), where the loss of progress it caused
+    began; its rank then competes with the others' evidence by what it is, not by a stamp on a clock that ran ahead.
     `spans`: `timeline.attempt_spans` (the scheduler's ends, `end_by` not `its logs`)."""
     empty = pl.DataFrame(schema={"attempt": pl.Int32, "host": pl.String, "corr_us": pl.Int64})
     s = spans.sort("attempt").with_columns(next_ts=pl.col("start_ts").shift(-1)).filter(
@@ -96,6 +97,10 @@ def after_exit_offsets(con: duckdb.DuckDBPyConnection, run: str, spans: pl.DataF
              AND e.ts > s.end_ts + to_microseconds({int(MIN_SKEW_S * 1e6)})
              AND e.ts <= s.end_ts + to_microseconds({int(MAX_LEAD_S * 1e6)})
              AND (s.next_ts IS NULL OR e.ts < s.next_ts)
+        -- the host's own processes failed in that attempt (a rank's CUDA error, its launcher's report): the fault is
+        -- theirs, not a later job's on the same node
+        WHERE EXISTS (SELECT 1 FROM events r WHERE r.run = $run AND r.attempt = s.attempt AND r.host = e.host
+                      AND r.failure_mode IS NOT NULL AND r.source NOT IN ('kernel', 'sacct', 'slurmctld'))
         GROUP BY ALL""", {"run": run, "measured": measured}, s=s.select("attempt", "end_ts", "next_ts"))
     if not found.height:
         return empty
