@@ -216,3 +216,47 @@ def test_a_fault_stamped_after_the_job_by_a_host_whose_ranks_did_not_fail_stays_
         lab.ingest(tmp_path)
         clocks = timeline.host_clocks(lab.con, "gy-run")
     assert not clocks.filter(pl.col("host") == "gy-3").height
+
+
+def _undeclared_zone_bundle(root: Path, offsets: list[str]) -> None:
+    """A site in UTC-05:00 that never wrote its zone into inventory.toml: its nodes' journals print their offset,
+    the job's log and dmesg -T print the same wall clock without one."""
+    (root / "runs" / "ny-run").mkdir(parents=True)
+    (root / "inventory.toml").write_text(
+        '[providers.hudson]\nusd_per_gpu_hour = 2.5\n\n[clusters.ny-1]\nprovider = "hudson"\ngpu = "H100-SXM"\n'
+        'gpus_per_node = 8\nnodes = "ny[1-3]"\n'
+    )
+    (root / "runs" / "ny-run" / "run.toml").write_text('cluster = "ny-1"\ngpus = 24\ntokens_per_step = 65536\n')
+    wall = dt.datetime(2026, 1, 20, 7, 0, 0)  # local wall time, UTC 12:00
+    (root / "runs" / "ny-run" / "train.log").write_text(
+        "".join(
+            f" [{wall + dt.timedelta(seconds=4 * n):%Y-%m-%d %H:%M:%S}] iteration {n:8d}/    9000 | consumed samples: "
+            f"{64 * n:12d} | elapsed time per iteration (ms): 4000.0 | learning rate: 1.000000E-04 | global batch "
+            f"size:    64 | lm loss: 3.000000E+00 | loss scale: 1.0 | grad norm: 0.500 | number of skipped "
+            f"iterations:   0 | number of nan iterations:   0 |\n"
+            for n in range(1, 40)
+        )
+    )
+    for i, off in enumerate(offsets):
+        (root / "nodes" / f"ny{i + 1}").mkdir(parents=True)
+        (root / "nodes" / f"ny{i + 1}" / "kernel.journal").write_text(
+            f"{wall - dt.timedelta(hours=3):%Y-%m-%dT%H:%M:%S}{off} ny{i + 1} kernel: mlx5_core 0000:1a:00.0 "
+            f"ibp26s0: Link up\n"
+        )
+    _stamp_year(root, wall)
+
+
+def test_an_undeclared_zone_is_the_offset_every_nodes_journal_prints(tmp_path: Path) -> None:
+    _undeclared_zone_bundle(tmp_path, ["-05:00", "-05:00", "-05:00"])
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path)
+        first = lab.sql("SELECT min(ts) AS ts FROM steps WHERE run = 'ny-run'")["ts"][0]
+    assert first == dt.datetime(2026, 1, 20, 12, 0, 4)
+
+
+def test_journals_that_disagree_on_the_offset_name_no_zone(tmp_path: Path) -> None:
+    _undeclared_zone_bundle(tmp_path, ["-05:00", "+00:00", "-05:00"])
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path)
+        first = lab.sql("SELECT min(ts) AS ts FROM steps WHERE run = 'ny-run'")["ts"][0]
+    assert first == dt.datetime(2026, 1, 20, 7, 0, 4)  # read as UTC, as before

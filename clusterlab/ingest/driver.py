@@ -21,6 +21,7 @@ from types import ModuleType
 import duckdb
 import polars as pl
 
+from clusterlab.collectors import _zone_sniff
 from clusterlab.collectors._base import Context
 from clusterlab.ingest import attempts, boot, bundle, cloud_hosts, exit_modes, inventory
 from clusterlab.ingest.groups import parse_many
@@ -185,12 +186,21 @@ def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file
     zones = dict(con.execute(
         "SELECT n.host, coalesce(c.timezone, 'UTC') FROM nodes n JOIN clusters c USING (cluster)"
     ).fetchall())
+    # NOTE: a cluster whose zone inventory.toml leaves out (UTC by default): the offset its nodes' journals print,
+    # where they all agree on one that is not UTC (the nodes' own setting, which dmesg -T and the job's lines share)
+    sniffed = {}
+    for cluster, hosts in con.execute("SELECT c.cluster, list(n.host) FROM clusters c JOIN nodes n USING (cluster) "
+                                      "WHERE coalesce(c.timezone, 'UTC') = 'UTC' GROUP BY ALL").fetchall():
+        mine = set(hosts)
+        if (tz := _zone_sniff.zone_from_offsets(t.path for t in walked.files if t.host in mine)) not in (None, "UTC"):
+            sniffed[cluster] = tz
+            zones.update(dict.fromkeys(hosts, tz))
     # NOTE: a file no host is known for (a run's rank-0 log or slurm-J.out, the controller's slurmctld.log, sacct)
     # prints the local time of the cluster it ran on: the run's cluster's zone, else the one zone that every
     # cluster of the inventory shares; read as UTC it lies an offset away from the same moment in the nodes' logs.
-    run_zones = dict(con.execute(
-        "SELECT r.run, coalesce(c.timezone, 'UTC') FROM runs r JOIN clusters c USING (cluster)").fetchall())
-    shared = {z for (z,) in con.execute("SELECT DISTINCT coalesce(timezone, 'UTC') FROM clusters").fetchall()}
+    run_zones = {r: sniffed.get(c, z or "UTC") for r, c, z in con.execute(
+        "SELECT r.run, c.cluster, c.timezone FROM runs r JOIN clusters c USING (cluster)").fetchall()}
+    shared = {sniffed.get(c, z or "UTC") for c, z in con.execute("SELECT cluster, timezone FROM clusters").fetchall()}
     zones[""] = shared.pop() if len(shared) == 1 else "UTC"
     return [(task, _context(task, walked, zones, known, run, host, year, epoch, run_zones))
             for task in walked.files]
