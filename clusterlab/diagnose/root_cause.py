@@ -23,6 +23,7 @@ import polars as pl
 
 from clusterlab import store
 from clusterlab.diagnose import (
+    echoes,
     incidents,
     load_failures,
     maintenance,
@@ -32,6 +33,7 @@ from clusterlab.diagnose import (
     sdc,
     sticky,
     stopped_first,
+    task_hosts,
     timeline,
 )
 
@@ -129,6 +131,9 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
                                                      "last_step": pl.Int64, "gap_s": pl.Float64}))
     att = att.join(last, on=["run", "attempt"], how="left").join(_open_saves(con, run), on=["run", "attempt"],
                                                                   how="left")
+    # a rank's death echoed by its peers' failed transfers to it: those are symptoms of it (`echoes`)
+    cand = refinements.refined("the echo rule", lambda: echoes.as_symptoms(_with_progress_flags(cand, s)).select(
+        cand.columns), cand)
     keys = ["run", "attempt"]
     flagged = (_with_progress_flags(cand, s).sort(*keys, "ts", "file", "line")
                .with_columns(_id=pl.int_range(pl.len()).over(keys).cast(pl.UInt32)))
@@ -299,7 +304,8 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
             host = peer or host
         if host is None and mode in LOCAL_MODES:
             hosts = faults.filter(pl.col("failure_mode") == mode)["host"].drop_nulls().unique()
-            host = hosts[0] if hosts.len() == 1 else _failed_tasks(con, a["run"]).get((a["run"], a["attempt"]))
+            host = (hosts[0] if hosts.len() == 1
+                    else task_hosts.failed_tasks(con, a["run"]).get((a["run"], a["attempt"])))
         conf_base = 0.5 if winner["late"] else 0.9
         if mode in ("time_limit", "manual_stop"):
             host = None
@@ -319,7 +325,7 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
         host, shared = _shared_service(con, winner, host, a["end_ts"], s)
         if shared:
             conf_base = 0.8
-    if winner is not None and mode in RAISED_BY_ALL and _raised_on_many_hosts(con, a, winner):
+    if winner is not None and mode in RAISED_BY_ALL and task_hosts.raised_on_many_hosts(con, a, winner):
         host = None
     # everything not supporting the winner is a runner-up, with why it lost
     wid = winner["_id"] if winner else None
@@ -410,7 +416,7 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
              .with_columns(pl.col("host").list.first()).iter_rows(named=True)}
     winners, incs = [], {}
     stamped, none = _stamped_by_attempt(live), live.clear()
-    failed = _failed_tasks(con, att["run"].unique().to_list())
+    failed = task_hosts.failed_tasks(con, att["run"].unique().to_list())
     for a in att.iter_rows(named=True):
         k = (a["run"], a["attempt"])
         winner, host, mode, conf_base = None, None, "unknown", 0.1
@@ -433,7 +439,7 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
             host, shared = _shared_service(con, winner, host, a["end_ts"], s)
             if shared:
                 conf_base = 0.8
-        if winner is not None and mode in RAISED_BY_ALL and _raised_on_many_hosts(con, a, winner):
+        if winner is not None and mode in RAISED_BY_ALL and task_hosts.raised_on_many_hosts(con, a, winner):
             host = None
         incs[k] = {"incident_id": f"{a['run']}:{a['attempt']}:end", "run": a["run"], "attempt": a["attempt"],
                    "kind": "attempt_end", "exit_ts": a["end_ts"],
@@ -578,23 +584,3 @@ def _shared_service(con: duckdb.DuckDBPyConnection, winner: dict, host: str | No
     if links["host"].n_unique() >= s.shared_min_hosts:
         return "fabric", True
     return host, False
-
-
-def _raised_on_many_hosts(con: duckdb.DuckDBPyConnection, a: dict, winner: dict) -> bool:
-    """Whether the attempt's ranks on more than one host raised the winner's error: the job's own bug (a config that
-    no longer fits its checkpoint, an illegal address in its kernel), which every rank meets, is no host's; the first
-    to print it is chance. NOTE: one query per attempt that ended on a user's error, its ranks' lines of that kind"""
-    return con.execute("""SELECT count(DISTINCT host) > 1 FROM events WHERE run = ? AND attempt = ?
-                          AND failure_mode = ? AND kind = ? AND host IS NOT NULL""",
-                       [a["run"], a["attempt"], winner["failure_mode"], winner["kind"]]).fetchall()[0][0]
-
-
-def _failed_tasks(con: duckdb.DuckDBPyConnection, runs: str | list[str]) -> dict[tuple, str]:
-    """Per (run, attempt): the one host srun says a task of exited with an error code of its own (`srun: error: H:
-    task 10: Exited with exit code 1`; the others were killed): where a hostless device fault was raised."""
-    # NOTE: the events table, not the candidates: within a run an exit status carries no mode (collectors.slurm)
-    rows = con.execute("""SELECT run, attempt, min(host) FROM events WHERE list_contains(?, run) AND source = 'slurm'
-                          AND kind = 'slurm_task_exit' AND regexp_matches(text, 'exit code 0*[1-9]')
-                          GROUP BY run, attempt HAVING count(DISTINCT host) = 1""",
-                       [[runs] if isinstance(runs, str) else runs]).fetchall()
-    return {(r, a): h for r, a, h in rows}
