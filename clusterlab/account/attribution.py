@@ -168,7 +168,7 @@ def _mfu(con: duckdb.DuckDBPyConnection, info: dict, baseline_s: float, notes: l
 def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Settings | None = None) -> Attribution:
     """Incidents and the exact GPU-time ledger of one run; a refining rule that failed is named in its notes
     (`diagnose.refinements`)."""
-    with refinements.collecting() as failed:
+    with refinements.collecting() as failed, timeline.read_once():
         a = _attribute(con, run, settings)
     a.notes.extend(failed)
     return a

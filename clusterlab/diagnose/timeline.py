@@ -19,6 +19,10 @@ one it is the evidence's own first and last line (launcher and torchrun lines in
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import duckdb
 import polars as pl
 
@@ -150,10 +154,34 @@ def host_clocks(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFrame 
                                                                                 maintain_order=True)
 
 
+# `shared_clocks` of each run, where a caller reads them once for a whole diagnosis (`read_once`)
+_SHARED: contextvars.ContextVar[dict[str, pl.DataFrame] | None] = contextvars.ContextVar("shared_clocks", default=None)
+
+
+@contextmanager
+def read_once() -> Iterator[None]:
+    """Within it, `shared_clocks` of a run is measured once (the attribution's clocks and its candidates')."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
 def shared_clocks(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     """`host_clocks` rows for every attempt of `run` from the moments the hosts' own stamps share (no per-rank
     timings needed): a clock that lost NTP stays off by about as much for the hours of a run; and for a host no
     such moment measures, from a fault it stamped after the scheduler ended the attempt (`shared_clock`)."""
+    cache = _SHARED.get()
+    if cache is not None and run in cache:
+        return cache[run]
+    got = _shared_clocks(con, run)
+    if cache is not None:
+        cache[run] = got
+    return got
+
+
+def _shared_clocks(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     empty = pl.DataFrame(schema={"attempt": pl.Int32, "host": pl.String, "corr_us": pl.Int64, "shift_us": pl.Int64})
     off = shared_clock.shared_offsets(con, run, measured=True)
     late = shared_clock.after_exit_offsets(con, run, attempt_spans(con, run), off["host"].to_list())
