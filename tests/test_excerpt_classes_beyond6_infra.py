@@ -10,21 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from clusterlab import Lab
-
-
-def _events(tmp_path: Path, text: str, name: str = "excerpt.log") -> list[tuple[str, str | None]]:
-    path = tmp_path / name
-    path.write_text(text)
-    with Lab(":memory:") as lab:
-        lab.ingest(path)
-        return [(k, m) for k, m in lab.sql("SELECT kind, failure_mode FROM events ORDER BY line").iter_rows()]
-
-
-def _modes(tmp_path: Path, text: str, name: str = "excerpt.log") -> set[str]:
-    return {m for _, m in _events(tmp_path, text, name) if m is not None}
-
+from excerpt_events import events as _events
+from excerpt_events import modes as _modes
 
 _INIT = "gpu-07:4410:4602 [3] NCCL INFO comm 0x5611c2a0 rank 3 nranks 16 cudaDev 3 busId 3b000 - Init COMPLETE\n"
 

@@ -10,21 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from excerpt_events import events as _events
+from excerpt_events import modes as _modes
 
-from clusterlab import Lab
 from clusterlab.collectors import torch_dist
-
-
-def _events(tmp_path: Path, text: str, name: str = "excerpt.log") -> list[tuple[str, str | None]]:
-    path = tmp_path / name
-    path.write_text(text)
-    with Lab(":memory:") as lab:
-        lab.ingest(path)
-        return [(k, m) for k, m in lab.sql("SELECT kind, failure_mode FROM events ORDER BY line").iter_rows()]
-
-
-def _modes(tmp_path: Path, text: str, name: str = "excerpt.log") -> set[str]:
-    return {m for _, m in _events(tmp_path, text, name) if m is not None}
 
 
 @pytest.mark.parametrize(("cell", "mode"), [
