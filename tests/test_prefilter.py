@@ -81,3 +81,26 @@ def test_the_union_of_every_collector_is_scanned_in_parts_below_the_engines_clif
     singles = {f"(?:{c.PATTERN})" for c in chosen}
     assert all(len(p) <= UNION_MAX_CHARS or p in singles for p in parts)
     assert "|".join(parts) == "|".join(f"(?:{c.PATTERN})" for c in chosen)
+
+
+def test_layered_resolution_gives_each_collector_its_lines(monkeypatch) -> None:
+    """Past FEW_LINES matched lines, the collector most of a part's lines match takes the lines the others' union
+    leaves (no other pattern runs over them); the selection is each PATTERN's own. Forced here on the samples with
+    the lines repeated so that one collector dominates a part, and with every resolution layered."""
+    from clusterlab.ingest import prefilter
+
+    base = _lines()
+    nccl = base.filter(pl.col("text").str.contains("NCCL INFO"))
+    assert nccl.height > 5
+    lines = pl.concat([base, *[nccl] * 20]).with_columns(line=pl.int_range(1, base.height + 20 * nccl.height + 1,
+                                                                           dtype=pl.Int64))
+    chosen = _line_based()
+    monkeypatch.setattr(prefilter, "DENSE", 2.0)  # never dense: the union path
+    for few in (0, 3, 50):
+        monkeypatch.setattr(prefilter, "FEW_LINES", few)
+        sel, matched, rest = split(lines, chosen)
+        union = pl.Series([False] * lines.height)
+        for c in chosen:
+            assert sel[c.NAME].equals(lines.filter(pl.col("text").str.contains(c.PATTERN))), (few, c.NAME)
+            union = union | lines["text"].str.contains(c.PATTERN)
+        assert matched.equals(lines.filter(union)) and rest is not None and rest.equals(lines.filter(~union))
