@@ -61,3 +61,25 @@ def test_the_corruption_starts_the_incident(tmp_path: Path) -> None:
     """The attempt stopped making progress at the first non-finite loss, not when a guard gave up on it."""
     end = _end(tmp_path, trainer_log=True)
     assert end["root_ts"] == (T0 + dt.timedelta(seconds=5 * FROM_STEP)).replace(tzinfo=None), end
+
+
+def test_an_undated_trainer_line_does_not_pull_the_root_before_the_first_wrong_number(tmp_path: Path) -> None:
+    """The trainer's NaN loss dicts carry no stamp of their own: dated by the last stamped line before them (a save
+    minutes earlier) they seem to come before the rank's first non-finite record. That record is the first wrong
+    number, timed by the rank itself: the root is its time, not the borrowed one (the steps in between were sound
+    work, not the incident's)."""
+    root = _bundle(tmp_path / "bundle", trainer_log=True)
+    out = root / "runs" / "sdcrun" / "attempt-1" / "slurm-7.out"
+    save = (T0 + dt.timedelta(seconds=5 * 20)).strftime("%Y-%m-%d %H:%M:%S,000")
+    lines = out.read_text().splitlines()
+    lines.insert(1, f"[INFO|trainer.py:3984] {save} >> Saving model checkpoint to /ckpt/checkpoint-20")
+    out.write_text("\n".join(lines) + "\n")
+    with Lab(tmp_path / "s.duckdb") as lab:
+        lab.ingest(root)
+        borrowed = lab.sql("SELECT min(ts) AS ts FROM events WHERE failure_mode = 'loss_divergence' "
+                           "AND source <> 'step_jsonl'")["ts"].item()
+        first_wrong = (T0 + dt.timedelta(seconds=5 * FROM_STEP)).replace(tzinfo=None)
+        assert borrowed is not None and borrowed < first_wrong  # the case: a line dated before the first NaN
+        end = lab.incidents("sdcrun").filter(pl.col("kind") == "attempt_end").row(0, named=True)
+    assert end["failure_mode"] == "silent_data_corruption", end
+    assert end["root_ts"] == first_wrong, end

@@ -24,6 +24,7 @@ import polars as pl
 from clusterlab import store
 from clusterlab.diagnose import (
     echoes,
+    fabric,
     incidents,
     load_failures,
     maintenance,
@@ -171,7 +172,7 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
     inc, ev = refinements.refined("the maintenance rule", lambda: maintenance.with_maintenance(
         con, inc, ev, EVIDENCE_SCHEMA), (inc, ev))
     inc, ev = refinements.refined("the silent-data-corruption rule", lambda: sdc.with_silent_corruption(
-        con, inc, ev, EVIDENCE_SCHEMA), (inc, ev))
+        con, inc, ev, EVIDENCE_SCHEMA, clocks), (inc, ev))
     return inc, ev.select(list(EVIDENCE_SCHEMA))
 
 
@@ -300,13 +301,13 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
     elif faults.height:
         winner = faults.row(0, named=True)
         mode, host = winner["failure_mode"], winner["host"]
-        if winner["tier"] == incidents.PEER_TIER:
-            host = peer or host
+        if winner["tier"] in incidents.PEER_TIERS:  # one host at an end of every error pair, or the fabric
+            host = fabric.endpoints(faults).get((a["run"], a["attempt"]), peer or host)
         if host is None and mode in LOCAL_MODES:
             hosts = faults.filter(pl.col("failure_mode") == mode)["host"].drop_nulls().unique()
             host = (hosts[0] if hosts.len() == 1
                     else task_hosts.failed_tasks(con, a["run"]).get((a["run"], a["attempt"])))
-        conf_base = 0.5 if winner["late"] else 0.9
+        conf_base = (0.5 if winner["late"] else 0.9) - fabric.penalty(winner["tier"], host)
         if mode in ("time_limit", "manual_stop"):
             host = None
     elif verdict is not None and healthy:
@@ -409,6 +410,7 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
     peers = {(r["run"], r["attempt"]): r["peer_host"] for r in  # the host the peers' network errors name most
              named.sort([*keys, "len", "peer_host"], descending=[False, False, True, False])
              .group_by(keys, maintain_order=True).first().iter_rows(named=True)}
+    ends = fabric.endpoints(faults)
     # per attempt and local mode, the one host whose faults report it (`LOCAL_MODES`)
     local = {(r["run"], r["attempt"], r["failure_mode"]): r["host"] for r in
              faults.filter(pl.col("failure_mode").is_in(list(LOCAL_MODES)), pl.col("host").is_not_null())
@@ -423,11 +425,11 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
         if k in first_fault:
             winner = first_fault[k]
             mode, host = winner["failure_mode"], winner["host"]
-            if winner["tier"] == incidents.PEER_TIER:
-                host = peers.get(k) or host
+            if winner["tier"] in incidents.PEER_TIERS:  # one host at an end of every error pair, or the fabric
+                host = ends.get(k, peers.get(k) or host)
             if host is None and mode in LOCAL_MODES:
                 host = local.get((*k, mode)) or failed.get(k)
-            conf_base = 0.5 if winner["late"] else 0.9
+            conf_base = (0.5 if winner["late"] else 0.9) - fabric.penalty(winner["tier"], host)
             if mode in ("time_limit", "manual_stop"):
                 host = None
         elif k in first_symptom:

@@ -16,15 +16,17 @@ import duckdb
 import polars as pl
 
 from clusterlab import store
-from clusterlab.diagnose import reattribute
+from clusterlab.diagnose import reattribute, timeline
 
 MASKED_MODES = ("loss_divergence", "user_code_error", "manual_stop", "unknown", "nccl_timeout")
 SDC_CONFIDENCE = 0.7  # the per-rank numbers say it; the GPU's diagnostics confirm it
 
 
 def with_silent_corruption(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl.DataFrame,
-                           ev_schema: dict[str, pl.DataType]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """`inc` and `ev` (root cause's attempt-end incidents and evidence) with silent data corruption re-attributed."""
+                           ev_schema: dict[str, pl.DataType], clocks: pl.DataFrame | None = None
+                           ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`inc` and `ev` (root cause's attempt-end incidents and evidence) with silent data corruption re-attributed;
+    `clocks` (`timeline.host_clocks`) put a rank's own record on the log's clock."""
     masked = inc.filter(pl.col("failure_mode").is_in(MASKED_MODES))
     if not masked.height or not con.execute(
             """SELECT count(*) FROM events WHERE failure_mode = 'loss_divergence' AND rank IS NOT NULL
@@ -59,7 +61,8 @@ def with_silent_corruption(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev
               AND (o.first_step IS NULL OR r.step >= o.first_step)
             GROUP BY o.run, o.attempt
         )
-        SELECT m.incident_id, b.ts, b.host, b.source, b.kind, b.failure_mode, b.xid, b.rank, b.file, b.line, b.text
+        SELECT m.incident_id, b.attempt, b.ts, b.host, b.source, b.kind, b.failure_mode, b.xid, b.rank, b.file,
+               b.line, b.text
         FROM masked m JOIN sound USING (run, attempt) JOIN bad b USING (run, attempt)
         QUALIFY row_number() OVER (PARTITION BY m.incident_id ORDER BY b.ts, b.file, b.line) = 1
     """, masked=masked.select("incident_id", "run", "attempt"))
@@ -74,7 +77,15 @@ def with_silent_corruption(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev
                                 host=pl.col("_rule_host"))
     # the attempt stopped making progress at the first wrong number, not when a guard gave up on it: the steps in
     # between trained on corrupted values (or were skipped for them), so they are the incident's, not kept work
-    first = found.select("incident_id", _first_ts=pl.col("ts").cast(inc.schema["root_ts"]))
+    # NOTE: a rank's own record of the first wrong step is timed by the rank (on its host's clock): it is the root.
+    # A root that won before it was read off a line that says the same later (a trainer's NaN loss dict), dated by
+    # the stamped line before it when it has no stamp of its own: minutes early, it would book sound steps as lost
+    first = found.with_columns(pl.col("attempt").cast(pl.Int32))
+    if clocks is not None:
+        first = timeline.on_log_clock(first, clocks)
+    first = first.select("incident_id", _own=pl.col("kind") == "loss_nonfinite",
+                         _first_ts=pl.col("ts").cast(inc.schema["root_ts"]))
     inc = inc.join(first, on="incident_id", how="left").with_columns(
-        root_ts=pl.min_horizontal("root_ts", "_first_ts")).drop("_first_ts")
+        root_ts=pl.when(pl.col("_own").fill_null(False)).then("_first_ts")
+        .otherwise(pl.min_horizontal("root_ts", "_first_ts"))).drop("_first_ts", "_own")
     return inc, ev
