@@ -53,19 +53,22 @@ def test_every_collector_gets_the_lines_its_pattern_matches() -> None:
 
 
 def test_dense_and_sparse_frames_give_the_same_lines(monkeypatch) -> None:
-    """Where most lines match, each PATTERN runs over every line: the same selection as through the union."""
+    """Where most lines match, the collectors that match many sampled lines run each over every line and the
+    others' union after them: the same selection as through the union alone (none, some or all of them heavy)."""
     from clusterlab.ingest import prefilter
 
     lines = _lines()
     chosen = _line_based()
     monkeypatch.setattr(prefilter, "SAMPLE_LINES", 10)
-    got = {}
-    for dense in (2.0, -1.0):  # never dense, always dense
-        monkeypatch.setattr(prefilter, "DENSE", dense)
-        got[dense] = split(lines, chosen)
-    (s1, m1, r1), (s2, m2, r2) = got.values()
-    assert m1.equals(m2) and r1 is not None and r2 is not None and r1.equals(r2)
-    assert all(s1[k].equals(s2[k]) for k in s1)
+    monkeypatch.setattr(prefilter, "DENSE", 2.0)  # never dense
+    s1, m1, r1 = split(lines, chosen)
+    assert r1 is not None
+    monkeypatch.setattr(prefilter, "DENSE", -1.0)  # always dense
+    for heavy in (2.0, 0.02, -1.0):  # no collector heavy, those over 2 % of the sample, every one
+        monkeypatch.setattr(prefilter, "HEAVY_SHARE", heavy)
+        s2, m2, r2 = split(lines, chosen)
+        assert m1.equals(m2) and r2 is not None and r1.equals(r2), heavy
+        assert all(s1[k].equals(s2[k]) for k in s1), heavy
 
 
 def test_the_union_of_every_collector_is_scanned_in_parts_below_the_engines_cliff() -> None:
