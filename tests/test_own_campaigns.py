@@ -54,7 +54,12 @@ incident, every ledger category within the scorer's bar.
 - clocks_requeue: Megatron in one `sbatch --requeue --open-mode=append` job on a cluster kept in Europe/Berlin local
   time (slurmctld, sacct, dmesg -T, journal short-iso with offset), node clocks minutes off and no per-rank timings:
   Xid 79 stamped after the peers' errors it caused, a Lustre outage, a hung rank, a silent node death, a user's
-  traceback, a time limit; old-Xid, borrowed-stamp and retried-socket decoys."""
+  traceback, a time limit; old-Xid, borrowed-stamp and retried-socket decoys;
+- undated_text: Megatron-LM on Slurm whose evidence mostly carries no time (unstamped iteration lines, torch 2.3's
+  unstamped ProcessGroupNCCL lines, NCCL_DEBUG_FILE per-rank files without timestamps, plain `dmesg` dated only by
+  `uptime -s` / `last -x reboot` / rtc_cmos or not at all), bounded by a dated sacct and slurmctld: Xid 79, a rail
+  leaf switch flap four hosts report (the fabric, no host), one host's HCA its peers name, a rank that never joins
+  an all-reduce, a Lustre OST lost during a save, a time limit; async-event, corrected-AER and old-Xid decoys."""
 
 from __future__ import annotations
 
@@ -75,6 +80,7 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
                                             ("slurm_multitenant", None), ("lightning_slurm", None),
                                             ("gpu_health_twoprov", None), ("elastic_hangs", None),
                                             ("pcluster_efa", None), ("ib_fabric_storage", None),
-                                            ("sdc_rollbacks", None), ("clocks_requeue", None)])
+                                            ("sdc_rollbacks", None), ("clocks_requeue", None),
+                                            ("undated_text", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)

@@ -55,6 +55,11 @@ TIERS: list[tuple[int, str]] = [
 COPED = "severity = 'warning' AND failure_mode IN ('pcie_error', 'nvlink_error')"
 SYMPTOM_TIER = 35  # at or below: seen on every rank of a hung job, says nothing about where
 PEER_TIER = 80  # an NCCL error naming its peer: the peer named most is blamed
+# A line of the attempt's own output without any time (an NCCL debug file written without timestamps): it lies
+# somewhere in the attempt's span, so it explains the end only where no dated line does (at most this tier), placed
+# at the attempt's last step (nothing shows it came before progress stopped), with a lower confidence
+UNDATED_TIER = 36
+PEER_TIERS = (PEER_TIER, UNDATED_TIER)  # a completion error names its peer, dated or not
 NODE_TIER = 90  # node failure, preemption, lost checkpoint
 # The tier of a verdict that is no log line (a sacct state): the first rule naming its mode alone
 TIERS_BY_MODE: list[tuple[str, int]] = [("node_failure", 90), ("preemption", 90), ("time_limit", 50),
@@ -142,12 +147,17 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
                                     AS failure_mode)
                   FROM events WHERE source NOT IN ('sacct', 'slurm_jobcomp')) e
             JOIN ingested_files f USING (file_id)
-            WHERE e.failure_mode IS NOT NULL AND e.ts IS NOT NULL
+            WHERE e.failure_mode IS NOT NULL AND (e.ts IS NOT NULL OR (e.run IS NOT NULL AND e.attempt IS NOT NULL))
               AND NOT (e.source = 'kernel' AND e.kind = 'xid' AND list_contains($not_causes, e.xid))
               AND NOT ({COPED})
         )
         , hits AS (
-            SELECT a.*, ev.* EXCLUDE (run, attempt), true AS own, ev.ts AS adj_ts
+            SELECT a.*, ev.* EXCLUDE (run, attempt) REPLACE (
+                       coalesce(ev.ts, least(coalesce(a.last_ts, a.end_ts), a.end_ts)) AS ts,
+                       CASE WHEN ev.ts IS NULL THEN least(ev.tier, {UNDATED_TIER}) ELSE ev.tier END AS tier,
+                       CASE WHEN ev.ts IS NULL THEN a.start_ts ELSE ev.ts_lo END AS ts_lo,
+                       CASE WHEN ev.ts IS NULL THEN a.end_ts ELSE ev.ts_hi END AS ts_hi),
+                   true AS own, coalesce(ev.ts, least(coalesce(a.last_ts, a.end_ts), a.end_ts)) AS adj_ts
             FROM a JOIN ev ON ev.run = a.run AND ev.attempt = a.attempt
             UNION ALL
             -- node-side evidence (kernel, slurmctld) names no run: it counts on the attempt's hosts

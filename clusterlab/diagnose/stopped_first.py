@@ -254,9 +254,12 @@ def _from_timeouts(con: duckdb.DuckDBPyConnection, run: str | None, tail: pl.Dat
               AND NOT EXISTS (SELECT 1 FROM tail t WHERE t.run = n.run AND t.attempt = n.attempt)
         ),
         tm AS (
-            -- when the wait began: the timeout's time less how long the collective ran (where it says)
+            -- when the wait began: the timeout's time less how long the collective ran (where it says); a timeout
+            -- line without a stamp of its own lies anywhere up to its interval's end (`ts_hi`): the latest the wait
+            -- can have begun, so that the borrowed earlier end never puts the stop before steps the job still made
             SELECT e.run, e.attempt, e.rank,
-                   min(e.ts - to_milliseconds(coalesce(TRY_CAST(json_extract_string(e.detail, '$.ran_for_ms')
+                   min(CASE WHEN e.dated IN ('between', 'after') THEN coalesce(e.ts_hi, e.ts) ELSE e.ts END
+                       - to_milliseconds(coalesce(TRY_CAST(json_extract_string(e.detail, '$.ran_for_ms')
                        AS BIGINT), 0))) AS ts,
                    min(TRY_CAST(json_extract_string(e.detail, '$.seq_num') AS BIGINT)) AS seq,
                    arg_min(f.path, e.ts) AS file, arg_min(e.line, e.ts) AS line,

@@ -390,6 +390,8 @@ def refresh(con: duckdb.DuckDBPyConnection) -> None:
     try:
         # NOTE: unstamped step lines get their times from the step clock first: the attempts are cut by those times
         step_clock.date_steps(con)
+        step_clock.bound_events(con)
+        step_clock.date_last_words(con)
         _pod_hosts(con)
         _split_unsplit_logs(con)
         _split_in_job_restarts(con)

@@ -62,3 +62,63 @@ def date_steps(con: duckdb.DuckDBPyConnection) -> int:
         """).fetchall()[0][0]
     con.execute("DROP TABLE _step_clock")
     return n
+
+
+def bound_events(con: duckdb.DuckDBPyConnection) -> int:
+    """Narrow the interval of the unstamped event lines of a file by its step rows on either side of them.
+
+    An event line without a stamp (a watchdog's text, an NCCL error quoted in a traceback) lies between the stamped
+    lines around it (`ts_lo`, `ts_hi`); where step rows of the same file sit between those (dated from the step
+    clock, or stamped), the line lies after the last step row above it and before the first step row below it. Its
+    point (`ts`) is kept inside the narrowed interval. Idempotent: the bounds only narrow; how many lines moved."""
+    if not con.execute(f"SELECT count(*) FROM (SELECT 1 FROM events WHERE {_UNSTAMPED} LIMIT 1)").fetchall()[0][0]:
+        return 0
+    # NOTE: the step rows of the files that hold unstamped events, in line order; an event takes the nearest step
+    # row above (its end: the line was printed after it) and the nearest below (printed before it ended)
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _ev_bounds AS
+        WITH ev AS (SELECT file_id, line, ts, ts_lo, ts_hi FROM events WHERE {_UNSTAMPED}),
+        st AS (SELECT file_id, line, max(ts) AS ts FROM steps
+               WHERE ts IS NOT NULL AND file_id IN (SELECT DISTINCT file_id FROM ev) GROUP BY file_id, line),
+        b AS (
+            SELECT e.file_id, e.line, e.ts_lo, e.ts_hi, a.ts AS after_step, z.ts AS before_step
+            FROM (SELECT DISTINCT file_id, line, ts_lo, ts_hi FROM ev) e
+            ASOF LEFT JOIN st a ON a.file_id = e.file_id AND e.line > a.line
+            ASOF LEFT JOIN (SELECT file_id, line, ts FROM st) z ON z.file_id = e.file_id AND e.line < z.line
+        )
+        SELECT DISTINCT file_id, line,
+               CASE WHEN after_step > ts_lo AND after_step <= coalesce(ts_hi, after_step) THEN after_step
+                    ELSE ts_lo END AS lo,
+               CASE WHEN before_step >= ts_lo AND before_step < coalesce(ts_hi, TIMESTAMP '9999-12-31')
+                    THEN before_step ELSE ts_hi END AS hi
+        FROM b
+        WHERE (after_step > ts_lo AND after_step <= coalesce(ts_hi, after_step))
+           OR (before_step >= ts_lo AND before_step < coalesce(ts_hi, TIMESTAMP '9999-12-31'))
+    """)
+    n = con.execute("""
+        UPDATE events SET ts_lo = b.lo, ts_hi = b.hi,
+                          ts = greatest(b.lo, least(events.ts, coalesce(b.hi, events.ts)))
+        FROM _ev_bounds b WHERE b.file_id = events.file_id AND b.line = events.line
+          AND events.dated IN ('between', 'after')
+    """).fetchall()[0][0]
+    con.execute("DROP TABLE _ev_bounds")
+    return n
+
+
+# A process's last words: PyTorch's watchdog taking the process down on an NCCL error or timeout, the C++ abort, and the
+# NCCL error text (with the NET/IB line it quotes after "Last error:") inside that exception's message
+LAST_WORDS = ("watchdog_terminated", "process_abort", "process_teardown", "nccl_error")
+
+
+def date_last_words(con: duckdb.DuckDBPyConnection) -> int:
+    """Put an unstamped line that a dying process prints as it dies at the end of its interval (`ts_hi`).
+
+    As a traceback's last line (`parse._fill_ts`, AT_EXIT), the watchdog's "terminated with exception" block is
+    printed as the process aborts, and the next stamped line is that death (torchrun's `failed (exitcode: -6)`),
+    while the stamp before it may be a step record a minute older. Idempotent; how many lines moved."""
+    return con.execute(f"""
+        UPDATE events SET ts = ts_hi
+        WHERE dated = 'between' AND ts_hi IS NOT NULL AND ts IS DISTINCT FROM ts_hi
+          AND (kind IN {LAST_WORDS} OR (kind = 'ib_completion_error'
+                                        AND contains(coalesce(detail, ''), '"via":"last_error"')))
+    """).fetchall()[0][0]
