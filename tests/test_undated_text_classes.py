@@ -113,13 +113,15 @@ def test_completion_errors_only_in_undated_nccl_files_still_explain_the_end_flag
     # (no timestamps at all): gx-02's rank 3 names gx-01 and gx-03, and gx-01's rank 1 names gx-02
     tail = ["[rank3]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 3] NCCL watchdog thread terminated with exception: NCCL "
             "error: remote process exited or there was a network error, NCCL version 2.20.5"]
-    root, _ = _bundle(tmp_path / "b", tail, after_s=20.0, errors={3: ["gx-01", "gx-03"], 1: ["gx-02"]})
+    root, last = _bundle(tmp_path / "b", tail, after_s=20.0, errors={3: ["gx-01", "gx-03"], 1: ["gx-02"]})
     with Lab(tmp_path / "db.duckdb") as lab:
         lab.ingest(root)
         inc = lab.attribute("r7").incidents.filter(pl.col("kind") == "attempt_end").to_dicts()
     assert len(inc) == 1
     assert (inc[0]["failure_mode"], inc[0]["host"]) == ("network", "gx-02"), inc[0]
     assert inc[0]["confidence"] < 0.9  # bounded by the attempt's span only: flagged
+    # when the failure was seen: the watchdog's network error at its process's death, not the last logged step
+    assert inc[0]["root_ts"] == last + dt.timedelta(seconds=20), inc[0]
 
 
 def _pairs(rows: list[tuple[str, str]]) -> pl.DataFrame:

@@ -36,6 +36,7 @@ from clusterlab.diagnose import (
     stopped_first,
     task_hosts,
     timeline,
+    undated,
 )
 
 # The scheduler's verdicts; KILLS end a job that may have been healthy until then.
@@ -356,7 +357,8 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
     ev = ev.with_columns(incident_id=pl.lit(iid), rank_in_incident=pl.int_range(1, pl.len() + 1).cast(pl.Int64))
     rejected = _rejected(c, reasons, s.max_rejected)
     inc = {"incident_id": iid, "run": a["run"], "attempt": a["attempt"], "kind": "attempt_end",
-           "root_ts": _root_time(winner, live) if winner else a["end_ts"], "exit_ts": a["end_ts"], "failure_mode": mode,
+           "root_ts": (undated.root(winner, live) or _root_time(winner, live)) if winner else a["end_ts"],
+           "exit_ts": a["end_ts"], "failure_mode": mode,
            "host": host, "rank": _rank_of(winner, host), "tier": winner["tier"] if winner else None,
            "confidence": round(confidence, 2),
            "rejected": rejected}
@@ -445,7 +447,8 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
             host = None
         incs[k] = {"incident_id": f"{a['run']}:{a['attempt']}:end", "run": a["run"], "attempt": a["attempt"],
                    "kind": "attempt_end", "exit_ts": a["end_ts"],
-                   "root_ts": _root_time(winner, stamped.get(k, none)) if winner else a["end_ts"],
+                   "root_ts": (undated.root(winner, live) or _root_time(winner, stamped.get(k, none))) if winner
+                   else a["end_ts"],
                    "failure_mode": mode, "host": host, "rank": _rank_of(winner, host),
                    "tier": winner["tier"] if winner else None, "_conf": conf_base, "_winner": winner}
         winners.append({"run": a["run"], "attempt": a["attempt"], "_has_w": winner is not None,
