@@ -29,6 +29,9 @@ _FS_ERRNO = (r"\[Errno (?:5|28|116|122)\]|Input/output error|Stale file handle|N
              r"|inline_container\.cc:\d+\] \. unexpected pos \d+ vs \d+")
 # ENOSPC, EDQUOT as any layer words them (Python's OSError, Rust's io::Error, a shell)
 STORAGE_FULL = r"No space left on device|Disk quota exceeded"
+# The caching allocator's out-of-memory report asks NVML which processes hold the GPU's memory; where NVML cannot
+# list them (a MIG slice, a container) the report's own assert is raised instead of the OOM message
+_OOM_REPORT_ASSERT = r"NVML_SUCCESS == r INTERNAL ASSERT FAILED at \S*CUDACachingAllocator\.cpp"
 # `loss is nan`, `Loss became NaN`, `loss = inf`: the loss itself, not a term or a check's wording (`nan_to_num`)
 _LOSS_NONFINITE = r"(?i)\bloss\b[^.;:]{0,30}?(?:\b(?:is|became|becomes|was) |= ?)(?:nan|inf)\b"
 
@@ -102,6 +105,7 @@ def _exc_mode(exc_type: pl.Expr, message: pl.Expr) -> pl.Expr:
             .when(short == "MemoryError").then(pl.lit("host_oom"))
             # a training loop's own check raising on a non-finite loss (`ValueError: loss is nan`): divergence
             .when(message.fill_null("").str.contains(_LOSS_NONFINITE)).then(pl.lit("loss_divergence"))
+            .when(message.fill_null("").str.contains(_OOM_REPORT_ASSERT)).then(pl.lit("cuda_oom"))
             # NOTE: whatever wraps it (an OSError, a RuntimeError of torch.save): the storage failed the process
             .when(message.fill_null("").str.contains(_FS_ERRNO)).then(pl.lit("filesystem_io"))
             # NOTE: a store server that cannot bind its port is the launch's configuration (store_bind), not the network

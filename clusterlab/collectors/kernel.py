@@ -66,7 +66,7 @@ PATTERN = "|".join([
     r"|GSP Timeout|GSP RM heartbeat timed out|Heartbeat timed out|GSP RPC error prints|GSP-CrashCat Report"
     r"|RmInitAdapter failed|\[NV_ERR_(?:RESET_REQUIRED|GPU_IS_LOST)\]|kflcnCoreDump\w*_IMPL: "
     r"|RPC (?:event )?history \(CPU)",
-    r"SXid \([^)]*\): \d+, (?:Fatal|FATAL|Non-fatal|Severity [01] )",
+    r"SXid \([^)]*\): \d+, (?:Fatal|FATAL|Non-fatal|Severity [01] |Data \{)",
     r"AER: (?:Multiple )?(?:Correct|Uncorrect)(?:ed|able) ",
     r"AER: (?:device recovery failed|can't recover)",
     r"PCIe Bus Error: severity=",
@@ -85,8 +85,9 @@ PATTERN = "|".join([
     r"task:\S+ +state:D ",
     r"\b(?:nfs|nfs4|lockd): server \S+ (?:not responding|OK\b)",
     r"LustreError: |LNetError: ",
-    r"Lustre: .*(?:Connection to .* was lost|Connection restored to |Request sent has (?:timed out|failed due to))",
-    r"LNet: .*(?:Timed out tx|Timed out RDMA|[Cc]losing conn)",
+    r"Lustre: .*(?:Connection to .* was lost|Connection restored to |Request sent has (?:timed out|failed due to)"
+    r"|[Ss]ervice thread pid \d+ was inactive for )",
+    r"LNet: .*(?:Timed out tx|Timed out RDMA|[Cc]losing conn|[Ss]ervice thread pid \d+ was inactive for )",
     _BLOCK_IO,
     r"\[Hardware Error\]: (?:Machine check events logged|CPU \d+: Machine Check|event severity: )",
     r"Uncorrected hardware memory error|Memory failure: 0x",
@@ -168,6 +169,8 @@ RULES: tuple[Rule, ...] = (
     # driver's NVSWITCH_ERROR_SEVERITY_NONFATAL is 0, _FATAL is 1
     Rule("sxid", "sxid", r"SXid \([^)]*\): \d+, Severity 1 ", "nvlink_error", "error"),
     Rule("sxid", "sxid", r"SXid \([^)]*\): \d+, Severity 0 ", None, "warning"),
+    # ... and its `Data {..}` line, read with the severity line of the same SXid (_sxid_data_alone)
+    Rule("sxid", "sxid_data", r"SXid \([^)]*\): \d+, Data \{", "nvlink_error", "warning"),
     Rule("aer", "pcie_aer", r"AER: (?:Multiple )?Uncorrect(?:ed|able) \(Fatal\) ", "pcie_error", "critical"),
     Rule("aer", "pcie_aer", r"AER: (?:Multiple )?Uncorrect(?:ed|able) \(Non-Fatal\) ", "pcie_error", "error"),
     Rule("aer", "pcie_aer", r"AER: (?:Multiple )?Correct(?:ed|able) ", None, "warning"),
@@ -204,6 +207,11 @@ RULES: tuple[Rule, ...] = (
     Rule("lustre", "lustre_connection_restored", r"Lustre: .*Connection restored to ", None, "info"),
     Rule("lustre", "lustre_timeout", r"Lustre: .*Request sent has (?:timed out|failed due to)", "filesystem_io",
          "warning"),
+    # Lustre's own watchdog on a service thread (`LNet: Service thread pid N was inactive for 200.09s. The thread
+    # might be hung, or it might only be slow ...`, `Lustre: <svc>: service thread pid N was inactive for ...`): a
+    # filesystem thread stuck or starved, the hung task of the filesystem (a warning: it may still resume)
+    Rule("lustre", "lustre_thread_inactive", r"(?:LNet|Lustre): .*[Ss]ervice thread pid \d+ was inactive for ",
+         "filesystem_io", "warning"),
     Rule("lustre", "lnet_timeout", r"LNet: .*(?:Timed out tx|Timed out RDMA|[Cc]losing conn)", "filesystem_io",
          "warning"),
     Rule("lustre", "lustre_error", r"LustreError: |LNetError: ", "filesystem_io", "error"),
@@ -447,6 +455,8 @@ def _family_events(family: str, part: pl.DataFrame) -> tuple[pl.DataFrame, pl.Se
         part = _aer_flood(part)
     elif family == "block":
         part = _quiet_noisy_devices(part)
+    elif family == "sxid":
+        part = _sxid_data_alone(part)
     pci = [_bdf(pl.col(c)) for c in PCI_COLUMNS.get(family, ())]
     # Fields a line did not have are left out rather than written as null (none: `{}`).
     detail = json_detail(_details()[family]).fill_null("{}")
@@ -531,6 +541,17 @@ def _quiet_noisy_devices(part: pl.DataFrame) -> pl.DataFrame:
         failure_mode=pl.when(noisy).then(None).otherwise(pl.col("failure_mode")),
         severity=pl.when(noisy).then(pl.lit("info")).otherwise(pl.col("severity")),
     )
+
+
+def _sxid_data_alone(part: pl.DataFrame) -> pl.DataFrame:
+    """An SXid's `Data {..}` line belongs to the severity line of the same switch and code (before or after it:
+    the order varies) and is no event of its own. One whose severity line the excerpt lacks still says an NVSwitch
+    reported an NVLink error: kept as such, a warning, its severity unknown (the code alone does not say it: one
+    SXid code is fatal on one port and non-fatal on another)."""
+    is_data = pl.col("kind") == "sxid_data"
+    paired = (~is_data).any().over(pl.col("sbus"), pl.col("sxid"))
+    return part.filter(~(is_data & paired)).with_columns(ssev=pl.when(is_data).then(pl.lit("unknown"))
+                                                          .otherwise(pl.col("ssev")))
 
 
 def _hung_on_filesystem(part: pl.DataFrame) -> pl.DataFrame:
