@@ -59,7 +59,12 @@ incident, every ledger category within the scorer's bar.
   unstamped ProcessGroupNCCL lines, NCCL_DEBUG_FILE per-rank files without timestamps, plain `dmesg` dated only by
   `uptime -s` / `last -x reboot` / rtc_cmos or not at all), bounded by a dated sacct and slurmctld: Xid 79, a rail
   leaf switch flap four hosts report (the fabric, no host), one host's HCA its peers name, a rank that never joins
-  an all-reduce, a Lustre OST lost during a save, a time limit; async-event, corrected-AER and old-Xid decoys."""
+  an all-reduce, a Lustre OST lost during a save, a time limit; async-event, corrected-AER and old-Xid decoys;
+- gpfs_dcgm_utc: a plain torchrun + FSDP script logging in UTC (`Z`) from its container on an IBM Storage Scale site
+  whose Slurm, syslog and `date` print America/Chicago local time across the end of DST (no zone in the
+  inventory): a GPFS expel during a save (mmfs.log), Xid 95 then an epilog `dcgmi diag` failure, a prolog `dcgmi
+  diag` failure that drains a node and requeues the job before its script runs, an NVLink Xid 74, a time limit;
+  GPFS-info, passing-diag-with-warning, NVLink-replay and idle-PCIe-downgrade decoys."""
 
 from __future__ import annotations
 
@@ -81,6 +86,6 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
                                             ("gpu_health_twoprov", None), ("elastic_hangs", None),
                                             ("pcluster_efa", None), ("ib_fabric_storage", None),
                                             ("sdc_rollbacks", None), ("clocks_requeue", None),
-                                            ("undated_text", None)])
+                                            ("undated_text", None), ("gpfs_dcgm_utc", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)

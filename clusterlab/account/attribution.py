@@ -9,7 +9,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store, taxonomy
-from clusterlab.account import advice, ledger
+from clusterlab.account import advice, failed_launches, ledger
 from clusterlab.diagnose import (
     counter_evidence,  # error counters weighed at an attempt's end
     incidents,
@@ -230,6 +230,7 @@ def _attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Set
             "root_ts", "incident_id")
         evidence = pl.concat([evidence, slow_ev], how="diagonal_relaxed")
     rows = _tie(wide, tails, straggling, inc, att, slow_steps)
+    inc, evidence, rows = failed_launches.with_failed_launches(con, run, att, inc, evidence, rows, _finish_incidents)
     total_s = (att["end_ts"].max() - att["start_ts"].min()).total_seconds()
     try:
         ledger.check(rows, total_s)

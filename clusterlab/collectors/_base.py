@@ -81,6 +81,9 @@ class Context:
     attempt: int | None = None
     year: int = 2026  # for formats that print no year (syslog, glog)
     tz: str = "UTC"  # timezone of formats printed in local time (dmesg -T, syslog)
+    # a job output's own processes (torchrun's glog, c10's `[E1101 ...]`, the elastic summary) where they print
+    # another zone than the site's: a container in UTC (measured against the file's zoned stamps; None: `tz`)
+    proc_tz: str | None = None
     boot_time: dt.datetime | None = None  # naive UTC, for raw dmesg's seconds since boot
     known_hosts: frozenset[str] = frozenset()
     header: str | None = None  # the file's first non-blank line (a structured format's header)

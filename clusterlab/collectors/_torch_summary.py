@@ -62,7 +62,8 @@ def children(f: pl.DataFrame, finals: pl.DataFrame, ctx: Context, content_mode: 
     stamp = pl.col("time").cast(pl.String).str.replace("_", " ").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us",
                                                                    strict=False)
     frame = frame.select(
-        pl.col("line").cast(pl.Int64), local_to_utc(stamp, ctx.tz).alias("ts"), pl.col("host").cast(pl.String),
+        pl.col("line").cast(pl.Int64), local_to_utc(stamp, ctx.proc_tz or ctx.tz).alias("ts"),
+        pl.col("host").cast(pl.String),
         # a child that died of a signal, with no error of its own, failed of a cause other lines may state
         pl.lit("child_failed").alias("kind"),
         pl.coalesce(content_mode(pl.col("cause").cast(pl.String)), pl.lit("unknown")).alias("failure_mode"),

@@ -12,7 +12,8 @@ Formats (torch 1.x to 2.10), behind launcher prefixes (`[rank3]:`, `[default3]:`
     the TORCH_NCCL_DESYNC_DEBUG report (`\t - [3] Timeout at collective: ALLREDUCE, #41208`, tab-indented, no header)
     DataLoader workers lost (`DataLoader worker (pid 1234) is killed by signal: Bus error. ...`)
     CUDA / NCCL errors and Python tracebacks (`Traceback (most recent call last):` ... `ExcType: message`).
-Times without a year (glog) take ctx.year; all are the node's local time (ctx.tz).
+Times without a year (glog) take ctx.year; all are the node's local time (ctx.tz), or the job's processes' own
+(ctx.proc_tz: a container in UTC on a site in local time).
 """
 
 from __future__ import annotations
@@ -252,7 +253,7 @@ _MANUAL_SIGNALS = ("SIGINT", "SIGHUP")
 
 def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
     """What parse() reads of the context: logs agreeing on it may be parsed together (clusterlab.ingest.groups_text)."""
-    return (ctx.tz, year_context(ctx), ctx.known_hosts)
+    return (ctx.tz, ctx.proc_tz, year_context(ctx), ctx.known_hosts)
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -340,7 +341,7 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     drop = (what & watchdog & logged_before) | rest.str.contains(r"NCCL (?:INFO|WARN|TRACE) ")
     f = f.with_columns(
         msg=pl.coalesce("gmsg", "pmsg", "omsg", "rest"),
-        ts=local_to_utc(stamp, ctx.tz),
+        ts=local_to_utc(stamp, ctx.proc_tz or ctx.tz),
         is_tb=body.str.contains(_TB_START), is_chain=body.str.contains(_CHAIN), rank_tb=body.str.contains(_RANK_TB),
         header=pl.when(rest.str.contains(r"^Root Cause(?: \(first observed failure\))?:\s*$")).then(pl.lit("root"))
         .when(rest.str.contains(r"^(?:Other )?Failures:\s*$")).then(pl.lit("others")),

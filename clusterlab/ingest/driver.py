@@ -189,10 +189,14 @@ def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file
     # NOTE: a cluster whose zone inventory.toml leaves out (UTC by default): the offset its nodes' journals print,
     # where they all agree on one that is not UTC (the nodes' own setting, which dmesg -T and the job's lines share)
     sniffed = {}
+    # the job output of a run on the cluster (no host): where its script printed `date`, the zone's abbreviation
+    run_cluster = dict(con.execute("SELECT run, cluster FROM runs").fetchall())
     for cluster, hosts in con.execute("SELECT c.cluster, list(n.host) FROM clusters c JOIN nodes n USING (cluster) "
                                       "WHERE coalesce(c.timezone, 'UTC') = 'UTC' GROUP BY ALL").fetchall():
         mine = set(hosts)
-        if (tz := _zone_sniff.zone_from_offsets(t.path for t in walked.files if t.host in mine)) not in (None, "UTC"):
+        jobs = (t.path for t in walked.files if t.host is None and t.run and run_cluster.get(t.run) == cluster)
+        if (tz := _zone_sniff.zone_from_offsets((t.path for t in walked.files if t.host in mine), jobs)) \
+                not in (None, "UTC"):
             sniffed[cluster] = tz
             zones.update(dict.fromkeys(hosts, tz))
     # NOTE: a file no host is known for (a run's rank-0 log or slurm-J.out, the controller's slurmctld.log, sacct)
@@ -233,6 +237,8 @@ def _context(task: bundle.FileTask, walked: bundle.Walk, zones: dict[str, str], 
     boot = walked.boot_times.get(task.path.parent) if walked.boot_times else None
     stamp = task.mtime if task.mtime is not None else task.path.stat().st_mtime
     mtime = dt.datetime.fromtimestamp(stamp, dt.UTC).replace(tzinfo=None)
+    tz = (zones.get(task.host or host or "") if task.host or host
+          else (run_zones or {}).get(task.run or run or "", zones.get("", "UTC"))) or "UTC"
     return Context(
         path=task.display,
         host=task.host or host,
@@ -240,8 +246,9 @@ def _context(task: bundle.FileTask, walked: bundle.Walk, zones: dict[str, str], 
         attempt=task.attempt,
         year=year or mtime.year,
         mtime=None if year else mtime,
-        tz=(zones.get(task.host or host or "") if task.host or host
-            else (run_zones or {}).get(task.run or run or "", zones.get("", "UTC"))) or "UTC",
+        tz=tz,
+        proc_tz=_zone_sniff.process_zone(_zone_sniff.file_head(task.path), tz)
+        if not (task.host or host) and (task.run or run) and tz not in ("UTC", "Etc/UTC") else None,
         boot_time=bundle.read_boot_time(boot) if boot else None,
         known_hosts=known,
         epoch=epoch,
