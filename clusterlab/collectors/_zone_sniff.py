@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import re
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -59,7 +60,7 @@ def _head(path: Path) -> bytes:
             f.seek(size - HEAD_BYTES)
             tail = f.read()
             return head + tail[tail.find(b"\n"):]       # from the tail's first whole line
-    except (OSError, EOFError, gzip.BadGzipFile):
+    except (OSError, EOFError, zlib.error):  # (a damaged gzip: BadGzipFile is an OSError, a bad deflate stream not)
         return b""
 
 
@@ -71,7 +72,7 @@ def file_head(path: Path) -> bytes:
                 return f.read(HEAD_BYTES)
         with path.open("rb") as f:
             return f.read(HEAD_BYTES)
-    except (OSError, EOFError, gzip.BadGzipFile):
+    except (OSError, EOFError, zlib.error):  # (a damaged gzip: BadGzipFile is an OSError, a bad deflate stream not)
         return b""
 
 
