@@ -64,7 +64,13 @@ incident, every ledger category within the scorer's bar.
   whose Slurm, syslog and `date` print America/Chicago local time across the end of DST (no zone in the
   inventory): a GPFS expel during a save (mmfs.log), Xid 95 then an epilog `dcgmi diag` failure, a prolog `dcgmi
   diag` failure that drains a node and requeues the job before its script runs, an NVLink Xid 74, a time limit;
-  GPFS-info, passing-diag-with-warning, NVLink-replay and idle-PCIe-downgrade decoys."""
+  GPFS-info, passing-diag-with-warning, NVLink-replay and idle-PCIe-downgrade decoys;
+- old_stack: a Megatron-LM (2021) job on a rented A100 cluster's older stack (CentOS 7 `/var/log/messages` without a
+  year, rotated; driver 470 Xids; NCCL 2.10 printed to stdout; torch 1.10 `torch.distributed.launch` with the 30 min
+  watchdog; unstamped iteration lines; Slurm 20.11 slurmctld and `sacct -P`): Xid 79 found by the watchdog 30 min
+  later, an IB port down its rail peers name, a cgroup OOM kill, a node that reboots under the job (dated by the
+  controller's `last response`), an NFS server every host loses during a save, a time limit; old-Xid-and-reboot,
+  GID-table-change, corrected-EDAC, Xid 63 and idle-spare NFS-blip decoys."""
 
 from __future__ import annotations
 
@@ -86,6 +92,7 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
                                             ("gpu_health_twoprov", None), ("elastic_hangs", None),
                                             ("pcluster_efa", None), ("ib_fabric_storage", None),
                                             ("sdc_rollbacks", None), ("clocks_requeue", None),
-                                            ("undated_text", None), ("gpfs_dcgm_utc", None)])
+                                            ("undated_text", None), ("gpfs_dcgm_utc", None),
+                                            ("old_stack", 1)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)

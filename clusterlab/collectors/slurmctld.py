@@ -122,7 +122,10 @@ EXTRACTORS: tuple[str, ...] = (
     r"|reboot request queued for nodes (?P<n11>\S+)",
     r"state set to (?P<state>\S+)",
     r"reason set to: (?P<reason>.*)$",
-    r"boot_time=(?P<boot>\d+)",
+    # node_mgr.c: "boot_time=%u last response=%u" (Slurm <= 18.08: "boot_time %d" + "last response %d"): the
+    # last time the node answered the controller, the latest it is known alive (diagnose.onsets)
+    r"boot_time[= ](?P<boot>\d+)",
+    r"last response[= ](?P<last_resp>\d+)",
     _JOB,
     r"StepId=(?P<stepid>[^\s)]+)",
     r"(?:WEXITSTATUS (?P<exit>\d+)|WTERMSIG (?P<sig>\d+))",
@@ -239,6 +242,7 @@ def _finish(frame: pl.DataFrame) -> pl.DataFrame:
         "exit_code": pl.col("exit").cast(pl.Int32, strict=False), "signal": pl.col("sig").cast(pl.Int32, strict=False),
         "preempt_action": pl.coalesce("pact", "pact2"), "preempted_by": pl.col("pby"),
         "uid": pl.col("uid").cast(pl.Int64, strict=False), "boot_time": pl.col("boot").cast(pl.Int64, strict=False),
+        "last_response": pl.col("last_resp").cast(pl.Int64, strict=False),
         "resume_timeout_s": pl.col("resume_s").cast(pl.Int32, strict=False), "recovered": pl.col("recovered"),
     })
     schema = TABLE_COLUMNS["events"]

@@ -122,9 +122,48 @@ def node_loss_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.Da
         WHERE e.kind IN ({kinds}) AND e.ts IS NOT NULL AND e.dated IS NULL AND e.host IS NOT NULL
           AND e.host IS DISTINCT FROM nf.host AND e.ts > st.last_step AND e.ts < nf.root_ts
         GROUP BY ALL""", nf=nf.select("run", "attempt", "host", "root_ts"))
-    if not first.height:
+    if first.height:
+        inc = _move_roots(inc, first, "node_failure", "peer_ts", pl.col("peer_ts") < pl.col("root_ts"))
+    return _last_signs_of_life(con, inc, first)
+
+
+def _last_signs_of_life(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, moved: pl.DataFrame) -> pl.DataFrame:
+    """`inc` with the root of each attempt a lost node ended, where no peer stamped its loss (`moved`: those that
+    did), moved back to the last time the node answered the controller (slurmctld's `unexpectedly rebooted ...
+    last response=EPOCH` once it comes back), when that is after the job's last step record: it was alive then and
+    dead before the late verdicts, and a log that prints every N steps stepped on, unlogged, until about then. Its
+    last answer is the latest the node is known alive, so the steps counted before it ran (never a whole
+    `not responding` timeout booked as hang, nor the steps since the last record); a save that finished after that
+    answer (every rank, the node's too, waits at its barrier) is later proof of life."""
+    nf = inc.filter(pl.col("failure_mode") == "node_failure", pl.col("kind") == "attempt_end",
+                    pl.col("root_ts").is_not_null(), pl.col("host").is_not_null())
+    if moved.height:
+        nf = nf.join(moved.select("run", pl.col("attempt").cast(nf.schema["attempt"])), on=["run", "attempt"],
+                     how="anti")
+    if not nf.height:
         return inc
-    return _move_roots(inc, first, "node_failure", "peer_ts", pl.col("peer_ts") < pl.col("root_ts"))
+    alive = store.frame(con, """
+        WITH nf AS (SELECT DISTINCT run, attempt::INTEGER AS attempt, host, root_ts FROM nf),
+        st AS (SELECT s.run, s.attempt::INTEGER AS attempt, max(s.ts) AS last_step FROM steps s
+               JOIN nf ON s.run = nf.run AND s.attempt = nf.attempt WHERE s.ts IS NOT NULL GROUP BY ALL),
+        lr AS (SELECT e.host, to_timestamp(TRY_CAST(json_extract_string(e.detail, '$.last_response') AS BIGINT))
+                      ::TIMESTAMPTZ AT TIME ZONE 'UTC' AS alive_ts
+               FROM events e WHERE e.kind = 'slurm_node_reboot'
+                 AND json_extract_string(e.detail, '$.last_response') IS NOT NULL),
+        -- a save every rank finished after it (the barrier around it waits for the node's ranks too) says the node
+        -- was alive later still: its last answer may be a ping interval before the death
+        sv AS (SELECT c.run, c.attempt::INTEGER AS attempt,
+                      max(c.ts + to_microseconds(CAST(c.duration_s * 1e6 AS BIGINT))) AS saved
+               FROM checkpoints c JOIN nf ON c.run = nf.run AND c.attempt = nf.attempt
+               WHERE c.action = 'save' AND coalesce(c.ok, true) AND c.duration_s IS NOT NULL GROUP BY ALL)
+        SELECT nf.run, nf.attempt, greatest(max(lr.alive_ts), max(sv.saved)) AS alive_ts FROM nf
+        JOIN st ON st.run = nf.run AND st.attempt = nf.attempt JOIN lr ON lr.host = nf.host
+        LEFT JOIN sv ON sv.run = nf.run AND sv.attempt = nf.attempt AND sv.saved < nf.root_ts
+        WHERE lr.alive_ts > st.last_step AND lr.alive_ts < nf.root_ts
+        GROUP BY ALL""", nf=nf.select("run", "attempt", "host", "root_ts"))
+    if not alive.height:
+        return inc
+    return _move_roots(inc, alive, "node_failure", "alive_ts", pl.col("alive_ts") < pl.col("root_ts"))
 
 
 def _move_roots(inc: pl.DataFrame, found: pl.DataFrame, mode: str, to: str, when: pl.Expr) -> pl.DataFrame:
