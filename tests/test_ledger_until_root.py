@@ -46,8 +46,9 @@ def test_steps_after_the_first_non_finite_number_are_hang(tmp_path: Path) -> Non
 
 
 def _megatron_deepspeed(root: Path) -> Path:
-    """34 iterations of 8 s, one line in ten stamped, then a NaN check's traceback without a stamp of its own: dated
-    from the stamped iteration 31 (too few records after it to read as progress past it) to the worker's exit."""
+    """34 iterations of 8 s, one line in ten stamped, then a NaN check's traceback without a stamp of its own: between
+    the last iteration line's end and the worker's exit (the stamped iteration 31 alone would date it minutes early,
+    and the iterations after it must not become hang)."""
     att = root / "runs" / "nanrun" / "attempt-1"
     att.mkdir(parents=True)
     lines = [f"[{T0:%Y-%m-%d %H:%M:%S}] training ..."]
@@ -77,7 +78,9 @@ def test_a_root_dated_by_its_interval_cuts_no_step(tmp_path: Path) -> None:
         end = lab.incidents("nanrun").filter(pl.col("kind") == "attempt_end").row(0, named=True)
         att = lab.attribute("nanrun")
         got = dict(att.ledger.select("category", "gpu_hours").iter_rows())
-    assert end["root_ts"] < T0 + dt.timedelta(seconds=8 * (LAST - 1)), end  # dated by the stamped line before it
+    # the traceback has no stamp: it comes after the last iteration line (its interval narrowed by the step rows
+    # before it, `ingest.step_clock`), no later than the worker's exit 3 s after it
+    assert T0 + dt.timedelta(seconds=8 * LAST) <= end["root_ts"] <= T0 + dt.timedelta(seconds=8 * LAST + 3), end
     tail_h = att.gpus * (3 + 1) / 3600  # the exit 3 s after the last step, and a second of stamp
     assert got["hang"] <= tail_h, got  # iterations 32-34 ran: not hang
 
