@@ -176,6 +176,14 @@ def search(text: str | bytes | Sequence[str], pattern: str) -> bool:
     return bool(lines.str.contains(pattern).any())
 
 
+def most_lines_match(head: bytes, pattern: str, first: int = 50) -> bool:
+    """Whether most of the head's first non-blank lines (at least three, or all of fewer) match `pattern`: the sniff
+    of a log whose every line has one format (a filesystem client's own log)."""
+    lines = [ln for ln in head.decode("utf-8", "replace").splitlines()[:first] if ln.strip()]
+    hits = pl.Series(lines, dtype=pl.String).str.contains(pattern).sum() if lines else 0
+    return hits >= min(3, len(lines)) and 2 * hits >= len(lines)
+
+
 def rows_frame(table: str, rows: list[dict]) -> pl.DataFrame:
     """A frame for `table` from a (short) list of row dicts; unknown keys are an error."""
     schema = TABLE_COLUMNS[table]

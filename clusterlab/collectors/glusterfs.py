@@ -21,7 +21,16 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, classify, fraction, json_detail, offset_to_utc
+from clusterlab.collectors._base import (
+    TABLE_COLUMNS,
+    Context,
+    Parsed,
+    classify,
+    fraction,
+    json_detail,
+    most_lines_match,
+    offset_to_utc,
+)
 
 NAME = "glusterfs"
 FILE_HOST_COLUMN = True  # parsed with other files, the lines carry their file's host (ctx.host) as `file_host`
@@ -59,9 +68,7 @@ def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract
 
 def sniff(head: bytes, path: str) -> bool:
     """A GlusterFS log: most of its first lines are in GlusterFS's line format."""
-    lines = [ln for ln in head.decode("utf-8", "replace").splitlines()[:50] if ln.strip()]
-    hits = pl.Series(lines, dtype=pl.String).str.contains(_LINE).sum() if lines else 0
-    return hits >= min(3, len(lines)) and 2 * hits >= len(lines)
+    return most_lines_match(head, _LINE)
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
