@@ -1,17 +1,17 @@
 """Which lines of a text log its collectors read: one scan of the patterns' union, then each PATTERN on those.
 
 Most lines of a log at NCCL_DEBUG=INFO or of a kernel journal match no collector's PATTERN. The union of the
-chosen collectors' patterns picks out the lines some collector reads in one scan (a regex engine's prefilter
-over every line); each collector's own PATTERN then runs on those lines only, all of them in one polars call
-(in parallel), and the lines no collector reads are the ones the union's mask left out: no pattern runs twice
-over a line (the union used to run again to find the unmatched lines, ~12 % of an INFO-heavy NCCL log's CPU).
+chosen collectors' patterns (in parts below the regex engine's cliff) picks out the lines some collector reads in
+one scan per part; each part's collectors then share out the lines it matched (`_resolve`: where they are many,
+the collector most of them are for takes those the others' union misses, no scan of its own), and the lines no
+collector reads are the ones no part's mask holds: no pattern runs twice over a line (the union used to run again
+to find the unmatched lines, ~12 % of an INFO-heavy NCCL log's CPU).
 
 NOTE: measured on the campaign corpus (`benchmarks/fleet_ingest.py --corpus campaigns`), a prefilter of
 literals read from each PATTERN (one Aho-Corasick scan per collector) was slower than the union on NCCL and
 kernel logs, whose few matched lines make the per-collector scans the cost; so were a dozen scans of the
 patterns over every line, the union's DFA being quick where it rarely matches (and slow where most lines match:
-`split` then takes the dozen scans).
-"""
+`split` then runs the few collectors that match most of them over every line, and the union of the others)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from types import ModuleType
 
 import polars as pl
 
-DENSE = 0.5  # a frame whose sampled lines match the union this often has each PATTERN run over every line
+DENSE = 0.5  # a frame whose sampled lines match the union this often has its heavy collectors run alone
 SAMPLE_LINES = 1000
 FEW_LINES = 2000  # matched lines this few have every PATTERN run over them, in one call
 HEAVY_SHARE = 0.02  # of a dense frame's sampled lines: a collector matching more runs over every line alone
@@ -46,7 +46,7 @@ def split(frame: pl.DataFrame, chosen: list[ModuleType], rest: bool = True
 
     NOTE: where most lines match (a trainer's output: its step lines), the union's DFA is the cost (25 MB/s on
     campaign trainer logs): the collectors that match many of a sample's lines (HEAVY_SHARE) then run each over
-    every line, and only the others' union after them (290 -> 170 ms CPU on the trainer logs of the campaign
+    every line, and only the others' union after them (229 -> 157 ms CPU on the trainer logs of the campaign
     corpus at four seeds; running every PATTERN over every line was the way before).
 
     NOTE: where a part of the union matches many lines, they are mostly one collector's (a fleet's NCCL INFO
