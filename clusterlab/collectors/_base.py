@@ -184,6 +184,16 @@ def most_lines_match(head: bytes, pattern: str, first: int = 50) -> bool:
     return hits >= min(3, len(lines)) and 2 * hits >= len(lines)
 
 
+def read_line_format(lines: pl.DataFrame, ctx: Context, pattern: str, out: Parsed) -> pl.DataFrame:
+    """The lines of a one-format log that `pattern` reads, its named groups as columns (a `msg` group among them)
+    and `host` the file's (`file_host` where files are parsed together); the others go to `out` as unread."""
+    own = pl.col("file_host") if "file_host" in lines.columns else pl.lit(ctx.host, pl.String)
+    frame = lines.select("line", "text", own.alias("host"),
+                         pl.col("text").str.extract_groups(pattern).alias("_g")).unnest("_g")
+    out.unparsed_lines = frame.filter(pl.col("msg").is_null())["line"]
+    out.unparsed = len(out.unparsed_lines)
+    return frame.filter(pl.col("msg").is_not_null())
+
 def rows_frame(table: str, rows: list[dict]) -> pl.DataFrame:
     """A frame for `table` from a (short) list of row dicts; unknown keys are an error."""
     schema = TABLE_COLUMNS[table]

@@ -30,6 +30,7 @@ from clusterlab.collectors._base import (
     json_detail,
     most_lines_match,
     offset_to_utc,
+    read_line_format,
 )
 
 NAME = "glusterfs"
@@ -74,12 +75,7 @@ def sniff(head: bytes, path: str) -> bool:
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """One event per stale handle, lost brick or I/O error line of the batch."""
     out = Parsed()
-    own = pl.col("file_host") if "file_host" in lines.columns else pl.lit(ctx.host, pl.String)
-    frame = lines.select("line", "text", own.alias("host"),
-                         pl.col("text").str.extract_groups(_LINE).alias("_g")).unnest("_g")
-    out.unparsed_lines = frame.filter(pl.col("msg").is_null())["line"]
-    out.unparsed = len(out.unparsed_lines)
-    frame = frame.filter(pl.col("msg").is_not_null())
+    frame = read_line_format(lines, ctx, _LINE, out)
     if not frame.height:
         return out
     frame = _classify(frame)

@@ -27,6 +27,7 @@ from clusterlab.collectors._base import (
     json_detail,
     most_lines_match,
     offset_to_utc,
+    read_line_format,
 )
 
 NAME = "gpfs_mmfs"
@@ -70,12 +71,7 @@ def sniff(head: bytes, path: str) -> bool:
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """One event per line that says the node lost the cluster, a disk failed, the daemon failed or I/O waits long."""
     out = Parsed()
-    own = pl.col("file_host") if "file_host" in lines.columns else pl.lit(ctx.host, pl.String)
-    frame = lines.select("line", "text", own.alias("host"),
-                         pl.col("text").str.extract_groups(_LINE).alias("_g")).unnest("_g")
-    out.unparsed_lines = frame.filter(pl.col("msg").is_null())["line"]
-    out.unparsed = len(out.unparsed_lines)
-    frame = frame.filter(pl.col("msg").is_not_null())
+    frame = read_line_format(lines, ctx, _LINE, out)
     if not frame.height:
         return out
     frame = classify(frame, RULES, col="msg", index="_rule").drop("_rule")
