@@ -26,6 +26,7 @@ import polars as pl
 from clusterlab.collectors import _torch_exceptions, _torch_summary
 from clusterlab.collectors._base import (
     AT_EXIT,
+    FILE_LINE_BASE,
     Context,
     Parsed,
     cuda_mode,
@@ -58,6 +59,11 @@ _DS_END = r"\[launch\.py:\d+:main\] Process \d+ exits successfully\."
 # magic bytes not found in footer`, `google.api_core.exceptions.NotFound: 404 ...`): a dotted lower-case path, then a
 # capitalised class name and `: ` (a logger's `torch.distributed.run: [WARNING]` ends lower-case)
 _QUALIFIED_EXC = r"(?:^|[\s:)\]])(?:[a-z_][a-z0-9_]*\.)+[A-Z][A-Za-z0-9]*: \S"
+# A traceback's frame line (`  File "/x/y.py", line 189, in f`): where a file begins with one (or with the code line
+# under one), the traceback was pasted from its middle, its header cut: the frame opens it (`_fields`, is_tb)
+_FRAME = r"^\s*File \"[^\"]+\", line \d+, in \S"
+# the lines of a file within which a frame opens a headless traceback: the frame, or the code line then the frame
+_CUT_TB_LINES = 2
 PATTERN = "|".join([
     r"ollective operation timeout|watchdog thread terminated with exception|Heartbeat monitor timed out",
     r"Watchdog caught collective|\) ran for \d+ milliseconds before timing out",
@@ -90,6 +96,7 @@ PATTERN = "|".join([
     _START, _DS_START, _DS_END, _PDSH_INTERRUPT,
     r"Traceback \(most recent call last\)|During handling of the above exception|The above exception was the direct",
     r"\w(?:Error|Exception|Interrupt|Exit)(?::\s|:?\s*$)", _QUALIFIED_EXC,
+    r'File "[^"]+", line \d+, in \S',  # (behind any launcher prefix: `_FRAME` is read on the line's body)
 ])
 
 _SNIFF = re.compile(
@@ -113,6 +120,8 @@ _SNIFF = re.compile(
     rb"|: line \d+: +\d+ (?:Killed|Segmentation fault|Bus error|Aborted)\s|(?m:^\[\d+\][+-]? +Killed\s+\S)"
     rb"|(?m:^zsh: (?:killed|segmentation fault|bus error|abort)\s)|(?m:^\[rank\d{1,6}\]: )"  # torchrun's rank prefix
     rb"|No space left on device|Disk quota exceeded|APPLICATION TERMINATED WITH THE EXIT STRING: "
+    # a traceback pasted from its middle: the file begins with a frame line, or with the code line under one
+    rb"|\A(?:[^\n]*\n)?\s*File \"[^\"\n]+\", line \d+, in "
 )
 # srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) ` or SkyPilot's node `(worker1, rank=1, pid=2, ip=...) `,
 # torchrun `[rank3]:` / `[default3]:`, mpirun `[1,3]<...>:`, horovodrun `[3]<...>:`
@@ -339,10 +348,14 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     # NOTE: per file: many small logs may be parsed as one batch (clusterlab.ingest.groups_text)
     logged_before = (watchdog & ~what).cast(pl.Int8).cum_max().shift(1, fill_value=0).over(file_of_line()) > 0
     drop = (what & watchdog & logged_before) | rest.str.contains(r"NCCL (?:INFO|WARN|TRACE) ")
+    frame = body.str.contains(_FRAME)
+    header = body.str.contains(_TB_START)
+    headed = header.cast(pl.Int8).cum_max().shift(1, fill_value=0).over(file_of_line()) > 0  # (a header before it)
     f = f.with_columns(
         msg=pl.coalesce("gmsg", "pmsg", "omsg", "rest"),
         ts=local_to_utc(stamp, ctx.proc_tz or ctx.tz),
-        is_tb=body.str.contains(_TB_START), is_chain=body.str.contains(_CHAIN), rank_tb=body.str.contains(_RANK_TB),
+        is_tb=header | (frame & (pl.col("line") % FILE_LINE_BASE <= _CUT_TB_LINES) & ~headed),
+        is_chain=body.str.contains(_CHAIN), rank_tb=body.str.contains(_RANK_TB),
         header=pl.when(rest.str.contains(r"^Root Cause(?: \(first observed failure\))?:\s*$")).then(pl.lit("root"))
         .when(rest.str.contains(r"^(?:Other )?Failures:\s*$")).then(pl.lit("others")),
         exc_type=pl.when(~drop).then(pl.col("exc_type")),
@@ -350,10 +363,13 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         # are read within one
         key=pl.concat_str([file_of_line().cast(pl.String), pl.lit("|"), pl.col("relay_host").fill_null(""), pl.lit("|"),
                            pl.col("pfx").str.strip_chars(), pl.lit("|"),
-                           body.str.extract(r"^(\s*)", 1)]),
-        drop=drop,
+                           # (a frame sits two spaces in from the traceback it belongs to)
+                           pl.when(frame).then(body.str.extract(r"^(\s*)  ", 1))
+                           .otherwise(body.str.extract(r"^(\s*)", 1))]),
+        drop=drop, is_frame=frame,
     )
-    content = ~pl.col("drop") & pl.col("field").is_null() & pl.col("header").is_null()
+    # (a frame line is read only as where a headless traceback begins)
+    content = ~pl.col("drop") & pl.col("field").is_null() & pl.col("header").is_null() & ~pl.col("is_frame")
     # NOTE: a kind and a message's fields only where an event can come from (a line of content, an exception):
     # a summary's field lines, half of a torchrun failure's lines, skip the ~80 regexes (the others' are unread)
     f = f.with_row_index("_i")
