@@ -198,12 +198,7 @@ def _divergence_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.
     for run in spikes["run"].unique().to_list():  # NOTE: one step clock per run with a diverged attempt
         logged = timeline.logged_steps(con, run).select(
             pl.col("attempt").cast(pl.Int32), "step", "ts", "step_s").sort("attempt", "step", "ts")
-        # the spike step's start: its record's end less its printed time, else the end of the record before it
-        start = pl.coalesce(pl.col("ts") - pl.duration(microseconds=(pl.col("step_s") * 1e6).round().cast(pl.Int64)),
-                            pl.col("ts").shift(1).over("attempt"))
-        logged = logged.unique(["attempt", "step"], keep="last", maintain_order=True).with_columns(onset=start)
-        dated.append(spikes.filter(pl.col("run") == run).join(logged, on=["attempt", "step"]).select(
-            "run", "attempt", "onset"))
+        dated.append(onsets.spike_onsets(logged, spikes.filter(pl.col("run") == run)))
     found = pl.concat(dated).drop_nulls()
     return (inc.join(found, on=["run", "attempt"], how="left")
             .with_columns(root_ts=pl.when((pl.col("failure_mode") == "loss_divergence")
