@@ -72,3 +72,20 @@ def pytest_terminal_summary(terminalreporter, config) -> None:
             right += sum(oks)
             terminalreporter.write_line(f"{klass:<18} {sum(oks):>4}/{len(oks):<4} {100 * sum(oks) / len(oks):6.1f} %")
         terminalreporter.write_line(f"{'all':<18} {right:>4}/{total:<4} {100 * right / total:6.1f} %")
+
+
+
+# CI runs the tests on two xdist workers (pyproject's addopts), a module's tests on one worker (its module-scoped
+# fixtures are made once: an ingest of 703 excerpts, a campaign); the modules that share a machine-wide resource run
+# on one worker, one after another: the local Slurm clusters (one munged for all), the Spark session (30-60 s to
+# start, once per worker that asks), Chromium and JupyterLab.
+_SHARED = {"slurm": ("test_relaunch", "test_relaunch_guards", "test_watch_slurm", "test_slurm_reboot_request"),
+           "browser": ("test_browser", "test_screenshots", "test_notebooks", "test_widgets")}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    shared = {module: name for name, modules in _SHARED.items() for module in modules}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+        name = "spark" if "spark" in getattr(item, "fixturenames", ()) else shared.get(module, module)
+        item.add_marker(pytest.mark.xdist_group(name))

@@ -19,12 +19,13 @@ means no event carries a failure mode. The accuracy per area is printed at the e
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
 import pytest
+from excerpt_events import each_alone
 
-from clusterlab import Lab
 from clusterlab.taxonomy import MODES
 from conftest import EXCERPT_RESULTS as RESULTS
 
@@ -65,17 +66,6 @@ def _cases() -> list[tuple[str, dict]]:
 CASES = _cases()
 
 
-def _modes_of(tmp: Path, case: dict) -> tuple[set[str], list[str]]:
-    """The failure modes of the events one file alone makes, and the ingest's messages."""
-    path = tmp / case.get("file", "excerpt.log")
-    path.write_text(case["text"].lstrip("\n"))
-    with Lab(":memory:") as lab:
-        summary = lab.ingest(path)
-        modes = set(lab.sql("SELECT DISTINCT failure_mode FROM events WHERE failure_mode IS NOT NULL")
-                    ["failure_mode"].to_list())
-    return modes, [str(e) for e in summary.errors]
-
-
 def test_the_cases_are_labelled_and_unique() -> None:
     assert CASES
     seen = set()
@@ -101,12 +91,14 @@ def test_every_indexed_excerpt_has_a_case_of_its_shape() -> None:
 
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], tuple[set[str], list[str]]]:
+    """What each case makes as a file alone: its failure modes and the ingest's messages."""
     root = tmp_path_factory.mktemp("excerpts")
-    out = {}
-    for i, (area, case) in enumerate(CASES):
+    files = []
+    for i, (_, case) in enumerate(CASES):
         (root / str(i)).mkdir()
-        out[(area, case["id"])] = _modes_of(root / str(i), case)
-    return out
+        files.append((root / str(i) / case.get("file", "excerpt.log"), case["text"].lstrip("\n")))
+    got = each_alone(files, workers=min(2, os.cpu_count() or 1))
+    return {(area, case["id"]): v for (area, case), v in zip(CASES, got, strict=True)}
 
 
 def _understood(case: dict, modes: set[str]) -> bool:
