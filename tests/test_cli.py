@@ -140,10 +140,11 @@ def test_events_says_how_many_rows_it_left_out(bundle_db: Path) -> None:
     assert total > 50
     res = CliRunner().invoke(main, ["--db", str(bundle_db), "events"])
     assert res.exit_code == 0 and f"50 of {total} shown (--limit N, or --json for all)" in res.stdout
-    res = CliRunner().invoke(main, ["--db", str(bundle_db), "events", "--limit", "7"])
+    # (wide enough that no column is left out: the line that says so would be one more)
+    res = CliRunner().invoke(main, ["--db", str(bundle_db), "events", "--limit", "7"], env={"COLUMNS": "200"})
     lines = res.stdout.splitlines()
     assert len(lines) == 2 + 7 + 1 and lines[-1] == f"7 of {total} shown (--limit N, or --json for all)"
-    res = CliRunner().invoke(main, ["--db", str(bundle_db), "events", "--limit", str(total)])
+    res = CliRunner().invoke(main, ["--db", str(bundle_db), "events", "--limit", str(total)], env={"COLUMNS": "200"})
     assert "shown" not in res.stdout.splitlines()[-1]
 
 
