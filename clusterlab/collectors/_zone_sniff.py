@@ -23,6 +23,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 # NOTE: found after a newline, not at `^` in MULTILINE mode: the literal lets `re` skip to candidates (5x faster)
 _OFFSET = re.compile(rb"\n(\d{4}-\d\d-\d\d)[T_](\d\d:\d\d:\d\d)(?:[.,]\d+)?([+-])(\d\d):?(\d\d)[ \t:]")
 # date(1)'s default output, as job scripts print it (`START TIME: Sat Oct 31 12:20:00 CDT 2026`)
+_WEEKDAYS = (b"Mon ", b"Tue ", b"Wed ", b"Thu ", b"Fri ", b"Sat ", b"Sun ")
 _DATE_CMD = re.compile(rb"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +"
                        rb"(\d{1,2}) (\d\d:\d\d:\d\d) ([A-Z]{3,4}) (\d{4})\b")
 HEAD_BYTES = 16384  # of each file: the stamps of its first lines (and of its last: a DST change inside the file)
@@ -136,6 +137,10 @@ def _stamps(text: bytes) -> set[tuple[dt.datetime, int]]:
 
 def _abbreviations(text: bytes) -> set[tuple[dt.datetime, str]]:
     out = set()
+    # NOTE: a date(1) stamp begins with a weekday and a space: without one, no scan (the pattern has no literal the
+    # regex engine can look for first: 0.12 of 1.7 s CPU of an ingest of a campaign corpus's NCCL logs)
+    if not any(day in text for day in _WEEKDAYS):
+        return out
     for mon, day, clock, abbr, year in _DATE_CMD.findall(text):
         try:
             local = dt.datetime(int(year), _MONTHS[mon], int(day), *map(int, clock.split(b":")))
