@@ -36,12 +36,15 @@ BLOCK_START = r"INFO: task .*:\d+ blocked for more than "
 # A block device failing reads or writes, in each kernel's wording: the request's error (`blk_update_request:`
 # 3.17-5.15, `print_req_error:` 4.17-5.0, `end_request:` before 3.17, bare `I/O error, dev` since 5.16; besides
 # "I/O error" the block layer says "critical medium error", "critical target error", "timeout error", ...), the page
-# cache's (`Buffer I/O error on dev[ice]`), a filesystem's own report of the failed I/O (ext2-4, XFS), ext4 giving up
-# on the device (any `EXT4-fs error (device X)`, its journal aborted, the remount read-only), and an NVMe controller
-# that stops answering (a command timeout it resets or aborts for, the controller down, the drive removed).
+# cache's (`Buffer I/O error on dev[ice]`), a filesystem's own report of the failed I/O (ext2-4, XFS), XFS shutting
+# itself down (and its log force failing with EIO ever after), ext4 giving up on the device (any `EXT4-fs error
+# (device X)`, its journal aborted, the remount read-only), and an NVMe controller that stops answering (a command
+# timeout it resets or aborts for, the controller down, the drive removed).
 _BLOCK_IO = (r"(?:blk_update_request|print_req_error|end_request): [\w ]*error, dev \S+, sector"
              r"|I/O error, dev \S+, sector|Buffer I/O error on dev"
              r"|(?:EXT[234]-fs (?:warning|error) \(device [^)]+\)|XFS \([^)]+\)): .*I/O error"
+             r"|XFS \([^)]+\): (?:xfs_log_force: error -?5 returned|.*Shutting down filesystem"
+             r"|Filesystem has been shut down)"
              r"|EXT[234]-fs error \(device |Aborting journal on device "
              r"|EXT[234]-fs \([^)]+\): Remounting filesystem read-only"
              r"|nvme nvme\d+: (?:I/O \d+ (?:\(.*?\) )?QID \d+ timeout, (?:reset controller|aborting)"
@@ -71,7 +74,7 @@ PATTERN = "|".join([
     r"AER: (?:device recovery failed|can't recover)",
     r"PCIe Bus Error: severity=",
     r"Port module event",
-    r"mlx5_core .*health compromised",
+    r"mlx5_core .*(?:health compromised|timeout\. Will cause a leak of a command resource|\) No done completion)",
     r": Link (?:up|down)\b",
     r": NIC Link is (?:Up|Down)\b",
     r": Port: \d+ Link [A-Z]",
@@ -184,6 +187,9 @@ RULES: tuple[Rule, ...] = (
          "network", "error"),
     Rule("link", "port_module", r"Port module event: module \d+, ", None, "info"),
     Rule("link", "nic_health", r"mlx5_core .*health compromised", "network", "error"),
+    # the HCA's firmware no longer answers the driver's commands (a command's timeout, its missing completion)
+    Rule("link", "nic_cmd_timeout", r"mlx5_core .*(?:timeout\. Will cause a leak of a command resource"
+         r"|\) No done completion)", "network", "error"),
     # NOTE: Ethernet drivers (ixgbe, i40e, ice, e1000e, bnxt_en) say "NIC Link is Down" / "NIC Link is Up <speed>"
     Rule("link", "link_down", r": Link down\b|: Port: \d+ Link DOWN\b|: NIC Link is Down\b", "network", "error"),
     Rule("link", "link_up", r": Link up\b|: Port: \d+ Link ACTIVE\b|: NIC Link is Up\b", None, "info"),
