@@ -1,4 +1,5 @@
-"""Other batch schedulers' verdicts on a job: PBS Pro, Torque, Moab and LSF → scheduler events.
+"""Batch schedulers' verdicts on a job in its output, its mail or a report: PBS Pro, Torque, Moab, LSF, HTCondor, a
+grid wrapper, and Slurm's mail and seff → scheduler events.
 
 GPU clusters that are not on Slurm (PBS Pro at several national labs, LSF on older IBM GPU machines) end a job
 with a line of their own in its output or its mail:
@@ -12,6 +13,13 @@ with a line of their own in its output or its mail:
     TERM_PREEMPT: job killed after preemption.
     TERM_OWNER: job killed by owner.
     job preempted (node failure)                                               (Torque's job mail, Moab's checkjob)
+    012 (41207.000.000) ... Job was held.                                      (HTCondor's user log, the reason below)
+        Job has gone over memory limit of 8192 megabytes. Peak usage: 9311 megabytes.
+    ERROR:RetryJob Not retrying job due to wall clock limit (job automatically killed ...)   (CMS CRAB's post-job)
+    Subject: Slurm Job_id=771204 Name=ft Failed, Run time 03:11:45, NODE_FAIL, ExitCode 0   (Slurm's mail subject)
+    State: TIMEOUT (exit code 0)                                               (seff's report)
+
+Slurm's mail subject and seff's `State:` line carry the job's final state, read as sacct's (`_slurmlib.STATE_MODES`).
 
 None of these lines carries a time or a host of its own.
 """
@@ -21,6 +29,7 @@ from __future__ import annotations
 import polars as pl
 
 from clusterlab.collectors._base import Context, Parsed, first_kind, json_detail, search
+from clusterlab.collectors._slurmlib import STATE_MODES
 
 NAME = "batch_scheduler"
 EXCLUSIVE = False
@@ -32,16 +41,31 @@ PATTERN = "|".join([
     r"MOAB_INFO: +job exceeded ",
     r"TERM_[A-Z]+: job killed ",
     r"[Jj]ob preempted\b",
+    r"Job has gone over memory limit of \d+ ",
+    r"Not retrying job due to wall clock limit",
+    r"\bSlurm (?:Array Summary )?Job_id=\S+(?: \(\d+\))? Name=.*, Run time [\d:-]+",
+    r"(?m:^)State: [A-Z_]+(?: by \d+)? \(exit code \d+\)",
 ])
-SNIFF_HINT = (b"=>> pbs: ", b"job exceeded its ", b"moab_info:", b"term_", b"job preempted")
+SNIFF_HINT = (b"=>> pbs: ", b"job exceeded its ", b"moab_info:", b"term_", b"job preempted", b"job has gone over",
+              b"wall clock limit", b"job_id=", b"(exit code ")
+# The final state Slurm's mail subject (`..., Run time 1-00:00:12, TIMEOUT, ExitCode 0`, or its TIME_LIMIT mail's
+# `Reached time limit`) or seff (`State: OUT_OF_MEMORY (exit code 0)`) gives the job
+_SLURM_STATE = (r"Job_id=\S+(?: \(\d+\))? Name=.*, Run time [\d:-]+, ([A-Z_]+)(?: by \d+)?, ExitCode"
+                r"|^State: ([A-Z_]+)(?: by \d+)? \(exit code \d+\)")
+_SLURM_TIME_LIMIT = r"Job_id=\S+(?: \(\d+\))? Name=.* Reached time limit, Run time "
 
 # (kind, regex, failure mode, severity), the first that matches decides
 _KINDS: list[tuple[str, str, str | None, str]] = [
     ("batch_time_limit", r"=>> PBS: job killed: walltime |Job exceeded its walltime limit"
-                         r"|MOAB_INFO: +job exceeded wallclock limit|TERM_RUNLIMIT: ", "time_limit", "error"),
+                         r"|MOAB_INFO: +job exceeded wallclock limit|TERM_RUNLIMIT: "
+                         r"|Not retrying job due to wall clock limit|" + _SLURM_TIME_LIMIT, "time_limit", "error"),
     # NOTE: the job's memory as the scheduler counts it (the node's RAM, not a GPU's): the kernel's OOM killer's kin
     ("batch_memory_limit", r"=>> PBS: job killed: v?mem |Job exceeded its memory limit|TERM_MEMLIMIT: "
-                           r"|MOAB_INFO: +job exceeded (?:memory|MEM)", "host_oom", "error"),
+                           r"|MOAB_INFO: +job exceeded (?:memory|MEM)|Job has gone over memory limit of \d+ ",
+     "host_oom", "error"),
+    # Slurm's own word for the job's end: its mode as sacct's State gives it (`_slurmlib.STATE_MODES`), none for
+    # COMPLETED or CANCELLED (a person's scancel)
+    ("slurm_job_end", _SLURM_STATE, None, "info"),
     # NOTE: Moab preempts (requeues or cancels) the jobs of a node that failed and says so in the reason it gives
     # Torque's mail and checkjob ('job preempted (node failure)'): the node's fault, not a reclaim
     ("batch_node_failure", r"[Jj]ob preempted \(node failure\)", "node_failure", "error"),
@@ -61,12 +85,21 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     out = Parsed()
     text = pl.col("text")
     kind, mode, severity = first_kind(text, _KINDS)
+    # NOTE: FAILED is an exit status: where the report belongs to a run, its own logs name what failed (as sacct's)
+    modes = {k: v for k, v in STATE_MODES.items() if ctx.run is None or k != "FAILED"}
+    word = pl.coalesce(text.str.extract(_SLURM_STATE, 1), text.str.extract(_SLURM_STATE, 2))
+    said = word.replace_strict({k: m for k, (m, _) in modes.items()}, default=None, return_dtype=pl.String)
+    said_sev = word.replace_strict({k: v for k, (_, v) in modes.items()}, default="info", return_dtype=pl.String)
+    slurm = kind == "slurm_job_end"
+    mode = pl.when(slurm).then(said).otherwise(mode)
+    severity = pl.when(slurm).then(said_sev).otherwise(severity)
     limit = text.str.extract_groups(r"=>> PBS: job killed: (?P<res>\w+) (?P<used>\S+) exceeded limit (?P<lim>\S+)")
     out.add("events", lines.select(
         pl.col("line").cast(pl.Int64), pl.lit(None, pl.Datetime("us")).alias("ts"),
         pl.lit(ctx.host, pl.String).alias("host"), kind.alias("kind"), mode.alias("failure_mode"),
         severity.alias("severity"), text.str.strip_chars().alias("text"),
-        json_detail({"reason": text.str.extract(r"(TERM_[A-Z]+):", 1), "resource": limit.struct.field("res"),
+        json_detail({"reason": pl.coalesce(text.str.extract(r"(TERM_[A-Z]+):", 1), word),
+                     "resource": limit.struct.field("res"),
                      "used": limit.struct.field("used"), "limit": limit.struct.field("lim")}).alias("detail"),
     ))
     return out

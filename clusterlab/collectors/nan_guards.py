@@ -36,7 +36,8 @@ GUARDS: list[tuple[str, str, str]] = [
     # an MMEngine / MMCV train line whose total loss is not finite (`Epoch(train) [1][ 500/2931] ... loss: nan`)
     ("loss_nan", r"\b(?:Epoch|Iter)(?:\(train\))? *\[.*(?:^|[\s,])loss: (?i:nan|inf)(?:[\s,]|$)", "error"),
     # a tqdm bar's postfix (Lightning, NeMo 1.x, kohya): `1199/30000 [1:01:59<24:49:02, reduced_train_loss=nan, ...]`
-    ("loss_nan", r"\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*loss\w*=(?i:nan|inf)\b", "error"),
+    # (the key in any case: `Loss=nan]`)
+    ("loss_nan", r"\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*(?i:loss)\w*=(?i:nan|inf)\b", "error"),
     # ... or its description (trlx, RL and GAN loops: `[losses/total_loss: nan | losses/policy_loss: nan]:  16%|█▋  |
     # 1044/6400 [1:16:09<1:07:04, 1.33it/s]`): a loss key, NaN, then the bar's percentage and count
     ("loss_nan", r"\w*loss\w*: (?i:nan|inf)\b.*\d+%\|.*\| *\d+/\d+ \[", "error"),
@@ -47,6 +48,12 @@ GUARDS: list[tuple[str, str, str]] = [
     ("grad_norm_nonfinite", r"(?:^|\s)grad_norm: (?:(?i:nan|inf) \(|\S+ \((?i:nan|inf)\))", "error"),
     # Keras `model.fit`: `612/612 [====] - 52s 85ms/step - loss: nan - accuracy: ...` (Keras 3: any metric first)
     ("loss_nan", r"/(?:step|sample) - (?:.* - )?loss: (?i:nan|inf)\b", "error"),
+    # ... and its bar while the epoch runs (`1210/4480 [=====>....] - ETA: 9:02 - loss: nan - acc: 0.84`), drawn by
+    # Keras or a PyTorch wrapper copying it; a value may run into the next print (`loss: nanEpoch 2/10`)
+    ("loss_nan", r"\d+/\d+ \[[=>.]+\] - ETA: \S+ - (?:.* - )?loss: (?:nan|NaN|inf)(?:[^a-z]|$)", "error"),
+    # wandb's closing `Run summary:` rows (`wandb: train loss nan`, `wandb:   train/loss nan`): a loss key's last
+    # logged value, alone on its row
+    ("loss_nan", r"(?m:^)wandb: +(?:[\w/.-]+[ /_.])*(?i:loss)\w* +(?i:nan|inf)[ \t\r]*(?m:$)", "error"),
     # a loop's own check raising (`ValueError: loss is nan`, `RuntimeError: Loss became NaN at step 120`): the
     # exception's message states the loss itself is not finite, traceback or not
     ("loss_nan", r"\w(?:Error|Exception): (?:.*\s)?(?i:loss)\b[^.;:]{0,30}?(?:\b(?:is|became|becomes|was) |= ?)"
@@ -99,7 +106,7 @@ PATTERN = _GUARDS + "|" + _MM_GRAD
 # the head of such a log: its guards, or a train line of a loop that prints its loss
 # (a NaN comes later in a long log): MMEngine / MMCV, MetricLogger, Keras and tqdm-with-loss progress lines
 _HEAD = PATTERN + (r"| - mm\w+ - INFO - (?:Epoch|Iter)(?:\(train\))? *\[|Epoch: \[\d+\] +\[ *\d+/\d+\] +eta: "
-                   r"|\d+/\d+ (?:\[[=>.]+\]|━+) .*/(?:step|sample) - |\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*loss\w*="
+                   r"|\d+/\d+ (?:\[[=>.]+\]|━+) .*/(?:step|sample) - |\d+/\d+ \[[^\]]*<[^\]]*[\s,]\w*(?i:loss)\w*="
                    r"|\biter \d+: loss [\d.]+, time [\d.]+ ?ms|\bloss = [\d.]+, step = \d+"
                    r"|Gradient overflow\. +Skipping step, loss scaler \d+ reducing loss scale to "
                    r"|\[batch=\d+/\d+\]:|Train loss/train/|\w*loss\w*: [\d.e+-]+\b.*\d+%\|.*\| *\d+/\d+ \["
