@@ -83,6 +83,7 @@ _SHARED = {"slurm": ("test_relaunch", "test_relaunch_guards", "test_watch_slurm"
            "browser": ("test_browser", "test_screenshots", "test_notebooks", "test_widgets")}
 
 
+@pytest.hookimpl(tryfirst=True)  # (before xdist's own hook, which reads the groups off the marks)
 def pytest_collection_modifyitems(config, items) -> None:
     shared = {module: name for name, modules in _SHARED.items() for module in modules}
     for item in items:
