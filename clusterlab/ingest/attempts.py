@@ -79,6 +79,7 @@ def _split_unsplit_logs(con: duckdb.DuckDBPyConnection) -> None:
         """)
     _align_unsplit_launches(con)
     _after_directory_attempts(con)
+    _place_by_time(con)
 
 
 def _align_unsplit_launches(con: duckdb.DuckDBPyConnection) -> None:
@@ -175,6 +176,46 @@ def _after_directory_attempts(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"""
             UPDATE {t} SET attempt = {t}.attempt + o.off FROM _unsplit_offset o
             WHERE o.file_id = {t}.file_id AND o.off > 0 AND {t}.attempt IS NOT NULL
+        """)
+
+
+def _place_by_time(con: duckdb.DuckDBPyConnection) -> None:
+    """Put each line of a run-level log that launches nothing (no step, no launcher start: a wrapper's or a
+    managed-job controller's log, a node's syslog saved beside the run) in the attempt running at its time: the
+    latest one begun at or before it (the first, before any began; an unstamped line goes with the line before
+    it). Counted by its own restarts, the whole log was attempt 1, stretching that attempt over the campaign."""
+    launching = " UNION ".join([f"SELECT file_id FROM {t}" for t in ("steps", "rank_steps")]
+                               + [f"SELECT file_id FROM facts WHERE key IN ({', '.join(map(repr, LAUNCH_FACTS))})"])
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _placed_files AS
+        SELECT file_id, run FROM ingested_files WHERE run IS NOT NULL AND attempt IS NULL
+          AND file_id NOT IN ({launching})
+    """)
+    if not con.execute("SELECT 1 FROM _placed_files LIMIT 1").fetchall():
+        return
+    rows = " UNION ALL ".join(f"SELECT run, attempt, ts FROM {t} WHERE attempt IS NOT NULL AND ts IS NOT NULL "
+                              "AND file_id NOT IN (SELECT file_id FROM _placed_files)" for t in _TS_TABLES)
+    lines = " UNION ALL ".join(f"SELECT file_id, line, ts FROM {t} WHERE file_id IN (SELECT file_id FROM "
+                               "_placed_files)" for t in _TS_TABLES)
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _placed AS
+        WITH starts AS (SELECT run, attempt, min(ts) AS t0 FROM ({rows}) GROUP BY ALL),
+        runs AS (SELECT run, arg_min(attempt, t0) AS first FROM starts GROUP BY run HAVING count(*) > 1),
+        l AS (SELECT DISTINCT l.file_id, l.line, l.ts, p.run FROM ({lines}) l JOIN _placed_files p USING (file_id)
+              WHERE p.run IN (SELECT run FROM runs)),
+        timed AS (SELECT l.file_id, l.line, l.ts, s.attempt FROM l ASOF LEFT JOIN starts s
+               ON s.run = l.run AND l.ts >= s.t0),
+        -- an unstamped line (or one before every attempt) goes with the placed line before it, else the first
+        filled AS (SELECT file_id, line, coalesce(attempt, last_value(attempt IGNORE NULLS) OVER (
+                       PARTITION BY file_id ORDER BY line ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS attempt
+                   FROM (SELECT file_id, line, CASE WHEN ts IS NOT NULL THEN attempt END AS attempt FROM timed))
+        SELECT f.file_id, f.line, coalesce(f.attempt, r.first) AS attempt
+        FROM filled f JOIN _placed_files p USING (file_id) JOIN runs r USING (run)
+    """)
+    for t in _TS_TABLES:
+        con.execute(f"""
+            UPDATE {t} SET attempt = p.attempt FROM _placed p
+            WHERE p.file_id = {t}.file_id AND p.line = {t}.line AND {t}.attempt IS DISTINCT FROM p.attempt
         """)
 
 
