@@ -77,3 +77,22 @@ def test_each_line_of_a_run_level_log_falls_in_the_attempt_running_at_its_time(t
         ends = {i["attempt"]: i["failure_mode"] for i in lab.attribute("r8b").incidents.iter_rows(named=True)}
         assert ends.get(2) == "gpu_fell_off_bus", ends
         assert ends.get(1) != "gpu_fell_off_bus", ends
+
+
+def test_a_run_level_log_that_trains_nothing_does_not_merge_the_per_job_logs_beside_it(tmp_path: Path) -> None:
+    # one log per job in the run's folder (no attempt directories), and a saved syslog that begins before the first
+    run = tmp_path / "b" / "runs" / "r8b"
+    run.mkdir(parents=True)
+    starts = [T0, T0 + dt.timedelta(hours=2)]
+    for job, (start, steps) in zip((101, 102), zip(starts, (range(1, 41), range(31, 71)), strict=True), strict=True):
+        (run / f"slurm-{job}.out").write_text(_titan(start, steps))
+    (run / "gpu-07.syslog").write_text("\n".join([
+        _syslog(T0 - dt.timedelta(minutes=3), "Linux version 6.8.0-49-generic (buildd@lcy02-amd64-103)"),
+        _syslog(T0 + dt.timedelta(hours=2, minutes=7, seconds=15), "NVRM: Xid (PCI:0000:1b:00): 79, pid='<unknown>', "
+                "name=<unknown>, GPU has fallen off the bus."),
+    ]) + "\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(tmp_path / "b")
+        spans = lab.sql("SELECT attempt, start_ts, end_ts FROM attempts WHERE run = 'r8b' ORDER BY attempt").rows()
+        assert [a for a, _, _ in spans] == [1, 2], spans
+        assert spans[0][2] < starts[1] <= spans[1][1] + dt.timedelta(minutes=1), spans
