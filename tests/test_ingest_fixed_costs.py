@@ -32,7 +32,7 @@ def _bundle(root: Path, name: str, provider: str, usd: float) -> Path:
 def _loads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     seen: list[Path] = []
     real = inventory.load_inventory
-    monkeypatch.setattr(inventory, "load_inventory", lambda con, f: seen.append(f) or real(con, f))
+    monkeypatch.setattr(inventory, "load_inventory", lambda con, f, *more: seen.append(f) or real(con, f, *more))
     return seen
 
 

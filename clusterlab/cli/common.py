@@ -296,6 +296,8 @@ def run_ingest(lab: Lab, paths, inventory, run, host, year, as_json: bool, worke
             click.echo(f"skipped {why}")
         if len(summary.skipped) > SKIPPED_SHOWN:
             click.echo(f"skipped {len(summary.skipped) - SKIPPED_SHOWN} more files (--json lists them all)")
+    for m in summary.warnings:
+        click.echo(f"warning: {m}", err=True)
     for m in summary.problems:
         click.echo(f"error: {m}", err=True)
     return EXIT_BAD_INPUT if summary.problems else 0

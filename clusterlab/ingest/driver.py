@@ -38,6 +38,7 @@ class IngestSummary:
     inventory: dict[str, int] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # problems of the whole call, not of one file
+    warnings: list[str] = field(default_factory=list)  # worth telling, not a failure (an unknown key, ignored)
 
     @property
     def rows(self) -> dict[str, int]:
@@ -72,6 +73,7 @@ class IngestSummary:
             "runs": self.runs,
             "problems": self.problems,
             "skipped": self.skipped,
+            "warnings": self.warnings,
         }
 
     @property
@@ -149,7 +151,7 @@ def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file
     # a folder named below its bundle's root (`bundle/runs`): the bundle's inventory still says who the hosts are
     inv_files += [b / "inventory.toml" for r in roots if r.is_dir() and (b := bundle.root_of(r)) is not None
                   and (b / "inventory.toml").is_file()]
-    load = _InventoryLoader(con)
+    load = _InventoryLoader(con, summary.warnings)
     for f in dict.fromkeys(inv_files):
         try:
             for k, n in load(f).items():
@@ -173,7 +175,7 @@ def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file
     try:
         for name, f in walked.runs.items():
             try:
-                inventory.load_run(con, f, name)
+                inventory.load_run(con, f, name, summary.warnings)
                 summary.runs.append(name)
             except InputError as e:
                 summary.files.append(FileResult(str(f), "error", messages=[str(e)]))
@@ -215,8 +217,8 @@ class _InventoryLoader:
     campaign carries the fleet's same inventory.toml: a load costs ~10 ms of upserts, and loading the same content
     twice in a row changes nothing; not any earlier one, which a different inventory since may have overridden)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
+    def __init__(self, con: duckdb.DuckDBPyConnection, notes: list[str] | None = None) -> None:
+        self.con, self.notes = con, notes
         self.last: tuple[bytes, dict[str, int]] | None = None
 
     def __call__(self, f: Path) -> dict[str, int]:
@@ -226,7 +228,7 @@ class _InventoryLoader:
             data = None  # (load_inventory says why)
         if data is not None and self.last is not None and self.last[0] == data:
             return dict(self.last[1])
-        counts = inventory.load_inventory(self.con, f)
+        counts = inventory.load_inventory(self.con, f, self.notes)
         self.last = (data, dict(counts)) if data is not None else None
         return counts
 

@@ -11,12 +11,15 @@ from clusterlab import store
 from clusterlab.ingest import metadata
 
 
-def load_inventory(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, int]:
+def load_inventory(con: duckdb.DuckDBPyConnection, path: Path, notes: list[str] | None = None) -> dict[str, int]:
     """Upsert providers, clusters and nodes from an inventory file; returns counts.
 
-    Every key is checked first (`metadata.read_inventory`): a bad value is an InputError and nothing is stored.
+    Every key is checked first (`metadata.read_inventory`): a bad value is an InputError and nothing is stored; an
+    unknown key is ignored, with a line in `notes`.
     """
     inv = metadata.read_inventory(path)
+    if notes is not None:
+        notes.extend(inv.ignored)
     node_rows = [(h, c.name, c.delivered.get(h)) for c in inv.clusters for h in c.hosts]
     con.execute("BEGIN")
     try:
@@ -45,9 +48,12 @@ def load_inventory(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, int]
     return {"providers": len(inv.providers), "clusters": len(inv.clusters), "nodes": len(node_rows)}
 
 
-def load_run(con: duckdb.DuckDBPyConnection, path: Path, run: str) -> None:
-    """Upsert one run's facts from its run.toml (every key checked: a bad value is an InputError)."""
-    vals = metadata.read_run(path)
+def load_run(con: duckdb.DuckDBPyConnection, path: Path, run: str, notes: list[str] | None = None) -> None:
+    """Upsert one run's facts from its run.toml (every key checked: a bad value is an InputError; an unknown key is
+    ignored, with a line in `notes`)."""
+    vals, ignored = metadata.read_run(path)
+    if notes is not None:
+        notes.extend(ignored)
     text = path.read_text(encoding="utf-8")
     cols = ["run", *metadata.RUN_KEYS, "run_toml"]
     con.execute(

@@ -148,6 +148,9 @@ RUN_KEYS: dict[str, Callable[[Any], Any]] = {
 class _Problems:
     path: str
     lines: list[str] = field(default_factory=list)
+    # NOTE: a key we do not know (a provider's VM size, the team's own notes) is told, not fatal: refusing the whole
+    # file for it lost every host's cluster and provider, and with them MFU and cost
+    ignored: list[str] = field(default_factory=list)
 
     def add(self, key: str, why: str, value: object = None, shown: bool = True) -> None:
         if not key.isprintable():  # NOTE: a key is the user's text too: one line, whatever it holds
@@ -155,11 +158,16 @@ class _Problems:
         self.lines.append(f"{key}: {why}, got {show(value)}" if shown else f"{key}: {why}")
 
     def check(self) -> None:
-        """Raise the problems found as one line."""
+        """Raise the problems found as one line (the ignored keys with them: the file is refused all the same)."""
         if self.lines:
-            more = len(self.lines) - _SHOWN_PROBLEMS
-            text = "; ".join(self.lines[:_SHOWN_PROBLEMS]) + (f" (and {more} more)" if more > 0 else "")
+            lines = self.lines + self.ignored
+            more = len(lines) - _SHOWN_PROBLEMS
+            text = "; ".join(lines[:_SHOWN_PROBLEMS]) + (f" (and {more} more)" if more > 0 else "")
             raise InputError(self.path, text)
+
+    def notes(self) -> list[str]:
+        """One line per ignored key, naming the file."""
+        return [f"{self.path}: {line}" for line in self.ignored]
 
 
 def _fields(table: object, schema: dict[str, Callable[[Any], Any]], prefix: str, out: _Problems) -> dict:
@@ -170,7 +178,8 @@ def _fields(table: object, schema: dict[str, Callable[[Any], Any]], prefix: str,
     vals = {}
     for key, value in table.items():
         if key not in schema:
-            out.add(f"{prefix}{key}", f"unknown key (known: {', '.join(schema)})", shown=False)
+            shown = key if key.isprintable() else key.encode("unicode_escape").decode()
+            out.ignored.append(f"{prefix}{shown}: unknown key, ignored (known: {', '.join(schema)})")
             continue
         try:
             vals[key] = schema[key](value)
@@ -217,6 +226,7 @@ class Cluster:
 class Inventory:
     providers: list[Provider]
     clusters: list[Cluster]
+    ignored: tuple[str, ...] = ()  # one line per unknown key: "path: table.key: unknown key, ignored (...)"
 
 
 def _delivered(table: object, hosts: list[str], key: str, out: _Problems) -> dict[str, dt.date]:
@@ -277,16 +287,16 @@ def read_inventory(path: Path) -> Inventory:
         if (c := _cluster(name, table, out)) is not None:
             clusters.append(c)
     out.check()
-    return Inventory(providers, clusters)
+    return Inventory(providers, clusters, tuple(out.notes()))
 
 
-def read_run(path: Path) -> dict[str, Any]:
-    """run.toml checked key by key: the known keys and their values."""
+def read_run(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """run.toml checked key by key: the known keys and their values, and a line per unknown key (ignored)."""
     doc = load_toml(path)
     out = _Problems(str(path))
     vals = _fields(doc, RUN_KEYS, "", out)
     out.check()
-    return vals
+    return vals, out.notes()
 
 
 def boot_time(text: str) -> dt.datetime:
