@@ -59,6 +59,10 @@ _FS_RIP = (r"RIP: [0-9a-f]{4}:(?:\[<[0-9a-f]+>\] +\[<[0-9a-f]+>\] )?[\w.]+\+0x[0
            r"|mmfs26|mmfslinux|beegfs|cifs|9p)\]")
 # systemd giving up on a shared filesystem's client unit or mount (`Failed to start beegfs-client.service`)
 _FS_CLIENT_FAILED = r"Failed to (?:start|mount) [\w@./-]*(?:beegfs|lustre|nfs|gpfs|mmfs|weka|ceph|cvmfs)"
+# systemd-oomd, the userspace OOM killer, killing a cgroup (`Killed /system.slice/x.scope due to memory pressure for
+# /system.slice being 74.88% > 60.00% ...`, `... due to memory used (...) / total (...) and swap used ...`), and systemd
+# counting the unit's processes it took (`x.scope: systemd-oomd killed 41 process(es) in this unit.`)
+_USER_OOM_KILL = r"Killed /\S+ due to (?:memory pressure|memory used|swap used)|systemd-oomd killed \d+ process"
 
 # Lines of interest, whatever the time prefix. Every branch starts with a literal (or is one), so
 # the engine's regex prefilter rejects ordinary lines (NCCL INFO, training steps) at memchr speed.
@@ -75,6 +79,7 @@ PATTERN = "|".join([
     r"PCIe Bus Error: severity=",
     r"Port module event",
     r"mlx5_core .*(?:health compromised|timeout\. Will cause a leak of a command resource|\) No done completion)",
+    r"NETDEV WATCHDOG: ",
     r": Link (?:up|down)\b",
     r": NIC Link is (?:Up|Down)\b",
     r": Port: \d+ Link [A-Z]",
@@ -82,6 +87,7 @@ PATTERN = "|".join([
     r"Killed process \d+ \(",
     r"oom-kill:constraint=",
     r" invoked oom-killer: ",
+    _USER_OOM_KILL,
     r"oom_reaper: reaped process \d+",
     r"Task in \S+ killed as a result of limit of ",
     r"INFO: task .*:\d+ blocked for more than ",
@@ -191,12 +197,18 @@ RULES: tuple[Rule, ...] = (
     Rule("link", "nic_cmd_timeout", r"mlx5_core .*(?:timeout\. Will cause a leak of a command resource"
          r"|\) No done completion)", "network", "error"),
     # NOTE: Ethernet drivers (ixgbe, i40e, ice, e1000e, bnxt_en) say "NIC Link is Down" / "NIC Link is Up <speed>"
+    # the kernel's transmit watchdog: a NIC queue that sent nothing for seconds (`NETDEV WATCHDOG: eth0 (ixgbe):
+    # transmit queue 3 timed out`; 6.x: `<drv> <bdf> <ifc>: NETDEV WATCHDOG: CPU: 37: transmit queue 11 timed out
+    # 8704 ms`) is a hung NIC its driver resets: traffic over it stalled (a collective over it times out)
+    Rule("link", "nic_tx_timeout", r"NETDEV WATCHDOG: .*transmit queue \d+ timed out", "network", "error"),
     Rule("link", "link_down", r": Link down\b|: Port: \d+ Link DOWN\b|: NIC Link is Down\b", "network", "error"),
     Rule("link", "link_up", r": Link up\b|: Port: \d+ Link ACTIVE\b|: NIC Link is Up\b", None, "info"),
     Rule("link", "link_state", r": Port: \d+ Link [A-Z]", None, "info"),
     Rule("oom", "oom_kill", r"(?i:out of memory): Kill(?:ed)? process \d+|^Killed process \d+ \(", "host_oom", "error"),
     Rule("oom", "oom_constraint", r"oom-kill:constraint=", "host_oom", "warning"),
     Rule("oom", "oom_invoked", r" invoked oom-killer: ", "host_oom", "warning"),
+    # the userspace OOM killer's verdict (a program's line, read as the node's: see `foreign` in parse)
+    Rule("oom", "oom_userspace_kill", _USER_OOM_KILL, "host_oom", "error"),
     # the reaper frees what the OOM killer's victim held: all that is left of a kill in a short excerpt
     Rule("oom", "oom_reaped", r"oom_reaper: reaped process \d+", "host_oom", "warning"),
     # cgroup v1's header of a memory-cgroup OOM kill (the `Killed process` line may be cut from an excerpt)
@@ -292,6 +304,7 @@ EXTRACTORS: dict[str, list[str]] = {
         r",task=(?P<otask>[^,]*),pid=(?P<opid2>\d+)",
         r"^(?P<ocomm2>\S+) invoked oom-killer",
         r"^Task in (?P<otask_memcg2>\S+) killed as a result of limit of (?P<omemcg2>\S+)",
+        r"^Killed (?P<omemcg3>/\S+) due to ",
     ],
     "hung": [r"INFO: task (?P<htask>.+):(?P<hpid>\d+) blocked for more than (?P<hsecs>\d+) seconds",
              r"^task:(?P<htask2>\S+) +state:D .*\bpid: *(?P<hpid2>\d+)"],
@@ -335,7 +348,7 @@ def _details() -> dict[str, dict[str, pl.Expr]]:
                  "port": _int("lport"), "state": pl.col("lstate"), "module": _int("lmodule"),
                  "cable": pl.col("lcable"), "cable_error": pl.col("lcable_err")},
         "oom": {"pid": pl.coalesce(_int("opid"), _int("opid2")), "process": pl.coalesce("ocomm", "otask", "ocomm2"),
-                "constraint": pl.col("oconstraint"), "memcg": pl.coalesce("omemcg", "omemcg2"),
+                "constraint": pl.col("oconstraint"), "memcg": pl.coalesce("omemcg", "omemcg2", "omemcg3"),
                 "task_memcg": pl.coalesce("otask_memcg", "otask_memcg2")},
         "hung": {"task": pl.coalesce("htask", "htask2"), "pid": pl.coalesce(_int("hpid"), _int("hpid2")),
                  "blocked_s": _int("hsecs"),
@@ -391,7 +404,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     # Lines another program wrote into the journal or syslog are not kernel events, even if they
     # quote one (a health daemon repeating an Xid would count it twice).
     # (systemd's own verdict on a filesystem client's unit is the node's, whichever program logs it)
-    foreign = frame["prog"].is_not_null() & ~frame["msg"].str.contains(_FS_CLIENT_FAILED)
+    # (so is systemd-oomd's kill of a cgroup: the node's memory ran out, whichever daemon acted on it)
+    foreign = frame["prog"].is_not_null() & ~frame["msg"].str.contains(f"{_FS_CLIENT_FAILED}|{_USER_OOM_KILL}")
     unread = [frame.filter(foreign)["line"]]
     # Call-trace frames are read into the hung task they belong to, never events of their own.
     frame = _attach_traces(frame.filter(~foreign))
