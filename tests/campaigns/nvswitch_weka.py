@@ -648,7 +648,7 @@ def train_log(a: Attempt, pids: Pids, seed: int, facts: dict) -> Sink:
         L.add(E - 1.0, f"srun: Force Terminated StepId={a.job}.0")
     elif a.k == 2:                                           # soft lockup on hgx-b11: the others time out
         seq = 41_000 + rng.randint(0, 5000)
-        for r, h, d in lay:
+        for r, h, _d in lay:
             if h == a.root:
                 continue
             tw = R + 600.0 + rng.uniform(0.05, 1.6)
@@ -706,7 +706,7 @@ def train_log(a: Attempt, pids: Pids, seed: int, facts: dict) -> Sink:
             "requests.exceptions.ConnectionError: ('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer'))"]])
         L.add(td + 2.1, "[rank97]: data worker 3: fetch of /mnt/vast/tok/cc-2025-51/shard-004417.bin succeeded on attempt 2")
     elif a.k == 5:                                           # OOM in step 1 on the first pipeline stage
-        for r, h, d in lay[:32]:
+        for r, _h, d in lay[:32]:
             tt = R + 0.02 * r
             L.extend(tt, [f"[rank{r}]: {x}" for x in OOM_TB + [
                 f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU {d} has a total capacity of "
@@ -818,7 +818,7 @@ def kernel_logs(atts: list[Attempt], pids_of: dict, seed: int, facts: dict, bund
     for h in hung:
         decoys[h] = "hung-task report during att 2's NFS stall: a symptom of the storage"
     facts["nfs_first"] = t_stall
-    for hi, h in enumerate(HOSTS):
+    for h in HOSTS:
         boot = T0 - rng.randint(3 * 86400, 6 * 86400)
         ev: list[tuple[float, str]] = [(boot, f"Linux version {KERNEL} (buildd@lcy02-amd64-051) #17-Ubuntu SMP PREEMPT_DYNAMIC"),
                                        (boot + 21.0, f"NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  {DRIVER}  Release Build  (dvs-builder@U22-I3-H04-03-1)")]
@@ -878,7 +878,7 @@ def kernel_logs(atts: list[Attempt], pids_of: dict, seed: int, facts: dict, bund
                        (tt, "Hardware name: Supermicro SYS-821GE-TNHR/X13DEG-OAD, BIOS 2.1 04/12/2024"),
                        (tt, "RIP: 0010:native_queued_spin_lock_slowpath+0x7f/0x2e0")]
                 if j == 1:
-                    ev += [(tt + 3.1, f"rcu: INFO: rcu_preempt self-detected stall on CPU"),
+                    ev += [(tt + 3.1, "rcu: INFO: rcu_preempt self-detected stall on CPU"),
                            (tt + 3.1, f"rcu: \t{cpu}-....: (14999 ticks this GP) idle=4e4c/1/0x4000000000000000 softirq=1811233/1811233 fqs=6212")]
             facts["lockup_first"] = a2.R + 22.6
         if h == a3.root:                                   # silent death, reboot ~20 min later
