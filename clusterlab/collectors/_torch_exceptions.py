@@ -41,7 +41,8 @@ def tracebacks(f: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     tb = f.filter(pl.col("is_tb")).select(pl.col("line").alias("tb_line"), "key", "rank_tb")
     ex = f.filter(pl.col("exc_type").is_not_null()).select("line", "key", "exc_type", "exc_msg")
     schema = {"line": pl.Int64, "tb_line": pl.Int64, "exc_type": pl.String, "exc_msg": pl.String,
-              "causes": pl.List(pl.String), "chain_msgs": pl.List(pl.String), "consumed": pl.Boolean}
+              "causes": pl.List(pl.String), "chain_msgs": pl.List(pl.String), "consumed": pl.Boolean,
+              "cause_lines": pl.List(pl.Int64)}
     if not tb.height and not ex.height:
         return pl.DataFrame(schema=schema), pl.Series("line", [], pl.Int64)
     pairs = ex.sort("line").join_asof(tb.sort("tb_line"), left_on="line", right_on="tb_line", by="key",
@@ -68,25 +69,27 @@ def tracebacks(f: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
             # "During handling ..." between this exception and the next traceback: this one is a cause.
             i = bisect.bisect_right(ms, cur["line"])
             chained = nxt is not None and i < len(ms) and ms[i] < nxt["tb_line"]
-            mine, their = cur.get("rank_causes", ([], []))
+            mine, their, where = cur.get("rank_causes", ([], [], []))
             rows.append({"line": cur["line"], "tb_line": cur["tb_line"], "exc_type": cur["exc_type"],
                          "exc_msg": cur["exc_msg"], "causes": [*causes, *mine] or None,
-                         "chain_msgs": [*msgs, *their, cur["exc_msg"]], "consumed": chained})
+                         "chain_msgs": [*msgs, *their, cur["exc_msg"]], "consumed": chained, "cause_lines": where})
             causes, msgs = ([*causes, cur["exc_type"]], [*msgs, cur["exc_msg"]]) if chained else ([], [])
     unended = tb.filter(~pl.col("tb_line").is_in(pairs["tb_line"].implode()))["tb_line"].alias("line")
     return pl.DataFrame(rows, schema=schema), unended
 
 
 def _fold_rank_failures(seq: list[dict]) -> list[dict]:
-    """The ranks' tracebacks printed inside an exception's message (a CheckpointException) as its causes: one
-    exception, whose mode is its ranks' (`OSError: [Errno 5]` on a checkpoint filesystem), not one per rank."""
+    """The tracebacks printed inside an exception's message (a CheckpointException's ranks', a DataLoader worker's
+    under torch's re-raise) as its causes: one exception, whose mode is theirs (`OSError: [Errno 5]` on a checkpoint
+    filesystem), not one per traceback."""
     out: list[dict] = []
     for r in seq:
         if r["rank_tb"] and out:
             head = out[-1]
-            types, msgs = head.setdefault("rank_causes", ([], []))
+            types, msgs, lines = head.setdefault("rank_causes", ([], [], []))
             types.append(r["exc_type"])
             msgs.append(r["exc_msg"])
+            lines.append(r["line"])
             continue
         out.append(dict(r))
     return out
@@ -125,6 +128,10 @@ def _exc_mode(exc_type: pl.Expr, message: pl.Expr) -> pl.Expr:
 def exception_events(f: pl.DataFrame, finals: pl.DataFrame) -> pl.DataFrame:
     """A python_exception event for each traceback ending in an exception no content kind covers."""
     plain = finals.filter(~pl.col("consumed") & (pl.col("exc_type").str.extract(r"(\w+)$", 1) != "ChildFailedError"))
+    # NOTE: a cause inside the message whose own line is a content event with a mode (a worker's CUDA error under
+    # `Caught RuntimeError in pin memory thread`) is that event: the wrapper adds none, least of all the user's code
+    told = f.filter(pl.col("kind").is_not_null() & pl.col("failure_mode").is_not_null())["line"].implode()
+    plain = plain.filter(~pl.col("cause_lines").list.eval(pl.element().is_in(told)).list.any().fill_null(False))
     # A chain takes the mode of its root-most specific cause (a stale NFS handle under a RuntimeError).
     members = (plain.select("line", pl.concat_list([pl.col("causes").fill_null([]), pl.col("exc_type")]).alias("t"),
                             "chain_msgs")

@@ -10,18 +10,31 @@ sends before it takes a spot host back, and the job status after, are what says 
     "EventType": "Preempt"                                                       (Azure scheduled events)
     GCP Metadata Service says termination is imminent                            (a GCE spot host's worker agent)
 
-No time is read: each tool prints its own, often in another zone than the node's.
+Azure's Scheduled Events (the instance metadata service's document, which a poller on the VM logs as it changes)
+also announce the platform's maintenance: a `Reboot` or `Redeploy` (or a `Preempt`, `Terminate`) whose
+`"EventStatus": "Started"` with `"EventSource": "Platform"` is the provider taking the host from under the job
+(`preemption`, provider maintenance or reclaim); while still `"Scheduled"` it is a notice (no mode: the job may
+end before it, or the event be cancelled). A `Freeze` (a pause of seconds the job usually survives) and an event
+the user started (`"EventSource": "User"`) are neither.
+
+No time of the tools' own is read (each prints its own, often in another zone than the node's); a line that a
+syslog or journal on the node recorded (`Dec  7 22:27:48 vm-9 scheduled-events[1733]: {...}`) has that record's
+time, in the node's zone.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
+from clusterlab.collectors import _kernel_time
 from clusterlab.collectors._base import Context, Parsed, search
 
 NAME = "cloud_spot"
 EXCLUSIVE = False
 
+# an Azure Scheduled Events entry of the platform taking the VM (its status follows its type inside one entry)
+_AZURE = (r"[\"']EventType[\"']:\s*[\"'](?:Reboot|Redeploy|Terminate)[\"'][^}]*"
+          r"[\"']EventStatus[\"']:\s*[\"'](?:Started|Scheduled)")
 PATTERN = "|".join([
     r"[Ss]pot (?:[Ii]nstance )?[Ii]nterruption (?:[Nn]otice|[Ww]arning|payload received)",
     r"[Ii]nstance is going to be interrupted in \d+ minutes?",
@@ -30,9 +43,12 @@ PATTERN = "|".join([
     r"\"EventType\":\s*\"Preempt\"",
     # an agent polling GCE's metadata server (`instance/preempted`, `instance/maintenance-event`) for the notice
     r"[Tt]ermination is imminent|\bTERMINATE_ON_HOST_MAINTENANCE\b",
+    _AZURE,
 ])
 SNIFF_HINT = (b"interruption", b"interrupted in", b"host ec2", b"preempted", b"preempt\"", b"termination is imminent",
-              b"terminate_on_host_maintenance")
+              b"terminate_on_host_maintenance", b"eventstatus")
+_BY_USER = r"[\"']EventSource[\"']:\s*[\"']User[\"']"
+_STARTED = r"[\"']EventStatus[\"']:\s*[\"']Started[\"']"
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -41,13 +57,18 @@ def sniff(head: bytes, path: str) -> bool:
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
-    """One preemption event per line of a notice or of the job's end it caused."""
+    """One preemption event per line of a notice or of the job's end it caused; a maintenance notice as no mode."""
     out = Parsed()
     text = pl.col("text")
-    out.add("events", lines.select(
-        pl.col("line").cast(pl.Int64), pl.lit(None, pl.Datetime("us")).alias("ts"),
-        pl.lit(ctx.host, pl.String).alias("host"), pl.lit("spot_reclaim").alias("kind"),
-        pl.lit("preemption").alias("failure_mode"), pl.lit("warning").alias("severity"),
+    lines = lines.with_columns(_kernel_time.split_prefix(lines, ctx).select(_kernel_time.timestamp(ctx)))
+    azure = text.str.contains(_AZURE)
+    taken = ~azure | (text.str.contains(_STARTED) & ~text.str.contains(_BY_USER))
+    out.add("events", lines.filter(~azure | ~text.str.contains(_BY_USER)).select(
+        pl.col("line").cast(pl.Int64), "ts", pl.lit(ctx.host, pl.String).alias("host"),
+        pl.when(~azure).then(pl.lit("spot_reclaim")).when(taken).then(pl.lit("platform_maintenance"))
+        .otherwise(pl.lit("maintenance_notice")).alias("kind"),
+        pl.when(taken).then(pl.lit("preemption")).alias("failure_mode"),
+        pl.when(taken).then(pl.lit("warning")).otherwise(pl.lit("info")).alias("severity"),
         text.str.strip_chars().alias("text"),
     ))
     return out

@@ -147,10 +147,11 @@ _FIELD = r"^  (?P<field>time|host|rank|exitcode|error_file|traceback|msg) *: ?(?
 # a line "  time: 0.5" elsewhere in a log is no summary field.
 _FIELD_LINE = (r"^  (?:(?:time      |host      |rank      |exitcode  |error_file|traceback ): ?"
                r"|time: \d{4}-\d\d-\d\d_|rank: \d+ \(local_rank|exitcode: -?\d+ \(pid|msg: \")")
-_TB_START = r"^\s*(?:traceback : )?Traceback \(most recent call last\):(?: \(RANK \d+\))?\s*$"
-# torch.distributed.checkpoint's CheckpointException prints each failed rank's traceback inside its own message
-# (`Traceback (most recent call last): (RANK 4)` ... `OSError: [Errno 5] Input/output error`): causes of it
-_RANK_TB = r"Traceback \(most recent call last\): \(RANK \d+\)\s*$"
+_TB_START = r"^\s*(?:traceback : |Original )?Traceback \(most recent call last\):(?: \(RANK \d+\))?\s*$"
+# Tracebacks inside an exception's message, their exceptions its causes: a CheckpointException's ranks' (`... (RANK
+# 4)`), a DataLoader worker's that torch re-raises (`OSError: Caught OSError in DataLoader worker process 3.`)
+_RANK_TB = (r"Traceback \(most recent call last\): \(RANK \d+\)\s*$"
+            r"|^\s*Original Traceback \(most recent call last\):\s*$")
 _CHAIN = r"During handling of the above exception|The above exception was the direct cause"
 
 # Content kinds in the order tried: (kind, regex on the message, failure mode or None, severity).

@@ -322,26 +322,51 @@ def _from_timeouts(con: duckdb.DuckDBPyConnection, run: str | None, tail: pl.Dat
 UNKILLABLE_TIER = 38  # above the timeouts every waiting rank prints (symptoms), below any cause a line states
 
 
+# NOTE: the kernel's word that a CPU of the host stayed stuck (a soft lockup, an RCU stall): why its rank stopped
+STUCK_KINDS = ("soft_lockup", "rcu_stall")
+
+
 def _from_unkillable(con: duckdb.DuckDBPyConnection, run: str | None) -> list[dict]:
-    """A worker torchrun had to SIGKILL because its SIGTERM did not stop it (`Unable to shutdown process P via
-    Signals.SIGTERM`): wedged in a kernel, a collective or an uninterruptible read, it is where a hung job stopped,
-    the launcher's word for Slurm's `Kill task failed`. Where every such line of an attempt is on one host, that host
-    is the suspect, dated at the attempt's last step record (the last progress before it wedged)."""
-    t = store.frame(con, """
-        SELECT e.run, e.attempt, any_value(e.host) AS host, count(DISTINCT e.host) AS hosts,
-               arg_min(f.path, e.ts) AS file, arg_min(e.line, e.ts) AS line, arg_min(e.text, e.ts) AS text,
-               min(e.ts) AS ts,
-               (SELECT max(s.ts) FROM steps s WHERE s.run = e.run AND s.attempt = e.attempt) AS last_step_ts
-        FROM events e JOIN ingested_files f USING (file_id)
-        WHERE e.kind = 'worker_unkillable' AND e.source = 'torch' AND e.run IS NOT NULL AND e.attempt IS NOT NULL
-          AND ($run IS NULL OR e.run = $run)
-        GROUP BY e.run, e.attempt HAVING count(DISTINCT e.host) = 1 AND count(*) = count(e.host)
-    """, {"run": run})
-    return [{"run": r["run"], "attempt": r["attempt"], "ts": r["last_step_ts"] or r["ts"], "host": r["host"],
-             "source": "torch", "kind": "worker_unkillable", "failure_mode": "nccl_timeout", "xid": None, "rank": None,
-             "peer": None, "file": r["file"], "line": r["line"],
-             "text": f"torchrun on {r['host']} had to SIGKILL a worker its SIGTERM did not stop: {r['text'][-120:]}",
-             "tier": UNKILLABLE_TIER, "detail": None} for r in t.iter_rows(named=True)]
+    """A worker its launcher could not stop: torchrun had to SIGKILL it because its SIGTERM did not (`Unable to
+    shutdown process P via Signals.SIGTERM`), or Slurm gave up on the step (`*** STEP J.0 STEPD TERMINATED ON host AT
+    ... DUE TO JOB NOT ENDING WITH SIGNALS ***`, slurmctld's `Kill task failed`). Wedged in a kernel, a collective or
+    an uninterruptible read, it is where a hung job stopped. Where every such line of an attempt is on one host, that
+    host is the suspect, dated when the others began to wait for it (their collective timeouts less how long the
+    collective ran), else at the attempt's last step record (the last progress before it wedged); where its kernel
+    said a CPU stayed stuck from then on (a soft lockup, an RCU stall), the host itself (`host_hw`)."""
+    t = store.frame(con, f"""
+        WITH u AS (
+            SELECT e.run, e.attempt, any_value(e.host) AS host, count(DISTINCT e.host) AS hosts,
+                   arg_min(f.path, e.ts) AS file, arg_min(e.line, e.ts) AS line, arg_min(e.text, e.ts) AS text,
+                   min(e.ts) AS ts,
+                   (SELECT max(s.ts) FROM steps s WHERE s.run = e.run AND s.attempt = e.attempt) AS last_step_ts,
+                   (SELECT median(w.ts - to_milliseconds(TRY_CAST(json_extract_string(w.detail, '$.ran_for_ms')
+                                                                  AS BIGINT)))
+                    FROM events w WHERE w.run = e.run AND w.attempt = e.attempt AND w.kind = 'watchdog_timeout'
+                      AND w.dated IS NULL) AS waited_ts
+            FROM events e JOIN ingested_files f USING (file_id)
+            WHERE ((e.kind = 'worker_unkillable' AND e.source = 'torch')
+                   OR (e.kind = 'slurm_stepd_terminated' AND contains(e.text, 'NOT ENDING WITH SIGNALS')))
+              AND e.run IS NOT NULL AND e.attempt IS NOT NULL AND ($run IS NULL OR e.run = $run)
+            GROUP BY e.run, e.attempt HAVING count(DISTINCT e.host) = 1 AND count(*) = count(e.host)
+        )
+        SELECT u.*, (SELECT arg_min(k.text, k.ts) FROM events k
+                     WHERE k.host = u.host AND k.source = 'kernel' AND list_contains($stuck, k.kind)
+                       AND k.ts BETWEEN coalesce(u.waited_ts, u.last_step_ts, u.ts) - INTERVAL {int(OWN_FAULT_BEFORE_S)}
+                           SECOND AND u.ts) AS stuck
+        FROM u
+    """, {"run": run, "stuck": list(STUCK_KINDS)})
+    rows = []
+    for r in t.iter_rows(named=True):  # NOTE: one row per attempt
+        began = max((x for x in (r["last_step_ts"], r["waited_ts"]) if x is not None), default=r["ts"])
+        why = f"{r['host']}'s launcher could not stop its worker: {r['text'][-120:]}"
+        if r["stuck"]:
+            why += f"; its kernel: {r['stuck'][-100:]}"
+        rows.append({"run": r["run"], "attempt": r["attempt"], "ts": began, "host": r["host"], "source": "torch",
+                     "kind": "worker_unkillable", "failure_mode": "host_hw" if r["stuck"] else "nccl_timeout",
+                     "xid": None, "rank": None, "peer": None, "file": r["file"], "line": r["line"], "text": why,
+                     "tier": UNKILLABLE_TIER, "detail": None})
+    return rows
 
 
 # NOTE: how long before the others began to wait a fault on the silent rank's host may have stopped it
