@@ -19,7 +19,7 @@ _TB_MAX_LINES = 1000  # a traceback whose exception line is further away than th
 STORE_BIND = r"The server socket has failed to listen on any local network address"
 # Exceptions that wrap or follow another failure: they name no cause of their own.
 _NO_MODE_EXC = {"DistStoreError", "DistBackendError", "SignalException", "ProcessExitedException", "SystemExit",
-                "ProcessRaisedException", "RendezvousClosedError", "RendezvousTimeoutError", "RendezvousError",
+                "ProcessRaisedException", "RendezvousClosedError", "RendezvousError",
                 "RendezvousConnectionError", "RendezvousStateError"}
 # EIO, ENOSPC, ESTALE, EDQUOT: the storage, not the code, failed the read or write
 # NOTE: torch.save's zip writer names no errno: a short fwrite is 'PytorchStreamWriter failed writing file X:
@@ -34,6 +34,11 @@ STORAGE_FULL = r"No space left on device|Disk quota exceeded"
 _OOM_REPORT_ASSERT = r"NVML_SUCCESS == r INTERNAL ASSERT FAILED at \S*CUDACachingAllocator\.cpp"
 # `loss is nan`, `Loss became NaN`, `loss = inf`: the loss itself, not a term or a check's wording (`nan_to_num`)
 _LOSS_NONFINITE = r"(?i)\bloss\b[^.;:]{0,30}?(?:\b(?:is|became|becomes|was) |= ?)(?:nan|inf)\b"
+# a framework's own guard on the numbers, not a check of the user's: torch's clip_grad_norm_ refusing a NaN/Inf total
+# norm ('The total norm of order 2.0 for gradients from `parameters` is non-finite'), JAX's debug_nans raising where an
+# operation first made one ('FloatingPointError: invalid value (nan) encountered in log'; NumPy's seterr names no value)
+_NUMERICS_NONFINITE = (r"total norm of order \S+ for gradients from `parameters` is non-finite"
+                       r"|invalid value \((?:nan|inf)\) encountered in ")
 
 
 def tracebacks(f: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
@@ -108,6 +113,7 @@ def _exc_mode(exc_type: pl.Expr, message: pl.Expr) -> pl.Expr:
             .when(short == "MemoryError").then(pl.lit("host_oom"))
             # a training loop's own check raising on a non-finite loss (`ValueError: loss is nan`): divergence
             .when(message.fill_null("").str.contains(_LOSS_NONFINITE)).then(pl.lit("loss_divergence"))
+            .when(message.fill_null("").str.contains(_NUMERICS_NONFINITE)).then(pl.lit("loss_divergence"))
             .when(message.fill_null("").str.contains(_OOM_REPORT_ASSERT)).then(pl.lit("cuda_oom"))
             # NOTE: whatever wraps it (an OSError, a RuntimeError of torch.save): the storage failed the process
             .when(message.fill_null("").str.contains(_FS_ERRNO)).then(pl.lit("filesystem_io"))
@@ -117,6 +123,9 @@ def _exc_mode(exc_type: pl.Expr, message: pl.Expr) -> pl.Expr:
             # the store's wait for its peers ran out (rendezvous or a barrier on the store): a hang, as a collective's
             .when(short.is_in(["DistStoreError", "DistBackendError"]) & message.fill_null("").str.contains(
                 r"Socket Timeout|Timed out after \d+ seconds|[Ww]ait timeout")).then(pl.lit("nccl_timeout"))
+            # NOTE: ... as the elastic agent's own wait for the other nodes to join: a peer that never arrived (its
+            # node or agent hung or gone), no cause of its own named; the worker group it would form never ran
+            .when(short == "RendezvousTimeoutError").then(pl.lit("nccl_timeout"))
             .when(short.is_in(list(_NO_MODE_EXC))).then(pl.lit(None, pl.String))
             # NOTE: gloo's "Connection closed/reset by peer" is what the survivors raise when a peer process
             # died (killed, crashed, OOM): a symptom naming no cause, never the user's code on its own

@@ -7,6 +7,7 @@ with a line of their own in its output or its mail:
     =>> PBS: job killed: walltime 86415 exceeded limit 86400                   (PBS Pro, in the job's output)
     =>> PBS: job killed: mem 263718276kb exceeded limit 251658240kb
     Job exceeded its walltime limit. Job was aborted                           (Torque's job mail)
+    Job exceeded a memory resource limit (vmem, pvmem, etc.). Job was aborted  (... for a memory kind it enforces)
     MOAB_INFO:  job exceeded wallclock limit                                   (Moab over Torque)
     TERM_RUNLIMIT: job killed after reaching LSF run time limit.               (LSF's job report)
     TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.
@@ -37,7 +38,7 @@ EXCLUSIVE = False
 # Every branch starts with a literal no training, NCCL or kernel line holds.
 PATTERN = "|".join([
     r"=>> PBS: job killed: ",
-    r"Job exceeded its (?:walltime|memory|cpu) limit",
+    r"Job exceeded (?:its|a) (?:walltime|memory|cpu)(?: resource)? limit",
     r"MOAB_INFO: +job exceeded ",
     r"TERM_[A-Z]+: job killed ",
     r"[Jj]ob preempted\b",
@@ -46,8 +47,8 @@ PATTERN = "|".join([
     r"\bSlurm (?:Array Summary )?Job_id=\S+(?: \(\d+\))? Name=.*, Run time [\d:-]+",
     r"(?m:^)State: [A-Z_]+(?: by \d+)? \(exit code \d+\)",
 ])
-SNIFF_HINT = (b"=>> pbs: ", b"job exceeded its ", b"moab_info:", b"term_", b"job preempted", b"job has gone over",
-              b"wall clock limit", b"job_id=", b"(exit code ")
+SNIFF_HINT = (b"=>> pbs: ", b"job exceeded its ", b"job exceeded a ", b"moab_info:", b"term_", b"job preempted",
+              b"job has gone over", b"wall clock limit", b"job_id=", b"(exit code ")
 # The final state Slurm's mail subject (`..., Run time 1-00:00:12, TIMEOUT, ExitCode 0`, or its TIME_LIMIT mail's
 # `Reached time limit`) or seff (`State: OUT_OF_MEMORY (exit code 0)`) gives the job
 _SLURM_STATE = (r"Job_id=\S+(?: \(\d+\))? Name=.*, Run time [\d:-]+, ([A-Z_]+)(?: by \d+)?, ExitCode"
@@ -60,7 +61,8 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
                          r"|MOAB_INFO: +job exceeded wallclock limit|TERM_RUNLIMIT: "
                          r"|Not retrying job due to wall clock limit|" + _SLURM_TIME_LIMIT, "time_limit", "error"),
     # NOTE: the job's memory as the scheduler counts it (the node's RAM, not a GPU's): the kernel's OOM killer's kin
-    ("batch_memory_limit", r"=>> PBS: job killed: v?mem |Job exceeded its memory limit|TERM_MEMLIMIT: "
+    ("batch_memory_limit", r"=>> PBS: job killed: v?mem |Job exceeded (?:its|a) memory(?: resource)? limit"
+                           r"|TERM_MEMLIMIT: "
                            r"|MOAB_INFO: +job exceeded (?:memory|MEM)|Job has gone over memory limit of \d+ ",
      "host_oom", "error"),
     # Slurm's own word for the job's end: its mode as sacct's State gives it (`_slurmlib.STATE_MODES`), none for

@@ -1,5 +1,6 @@
 """Kubernetes' verdicts on a pod's containers: killed for memory → host_oom events; a pod the node's shutdown or loss
-took away → preemption / node_failure events.
+took away → preemption / node_failure events; a Job past its deadline → time_limit, a Kueue workload evicted for a
+higher-priority one → preemption events.
 
 Where Kubernetes schedules the training, the kubelet, not Slurm or the kernel log a user kept, says a container died
 for memory: its cgroup limit (`OOMKilled`, exit code 137) or the node's memory pressure (an eviction). What users
@@ -19,6 +20,16 @@ of a node that no longer exists (a VM deleted or failed under them):
     message: Pod was terminated in response to imminent node shutdown.
     message: 'PodGC: node no longer exists'          reason: DeletionByPodGC
 
+The node controller marks the pods of a node that stopped reporting (`kubectl get pods` shows `NodeLost`, the status
+`reason: NodeLost`, 'Node X which was running pod Y is unresponsive'). A Job's `activeDeadlineSeconds` is its wall
+time (`reason: DeadlineExceeded`, 'Job was active longer than specified deadline'; a pod's own 'Pod was active on the
+node longer than the specified deadline'), and Kueue evicts an admitted workload to make room for a higher-priority
+one ('Preempted to accommodate a workload (UID: ..., JobUID: ...) due to prioritization in the ClusterQueue'):
+
+    llama-ft-worker-1    1/1     NodeLost   0          9h    10.244.8.14   gpu-node-08
+    message: Job was active longer than specified deadline
+    reason: DeadlineExceeded
+
 None of these carries a time of its own (an event's age is relative to when it was listed).
 """
 
@@ -34,10 +45,18 @@ EXCLUSIVE = False
 _OOM_KILLED = r"(?:^|\s|\")[Rr]eason\"?:\s*\"?OOMKilled\b"
 _EVICTED = r"The node was low on resource: memory\.|The node had condition: \[MemoryPressure\]"
 _SHUTDOWN = r"Pod was terminated in response to imminent node shutdown"
-_NODE_GONE = r"\b(?:PodGC|GCPControllerManager|[A-Za-z]+ControllerManager): node no longer exists"
-PATTERN = f"{_OOM_KILLED}|{_EVICTED}|{_SHUTDOWN}|{_NODE_GONE}"
+# NOTE: ... or of a node that stopped reporting: the status reason, its message, or the STATUS column of a pods table
+_NODE_GONE = (r"\b(?:PodGC|GCPControllerManager|[A-Za-z]+ControllerManager): node no longer exists"
+              r"|(?:^|\s|\")[Rr]eason\"?:\s*\"?NodeLost\b|\bwhich was running pod \S+ is unresponsive"
+              r"|(?m:^)\S+\s+\d+/\d+\s+NodeLost\s+\d+")
+# the Job's (or a pod's) activeDeadlineSeconds: the wall time it was given ran out
+_DEADLINE = (r"(?:^|\s|\")[Rr]eason\"?:\s*\"?DeadlineExceeded\b|Job was active longer than specified deadline"
+             r"|Pod was active on the node longer than the specified deadline")
+_KUEUE_PREEMPTED = r"Preempted to accommodate a workload\b"
+PATTERN = f"{_OOM_KILLED}|{_EVICTED}|{_SHUTDOWN}|{_NODE_GONE}|{_DEADLINE}|{_KUEUE_PREEMPTED}"
 SNIFF_HINT = (b"oomkilled", b"low on resource: memory", b"[memorypressure]", b"imminent node shutdown",
-              b"node no longer exists")
+              b"node no longer exists", b"nodelost", b"is unresponsive", b"deadlineexceeded",
+              b"longer than specified deadline", b"longer than the specified deadline", b"preempted to accommodate")
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -51,10 +70,13 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     text = pl.col("text")
     kind = (pl.when(text.str.contains(_OOM_KILLED)).then(pl.lit("k8s_oom_killed"))
             .when(text.str.contains(_SHUTDOWN)).then(pl.lit("k8s_node_shutdown"))
-            .when(text.str.contains(_NODE_GONE)).then(pl.lit("k8s_node_gone")).otherwise(pl.lit("k8s_evicted")))
+            .when(text.str.contains(_NODE_GONE)).then(pl.lit("k8s_node_gone"))
+            .when(text.str.contains(_DEADLINE)).then(pl.lit("k8s_deadline"))
+            .when(text.str.contains(_KUEUE_PREEMPTED)).then(pl.lit("kueue_preempted")).otherwise(pl.lit("k8s_evicted")))
     # NOTE: a pod's status repeats its message in a condition: one event per line is kept (each says it)
-    mode = (pl.when(kind == "k8s_node_shutdown").then(pl.lit("preemption"))
-            .when(kind == "k8s_node_gone").then(pl.lit("node_failure")).otherwise(pl.lit("host_oom")))
+    mode = (pl.when(kind.is_in(["k8s_node_shutdown", "kueue_preempted"])).then(pl.lit("preemption"))
+            .when(kind == "k8s_node_gone").then(pl.lit("node_failure"))
+            .when(kind == "k8s_deadline").then(pl.lit("time_limit")).otherwise(pl.lit("host_oom")))
     out.add("events", lines.select(
         pl.col("line").cast(pl.Int64), pl.lit(None, pl.Datetime("us")).alias("ts"),
         pl.lit(ctx.host, pl.String).alias("host"), kind.alias("kind"), mode.alias("failure_mode"),

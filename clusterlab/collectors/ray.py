@@ -1,4 +1,5 @@
-"""Ray's memory monitor: workers Ray itself killed because their node ran out of memory → host_oom events.
+"""Ray's memory monitor: workers Ray itself killed because their node ran out of memory → host_oom events; a node
+Ray's control store gave up on → node_failure events.
 
 Ray (2.0+) watches its node's memory and kills a worker past a threshold before the kernel's OOM killer would; the
 job then sees a dead actor or task, and only Ray's wording says why (the raylet log, the driver's output, an actor's
@@ -12,6 +13,13 @@ exit detail), behind Ray's prefixes (`(raylet) `, `(WorkerDict pid=N, ip=...) `)
         IP 10.0.8.33. Used memory (58.21GB) / total capacity (61.44GB) (0.947428) exceeds threshold 0.9, killing ...
     ray.exceptions.RayOutOfMemoryError: More than 95% of the memory on node head-1 is used (60.1 / 62.8 GB). ...  (<2)
 
+The GCS marks a node dead when its raylet stops answering health checks (the machine gone, its network cut, the
+raylet crashed), and each actor that lived there dies with it:
+
+    ... WARNING worker.py:2058 -- The node with node id: 5d1c... and address: 10.0.3.17 and node name: 10.0.3.17 has
+        been marked dead because the detector has missed too many heartbeats from it. This can happen when a ...
+    The actor is dead because its node has died. Node Id: 5d1c...                   (an ActorDiedError's detail)
+
 The raylet's time is the node's local time (`ctx.tz`); the other lines carry none.
 """
 
@@ -24,17 +32,22 @@ from clusterlab.collectors._base import Context, Parsed, json_detail, local_to_u
 NAME = "ray"
 EXCLUSIVE = False
 
+# a node the GCS stopped hearing from (2.x 'detector', 1.x 'monitor'), and an actor's death detail naming it
+_NODE_DEAD = (r"has been marked dead because the (?:detector|monitor) has missed too many heartbeats"
+              r"|(?:actor|worker) is dead because its node has died")
 # NOTE: the raylet's summary counts both kinds of death: only a count of one or more memory kills is one
 PATTERN = "|".join([
     r"Task was killed due to the node running low on memory",
     r"\b[1-9]\d* Workers? \(tasks / actors\) killed due to memory pressure \(OOM\)",
     r"System memory low at node with IP \S+ Used memory",
     r"RayOutOfMemoryError: More than \d+% of the memory on node",
+    _NODE_DEAD,
 ])
-SNIFF_HINT = (b"low on memory", b"memory pressure (oom)", b"system memory low", b"rayoutofmemoryerror")
+SNIFF_HINT = (b"low on memory", b"memory pressure (oom)", b"system memory low", b"rayoutofmemoryerror",
+              b"missed too many heartbeats", b"because its node has died")
 
 _RAYLET_TS = r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) [DIWEF] \d+ \d+\]"
-_NODE_IP = r"(?:at node with IP |\bIP: )(\d{1,3}(?:\.\d{1,3}){3})"
+_NODE_IP = r"(?:at node with IP |\bIP: |\band (?:address|ip): )(\d{1,3}(?:\.\d{1,3}){3})"
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -53,8 +66,12 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         pl.col("line").cast(pl.Int64),
         (local_to_utc(stamp, ctx.tz) + pl.duration(milliseconds=ms)).alias("ts"),
         pl.lit(ctx.host, pl.String).alias("host"),
-        pl.lit("ray_memory_kill").alias("kind"),
-        pl.lit("host_oom").alias("failure_mode"),
+        # NOTE: the GCS's message lists a raylet's OOM among the possible causes: where Ray's memory monitor killed
+        # the workers it says so itself (a line of its own); a node that stopped answering is the node's failure
+        pl.when(text.str.contains(_NODE_DEAD)).then(pl.lit("ray_node_dead")).otherwise(pl.lit("ray_memory_kill"))
+        .alias("kind"),
+        pl.when(text.str.contains(_NODE_DEAD)).then(pl.lit("node_failure")).otherwise(pl.lit("host_oom"))
+        .alias("failure_mode"),
         pl.lit("error").alias("severity"),
         text.str.strip_chars().alias("text"),
         detail.alias("detail"),

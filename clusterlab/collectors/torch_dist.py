@@ -82,7 +82,7 @@ PATTERN = "|".join([
     r"detected by watchdog at work|Timeout at NCCL work: |NCCL communicator was aborted",
     r"CUDA out of memory|CUDA (?:driver )?error: |NCCL [Ee]rror|Unknown NCCL error",
     r"THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: |CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: ",
-    r"cublas runtime error : |cudnn runtime error : |CUBLAS failure \d|CUDNN failure \d",
+    r"cublas runtime error : |cudnn runtime error : |CUBLAS failure \d|CUDNN failure \d|\b[Cc]u[Dd][Nn][Nn] error: ",
     r"Check failed: status == CU(?:BLAS|DNN)_STATUS_SUCCESS",
     r"_STATUS_ALLOC_FAILED|HIP out of memory|unable to write to file </torch_",
     r"Root Cause(?: \(first observed failure\))?:\s*$|Failures:\s*$",
@@ -114,7 +114,7 @@ _SNIFF = re.compile(
     # NOTE: a traceback is evidence wherever it appears: a file holding only one (`excerpt.log`) is read too
     rb"|Traceback \(most recent call last\)|THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: "
     rb"|CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: |failed to pass monitoredBarrier|timed out in monitoredBarrier"
-    rb"|cu(?:blas|dnn) runtime error : |CU(?:BLAS|DNN) failure \d+: "
+    rb"|cu(?:blas|dnn) runtime error : |CU(?:BLAS|DNN) failure \d+: |\b[Cc]u[Dd][Nn][Nn] error: CUDNN_STATUS_"
     rb"|Check failed: status == CU(?:BLAS|DNN)_STATUS_SUCCESS"
     rb"|(?m:^(?:Killed|Segmentation fault|Bus error|Aborted)(?: \(core dumped\))?\r?$)|Fatal Python error: "
     rb"|: line \d+: +\d+ (?:Killed|Segmentation fault|Bus error|Aborted)\s|(?m:^\[\d+\][+-]? +Killed\s+\S)"
@@ -167,10 +167,11 @@ _TIMEOUT = (r"ollective operation timeout|timed out in (?:blocking wait|call to 
 # `THCudaCheck FAIL file=... error=39 : `), or as a CUDA enum name a library prints (`cudaErrorECCUncorrectable: `)
 # NOTE: a CUDA library's own status outside torch's 'CUDA error: CUBLAS_STATUS_...' wording: THC's 'cublas runtime
 # error : the GPU program failed to execute', CNTK's 'CUBLAS failure 13: CUBLAS_STATUS_EXECUTION_FAILED ; GPU=1',
-# Caffe's glog check 'Check failed: status == CUDNN_STATUS_SUCCESS (8 vs. 0)  CUDNN_STATUS_EXECUTION_FAILED'
+# Caffe's glog check 'Check failed: status == CUDNN_STATUS_SUCCESS (8 vs. 0)  CUDNN_STATUS_EXECUTION_FAILED', torch's
+# cuDNN check 'cuDNN error: CUDNN_STATUS_INTERNAL_ERROR' (no 'CUDA error: ' before it; 1.0 spelt it 'CuDNN')
 _CUDA_ERR = (r"(?:CUDA (?:driver )?error: |cuda runtime error \(\d+\) : |THCudaCheck FAIL .*? error=\d+ : "
              r"|\bcudaError[A-Z]\w*: |\bCUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: "
-             r"|cu(?:blas|dnn) runtime error : |\bCU(?:BLAS|DNN) failure \d+: "
+             r"|cu(?:blas|dnn) runtime error : |\bCU(?:BLAS|DNN) failure \d+: |\b[Cc]u[Dd][Nn][Nn] error: "
              r"|Check failed: status == CU(?:BLAS|DNN)_STATUS_SUCCESS \(\d+ vs\. 0\)\s*)")
 _STORE_TIMEOUT = r"via c10d key-value store by key .* got error: (?:Socket Timeout|Timeout waiting for key)"
 # ... and a store's server that cannot bind its port (EADDRINUSE: another job, a stale process; errno 99: an address
@@ -448,7 +449,7 @@ def _gib(rx: str) -> pl.Expr:
 # line of the batch holds is null without its regex (each costs a compilation, and polars keeps few compiled)
 _CUDA_LITS = ("CUDA error: ", "CUDA driver error: ", "cuda runtime error (", "THCudaCheck FAIL", "cudaError",
               "CUDA_ERROR_", "Triton Error [CUDA]: ", "blas runtime error : ", "dnn runtime error : ",
-              "BLAS failure ", "DNN failure ", "_STATUS_SUCCESS (")
+              "BLAS failure ", "DNN failure ", "_STATUS_SUCCESS (", "uDNN error: ", "udnn error: ")
 _FIELD_LITS = ("local_rank: ", "[PG ", "Rank ", "SeqNum=", "watchdog at work", "NCCL work: ", "OpType=", "NumelIn=",
                "NumelOut=", "Timeout(ms)=", "ran for ", "last enqueued ", "last completed ", "got stuck for ",
                "NCCL Error", "NCCL error", "NCCL version ", "rror in: ", "Error:", *_CUDA_LITS, ". GPU ", "(GPU ",
