@@ -8,6 +8,12 @@ under accelerate on Azure ND H100 v5, CycleCloud Slurm) showed, each on evidence
 - Azure's Scheduled Events, as a poller on the VM logs the metadata service's document: a platform `Reboot` or
   `Redeploy` that has `Started` is the provider taking the host (`preemption`, dated by the syslog record), a
   `Scheduled` one only a notice, a `Freeze` or an event the user started no fault;
+- a step record printed every N steps (DeepSpeed's `step=N`) whose interval held a save the same log timed is the
+  steps and the save, not N slow steps;
+- a tqdm bar's count drawn again (its close after the final save) is no step record: the step ended when the bar
+  first showed it;
+- of one step's records in one file, a whole-second one (a bar's elapsed time from its start) yields to one stamped
+  finer (the engine's own line beside it): mixing them made every other interval 3 s long (a slowdown);
 - an unknown key in inventory.toml is a warning, not the loss of every host's cluster and provider
   (tests/test_metadata.py).
 """
@@ -17,10 +23,14 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import polars as pl
 import pytest
 from excerpt_events import modes
 
 from clusterlab import Lab
+from clusterlab.collectors import hf_trainer
+from clusterlab.collectors._base import Context
+from clusterlab.diagnose import timeline
 
 
 def _wrapped(where: str, outer: str, inner: str, prefix: str = "") -> str:
@@ -88,3 +98,64 @@ def test_the_started_reboot_is_dated_by_the_syslog_record_that_logged_it(tmp_pat
         lab.ingest(tmp_path, year=2027)
         got = lab.sql("SELECT ts, host FROM events WHERE failure_mode = 'preemption'").rows()
     assert got == [(dt.datetime(2027, 3, 2, 3, 10, 2), "nd-vm-04")]
+
+
+def test_a_step_record_whose_interval_held_a_timed_save_is_the_steps_and_the_save(tmp_path: Path) -> None:
+    # DeepSpeed's `step=N` every 10 steps (steps_per_print), 7.5 s a step, a 95 s save after step 20: the record of
+    # step 30 is ten 7.5 s steps and the save, not ten steps of 17 s (which the ledger booked as slowdown)
+    t0 = dt.datetime(2027, 3, 2, 8, 0, 0)
+
+    def ds(t: dt.datetime, msg: str) -> str:
+        return f"[{t:%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d}] [INFO] [logging.py:128:log_dist] [Rank 0] {msg}"
+
+    lines, t = [], t0
+    for n in (10, 20, 30, 40):
+        t += dt.timedelta(seconds=75)
+        lines.append(ds(t, f"step={n}, skipped=0, lr=[0.0002], mom=[(0.9, 0.95)]"))
+        if n == 20:
+            lines.append(ds(t + dt.timedelta(seconds=0.4), "[Torch] Checkpoint global_step20 is about to be saved!"))
+            t += dt.timedelta(seconds=95.4)
+            lines.append(f"[{t:%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d}] [INFO] [torch_checkpoint_engine.py:33:"
+                         "commit] [Torch] Checkpoint global_step20 is ready now!")
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path / "train.log")
+        got = dict(lab.sql("SELECT step, step_s FROM steps").iter_rows())
+    assert got[20] == pytest.approx(7.5) and got[40] == pytest.approx(7.5)
+    assert got[30] == pytest.approx(7.5, abs=0.05), got
+
+
+def _bar(n: int, total: int, elapsed: float) -> str:
+    m, sec = divmod(int(elapsed), 60)
+    h, m = divmod(m, 60)
+    done = f"{100 * n // total:3d}%|{'#' * (10 * n // total):10s}|"
+    return f"\r{done} {n}/{total} [{h}:{m:02d}:{sec:02d}<00:00, 6.00s/it]"
+
+
+def test_the_bars_count_drawn_again_after_the_final_save_is_no_step_record() -> None:
+    t0 = dt.datetime(2027, 3, 2, 9, 0, 0)
+    stamp = f"{t0:%m/%d/%Y %H:%M:%S}"
+    lines = [f"{stamp} - INFO - transformers.trainer - ***** Running training *****",
+             f"{stamp} - INFO - transformers.trainer -   Total optimization steps = 40",
+             "".join(_bar(n, 40, 6.0 * n) for n in range(37, 41)),
+             f"{t0 + dt.timedelta(seconds=241):%m/%d/%Y %H:%M:%S} - INFO - transformers.trainer - Saving model "
+             "checkpoint to /ck/run/checkpoint-40",
+             _bar(40, 40, 300.0)]  # tqdm's close, 59 s later
+    frame = pl.DataFrame({"line": range(1, len(lines) + 1), "text": lines})
+    steps = hf_trainer.parse(frame, Context(path="x")).tables["steps"]
+    assert steps.filter(pl.col("step") == 40)["ts"].to_list() == [t0 + dt.timedelta(seconds=240)], steps
+
+
+def test_a_steps_record_stamped_finer_wins_over_a_whole_second_one_on_the_same_line() -> None:
+    t0 = dt.datetime(2027, 3, 2, 9, 0, 0)
+    rows = []
+    for k, step in enumerate((10, 20, 30, 40), 1):
+        fine = t0 + dt.timedelta(seconds=92.5 * k, milliseconds=437)
+        rows += [(step, fine.replace(microsecond=0) - dt.timedelta(seconds=3), 10 * k),  # the bar, 3 s early
+                 (step, fine, 10 * k)]  # DeepSpeed's timer line, the same physical line
+    logged = pl.DataFrame({"attempt": 1, "step": [r[0] for r in rows], "ts": [r[1] for r in rows],
+                           "step_s": None, "file_id": 1, "line": [r[2] for r in rows]},
+                          schema_overrides={"step_s": pl.Float64, "attempt": pl.Int32})
+    got = timeline._one_log(logged.reverse()).sort("step")
+    gaps = got["ts"].diff().drop_nulls().dt.total_milliseconds().to_list()
+    assert gaps == [92500, 92500, 92500], got

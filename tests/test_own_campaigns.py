@@ -70,7 +70,12 @@ incident, every ledger category within the scorer's bar.
   watchdog; unstamped iteration lines; Slurm 20.11 slurmctld and `sacct -P`): Xid 79 found by the watchdog 30 min
   later, an IB port down its rail peers name, a cgroup OOM kill, a node that reboots under the job (dated by the
   controller's `last response`), an NFS server every host loses during a save, a time limit; old-Xid-and-reboot,
-  GID-table-change, corrected-EDAC, Xid 63 and idle-spare NFS-blip decoys."""
+  GID-table-change, corrected-EDAC, Xid 63 and idle-spare NFS-blip decoys;
+- azure_nd_accelerate: HF Trainer + DeepSpeed ZeRO-3 under accelerate on Azure ND H100 v5 VMs (CycleCloud Slurm): an
+  Xid 94 / row-remap-pending GPU that fails again (Xid 48/64) four attempts later, a BlobFuse2 mount throttled on five
+  hosts (DataLoader workers' re-raised `OSError: [Errno 5]`), a rank that stops first, a platform Reboot from Azure's
+  Scheduled Events, a host OOM, a time limit; a Freeze the job survives, hv_netvsc and IB-flap decoys, an inventory
+  with a key of its own (first contact 5/7 at seeds 1-3, then 7/7 with the ledger within the bar)."""
 
 from __future__ import annotations
 
@@ -93,6 +98,6 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
                                             ("pcluster_efa", None), ("ib_fabric_storage", None),
                                             ("sdc_rollbacks", None), ("clocks_requeue", None),
                                             ("undated_text", None), ("gpfs_dcgm_utc", None),
-                                            ("old_stack", 1)])
+                                            ("old_stack", 1), ("azure_nd_accelerate", 2)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)

@@ -95,13 +95,23 @@ def segment(frame: pl.DataFrame, breaks: pl.Series) -> pl.DataFrame:
     return frame.with_columns(_seg=pl.lit(seg).cast(pl.Int64) + file_of_line())
 
 
-def interval_step_s(steps: pl.DataFrame) -> pl.DataFrame:
-    """Fill a missing `step_s` from the time between consecutive step rows of one segment."""
-    # seconds between the two rows / steps between them: whatever ran in between is included
+def interval_step_s(steps: pl.DataFrame, pauses: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Fill a missing `step_s` from the time between consecutive step rows of one segment, less the `pauses` (`line`,
+    `seconds`: the saves the same log timed) that lie between them: a record printed every N steps whose interval
+    held a save is N steps and the save, not N slow steps (DeepSpeed's `step=` every `steps_per_print`)."""
     prev_ts, prev_step = pl.col("ts").shift(1).over("_seg"), pl.col("step").shift(1).over("_seg")
     span = seconds(pl.col("ts") - prev_ts)
+    if pauses is not None and pauses.height and steps.height:
+        # each pause is charged to the first step row after it: the interval it fell in
+        p = (pauses.select(pl.col("line").cast(pl.Int64), pl.col("seconds").cast(pl.Float64)).drop_nulls()
+             .filter(pl.col("seconds") > 0).sort("line"))
+        owner = steps.select(pl.col("line").cast(pl.Int64).alias("_owner")).unique().sort("_owner")
+        p = (p.join_asof(owner, left_on="line", right_on="_owner", strategy="forward").drop_nulls("_owner")
+             .group_by("_owner").agg(_pause=pl.col("seconds").sum()))
+        steps = steps.join(p, left_on=pl.col("line").cast(pl.Int64), right_on="_owner", how="left")
+        span = span - pl.col("_pause").fill_null(0.0)
     derived = pl.when((pl.col("step") > prev_step) & (span >= 0)).then(span / (pl.col("step") - prev_step))
-    return steps.with_columns(step_s=pl.coalesce(pl.col("step_s"), derived))
+    return steps.with_columns(step_s=pl.coalesce(pl.col("step_s"), derived)).drop("_pause", strict=False)
 
 
 def flag_nonfinite(steps: pl.DataFrame) -> pl.DataFrame:

@@ -84,12 +84,13 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         rank=pl.coalesce(pl.col("rank"), integer(r"\[Rank (\d+)\] ").cast(pl.Int32, strict=False)))
     rows = _step_lines(df)
     ops = _checkpoint_ops(df)
-    steps = _steps(segment(rows, ops.filter(pl.col("action") == "load")["line"]))
+    ckpts = checkpoint_rows(ops, missing_ok=None)
+    steps = _steps(segment(rows, ops.filter(pl.col("action") == "load")["line"]), ckpts)
     facts = pl.concat([facts_from(df, [(_VERSION, {"deepspeed_version": 1})]), _config_facts(df)]).sort("line")
     # NOTE: NaN events come from the unmerged rows so that they cite the line that printed the NaN.
     events = pl.concat([loss_events(flag_nonfinite(rows)), _scale_events(df)], how="diagonal_relaxed")
     out = step_result(lines, [rows, ops, facts, events], steps=steps,
-                      checkpoints=checkpoint_rows(ops, missing_ok=None), facts=facts, events=events)
+                      checkpoints=ckpts, facts=facts, events=events)
     ranks = _rank_map(df)
     if ranks.height:
         out.add("nccl_ranks", ranks)
@@ -125,14 +126,15 @@ def _step_lines(df: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([progress, pipe]).with_columns(grad_norm=pl.lit(None, pl.Float64)).sort("line")
 
 
-def _steps(rows: pl.DataFrame) -> pl.DataFrame:
-    """Merged step rows with interval skips and step times."""
+def _steps(rows: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
+    """Merged step rows with interval skips and step times (less the timed `saves` between two rows)."""
     steps = flag_nonfinite(merge_repeats(rows))
     prev = pl.col("_skipped_total").shift(1).over("_seg")
     first = pl.col("_skipped_total") == 0  # NOTE: a first row can only vouch for "none yet"
     skipped = pl.when(prev.is_not_null() & (pl.col("_skipped_total") >= prev)).then(pl.col("_skipped_total") - prev)
     steps = steps.with_columns(skipped=pl.coalesce(skipped, pl.when(first).then(0)).cast(pl.Int32, strict=False))
-    return interval_step_s(steps)
+    pauses = saves.filter(pl.col("action") == "save").select("line", seconds="duration_s")
+    return interval_step_s(steps, pauses)
 
 
 def _tag_step(text: pl.Expr) -> pl.Expr:

@@ -143,7 +143,11 @@ def _bar_clock(df: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(_bar=pl.when(pl.col("_elapsed").is_not_null()).then(pl.col("_new")).cum_sum().forward_fill()
                          .over(f))
     start = pl.when(pl.col("_elapsed").is_not_null()).then(pl.col("_prev_ts")).first().over(f, "_bar")
-    df = df.with_columns(bar_ts=start + pl.duration(seconds=pl.col("_elapsed")))
+    # NOTE: a step ends when the bar first shows it: the same count drawn again (tqdm's close after the final save,
+    # a refresh) is no step record, and dated by it the last step would hold the save
+    again = (pl.col("bar_step") == pl.col("bar_step").forward_fill().shift(1).over(f, "_bar")).fill_null(False)
+    df = df.with_columns(bar_ts=start + pl.duration(seconds=pl.col("_elapsed")),
+                         bar_step=pl.when(~again).then(pl.col("bar_step")))
     # the steps per epoch: the file's last banner's; the logging interval: the file's first printed one
     total = _banner_number("train_iters").drop_nulls().last().over(f)
     epochs = _banner_number("num_epochs").drop_nulls().last().over(f)

@@ -96,9 +96,12 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         _LOSS))]).unique(subset=["key", "value"], keep="first", maintain_order=True)
     restarts = pl.concat([ops.filter(pl.col("action") == "load")["line"],
                           df.filter(pl.col("msg").str.contains(_START))["line"]])
-    steps = interval_step_s(merge_repeats(segment(rows, restarts)))
+    ckpts = checkpoint_rows(ops, missing_ok=None)
+    # (a save between two step lines is no part of the steps' time)
+    saves = ckpts.filter(pl.col("action") == "save").select("line", seconds="duration_s")
+    steps = interval_step_s(merge_repeats(segment(rows, restarts)), saves)
     out = step_result(lines, [rows, ops, facts, foreign], steps=steps,
-                      checkpoints=checkpoint_rows(ops, missing_ok=None),
+                      checkpoints=ckpts,
                       facts=facts, events=loss_events(steps))
     out.warnings += [f"line {n}: step line without a readable loss" for n in bad["line"][:5]]
     return out

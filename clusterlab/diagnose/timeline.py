@@ -1,10 +1,9 @@
 """One merged step timeline per attempt: every source of step evidence on one clock, inside the attempt's span.
 
-Step evidence comes from the training log's step lines (`steps`: one rank's view, often one line
-every N iterations) and from per-rank timings (`rank_steps`: every rank, every step, but often
-only for a window, from some ranks, or until a writer was killed). Neither replaces the other:
-a step is identified by its number, and its end comes from the per-rank timings where they cover
-it, else from the log. Clocks differ between hosts by seconds, so before merging
+Step evidence comes from the log's step lines (`steps`: one rank's view, often a line every N iterations) and from
+per-rank timings (`rank_steps`: every rank and step, but often only for a window, some ranks, or until a writer was
+killed). A step is identified by its number; its end comes from the per-rank timings where they cover it, else from
+the log. Clocks differ between hosts by seconds, so before merging
 
 - each host's per-rank records are put on the ranks' common clock (all ranks of a synchronous job
   end a step together: a host's median lead over the per-step median of all hosts is its offset),
@@ -12,9 +11,8 @@ it, else from the log. Clocks differ between hosts by seconds, so before merging
 - the per-rank records are put on the log's clock, by the median difference at the steps both report
   (the log's save, load and exit lines are on its clock; whole-second stamps are refined first).
 
-The attempt's span is the scheduler's: the sacct record of the job (the allocation, not a step)
-that contains the attempt's evidence, so that the ledger adds up to GPUs x allocated time. Without
-one it is the evidence's own first and last line (launcher and torchrun lines included).
+The attempt's span is the scheduler's: the sacct record of the job (the allocation, not a step) holding its
+evidence, so that the ledger adds up to GPUs x allocated time; else its evidence's first and last line.
 """
 
 from __future__ import annotations
@@ -568,9 +566,11 @@ def _one_log(logged: pl.DataFrame) -> pl.DataFrame:
            .group_by("attempt", "file_id").agg(off_us=(_us(pl.col("ts")) - pl.col("ref_us")).median()))
     shifted = logged.join(off, on=["attempt", "file_id"], how="left").with_columns(
         ts=pl.col("ts") - pl.duration(microseconds=pl.col("off_us").fill_null(0).round().cast(pl.Int64)))
-    # a step printed twice in one file (a repeated line) keeps its last record
-    order = ["attempt", "step", "is_main", "file_id", "line"]
-    return (shifted.sort(order, descending=[False, False, True, False, True])
+    # a step printed twice in one file keeps its last record, one stamped finer than the whole second first (not a
+    # tqdm bar's elapsed time from its start beside the engine's own line: that made every other interval 3 s long)
+    order = ["attempt", "step", "is_main", "file_id", "_coarse_ts", "line"]
+    return (shifted.with_columns(_coarse_ts=_us(pl.col("ts")) % COARSE_US == 0)
+            .sort(order, descending=[False, False, True, False, False, True])
             .unique(["attempt", "step"], keep="first", maintain_order=True)
             .select("attempt", "step", "ts", "step_s", "stamp_err_s"))
 
