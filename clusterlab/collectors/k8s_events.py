@@ -11,9 +11,15 @@ auto-drain, aws-node-termination-handler, Karpenter, GKE), and node-problem-dete
 to its node is kept (no mode) as when that node's GPUs were allocated to it. Failed scheduling, image pulls and the
 training operator's pod churn are consequences: they stay out. The time is `eventTime`, else
 `lastTimestamp` (UTC); the node is the involved Node, else the reporting kubelet's host.
+
+The same objects saved by `kubectl get events -A -o json` come as one document, a `List` whose `items` are the
+events (pretty-printed or on one line): read as a stream of them (`parse_document`), each as a line of JSON.
 """
 
 from __future__ import annotations
+
+import json
+from collections.abc import Iterator
 
 import polars as pl
 
@@ -29,8 +35,46 @@ _RECLAIM = (r"(?i)preempt|spot ?interrupt|interruption|reclaim|(?:redeploy|reboo
 
 
 def sniff(head: bytes, path: str) -> bool:
-    """Most of the head's lines are Event objects (an involved object and a reason)."""
-    return sniff_jsonl(head, lambda o: isinstance(o.get("involvedObject"), dict) and "reason" in o)
+    """Most of the head's lines are Event objects (an involved object and a reason), or the head opens a List of
+    them (`kubectl get events -o json`)."""
+    return document(head) or sniff_jsonl(head, lambda o: isinstance(o.get("involvedObject"), dict) and "reason" in o)
+
+
+def document(head: bytes) -> bool:
+    """A `kubectl get ... -o json` List of Event objects: one JSON document, read as a stream of its items."""
+    start = head.lstrip()[:200]
+    return start.startswith(b"{") and b'"items"' in start and b'"involvedObject"' in head
+
+
+_DOC_EVENTS = 50_000  # events held before their rows are handed on
+
+
+def parse_document(pieces: Iterator[tuple[int, bytes]], ctx: Context) -> Iterator[Parsed]:
+    """The events of a List document, each read as the line of JSON an exporter would have written (at the line of
+    the document where its object ends)."""
+    import ijson  # NOTE: only a List dump needs it
+
+    items = ijson.sendable_list()
+    coro = ijson.items_coro(items, "items.item", use_float=True, multiple_values=True)
+    rows: list[tuple[int, str]] = []
+    warnings: list[str] = []
+    line = 1
+    try:
+        for line, piece in pieces:
+            coro.send(piece)
+            rows += [(line, json.dumps(o)) for o in items if isinstance(o, dict)]
+            items.clear()
+            if len(rows) >= _DOC_EVENTS:
+                yield parse(pl.DataFrame(rows, schema={"line": pl.Int64, "text": pl.String}, orient="row"), ctx)
+                rows = []
+        coro.close()
+    except ijson.JSONError as e:
+        warnings.append(f"line {line}: not valid JSON, or cut short: read up to here ({str(e).splitlines()[0][:80]})")
+    rows += [(line, json.dumps(o)) for o in items if isinstance(o, dict)]
+    out = parse(pl.DataFrame(rows, schema={"line": pl.Int64, "text": pl.String}, orient="row"), ctx)
+    out.warnings += warnings
+    out.unparsed += len(warnings)
+    yield out
 
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:

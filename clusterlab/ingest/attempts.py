@@ -298,10 +298,15 @@ def _pod_hosts(con: duckdb.DuckDBPyConnection) -> None:
     time (`k8s_events` 'Scheduled ... to NODE'; a pod recreated under the same name may land on another node)."""
     if not con.execute("SELECT 1 FROM events WHERE kind = 'k8s_pod_scheduled' LIMIT 1").fetchall():
         return
+    # NOTE: a pod of an Indexed Job (a JobSet's, a PyTorchJob's) is named `<job>-<index>-<5 random>` but its hostname,
+    # what its processes print, is `<job>-<index>`: the name less that suffix is the pod too (each recreated pod
+    # takes it again, on whatever node it was bound to: the binding at the row's time tells them apart)
     con.execute(r"""
         CREATE OR REPLACE TEMP TABLE _pod_binding AS
-        SELECT regexp_extract(text, '^Scheduled (\S+):', 1) AS pod, host AS node, ts FROM events
-        WHERE kind = 'k8s_pod_scheduled' AND host IS NOT NULL AND ts IS NOT NULL""")
+        SELECT pod, node, ts FROM (
+            SELECT regexp_extract(text, '^Scheduled (\S+):', 1) AS name, host AS node, ts FROM events
+            WHERE kind = 'k8s_pod_scheduled' AND host IS NOT NULL AND ts IS NOT NULL),
+        LATERAL (SELECT unnest(list_distinct([name, regexp_replace(name, '-[a-z0-9]{5}$', '')])) AS pod)""")
     for t in ("events", "nccl_ranks", "rank_steps"):
         # the binding in force at the row's time; a row without one: the pod's only node, if it had one only
         con.execute(f"""
