@@ -183,6 +183,11 @@ NHC_CHECK_MODES: tuple[tuple[str, str], ...] = (
     (r"\bcheck_(?:hw_(?:ib|eth|gm|mx)|net_\w+)\b", "network"),
     (r"\bcheck_fs_\w+", "filesystem_io"),
     (r"\bcheck_nv(?:smi)?_h", "gpu_hw_other"),  # (`sinfo -R` cuts a reason at 20 characters)
+    # the GPU and InfiniBand checks cloud images add (azurehpc-health-checks: check_gpu_ecc, check_gpu_xid,
+    # check_ib_bw_gdr, check_ib_link_flapping)
+    (r"\bcheck_gpu_ecc\b", "gpu_memory_ecc"),
+    (r"\bcheck_gpu_\w+", "gpu_hw_other"),
+    (r"\bcheck_ib_\w+", "network"),
     (r"\bcheck_(?:hw_(?:mcelog|cpuinfo|physmem|mem|swap)|dmi_)\w*", "host_hw"),
 )
 

@@ -26,7 +26,10 @@ _NO_MODE_EXC = {"DistStoreError", "DistBackendError", "SignalException", "Proces
 # file write failed', a short earlier record 'unexpected pos N vs M' (a full disk, a quota, an I/O error)
 _FS_ERRNO = (r"\[Errno (?:5|28|116|122)\]|Input/output error|Stale file handle|No space left on device"
              r"|Disk quota exceeded|PytorchStreamWriter failed writing file .*: file write failed"
-             r"|inline_container\.cc:\d+\] \. unexpected pos \d+ vs \d+")
+             r"|inline_container\.cc:\d+\] \. unexpected pos \d+ vs \d+"
+             # ENOTCONN on a path: a FUSE mount whose daemon died (gcsfuse, blobfuse, s3fs); on a socket (no path
+             # named) it stays the caller's
+             r"|\[Errno 107\] Transport endpoint is not connected: '/")
 # ENOSPC, EDQUOT as any layer words them (Python's OSError, Rust's io::Error, a shell)
 STORAGE_FULL = r"No space left on device|Disk quota exceeded"
 # The caching allocator's out-of-memory report asks NVML which processes hold the GPU's memory; where NVML cannot

@@ -20,6 +20,11 @@ with a line of their own in its output or its mail:
     Subject: Slurm Job_id=771204 Name=ft Failed, Run time 03:11:45, NODE_FAIL, ExitCode 0   (Slurm's mail subject)
     State: TIMEOUT (exit code 0)                                               (seff's report)
 
+An MPI launcher is the job's scheduler within its allocation: Open MPI's mpirun (and Horovod's, over it) ends the
+job when it loses the daemon it started on another node (`ORTE has lost communication with a remote daemon.`, 5.x's
+`PRTE has lost ...`; the node is named two lines below): that node went away under the job (`node_failure`), as
+a Slurm NODE_FAIL says.
+
 Slurm's mail subject and seff's `State:` line carry the job's final state, read as sacct's (`_slurmlib.STATE_MODES`).
 
 None of these lines carries a time or a host of its own.
@@ -46,9 +51,11 @@ PATTERN = "|".join([
     r"Not retrying job due to wall clock limit",
     r"\bSlurm (?:Array Summary )?Job_id=\S+(?: \(\d+\))? Name=.*, Run time [\d:-]+",
     r"(?m:^)State: [A-Z_]+(?: by \d+)? \(exit code \d+\)",
+    r"\b(?:ORTE|PRTE) has lost communication with a remote daemon",
 ])
 SNIFF_HINT = (b"=>> pbs: ", b"job exceeded its ", b"job exceeded a ", b"moab_info:", b"term_", b"job preempted",
-              b"job has gone over", b"wall clock limit", b"job_id=", b"(exit code ")
+              b"job has gone over", b"wall clock limit", b"job_id=", b"(exit code ",
+              b"lost communication with a remote daemon")
 # The final state Slurm's mail subject (`..., Run time 1-00:00:12, TIMEOUT, ExitCode 0`, or its TIME_LIMIT mail's
 # `Reached time limit`) or seff (`State: OUT_OF_MEMORY (exit code 0)`) gives the job
 _SLURM_STATE = (r"Job_id=\S+(?: \(\d+\))? Name=.*, Run time [\d:-]+, ([A-Z_]+)(?: by \d+)?, ExitCode"
@@ -71,6 +78,7 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     # NOTE: Moab preempts (requeues or cancels) the jobs of a node that failed and says so in the reason it gives
     # Torque's mail and checkjob ('job preempted (node failure)'): the node's fault, not a reclaim
     ("batch_node_failure", r"[Jj]ob preempted \(node failure\)", "node_failure", "error"),
+    ("mpi_daemon_lost", r"(?:ORTE|PRTE) has lost communication with a remote daemon", "node_failure", "error"),
     ("batch_preempted", r"TERM_PREEMPT: |[Jj]ob preempted\b", "preemption", "warning"),
     # a person's (or an admin's) kill, a CPU-time limit, the other TERM_ reasons: the verdict, with no failure mode
     ("batch_killed", r"", None, "warning"),

@@ -17,6 +17,12 @@ also announce the platform's maintenance: a `Reboot` or `Redeploy` (or a `Preemp
 end before it, or the event be cancelled). A `Freeze` (a pause of seconds the job usually survives) and an event
 the user started (`"EventSource": "User"`) are neither.
 
+Compute Engine records what it did to a VM as a system event operation, of a type that says why (`gcloud compute
+operations list` rows, the audit log's `methodName`): `compute.instances.terminateOnHostMaintenance` is a VM that
+cannot live-migrate (a GPU VM) stopped for the host's maintenance (`preemption`, provider maintenance), as a
+preempted one is; `compute.instances.hostError` is the host failing under the VM (`node_failure`; GCE restarts the
+VM elsewhere). A live migration (`migrateOnHostMaintenance`) is neither: the job runs on.
+
 No time of the tools' own is read (each prints its own, often in another zone than the node's); a line that a
 syslog or journal on the node recorded (`Dec  7 22:27:48 vm-9 scheduled-events[1733]: {...}`) has that record's
 time, in the node's zone.
@@ -39,16 +45,17 @@ PATTERN = "|".join([
     r"[Ss]pot (?:[Ii]nstance )?[Ii]nterruption (?:[Nn]otice|[Ww]arning|payload received)",
     r"[Ii]nstance is going to be interrupted in \d+ minutes?",
     r"Host EC2 (?:\(instance i-[0-9a-f]+\) )?[Tt]erminated",
-    r"\bInstance was preempted\.|\bcompute\.instances\.preempted\b",
+    r"\bInstance was preempted\.|\bcompute\.instances\.(?:preempted|terminateOnHostMaintenance|hostError)\b",
     r"\"EventType\":\s*\"Preempt\"",
     # an agent polling GCE's metadata server (`instance/preempted`, `instance/maintenance-event`) for the notice
     r"[Tt]ermination is imminent|\bTERMINATE_ON_HOST_MAINTENANCE\b",
     _AZURE,
 ])
 SNIFF_HINT = (b"interruption", b"interrupted in", b"host ec2", b"preempted", b"preempt\"", b"termination is imminent",
-              b"terminate_on_host_maintenance", b"eventstatus")
+              b"terminate_on_host_maintenance", b"eventstatus", b"compute.instances.")
 _BY_USER = r"[\"']EventSource[\"']:\s*[\"']User[\"']"
 _STARTED = r"[\"']EventStatus[\"']:\s*[\"']Started[\"']"
+_HOST_ERROR = r"\bcompute\.instances\.hostError\b"
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -63,12 +70,16 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     lines = lines.with_columns(_kernel_time.split_prefix(lines, ctx).select(_kernel_time.timestamp(ctx)))
     azure = text.str.contains(_AZURE)
     taken = ~azure | (text.str.contains(_STARTED) & ~text.str.contains(_BY_USER))
+    host_error = text.str.contains(_HOST_ERROR)
     out.add("events", lines.filter(~azure | ~text.str.contains(_BY_USER)).select(
         pl.col("line").cast(pl.Int64), "ts", pl.lit(ctx.host, pl.String).alias("host"),
-        pl.when(~azure).then(pl.lit("spot_reclaim")).when(taken).then(pl.lit("platform_maintenance"))
+        pl.when(host_error).then(pl.lit("cloud_host_error"))
+        .when(text.str.contains(r"\bterminateOnHostMaintenance\b")).then(pl.lit("platform_maintenance"))
+        .when(~azure).then(pl.lit("spot_reclaim")).when(taken).then(pl.lit("platform_maintenance"))
         .otherwise(pl.lit("maintenance_notice")).alias("kind"),
-        pl.when(taken).then(pl.lit("preemption")).alias("failure_mode"),
-        pl.when(taken).then(pl.lit("warning")).otherwise(pl.lit("info")).alias("severity"),
+        pl.when(host_error).then(pl.lit("node_failure")).when(taken).then(pl.lit("preemption")).alias("failure_mode"),
+        pl.when(host_error).then(pl.lit("error")).when(taken).then(pl.lit("warning")).otherwise(pl.lit("info"))
+        .alias("severity"),
         text.str.strip_chars().alias("text"),
     ))
     return out

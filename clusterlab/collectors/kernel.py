@@ -66,6 +66,10 @@ _USER_OOM_KILL = r"Killed /\S+ due to (?:memory pressure|memory used|swap used)|
 
 # Lines of interest, whatever the time prefix. Every branch starts with a literal (or is one), so
 # the engine's regex prefilter rejects ordinary lines (NCCL INFO, training steps) at memchr speed.
+# AWS EFA's device not completing the driver's admin commands (`efa <bdf>: The device didn't send any completion for
+# admin cmd MODIFY_QP(4) ...`, or completing them with no interrupt): the adapter stopped answering, as mlx5's timeout
+_EFA_ADMIN_LOST = (r"efa \S+: The device (?:didn't send any completion|sent a completion but the driver didn't "
+                   r"receive any MSI-X interrupt) for admin cmd")
 PATTERN = "|".join([
     r"NVRM: Xid ",
     # NOTE: one `NVRM: .*` branch for all: separate ones cost the engine's prefilter half again on every line.
@@ -79,6 +83,7 @@ PATTERN = "|".join([
     r"PCIe Bus Error: severity=",
     r"Port module event",
     r"mlx5_core .*(?:health compromised|timeout\. Will cause a leak of a command resource|\) No done completion)",
+    _EFA_ADMIN_LOST,
     r"NETDEV WATCHDOG: ",
     r": Link (?:up|down)\b",
     r": NIC Link is (?:Up|Down)\b",
@@ -196,6 +201,7 @@ RULES: tuple[Rule, ...] = (
     # the HCA's firmware no longer answers the driver's commands (a command's timeout, its missing completion)
     Rule("link", "nic_cmd_timeout", r"mlx5_core .*(?:timeout\. Will cause a leak of a command resource"
          r"|\) No done completion)", "network", "error"),
+    Rule("link", "nic_cmd_timeout", _EFA_ADMIN_LOST, "network", "error"),  # ... as the EFA device's admin queue
     # NOTE: Ethernet drivers (ixgbe, i40e, ice, e1000e, bnxt_en) say "NIC Link is Down" / "NIC Link is Up <speed>"
     # the kernel's transmit watchdog: a NIC queue that sent nothing for seconds (`NETDEV WATCHDOG: eth0 (ixgbe):
     # transmit queue 3 timed out`; 6.x: `<drv> <bdf> <ifc>: NETDEV WATCHDOG: CPU: 37: transmit queue 11 timed out
