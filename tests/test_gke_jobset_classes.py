@@ -76,3 +76,75 @@ def test_an_indexed_job_pods_hostname_is_the_node_it_was_bound_to_then(tmp_path:
         lab.ingest(tmp_path)
         hosts = lab.sql("SELECT host FROM events WHERE source = 'nccl' ORDER BY ts")["host"].to_list()
     assert hosts == ["gn-02", "gn-02"]
+
+
+def _worker_log(t0: dt.datetime, host: str, rank: int, fail_at: dt.datetime | None) -> str:
+    out = []
+    for n in range(1, 31):
+        t = t0 + dt.timedelta(seconds=6 * n)
+        out.append(f"[rank{rank}]:{t:%Y-%m-%d %H:%M:%S},000 - root - INFO - step: {n:2d}  loss:  3.2000  "
+                   "memory: 61.20GiB"
+                   "(77.00%)  wps: 3,900  mfu: 37.00%")
+    if fail_at is not None:
+        out += [f"[rank{rank}]:{fail_at:%Y-%m-%d %H:%M:%S},000 - root - INFO - Saving the checkpoint (or staging if "
+                "async is enabled).",
+                f"[rank{rank}]: Traceback (most recent call last):",
+                f'[rank{rank}]:   File "/app/train.py", line 412, in <module>',
+                f"[rank{rank}]:     checkpointer.save(step)",
+                f"[rank{rank}]: OSError: [Errno 5] Input/output error: '/mnt/ckpt/step-30/__{rank}_0.distcp'"]
+    return "\n".join(out) + "\n"
+
+
+def test_an_io_error_the_ranks_of_several_hosts_raised_is_the_storages_not_one_hosts(tmp_path: Path) -> None:
+    (tmp_path / "inventory.toml").write_text('[providers.p]\nusd_per_gpu_hour = 2.0\n\n[clusters.k]\nprovider = "p"\n'
+                                             'gpus_per_node = 8\nnodes = "gn-[01-03]"\n')
+    att = tmp_path / "runs" / "io" / "attempt-1"
+    att.mkdir(parents=True)
+    (att.parent / "run.toml").write_text('cluster = "k"\ngpus = 24\ntokens_per_step = 65536\nflops_per_token = 1e9\n')
+    save = T0 + dt.timedelta(seconds=185)
+    for i, host in enumerate(("gn-01", "gn-02", "gn-03")):
+        (att / f"{host}.log").write_text(_worker_log(T0, host, 8 * i, save + dt.timedelta(seconds=2 + i)))
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(tmp_path)
+        inc = lab.attribute("io").incidents.filter(kind="attempt_end").row(0, named=True)
+        hosts = lab.sql("SELECT DISTINCT host FROM events WHERE failure_mode = 'filesystem_io'")["host"].to_list()
+    assert sorted(hosts) == ["gn-01", "gn-02", "gn-03"]
+    assert (inc["failure_mode"], inc["host"]) == ("filesystem_io", None), inc
+
+
+def test_a_line_naming_no_host_in_a_pods_own_log_is_the_pods_node(tmp_path: Path) -> None:
+    # `kubectl logs POD > POD.log`: torchrun's agent names no host when it must SIGKILL a wedged worker
+    (tmp_path / "cluster").mkdir()
+    (tmp_path / "cluster" / "events.json").write_text(_listing([
+        _event(T0, "Pod", "pt-w-0-6-r2d2x", "Scheduled", "Successfully assigned train/pt-w-0-6-r2d2x to gn-05")]))
+    (tmp_path / "runs" / "pt" / "pods").mkdir(parents=True)
+    t = T0 + dt.timedelta(hours=1)
+    (tmp_path / "runs" / "pt" / "pods" / "pt-w-0-6-r2d2x.log").write_text(
+        f"W{t:%m%d %H:%M:%S}.118000 1 torch/distributed/elastic/multiprocessing/api.py:914] Unable to shutdown process "
+        "4411 via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL\n")
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path, year=2026)
+        got = lab.sql("SELECT kind, host FROM events WHERE source = 'torch'").rows()
+    assert got == [("worker_unkillable", "gn-05")], got
+
+
+def test_a_fuse_mounts_errors_on_several_hosts_are_the_storages_not_the_first_hosts(tmp_path: Path) -> None:
+    # one rank's traceback, and every node's own FUSE client (its syslog) failing the same writes
+    (tmp_path / "inventory.toml").write_text('[providers.p]\nusd_per_gpu_hour = 2.0\n\n[clusters.k]\nprovider = "p"\n'
+                                             'gpus_per_node = 8\nnodes = "gn-[01-03]"\n')
+    att = tmp_path / "runs" / "io" / "attempt-1"
+    att.mkdir(parents=True)
+    (att.parent / "run.toml").write_text('cluster = "k"\ngpus = 24\ntokens_per_step = 65536\nflops_per_token = 1e9\n')
+    save = T0 + dt.timedelta(seconds=185)
+    for i, host in enumerate(("gn-01", "gn-02", "gn-03")):
+        (att / f"{host}.log").write_text(_worker_log(T0, host, 8 * i, save + dt.timedelta(seconds=40) if i == 0
+                                                     else None))
+        (tmp_path / "nodes" / host).mkdir(parents=True)
+        at = save + dt.timedelta(seconds=9 + i)
+        (tmp_path / "nodes" / host / "syslog").write_text(
+            f"{at:%b %d %H:%M:%S} {host} blobfuse2[5120]: [/mnt/ckpt] LOG_ERR [block_cache.go (1622)]: BlockCache::"
+            f"upload : Failed to stage to block 3 of 812=>step-30/__{8 * i}_0.distcp [context deadline exceeded]\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(tmp_path, year=2026)
+        inc = lab.attribute("io").incidents.filter(kind="attempt_end").row(0, named=True)
+    assert (inc["failure_mode"], inc["host"]) == ("filesystem_io", None), inc

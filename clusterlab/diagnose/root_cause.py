@@ -322,7 +322,7 @@ def _decide(a: dict, c: pl.DataFrame, s: incidents.Settings, con: duckdb.DuckDBP
         host, shared = _shared_service(con, winner, host, a["end_ts"], s)
         if shared:
             conf_base = 0.8
-    if winner is not None and mode in RAISED_BY_ALL and task_hosts.raised_on_many_hosts(con, a, winner):
+    if task_hosts.nobodys(con, a, winner, mode, RAISED_BY_ALL):
         host = None
     # everything not supporting the winner is a runner-up, with why it lost
     wid = winner["_id"] if winner else None
@@ -438,7 +438,7 @@ def _decide_all(att: pl.DataFrame, c: pl.DataFrame, s: incidents.Settings, con: 
             host, shared = _shared_service(con, winner, host, a["end_ts"], s)
             if shared:
                 conf_base = 0.8
-        if winner is not None and mode in RAISED_BY_ALL and task_hosts.raised_on_many_hosts(con, a, winner):
+        if task_hosts.nobodys(con, a, winner, mode, RAISED_BY_ALL):
             host = None
         incs[k] = {"incident_id": f"{a['run']}:{a['attempt']}:end", "run": a["run"], "attempt": a["attempt"],
                    "kind": "attempt_end", "exit_ts": a["end_ts"],

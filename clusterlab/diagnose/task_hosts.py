@@ -24,3 +24,24 @@ def failed_tasks(con: duckdb.DuckDBPyConnection, runs: str | list[str]) -> dict[
                           GROUP BY run, attempt HAVING count(DISTINCT host) = 1""",
                        [[runs] if isinstance(runs, str) else runs]).fetchall()
     return {(r, a): h for r, a, h in rows}
+
+
+def nobodys(con: duckdb.DuckDBPyConnection, a: dict, winner: dict | None, mode: str | None,
+            raised_by_all: tuple[str, ...]) -> bool:
+    """Whether the winner's error is no host's: the user's error every rank meets, or an I/O error the job's
+    processes raised on several hosts (a save every rank failed: the storage's, not the first host to print it)."""
+    if winner is None:
+        return False
+    if mode in raised_by_all:
+        return raised_on_many_hosts(con, a, winner)
+    if mode != "filesystem_io" or winner["source"] == "kernel":
+        return False
+    # the same kind of line on another of the attempt's hosts while it ran (the job's output, or the host's own
+    # filesystem client's log beside it: a FUSE mount's errors on every host)
+    return con.execute("""
+        SELECT count(DISTINCT e.host) > 1 FROM events e JOIN attempts t ON t.run = $run AND t.attempt = $attempt
+        WHERE e.failure_mode = 'filesystem_io' AND e.source = $source AND e.kind = $kind AND e.host IS NOT NULL
+          AND ((e.run = t.run AND e.attempt = t.attempt)
+               OR (e.run IS NULL AND list_contains(t.hosts, e.host) AND e.ts BETWEEN t.start_ts AND t.end_ts))""",
+                       {"run": a["run"], "attempt": a["attempt"], "source": winner["source"],
+                        "kind": winner["kind"]}).fetchall()[0][0]

@@ -315,6 +315,13 @@ def _pod_hosts(con: duckdb.DuckDBPyConnection) -> None:
                 (SELECT any_value(b.node) FROM _pod_binding b WHERE b.pod = {t}.host
                  HAVING count(DISTINCT b.node) = 1), host)
             WHERE host IN (SELECT pod FROM _pod_binding)""")
+    # a line that names no host in a pod's own log (`kubectl logs POD > POD.log`, `POD.CONTAINER.log`): the pod's node
+    con.execute(r"""
+        UPDATE events SET host = coalesce(
+            (SELECT arg_max(b.node, b.ts) FROM _pod_binding b WHERE b.pod = f.pod AND b.ts <= events.ts),
+            (SELECT any_value(b.node) FROM _pod_binding b WHERE b.pod = f.pod HAVING count(DISTINCT b.node) = 1))
+        FROM (SELECT file_id, regexp_extract(path, '([^/.]+)[^/]*$', 1) AS pod FROM ingested_files) f
+        WHERE events.host IS NULL AND events.file_id = f.file_id AND f.pod IN (SELECT pod FROM _pod_binding)""")
 
 
 def _worker_group_starts(con: duckdb.DuckDBPyConnection) -> None:
