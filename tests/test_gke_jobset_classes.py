@@ -148,3 +148,34 @@ def test_a_fuse_mounts_errors_on_several_hosts_are_the_storages_not_the_first_ho
         lab.ingest(tmp_path, year=2026)
         inc = lab.attribute("io").incidents.filter(kind="attempt_end").row(0, named=True)
     assert (inc["failure_mode"], inc["host"]) == ("filesystem_io", None), inc
+
+
+def test_kueues_preemption_of_a_workload_ends_the_attempt_of_the_job_it_admitted(tmp_path: Path) -> None:
+    # Kueue names the workload of JobSet `pt` `jobset-pt-<5 hex>`; its pods pt-w-0-<i>-<suffix> ran on gn-01..02.
+    # Another tenant's workload preempted at the same time owns no pod of ours: it is not our attempt's
+    (tmp_path / "inventory.toml").write_text('[providers.p]\nusd_per_gpu_hour = 2.0\n\n[clusters.k]\nprovider = "p"\n'
+                                             'gpus_per_node = 8\nnodes = "gn-[01-04]"\n')
+    end = T0 + dt.timedelta(seconds=190)
+    events = [_event(T0 - dt.timedelta(seconds=30), "Pod", f"pt-w-0-{i}-k{i}x9z", "Scheduled",
+                     f"Successfully assigned train/pt-w-0-{i}-k{i}x9z to gn-0{i + 1}") for i in range(2)]
+    events += [_event(end - dt.timedelta(seconds=4), "Workload", "jobset-pt-3fa9c", "Preempted",
+                      "Preempted to accommodate a workload (UID: 0b6c) due to prioritization in the ClusterQueue"),
+               _event(end - dt.timedelta(seconds=4), "Workload", "jobset-other-77d1e", "Preempted",
+                      "Preempted to accommodate a workload (UID: 91aa) due to prioritization in the ClusterQueue")]
+    (tmp_path / "cluster").mkdir()
+    (tmp_path / "cluster" / "events.json").write_text(_listing(events))
+    att = tmp_path / "runs" / "pt" / "attempt-1"
+    att.mkdir(parents=True)
+    (att.parent / "run.toml").write_text('cluster = "k"\ngpus = 16\ntokens_per_step = 65536\nflops_per_token = 1e9\n')
+    for i in range(2):
+        init = f"pt-w-0-{i}:88:88 [0] NCCL INFO Bootstrap : Using eth0:10.8.0.{i + 10}<0>\n"
+        log = init + _worker_log(T0, f"gn-0{i + 1}", 8 * i, None)
+        log += (f"W{end:%m%d %H:%M:%S}.412000 1 torch/distributed/elastic/agent/server/api.py:704] Received "
+                "Signals.SIGTERM death signal, shutting down workers\n")
+        (att / f"pt-w-0-{i}.log").write_text(log)
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(tmp_path, year=2026)
+        inc = lab.attribute("pt").incidents.filter(kind="attempt_end").row(0, named=True)
+        tied = lab.sql("SELECT text FROM events WHERE kind = 'k8s_workload_preempted' AND run = 'pt'")["text"]
+    assert (inc["failure_mode"], inc["host"]) == ("preemption", None), inc
+    assert tied.to_list() and all("jobset-pt-" in t for t in tied.to_list()), tied

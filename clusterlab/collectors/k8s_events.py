@@ -50,8 +50,8 @@ _DOC_EVENTS = 50_000  # events held before their rows are handed on
 
 
 def parse_document(pieces: Iterator[tuple[int, bytes]], ctx: Context) -> Iterator[Parsed]:
-    """The events of a List document, each read as the line of JSON an exporter would have written (at the line of
-    the document where its object ends)."""
+    """The events of a List document, each read as the line of JSON an exporter would have written (cited at the line
+    its piece of the document began on: the stream tells no finer place)."""
     import ijson  # NOTE: only a List dump needs it
 
     items = ijson.sendable_list()
@@ -99,14 +99,19 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     said = pl.concat_str([pl.col("reason").fill_null(""), pl.col("message").fill_null("")], separator=" ")
     is_node = (pl.col("obj_kind") == "Node").fill_null(False)
     f = obj.with_columns(
-        host=pl.when(node.str.len_chars() > 0).then(node).otherwise(pl.lit(ctx.host, pl.String)),
+        host=pl.when(pl.col("obj_kind") == "Workload").then(pl.lit(None, pl.String))
+        .when(node.str.len_chars() > 0).then(node).otherwise(pl.lit(ctx.host, pl.String)),
         ts=pl.col("stamp").str.strip_suffix("Z").str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_unit="us", strict=False),
         kind=pl.when(pl.col("reason") == "OOMKilling").then(pl.lit("k8s_oom_killing"))
         .when(is_node & (pl.col("reason") == "NodeNotReady")).then(pl.lit("k8s_node_not_ready"))
         .when(is_node & (pl.col("reason") == "NodeReady")).then(pl.lit("k8s_node_ready"))
         .when(is_node & said.str.contains(_RECLAIM)).then(pl.lit("k8s_node_reclaim"))
         .when((pl.col("reason") == "Scheduled") & (pl.col("obj_kind") == "Pod") & assigned.is_not_null())
-        .then(pl.lit("k8s_pod_scheduled")),
+        .then(pl.lit("k8s_pod_scheduled"))
+        # Kueue evicting a whole workload for a higher-priority one: no node's doing (tied to its job's attempt by the
+        # pods the workload owns, clusterlab.ingest.attempts)
+        .when((pl.col("obj_kind") == "Workload") & (pl.col("reason") == "Preempted"))
+        .then(pl.lit("k8s_workload_preempted")),
     ).filter(pl.col("kind").is_not_null())
     ready = (f.filter((pl.col("kind") == "k8s_node_ready") & pl.col("ts").is_not_null())
              .select("host", pl.col("ts").alias("_back")).sort("host", "_back"))
@@ -117,7 +122,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
                   how="diagonal_relaxed")
     mode = (pl.when(pl.col("kind") == "k8s_oom_killing").then(pl.lit("host_oom"))
             .when((pl.col("kind") == "k8s_node_not_ready") & pl.col("_back").is_null()).then(pl.lit("node_failure"))
-            .when(pl.col("kind") == "k8s_node_reclaim").then(pl.lit("preemption")))
+            .when(pl.col("kind").is_in(["k8s_node_reclaim", "k8s_workload_preempted"])).then(pl.lit("preemption")))
     out.add("events", f.filter(pl.col("kind") != "k8s_node_ready").sort("line").select(
         pl.col("line").cast(pl.Int64), "ts", "host", "kind", mode.alias("failure_mode"),
         pl.when(mode.is_not_null()).then(pl.lit("error")).when(pl.col("kind") == "k8s_pod_scheduled")

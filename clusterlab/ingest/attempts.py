@@ -368,6 +368,27 @@ def _scheduled_starts(con: duckdb.DuckDBPyConnection) -> None:
     """, {"lead": SCHEDULED_LEAD_S, "share": SCHEDULED_SHARE})
 
 
+def _workload_preemptions(con: duckdb.DuckDBPyConnection) -> None:
+    """Give Kueue's preemption of a Workload the attempt of the job that workload is (`<kind>-<owner>-<5 hex>`, as
+    Kueue names it after the JobSet or Job it admits): the one running then on the nodes the owner's pods (named
+    `<owner>-...`) were bound to. The cluster's event log holds other tenants' workloads too: only such a tie counts."""
+    if not con.execute("SELECT 1 FROM events WHERE kind = 'k8s_workload_preempted' AND run IS NULL LIMIT 1").fetchall():
+        return
+    con.execute(r"""
+        UPDATE events SET run = m.run, attempt = m.attempt FROM (
+            WITH w AS (SELECT file_id, line, text, ts,
+                              regexp_extract(text, '^Preempted [a-z]+-(\S+)-[0-9a-f]{5}:', 1) AS owner
+                       FROM events WHERE kind = 'k8s_workload_preempted' AND run IS NULL AND ts IS NOT NULL),
+            p AS (SELECT regexp_extract(text, '^Scheduled (\S+):', 1) AS pod, host AS node FROM events
+                  WHERE kind = 'k8s_pod_scheduled' AND host IS NOT NULL)
+            -- (a document's events share the line its piece began on: the text tells them apart)
+            SELECT w.file_id, w.line, w.text, any_value(a.run) AS run, any_value(a.attempt) AS attempt FROM w
+            JOIN p ON w.owner <> '' AND starts_with(p.pod, w.owner || '-')
+            JOIN attempts a ON list_contains(a.hosts, p.node) AND w.ts BETWEEN a.start_ts AND a.end_ts
+            GROUP BY w.file_id, w.line, w.text HAVING count(DISTINCT (a.run, a.attempt)) = 1
+        ) m WHERE events.file_id = m.file_id AND events.line = m.line AND events.text = m.text""")
+
+
 # The longest a restarted worker group waits for its rendezvous (torchrun's default join timeout, 900 s): a worker group
 # started later than this after the restart line is no start of that restart
 WORKER_GROUP_WAIT_S = 900.0
@@ -473,6 +494,7 @@ def refresh(con: duckdb.DuckDBPyConnection) -> None:
         _hosts_of_jobs(con)
         _worker_group_starts(con)
         _scheduled_starts(con)
+        _workload_preemptions(con)
         con.execute(f"""INSERT OR REPLACE INTO derived VALUES ('attempts', ({_EVIDENCE}), now())""")
         con.execute("COMMIT")
     except BaseException:
