@@ -95,16 +95,17 @@ def segment(frame: pl.DataFrame, breaks: pl.Series) -> pl.DataFrame:
     return frame.with_columns(_seg=pl.lit(seg).cast(pl.Int64) + file_of_line())
 
 
-def interval_step_s(steps: pl.DataFrame, pauses: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Fill a missing `step_s` from the time between consecutive step rows of one segment, less the `pauses` (`line`,
-    `seconds`: the saves the same log timed) that lie between them: a record printed every N steps whose interval
-    held a save is N steps and the save, not N slow steps (DeepSpeed's `step=` every `steps_per_print`)."""
+def interval_step_s(steps: pl.DataFrame, checkpoints: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Fill a missing `step_s` from the time between consecutive step rows of one segment, less the saves the same log
+    timed between them (`checkpoints`: its checkpoint rows): a record printed every N steps whose interval held a save
+    is N steps and the save, not N slow steps (DeepSpeed's `step=` every `steps_per_print`)."""
     prev_ts, prev_step = pl.col("ts").shift(1).over("_seg"), pl.col("step").shift(1).over("_seg")
     span = seconds(pl.col("ts") - prev_ts)
-    if pauses is not None and pauses.height and steps.height:
-        # each pause is charged to the first step row after it: the interval it fell in
-        p = (pauses.select(pl.col("line").cast(pl.Int64), pl.col("seconds").cast(pl.Float64)).drop_nulls()
-             .filter(pl.col("seconds") > 0).sort("line"))
+    if checkpoints is not None and checkpoints.height and steps.height:
+        # each save is charged to the first step row after it: the interval it fell in
+        p = (checkpoints.filter(pl.col("action") == "save")
+             .select(pl.col("line").cast(pl.Int64), pl.col("duration_s").cast(pl.Float64).alias("seconds"))
+             .drop_nulls().filter(pl.col("seconds") > 0).sort("line"))
         owner = steps.select(pl.col("line").cast(pl.Int64).alias("_owner")).unique().sort("_owner")
         p = (p.join_asof(owner, left_on="line", right_on="_owner", strategy="forward").drop_nulls("_owner")
              .group_by("_owner").agg(_pause=pl.col("seconds").sum()))

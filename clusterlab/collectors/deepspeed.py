@@ -133,8 +133,7 @@ def _steps(rows: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
     first = pl.col("_skipped_total") == 0  # NOTE: a first row can only vouch for "none yet"
     skipped = pl.when(prev.is_not_null() & (pl.col("_skipped_total") >= prev)).then(pl.col("_skipped_total") - prev)
     steps = steps.with_columns(skipped=pl.coalesce(skipped, pl.when(first).then(0)).cast(pl.Int32, strict=False))
-    pauses = saves.filter(pl.col("action") == "save").select("line", seconds="duration_s")
-    return interval_step_s(steps, pauses)
+    return interval_step_s(steps, saves)
 
 
 def _tag_step(text: pl.Expr) -> pl.Expr:

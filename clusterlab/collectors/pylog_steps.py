@@ -97,9 +97,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     restarts = pl.concat([ops.filter(pl.col("action") == "load")["line"],
                           df.filter(pl.col("msg").str.contains(_START))["line"]])
     ckpts = checkpoint_rows(ops, missing_ok=None)
-    # (a save between two step lines is no part of the steps' time)
-    saves = ckpts.filter(pl.col("action") == "save").select("line", seconds="duration_s")
-    steps = interval_step_s(merge_repeats(segment(rows, restarts)), saves)
+    steps = interval_step_s(merge_repeats(segment(rows, restarts)), ckpts)
     out = step_result(lines, [rows, ops, facts, foreign], steps=steps,
                       checkpoints=ckpts,
                       facts=facts, events=loss_events(steps))
