@@ -88,6 +88,9 @@ class Context:
     known_hosts: frozenset[str] = frozenset()
     header: str | None = None  # the file's first non-blank line (a structured format's header)
     mtime: dt.datetime | None = None  # naive UTC; set when `year` was taken from it
+    # naive: when the evidence beside the file was logged, by its own dated stamps (`ingest.era`); where known,
+    # `year` is its year and a yearless time takes the year that puts it nearest
+    era: dt.datetime | None = None
     epoch: dt.datetime | None = None  # naive UTC: day 0 of formats that count relative days (fault traces)
 
     @property
@@ -244,23 +247,33 @@ def syslog_time(stamp: pl.Expr, ctx: Context) -> pl.Expr:
 
 
 def yearless(ts: pl.Expr, ctx: Context) -> pl.Expr:
-    """A time printed without its year, given `ctx.year` (the year the file was last written, where it came from
-    the file): a line is not newer than its file, so one dated past it is of the year before (December lines in a
-    file written in January).
+    """A time printed without its year, given `ctx.year`.
+
+    Where the evidence beside the file dates itself (`ctx.era`), the year is the one that puts the time nearest
+    that era (a January line of a campaign logged across New Year). Where the year came from the file's write
+    (`ctx.mtime`): a line is not newer than its file, so one dated past it is of the year before (December lines
+    in a file written in January); not so where the evidence's own dates run past the write (a bundle replayed
+    or generated with its own dates).
 
     Only such times are moved: a line that prints its year keeps it, even dated after the file's write (a clock
     ahead, a copy whose time was reset). Judged against the day after the file's write day (three days past its
     start): the same for every file of that day, which is what a group of files parsed together shares
     (`year_context`)."""
+    if ctx.era is not None:
+        half = dt.timedelta(days=183)
+        ts = (pl.when(ts > ctx.era + half).then(ts.dt.offset_by("-1y"))
+              .when(ts < ctx.era - half).then(ts.dt.offset_by("1y")).otherwise(ts))
     if ctx.mtime is None:
         return ts
     late = dt.datetime.combine(ctx.mtime.date(), dt.time()) + dt.timedelta(days=3)
+    if ctx.era is not None and ctx.era > late:
+        return ts
     return pl.when(ts > late).then(ts.dt.offset_by("-1y")).otherwise(ts)
 
 
 def year_context(ctx: Context) -> tuple:
     """What `yearless` reads of the context (part of a GROUP_CONTEXT of a collector whose format has no year)."""
-    return ctx.year, None if ctx.mtime is None else ctx.mtime.date()
+    return ctx.year, None if ctx.mtime is None else ctx.mtime.date(), ctx.era
 
 
 def json_detail(fields: Mapping[str, pl.Expr] | Sequence[str]) -> pl.Expr:

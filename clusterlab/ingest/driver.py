@@ -23,7 +23,7 @@ import polars as pl
 
 from clusterlab.collectors import _zone_sniff
 from clusterlab.collectors._base import Context
-from clusterlab.ingest import attempts, boot, bundle, cloud_hosts, exit_modes, inventory
+from clusterlab.ingest import attempts, boot, bundle, cloud_hosts, era, exit_modes, inventory
 from clusterlab.ingest.groups import parse_many
 from clusterlab.ingest.parse import FilePlan, FileResult, ParsedFile
 from clusterlab.ingest.pool import Workers, parse_all
@@ -208,8 +208,10 @@ def walk_tasks(con: duckdb.DuckDBPyConnection, roots: list[Path], inventory_file
         "SELECT r.run, c.cluster, c.timezone FROM runs r JOIN clusters c USING (cluster)").fetchall()}
     shared = {sniffed.get(c, z or "UTC") for c, z in con.execute("SELECT cluster, timezone FROM clusters").fetchall()}
     zones[""] = shared.pop() if len(shared) == 1 else "UTC"
-    return [(task, _context(task, walked, zones, known, run, host, year, epoch, run_zones))
-            for task in walked.files]
+    # the year of yearless stamps: the evidence's own dated stamps under each named path, unless the caller gave one
+    logged = [None] * len(walked.files) if year else era.eras(roots, walked.files)
+    return [(task, _context(task, walked, zones, known, run, host, year, epoch, run_zones, when))
+            for task, when in zip(walked.files, logged, strict=True)]
 
 
 class _InventoryLoader:
@@ -235,7 +237,7 @@ class _InventoryLoader:
 
 def _context(task: bundle.FileTask, walked: bundle.Walk, zones: dict[str, str], known: frozenset[str],
              run: str | None, host: str | None, year: int | None, epoch: dt.datetime | None = None,
-             run_zones: dict[str, str] | None = None) -> Context:
+             run_zones: dict[str, str] | None = None, logged: dt.datetime | None = None) -> Context:
     boot = walked.boot_times.get(task.path.parent) if walked.boot_times else None
     stamp = task.mtime if task.mtime is not None else task.path.stat().st_mtime
     mtime = dt.datetime.fromtimestamp(stamp, dt.UTC).replace(tzinfo=None)
@@ -246,8 +248,9 @@ def _context(task: bundle.FileTask, walked: bundle.Walk, zones: dict[str, str], 
         host=task.host or host,
         run=task.run or run,
         attempt=task.attempt,
-        year=year or mtime.year,
+        year=year or (logged or mtime).year,
         mtime=None if year else mtime,
+        era=logged,
         tz=tz,
         proc_tz=_zone_sniff.process_zone(_zone_sniff.file_head(task.path), tz)
         if not (task.host or host) and (task.run or run) and tz not in ("UTC", "Etc/UTC") else None,
