@@ -15,16 +15,18 @@ import gzip
 import os
 import re
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from clusterlab.ingest.bundle import FileTask
 
-SAMPLE_FILES = 48  # files of one named path whose heads are read (spread over its files)
+SAMPLE_FILES = 48  # files of one named path whose heads are read (spread over its files) ...
+MAX_FILES = 512  # ... or, where none of them prints a dated stamp, at most this many
 HEAD_BYTES = 8192
 MIN_FILES = 1  # files that print a dated stamp, at least, for the path's era to stand
 # `2026-03-14T10:02` / `2026-03-14 10:02`: an ISO stamp (journal short-iso, sacct, slurmctld, Python logging, JSON)
-_ISO = re.compile(rb"(?<![\d.:/-])((?:19|20)\d\d)-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[T ]([01]\d|2[0-3]):([0-5]\d)")
+_ISO = re.compile(rb"((?:19|20)\d\d)-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[T ]([01]\d|2[0-3]):([0-5]\d)")
+_NOT_BEFORE = frozenset(bytes([c]) for c in b"0123456789.:/-")  # a stamp is not the tail of these
 
 
 def eras(roots: Iterable[Path], tasks: list[FileTask]) -> list[dt.datetime | None]:
@@ -37,11 +39,24 @@ def eras(roots: Iterable[Path], tasks: list[FileTask]) -> list[dt.datetime | Non
             by_root.setdefault(k, []).append(task)
     era: dict[int, dt.datetime] = {}
     for k, mine in by_root.items():
-        step = max(1, len(mine) // SAMPLE_FILES)
-        stamps = [s for t in mine[::step][:SAMPLE_FILES] if (s := last_stamp(_head(t.path))) is not None]
+        stamps: list[dt.datetime] = []
+        for read, t in enumerate(_spread(mine)):
+            # NOTE: where few files print a year (NCCL without timestamps, raw dmesg: only sacct and slurmctld
+            # date themselves), reading goes on past the first sample until one does
+            if read >= MAX_FILES or (read >= SAMPLE_FILES and stamps):
+                break
+            if (s := last_stamp(_head(t.path))) is not None:
+                stamps.append(s)
         if len(stamps) >= MIN_FILES:
             era[k] = statistics.median_low(stamps)
     return [None if k is None else era.get(k) for k in owner]
+
+
+def _spread(tasks: list[FileTask]) -> Iterator[FileTask]:
+    """The tasks in an order that spreads over them (every n-th first, then the ones between), each once."""
+    step = max(1, len(tasks) // SAMPLE_FILES)
+    for first in range(step):
+        yield from tasks[first::step]
 
 
 def _owners(roots: list[str], tasks: list[FileTask]) -> list[int | None]:
@@ -57,11 +72,17 @@ def _owners(roots: list[str], tasks: list[FileTask]) -> list[int | None]:
 
 def last_stamp(head: bytes) -> dt.datetime | None:
     """The last ISO stamp of a head (a file's later lines are its log; its first may quote older dates)."""
-    for m in reversed(list(_ISO.finditer(head))):
-        try:
-            return dt.datetime(*(int(g) for g in m.groups()))
-        except ValueError:  # (the 31st of a short month)
-            continue
+    # NOTE: its last KiB first, where most files' last stamped line is (the whole head: 0.06 ms a file more)
+    for part in (head[-1024:], head):
+        for m in reversed(list(_ISO.finditer(part))):
+            if m.start() and part[m.start() - 1:m.start()] in _NOT_BEFORE:
+                continue  # (a longer number, a version, a path)
+            try:
+                return dt.datetime(*(int(g) for g in m.groups()))
+            except ValueError:  # (the 31st of a short month)
+                continue
+        if len(head) <= 1024:
+            break
     return None
 
 
