@@ -109,7 +109,8 @@ main.add_command(export_command)  # clusterlab export --parquet DIR: the store a
 @click.option("--inventory", type=click.Path(), help="inventory.toml describing the fleet (a URL with --engine spark).")
 @click.option("--run", help="Run name for files outside a runs/<run>/ directory.")
 @click.option("--host", help="Host for files whose lines and path name none.")
-@click.option("--year", type=int, help="Year for log formats that print none (default: the year the evidence's own dated stamps show, else the file's mtime).")
+@click.option("--year", type=int, help="Year for log formats that print none (default: the year the evidence's "
+              "own dated stamps show, else the file's mtime).")
 @click.option("--workers", type=click.IntRange(min=1), help="Parsing processes (default: the number of cores).")
 @click.option("--epoch", type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]),
               help="Day 0 (UTC) of files that count days since their start (a fault trace's event_time).")
