@@ -39,6 +39,13 @@ from clusterlab.collectors._slurmlib import Rule, classify_lines, explode_hosts,
 NAME = "slurm"
 EXCLUSIVE = False
 
+# A shell command failing on the filesystem it works on, in perror's words at the line's end: EIO
+# (`/bin/mv: Input/output error`), ESTALE (`-bash: cd: /home/u: Stale file handle`, `ls: cannot access '/data':
+# Stale file handle`), and on a path ENOTCONN (a FUSE mount whose daemon died) or ESHUTDOWN (an evicted Lustre client)
+_PERROR_FS = (r": (?:Input/output error|Stale file handle)\s*$"
+              r"|['\"]?/[^\s:'\"]*['\"]?: (?:Transport endpoint is not connected|Cannot send after transport endpoint "
+              r"shutdown)\s*$")
+
 # Every branch holds a literal that ordinary training, NCCL and kernel lines never contain.
 PATTERN = "|".join([
     r"\*\*\* (?:JOB|STEP) \d",
@@ -56,7 +63,7 @@ PATTERN = "|".join([
     r"SLURM status is: '",
     r"Process exceeded running time limit \(",
     # a job's shell commands failing on its filesystem, in perror's words (`/bin/mv: Input/output error`)
-    r": Input/output error\s*$",
+    _PERROR_FS,
 ])
 
 
@@ -150,9 +157,9 @@ RULES: tuple[Rule, ...] = (
     Rule("slurm_exec_failed", r"slurmstepd: error: execve\(\): .+: (?:No such file or directory|Permission denied"
          r"|Exec format error|Not a directory)", "user_code_error", "error"),
     Rule("slurm_alloc_failed", r"srun: error: Unable to allocate resources", None, "error"),
-    # the job script's own tools (mv, cp, bash reading a script) getting EIO from the filesystem they work on: the
-    # storage failed them (`line 124: /bin/mv: Input/output error`, `/bin/bash: bad interpreter: Input/output error`)
-    Rule("job_io_error", r": Input/output error\s*$", "filesystem_io", "error"),
+    # the job script's own tools (mv, cp, bash reading a script) getting EIO, ESTALE... from the filesystem they work
+    # on: the storage failed them (`line 124: /bin/mv: Input/output error`, `-bash: cd: /home/u: Stale file handle`)
+    Rule("job_io_error", _PERROR_FS, "filesystem_io", "error"),
     Rule("slurm_srun_error", r"srun: error: \S", None, "warning"),
     Rule("slurm_step_aborted", r"srun: Job step aborted", None, "warning"),
     Rule("slurm_job_termination", r"srun: forcing job termination", None, "warning"),

@@ -23,7 +23,7 @@ import signal
 
 import polars as pl
 
-from clusterlab.collectors import _torch_exceptions, _torch_summary
+from clusterlab.collectors import _launcher_prefix, _torch_exceptions, _torch_summary
 from clusterlab.collectors._base import (
     AT_EXIT,
     FILE_LINE_BASE,
@@ -120,14 +120,14 @@ _SNIFF = re.compile(
     rb"|: line \d+: +\d+ (?:Killed|Segmentation fault|Bus error|Aborted)\s|(?m:^\[\d+\][+-]? +Killed\s+\S)"
     rb"|(?m:^zsh: (?:killed|segmentation fault|bus error|abort)\s)|(?m:^\[rank\d{1,6}\]: )"  # torchrun's rank prefix
     rb"|No space left on device|Disk quota exceeded|APPLICATION TERMINATED WITH THE EXIT STRING: "
-    # a traceback pasted from its middle: the file begins with a frame line, or with the code line under one
-    rb"|\A(?:[^\n]*\n)?\s*File \"[^\"\n]+\", line \d+, in "
+    # a traceback pasted from its middle: the file begins with a frame line (behind a launcher's prefix), or the code
+    rb"|\A(?:[^\n]*\n)?(?:" + _launcher_prefix.RANK_LINE + rb")?\s*File \"[^\"\n]+\", line \d+, in "
 )
 # srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) ` or SkyPilot's node `(worker1, rank=1, pid=2, ip=...) `,
-# torchrun `[rank3]:` / `[default3]:`, mpirun `[1,3]<...>:`, horovodrun `[3]<...>:`
+# torchrun `[rank3]:` / `[default3]:` (`[3]:`: no role name), mpirun `[1,3]<...>:`, horovodrun `[3]<...>:`
 _LAUNCHER = (r"^(?P<pfx>(?:\s*(?P<task>\d{1,6}): )?(?:\([\w.-]+,? (?:rank=\d+, )?pid=\d+(?:, ip=[\w.:]+)?\) )?"
              # torchrun --tee before c10d's own prefix: `[rank0]:[rank8]:[E1125 ...`, the inner is global
-             r"(?:(?:\[(?:rank|default)\d{1,6}\]:)?\[rank(?P<prank>\d{1,6})\]: ?|\[default(?P<plocal>\d{1,4})\]: ?"
+             r"(?:(?:\[(?:rank|default)\d{1,6}\]:)?\[rank(?P<prank>\d{1,6})\]: ?|\[(?:default)?(?P<plocal>\d{1,4})\]: ?"
              # NOTE: Horovod's launcher tags a line with the rank alone (`[1]<stderr>:`), mpirun with the job too
              r"|\[(?:\d+,)?(?P<mrank>\d+)\]<std(?:out|err)>: ?)?)(?P<rest>.*)$")
 _GLOG = (r"^\[?(?P<lvl>[IWEF])(?:(?P<md>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?)(?: +\d+)?)? "
@@ -365,8 +365,8 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         # are read within one
         key=pl.concat_str([file_of_line().cast(pl.String), pl.lit("|"), pl.col("relay_host").fill_null(""), pl.lit("|"),
                            pl.col("pfx").str.strip_chars(), pl.lit("|"),
-                           # (a frame sits two spaces in from the traceback it belongs to)
-                           pl.when(frame).then(body.str.extract(r"^(\s*)  ", 1))
+                           # (a frame sits two spaces in from its traceback: one where a prefix ate one, `[0]:`)
+                           pl.when(frame).then(body.str.extract(r"^(\s*?)  ?File ", 1))
                            .otherwise(body.str.extract(r"^(\s*)", 1))]),
         drop=drop, is_frame=frame,
     )
