@@ -18,8 +18,12 @@ import polars as pl
 from clusterlab.collectors._base import TABLE_COLUMNS, Context, Parsed, file_of_line, local_to_utc
 
 ANSI = r"\x1b\[[0-9;]*m"
+# the prefix Ray puts before each line of an actor's or task's output it forwards to the driver:
+# `(RayTrainWorker pid=1234, ip=10.0.0.1) `, `(TorchTrainer pid=7) `, SkyPilot's `(worker1, rank=1, pid=2, ip=...) `
+RAY_ACTOR = r"\([\w.-]+,? (?:rank=\d+, )?pid=\d+(?:, ip=[\w.:]+)?\) "
 # pdsh/deepspeed `host: `, then torchrun's `[rank3]:` / `[default3]:` or srun --label's `3: `.
-_LAUNCHER = r"^(?:(?P<h>[A-Za-z][\w.-]*): +)?(?:\[(?:rank|default)(?P<r1>\d+)\]: ?|(?P<r2>\d+): +)?"
+_LAUNCHER = (r"^(?:(?P<h>[A-Za-z][\w.-]*): +)?(?:\([\w.-]+,? (?:rank=\d+, )?pid=\d+(?:, ip=(?P<ip>[\w.:]+))?\) )?"
+             r"(?:\[(?:rank|default)(?P<r1>\d+)\]: ?|(?P<r2>\d+): +)?")
 # NOTE: `{:.6E}` prints a non-finite value in capitals (`lm loss: INF`), `{:.3f}` in lower case.
 NUM = r"(-?(?:\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?|(?i:nan|inf)))"
 TS_FORMAT = "%Y-%m-%d %H:%M:%S%.f"
@@ -36,10 +40,11 @@ def prepare(lines: pl.DataFrame, ctx: Context, ts: str | None = None) -> pl.Data
     pre = pl.col("msg").str.extract_groups(_LAUNCHER)
     host = pre.struct.field("h")
     # NOTE: a `word: ` prefix is a host only when the inventory knows that host ("WARNING: ...").
-    known = pl.when(host.is_in(sorted(ctx.known_hosts))).then(host) if ctx.known_hosts else None
+    known = pl.when(host.is_in(sorted(ctx.known_hosts))).then(host) if ctx.known_hosts else pl.lit(None, pl.String)
     df = df.with_columns(
         rank=pl.coalesce(pre.struct.field("r1"), pre.struct.field("r2")).cast(pl.Int32, strict=False),
-        host=known if known is not None else pl.lit(None, pl.String),
+        # NOTE: Ray's prefix names the worker's node by its address (`ingest.host_names` names the host it is)
+        host=pl.coalesce(known, pre.struct.field("ip")),
     )
     # `ts`: a regex whose first group is a `TS_FORMAT` time in the node's local time.
     return df if ts is None else df.with_columns(ts=local_time(pl.col("msg").str.extract(ts, 1), TS_FORMAT, ctx))

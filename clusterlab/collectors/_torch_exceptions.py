@@ -20,7 +20,10 @@ STORE_BIND = r"The server socket has failed to listen on any local network addre
 # Exceptions that wrap or follow another failure: they name no cause of their own.
 _NO_MODE_EXC = {"DistStoreError", "DistBackendError", "SignalException", "ProcessExitedException", "SystemExit",
                 "ProcessRaisedException", "RendezvousClosedError", "RendezvousError",
-                "RendezvousConnectionError", "RendezvousStateError"}
+                "RendezvousConnectionError", "RendezvousStateError",
+                # Ray's: an actor that died (its process or its node: Ray's own lines say which), and Ray Train's
+                # "The Ray Train run failed. Please inspect the previous error messages for a cause."
+                "ActorDiedError", "RayActorError", "ActorUnavailableError", "TrainingFailedError"}
 # EIO, ENOSPC, ESTALE, EDQUOT: the storage, not the code, failed the read or write
 # NOTE: torch.save's zip writer names no errno: a short fwrite is 'PytorchStreamWriter failed writing file X:
 # file write failed', a short earlier record 'unexpected pos N vs M' (a full disk, a quota, an I/O error)
@@ -29,7 +32,9 @@ _FS_ERRNO = (r"\[Errno (?:5|28|116|122)\]|Input/output error|Stale file handle|N
              r"|inline_container\.cc:\d+\] \. unexpected pos \d+ vs \d+"
              # ENOTCONN on a path: a FUSE mount whose daemon died (gcsfuse, blobfuse, s3fs); on a socket (no path
              # named) it stays the caller's
-             r"|\[Errno 107\] Transport endpoint is not connected: '/")
+             r"|\[Errno 107\] Transport endpoint is not connected: '/"
+             # ESHUTDOWN on a path: what a Lustre client evicted by its servers returns to the operations in flight
+             r"|\[Errno 108\] Cannot send after transport endpoint shutdown: '/")
 # ENOSPC, EDQUOT as any layer words them (Python's OSError, Rust's io::Error, a shell)
 STORAGE_FULL = r"No space left on device|Disk quota exceeded"
 # The caching allocator's out-of-memory report asks NVML which processes hold the GPU's memory; where NVML cannot

@@ -7,15 +7,17 @@ with its time, then a level and a logger name, then the step and its numbers:
     2026-10-31 12:27:03,412 - INFO - train - Step 1230: loss=2.4312, step_time=4352ms, tokens/s=...
     [rank0]:2026-10-31T12:27:03+00:00 INFO step=1230 loss=2.4312 time=4.35s
 
-The time leads the line (after torchrun's `[rankN]:` / srun's `N: ` prefix, never inside brackets: that is
+The time leads the line (after torchrun's `[rankN]:` / srun's `N: ` prefix, or Ray's `(RayTrainWorker pid=N, ip=..) `
+that the driver's output puts before each line a worker printed, never inside brackets: that is
 DeepSpeed's and Megatron's shape, read by their own collectors). A `Z` or `+hh:mm` offset is honoured (a container
 logging in UTC on a site whose other logs are local); a naive time is the job's processes' zone where it was measured
 (`ctx.proc_tz`), else the node's local time (`ctx.tz`). A step line
 names `step N` (or `step N/total`, `step=N`, `step: N`) and a loss; its `step_s` is the printed step time
 (`step_time`, `time/step`, `iter_time`, `step_s`; `ms` or `s`), else the time since the previous step line over the
-steps between them. Checkpoint lines of the same records: `saving checkpoint ...`, `checkpoint ... saved in X s`,
-`checkpoint save failed`, `loading checkpoint ...` / `resuming from PATH`, `checkpoint ... loaded in X s`; a
-`starting training (loop) at step N` line starts a new launch. Fact keys: start_step, train_iters.
+steps between them. Checkpoint lines of the same records: `saving checkpoint ...`, `checkpoint ... saved in X s`
+(or `written in`), `checkpoint save failed`, `loading checkpoint ...` / `resuming from PATH` (the step the path
+names, else the line's `step N`), `checkpoint ... loaded in X s`; a `starting training (loop) at step N` line starts
+a new launch. Fact keys: start_step, train_iters.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import polars as pl
 from clusterlab.collectors._base import Context, Parsed, file_of_line, offset_to_utc, search
 from clusterlab.collectors._steplog import (
     NUM,
+    RAY_ACTOR,
     checkpoint_ops,
     checkpoint_rows,
     facts_from,
@@ -45,7 +48,7 @@ EXCLUSIVE = False
 SNIFF_HINT = (b"step",)
 
 # the record's leading time: ISO date, `T` or a space, optional fraction (`.` or `,`), optional zone
-_PRE = r"^(?:\[(?:rank|default)\d+\]: ?|\d+: +)?"
+_PRE = r"^(?:" + RAY_ACTOR + r")?(?:\[(?:rank|default)\d+\]: ?|\d+: +)?"
 _TIME = r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?"
 _LEAD = _PRE + _TIME + r"\b"
 _STEP_AT = r"(?i)\bstep\b[ :=]*(\d+)(?:\s*/\s*(\d+))?"
@@ -53,7 +56,7 @@ _LOSS = r"(?i)\bloss\b[ :=]+" + NUM
 _STEP_TIME = (r"(?i)\b(?:step[_ ]?time|time[_/ ]?(?:per[_ ])?step|iter(?:ation)?[_ ]?time|step_s|time)\b"
               r"(?:[ _(]*(ms|s)\)?)?[ :=]+" + NUM + r" *(ms|s)?\b")
 _SAVE = r"(?i)\bsav(?:e|ing) (?:the |a )?checkpoint\b"
-_SAVED = r"(?i)\bcheckpoint\b.*\bsaved in ([\d.]+) ?s"
+_SAVED = r"(?i)\bcheckpoint\b.*\b(?:saved|written) in ([\d.]+) ?s"
 _SAVE_FAIL = r"(?i)\bcheckpoint save failed\b|\bfailed to save (?:the )?checkpoint\b"
 _LOAD = r"(?i)\b(?:loading (?:the )?checkpoint(?: from)?|resuming from)\b +(\S+)"
 _LOADED = r"(?i)\bcheckpoint\b.*\bloaded in ([\d.]+) ?s"
@@ -129,7 +132,11 @@ def _ops(df: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
         op(_SAVED, "save", "finish", step=named, duration_s=num(_SAVED), ok=pl.lit(True)),
         # NOTE: a failed save never ended: no finish (its time after the start is the failure's, not a save's)
         op(_SAVE_FAIL, "save", "info"),
-        op(_LOAD, "load", "start", path=path, step=path.str.extract(_CKPT_STEP, 1).cast(pl.Int64, strict=False)),
+        # NOTE: a path that names no step (Ray Train's `checkpoint_000003`: an index, a `latest` link) leaves it to
+        # the line: `resuming from PATH (step 1000)`
+        op(_LOAD, "load", "start", path=path, step=pl.coalesce(
+            path.str.extract(_CKPT_STEP, 1), pl.col("msg").str.extract(_LOAD + r".*?\bstep\b[ :=]*(\d+)", 2))
+            .cast(pl.Int64, strict=False)),
         op(_LOADED, "load", "finish", step=named, duration_s=num(_LOADED), ok=pl.lit(True)),
     ])
     logged = steps.select("line", pl.col("step").alias("_logged"), _f=file_of_line()).sort("line")
