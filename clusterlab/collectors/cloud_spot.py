@@ -23,6 +23,13 @@ cannot live-migrate (a GPU VM) stopped for the host's maintenance (`preemption`,
 preempted one is; `compute.instances.hostError` is the host failing under the VM (`node_failure`; GCE restarts the
 VM elsewhere). A live migration (`migrateOnHostMaintenance`) is neither: the job runs on.
 
+The notice itself is EC2's instance metadata answer `spot/instance-action`, which names the moment the VM will be
+taken: `{"action": "terminate", "time": "2026-10-12T16:38:53Z"}` (a watcher polling IMDS prints it as it appears, a
+runner quotes it as its payload). The VM's going is at that time, minutes after the notice (the job runs on until
+then): a line that is that answer alone (no words of the runner's around it) is the notice itself, of no mode, and
+`clusterlab.ingest.cloud_hosts` makes the reclaim it announces, on its host at the time it names, after the ingest
+(a row of that time here would date the file's unstamped lines after it).
+
 No time of the tools' own is read (each prints its own, often in another zone than the node's); a line that a
 syslog or journal on the node recorded (`Dec  7 22:27:48 vm-9 scheduled-events[1733]: {...}`) has that record's
 time, in the node's zone.
@@ -51,8 +58,13 @@ PATTERN = "|".join([
     r"[Tt]ermination is imminent|\bTERMINATE_ON_HOST_MAINTENANCE\b",
     _AZURE,
 ])
+# IMDS's spot/instance-action answer, quoted plain or escaped inside another JSON message: the action and its time
+ACTION = (r"\\?\"action\\?\"\s*:\s*\\?\"(?:terminate|stop|hibernate)\\?\"\s*,\s*"
+           r"\\?\"time\\?\"\s*:\s*\\?\"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?Z")
+_NOTICE_ONLY = PATTERN
+PATTERN = PATTERN + "|" + ACTION
 SNIFF_HINT = (b"interruption", b"interrupted in", b"host ec2", b"preempted", b"preempt\"", b"termination is imminent",
-              b"terminate_on_host_maintenance", b"eventstatus", b"compute.instances.")
+              b"terminate_on_host_maintenance", b"eventstatus", b"compute.instances.", b"\"action\"")
 _BY_USER = r"[\"']EventSource[\"']:\s*[\"']User[\"']"
 _STARTED = r"[\"']EventStatus[\"']:\s*[\"']Started[\"']"
 _HOST_ERROR = r"\bcompute\.instances\.hostError\b"
@@ -71,9 +83,11 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     azure = text.str.contains(_AZURE)
     taken = ~azure | (text.str.contains(_STARTED) & ~text.str.contains(_BY_USER))
     host_error = text.str.contains(_HOST_ERROR)
+    notice = ~text.str.contains(_NOTICE_ONLY)  # IMDS's answer alone: the notice, its reclaim comes at its time
+    taken = taken & ~notice
     out.add("events", lines.filter(~azure | ~text.str.contains(_BY_USER)).select(
         pl.col("line").cast(pl.Int64), "ts", pl.lit(ctx.host, pl.String).alias("host"),
-        pl.when(host_error).then(pl.lit("cloud_host_error"))
+        pl.when(notice).then(pl.lit("spot_notice")).when(host_error).then(pl.lit("cloud_host_error"))
         .when(text.str.contains(r"\bterminateOnHostMaintenance\b")).then(pl.lit("platform_maintenance"))
         .when(~azure).then(pl.lit("spot_reclaim")).when(taken).then(pl.lit("platform_maintenance"))
         .otherwise(pl.lit("maintenance_notice")).alias("kind"),

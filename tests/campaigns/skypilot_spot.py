@@ -792,8 +792,7 @@ def node_files(atts, H, seed, bundle: Path, info: dict):
           f"{iso_s(a6.S - 20)} watcher started (imds v2, every 5 s)\n"
           f"{iso_s(trb + 4)} /latest/meta-data/events/recommendations/rebalance 200 "
           f"{json.dumps({'noticeTime': iso_s(trb)})}\n")
-    ids = {h: "i-0" + "".join(random.Random(f"{seed}-iid-{h}").choice("0123456789abcdef") for _ in range(16))
-           for h in H["A"]}
+    ids = {h: f"i-0{random.Random(f'{seed}-iid-{h}').getrandbits(64):016x}" for h in H["A"]}
     ev = []
 
     def E(t, kind, h, detail):
