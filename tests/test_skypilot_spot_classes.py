@@ -6,7 +6,9 @@ tests/campaigns/skypilot_spot.py), each shown on hand-made evidence of its own:
 - a spot interruption notice is the herald of the reclaim it announces, not the reclaim: EC2 takes the VM two minutes
   after its EventBridge warning, and IMDS's `spot/instance-action` answer (a watcher on the node printing it) names
   the time. Where the reclaim itself is not on record it is made at that time, on the notice's host, so that the job
-  stepping on until then does not reject it, nor the peers' network errors after the VM went outrank it."""
+  stepping on until then does not reject it, nor the peers' network errors after the VM went outrank it;
+- a training loop's evaluation pass inside its step clock (announced by its start and its validation loss /
+  perplexity line) is the work the job was asked for, not a slowdown of the steps around it."""
 
 from __future__ import annotations
 
@@ -159,3 +161,25 @@ def test_an_imds_notice_on_the_node_makes_the_reclaim_at_the_time_it_names(tmp_p
     mode, host, root = _cause(tmp_path)
     assert (mode, host) == ("preemption", "gpu-b")
     assert abs((root - stop).total_seconds()) <= 1, root
+
+
+def test_an_evaluation_pass_inside_the_step_clock_is_work_not_a_slowdown(tmp_path: Path) -> None:
+    att = tmp_path / "b" / "runs" / RUN / "attempt-1"
+    att.mkdir(parents=True)
+    (att.parent / "run.toml").write_text("gpus = 8\ntokens_per_step = 65536\nflops_per_token = 1e9\n")
+    recs, log, t = [], [f"[{T0:%Y-%m-%d %H:%M:%S}] training 8 ranks, eval every 100 steps"], T0
+    for n in range(1, 301):
+        if n in (101, 201):  # the pass runs between step n-1's end and step n's
+            log.append(f"[{t:%Y-%m-%d %H:%M:%S}] Starting evaluation (512 batches)")
+            t += dt.timedelta(seconds=90)
+            log.append(f"[{t:%Y-%m-%d %H:%M:%S}] validation perplexity = 6.41")
+        t += dt.timedelta(seconds=5)
+        recs += [{"ts": t.isoformat(), "rank": r, "host": "gpu-e", "step": n, "step_s": 5.0} for r in range(8)]
+    (att / "timings.jsonl").write_text("\n".join(json.dumps(x) for x in recs) + "\n")
+    (att / "train.log").write_text("\n".join(log) + "\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(tmp_path / "b")
+        led = {r["category"]: r["gpu_hours"] for r in lab.attribute(RUN).ledger.iter_rows(named=True)}
+    # two passes of 90 s on 8 GPUs (0.4 GPU-h) are the job's work, not lost time
+    assert led["slowdown"] < 0.01, led
+    assert abs(led["productive"] - (300 * 5 + 180) * 8 / 3600) < 0.02, led

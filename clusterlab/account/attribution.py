@@ -9,7 +9,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store, taxonomy
-from clusterlab.account import advice, failed_launches, ledger
+from clusterlab.account import advice, evals, failed_launches, ledger
 from clusterlab.diagnose import (
     counter_evidence,  # error counters weighed at an attempt's end
     incidents,
@@ -221,7 +221,8 @@ def _attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Set
                            pl.col("step") >= pl.col("first_step"), pl.col("step") <= pl.col("last_step")
                            ).select("attempt", "step", "host", "strag_id") if strag.height else slow.head(0).select(
         "attempt", "step", "host", strag_id=pl.lit(None, pl.String))
-    wide = ledger.split_intervals(tl, saves, straggling, _keep_points(att, saves, inc, con, run), b)
+    wide = ledger.split_intervals(tl, saves, straggling, _keep_points(att, saves, inc, con, run), b,
+                                  evals.spans(con, run))
     ended = inc.filter(pl.col("kind") == "attempt_end")["attempt"].to_list()
     tails = ledger.tails(tl, att, saves, [a for a in att["attempt"].to_list() if a not in ended], latest)
     slow_steps, slow_inc, slow_ev = _slowdowns(con, run, wide, b)

@@ -264,13 +264,19 @@ def assign_saves(tl: pl.DataFrame, saves: pl.DataFrame) -> pl.DataFrame:
 
 
 def split_intervals(tl: pl.DataFrame, saves: pl.DataFrame, slow: pl.DataFrame, keep: pl.DataFrame,
-                    baseline_s: float) -> pl.DataFrame:
-    """Each step interval's seconds by category (wide: one column per category)."""
+                    baseline_s: float, evals: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Each step interval's seconds by category (wide: one column per category). `evals` (`account.evals.spans`):
+    the trainer's evaluation passes; one that ran in an interval is work the job was asked for, booked with the
+    interval's steps (`productive`, or `recompute` where they were thrown away), never as their slowdown."""
     b = baseline_s
     save_s = assign_saves(tl, saves).group_by("attempt", "end").agg(
         save_s=pl.col("duration_s").sum(), save_step=pl.col("save_step").first())
+    ev = (evals if evals is not None else pl.DataFrame(schema={"s_attempt": pl.Int32, "ts": pl.Datetime("us"),
+                                                                "duration_s": pl.Float64}))
+    eval_s = assign_saves(tl, ev.with_columns(save_step=pl.lit(None, pl.Int64))).group_by("attempt", "end").agg(
+        eval_s=pl.col("duration_s").sum())
     data_base = tl.select(pl.col("data_s").median()).item() or 0.0
-    w = (tl.join(save_s, on=["attempt", "end"], how="left")
+    w = (tl.join(save_s, on=["attempt", "end"], how="left").join(eval_s, on=["attempt", "end"], how="left")
          .join(slow.select("attempt", "step", slow_host="host"), on=["attempt", "step"], how="left")
          .join(keep, on="attempt", how="left"))
     # A record's excess within what its stamps can tell is not lost time: a whole-second stamp the step times
@@ -284,16 +290,19 @@ def split_intervals(tl: pl.DataFrame, saves: pl.DataFrame, slow: pl.DataFrame, k
     tol = err + pl.when(pl.col("slow_host").is_null()).then(noise).otherwise(0.0)
     # NOTE: judged without the save that ran in it: an interval holding a save is as noisy as any other in its steps,
     # and its steps' jitter left beside the save's own time would be booked as slowdown
-    stepping = (pl.col("interval_s") - pl.col("save_s").fill_null(0)).clip(lower_bound=0)
+    # (and without the evaluation pass: its time is the steps' work, whatever its length)
+    passed = pl.min_horizontal(pl.col("eval_s").fill_null(0),
+                               (pl.col("interval_s") - pl.col("save_s").fill_null(0)).clip(lower_bound=0))
+    stepping = (pl.col("interval_s") - pl.col("save_s").fill_null(0) - passed).clip(lower_bound=0)
     within = (stepping - pl.col("n") * b).abs() <= tol
     productive = (pl.when(within & (tol > 0)).then(stepping)
-                  .otherwise(pl.min_horizontal(pl.col("interval_s"), pl.col("n") * b)))
+                  .otherwise(pl.min_horizontal(pl.col("interval_s") - passed, pl.col("n") * b))) + passed
     excess = pl.col("interval_s") - productive
     w = w.with_columns(productive_raw=productive, excess=excess)
     # NOTE: a straggler's interval runs over for the straggler's sake: its save gets only its logged span
     # NOTE: and only where the steps before the save ran at pace: beside slow steps the excess is theirs
     save = pl.col("save_s").fill_null(0)
-    paced = ((pl.col("interval_s") - save - pl.col("n") * b) <= tol).shift(1).over("attempt", order_by="step")
+    paced = ((pl.col("interval_s") - save - passed - pl.col("n") * b) <= tol).shift(1).over("attempt", order_by="step")
     edge = pl.when(pl.col("slow_host").is_null() & paced.fill_null(True)).then(
         pl.min_horizontal(save * SAVE_EDGE_SHARE, SAVE_EDGE_MAX_S))
     w = w.with_columns(checkpoint=pl.min_horizontal("excess", save + edge.otherwise(0.0)))
