@@ -7,7 +7,7 @@ import datetime as dt
 import duckdb
 
 from clusterlab import hostlist, store
-from clusterlab.ingest import requeues, step_clock
+from clusterlab.ingest import host_names, requeues, step_clock
 from clusterlab.tables import TABLE_COLUMNS
 
 # NOTE: a node's fault episodes (a year-long trace, a repair CSV) are the fleet's history, not a launch's evidence:
@@ -19,7 +19,8 @@ _TS_TABLES = [t for t, cols in TABLE_COLUMNS.items() if "ts" in cols and t not i
 RESTART_CLUSTER_S = 120.0
 # The launcher lines that restart a worker group: ft_launcher's, and torchrun's (`--max-restarts`)
 # "Worker group FAILED. 2/3 attempts left; will restart worker group".
-RESTART_LINES = ("((source = 'ft_launcher' AND kind = 'restart') "
+# Ray Train's (Tune's) "Trial task failed for trial TorchTrainer_...": its worker group restarts from a checkpoint.
+RESTART_LINES = ("((source IN ('ft_launcher', 'ray_train') AND kind = 'restart') "
                  "OR (source = 'torch' AND kind = 'worker_group_restart'))")
 # Facts a launch prints first (`torchrun`'s start, the trainer's world size): where a log appended by each launch
 # (`sbatch --requeue --open-mode=append`) begins its next attempt.
@@ -334,7 +335,8 @@ def _worker_group_starts(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("""
         UPDATE attempts SET start_ts = w.ts FROM (
             SELECT e.run, e.attempt, min(e.ts) AS ts FROM events e
-            WHERE e.kind = 'worker_group_start' AND e.source = 'torch' AND e.run IS NOT NULL AND e.ts IS NOT NULL
+            WHERE e.kind = 'worker_group_start' AND e.source IN ('torch', 'ray_train') AND e.run IS NOT NULL
+              AND e.ts IS NOT NULL
               AND EXISTS (SELECT 1 FROM events p WHERE p.file_id = e.file_id AND p.run = e.run
                           AND p.attempt = e.attempt - 1)
             GROUP BY e.run, e.attempt
@@ -402,7 +404,8 @@ def _at_worker_group_start(con: duckdb.DuckDBPyConnection, marks: list[tuple[int
     file that printed no restart, a replacement node's agent, still splits at the restart's time.)"""
     got = con.execute("""
         SELECT m.f, min(e.line), min(e.ts) FROM (SELECT unnest($files) AS f, unnest($lines) AS l) m
-        JOIN events e ON e.file_id = m.f AND e.line > m.l AND e.source = 'torch' AND e.kind = 'worker_group_start'
+        JOIN events e ON e.file_id = m.f AND e.line > m.l AND e.source IN ('torch', 'ray_train')
+         AND e.kind = 'worker_group_start'
           AND e.ts BETWEEN $t0 AND $t0 + to_seconds($wait)
         GROUP BY m.f""", {"files": [f for f, _ in marks], "lines": [ln for _, ln in marks], "t0": t0,
                            "wait": WORKER_GROUP_WAIT_S}).fetchall()
@@ -467,6 +470,7 @@ def refresh(con: duckdb.DuckDBPyConnection) -> None:
         step_clock.bound_events(con)
         step_clock.date_last_words(con)
         _pod_hosts(con)
+        host_names.resolve(con)
         _split_unsplit_logs(con)
         _split_in_job_restarts(con)
         requeues.split_requeued(con)
