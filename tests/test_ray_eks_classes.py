@@ -174,3 +174,30 @@ def test_a_checkpoint_written_in_x_seconds_is_a_timed_save(tmp_path: Path) -> No
         lab.ingest(tmp_path)
         got = lab.sql("SELECT action, step, duration_s FROM checkpoints WHERE duration_s IS NOT NULL").rows()
     assert got == [("save", 10, 12.5)]
+
+
+def test_a_restarted_ray_worker_group_began_when_the_raylets_started_its_workers(tmp_path: Path) -> None:
+    (tmp_path / "inventory.toml").write_text(INVENTORY.replace("gpu-a7", "ip-10-8-0-3"))
+    run = tmp_path / "runs" / "r1"
+    run.mkdir(parents=True)
+    t_fail = T0 + dt.timedelta(seconds=400)
+    lines = [_step(T0 + dt.timedelta(seconds=25 * k), 10 * k, "10.8.0.3") for k in range(1, 11)]
+    lines += [f"{t_fail:%Y-%m-%d %H:%M:%S},512\tERROR tune_controller.py:1331 -- Trial task failed for trial "
+              "TorchTrainer_3c9a1_00000",
+              "(TorchTrainer pid=311, ip=10.8.0.1) Started distributed worker processes: ",
+              "(TorchTrainer pid=311, ip=10.8.0.1) - (ip=10.8.0.3, pid=5001) world_rank=0, local_rank=0, node_rank=0"]
+    lines += [_step(t_fail + dt.timedelta(seconds=300 + 25 * k), 100 + 10 * k, "10.8.0.3") for k in range(1, 6)]
+    (run / "driver.log").write_text("\n".join(lines) + "\n")
+    node = tmp_path / "nodes" / "ip-10-8-0-3"
+    node.mkdir(parents=True)
+
+    def raylet(t: dt.datetime, pid: int) -> str:
+        return (f"[{t:%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d} I 61 61] (raylet) worker_pool.cc:522: Started "
+                f"worker process with pid {pid}, the token is 7\n")
+    # a pid the group does not list (an idle worker the raylet keeps warm) says nothing of the group
+    (node / "raylet.out").write_text(raylet(t_fail + dt.timedelta(seconds=60), 4999)
+                                     + raylet(t_fail + dt.timedelta(seconds=120, milliseconds=40), 5001))
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path)
+        start = lab.sql("SELECT start_ts FROM attempts WHERE attempt = 2").rows()
+    assert start == [(t_fail + dt.timedelta(seconds=120, milliseconds=40),)]

@@ -20,8 +20,11 @@ facts (`ray_train_iteration`, `ray_train_errored`, `ray_train_completed`: iterat
 driver's own output prints, and date the lines around them: the worker's traceback printed as it died), and each
 worker's node from the group's table (Ray v1 `Started distributed worker processes`, v2 `Started training worker
 group of size N`): a `ray_worker` fact `rank=R` and a `ray_node_ip` fact (the node id) whose host is the worker's
-address, named after the host that address is (`ingest.host_names`). Ray's asctime is the driver's local time
-(`ctx.proc_tz`, else `ctx.tz`); Tune's `at <time>` too.
+address, named after the host that address is (`ingest.host_names`). A node's raylet log says when it started each
+worker process (`[2025-05-02 11:47:39,203 I 2447254 2447254] (raylet) worker_pool.cc:522: Started worker process with
+pid 2447432, the token is 29`, its node's time): a `ray_worker_process` fact (the pid), which dates the group's start
+that the driver prints undated (`ingest.ray_groups`). Ray's asctime is the driver's local time (`ctx.proc_tz`, else
+`ctx.tz`); Tune's `at <time>` too.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from clusterlab.collectors._base import AT_EXIT, Context, Parsed, file_of_line, 
 NAME = "ray_train"
 EXCLUSIVE = False
 SNIFF_HINT = (b"trial task failed for trial", b"training finished iteration", b"training errored after",
-              b"training completed after", b"started distributed worker processes", b"worker group of size")
+              b"training completed after", b"started distributed worker processes", b"worker group of size",
+              b"started worker process with pid")
 
 _TS = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)"
 # Tune's controller (2.5+ `tune_controller.py`, earlier `trial_runner.py`) on a failed trial, in Ray's log format
@@ -42,10 +46,13 @@ _FAILED = _TS + r",(\d{3})\s+ERROR \w+\.py:\d+ -- Trial task failed for trial (\
 _PROGRESS = (r"^(?:Training|Trial \S+) (finished iteration|errored after|completed after) (\d+)(?: iterations)? at "
              + _TS + r"\. Total running time")
 # one worker of the group: `- (node_id=ID, ip=IP, pid=P) world_rank=R, ...` (v2) or `- (ip=IP, pid=P) rank=R, ...`
-_WORKER = (r"- \((?:node_id=([0-9a-f]+), )?ip=([\d.]+|[0-9a-f:]+), pid=\d+\) (?:world_)?rank=(\d+), local_rank=\d+")
+_WORKER = (r"- \((?:node_id=([0-9a-f]+), )?ip=([\d.]+|[0-9a-f:]+), pid=(\d+)\) (?:world_)?rank=(\d+), local_rank=\d+")
+# a node's raylet (`/tmp/ray/session_latest/logs/raylet.out`, its own time) starting a worker process
+_RAYLET = (r"^\[" + _TS + r",(\d{3}) I \d+ \d+\] (?:\(raylet\) )?worker_pool\.cc:\d+: Started worker process with pid "
+           r"(\d+)")
 # the group's start: v1's trainer actor `Started distributed worker processes:`, v2's `Started training worker group`
 _GROUP = r"\) Started (?:distributed worker processes:|training worker group of size \d+)"
-PATTERN = "|".join([_FAILED, _PROGRESS, _WORKER, _GROUP])
+PATTERN = "|".join([_FAILED, _PROGRESS, _WORKER, _GROUP, _RAYLET])
 _FACT = {"finished iteration": "ray_train_iteration", "errored after": "ray_train_errored",
          "completed after": "ray_train_completed"}
 
@@ -99,14 +106,22 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         pl.when(within.fill_null(False)).then(pl.col("_failed")).otherwise(own).alias("ts"))
     w = text.str.extract_groups(_WORKER)
     workers = lines.filter(text.str.contains(_WORKER)).with_columns(
-        node_id=w.struct.field("1"), ip=w.struct.field("2"), rank=w.struct.field("3"))
+        node_id=w.struct.field("1"), ip=w.struct.field("2"), pid=w.struct.field("3"), rank=w.struct.field("4"))
+    r = text.str.extract_groups(_RAYLET)
+    raylet = lines.filter(text.str.contains(_RAYLET)).select(
+        pl.col("line").cast(pl.Int64),
+        (local_to_utc(r.struct.field("1").str.to_datetime("%Y-%m-%d %H:%M:%S", time_unit="us", strict=False), ctx.tz)
+         + pl.duration(milliseconds=r.struct.field("2").cast(pl.Int64, strict=False))).alias("ts"),
+        pl.lit(ctx.host, pl.String).alias("host"), pl.lit("ray_worker_process").alias("key"),
+        r.struct.field("3").alias("value"))
     out.add("facts", pl.concat([
         prog.select(pl.col("line").cast(pl.Int64), "ts", pl.lit(None, pl.String).alias("host"), "key", "value"),
         workers.select(pl.col("line").cast(pl.Int64), pl.lit(None, pl.Datetime("us")).alias("ts"),
                        pl.col("ip").alias("host"), pl.lit("ray_worker").alias("key"),
-                       pl.format("rank={}", "rank").alias("value")),
+                       pl.format("rank={} pid={}", "rank", "pid").alias("value")),
         workers.filter(pl.col("node_id").is_not_null()).unique("node_id", keep="first", maintain_order=True).select(
             pl.col("line").cast(pl.Int64), pl.lit(None, pl.Datetime("us")).alias("ts"), pl.col("ip").alias("host"),
             pl.lit("ray_node_ip").alias("key"), pl.col("node_id").alias("value")),
+        raylet,
     ]))
     return out

@@ -7,7 +7,7 @@ import datetime as dt
 import duckdb
 
 from clusterlab import hostlist, store
-from clusterlab.ingest import host_names, requeues, step_clock
+from clusterlab.ingest import host_names, ray_groups, requeues, step_clock
 from clusterlab.tables import TABLE_COLUMNS
 
 # NOTE: a node's fault episodes (a year-long trace, a repair CSV) are the fleet's history, not a launch's evidence:
@@ -471,6 +471,7 @@ def refresh(con: duckdb.DuckDBPyConnection) -> None:
         step_clock.date_last_words(con)
         _pod_hosts(con)
         host_names.resolve(con)
+        ray_groups.date_group_starts(con)
         _split_unsplit_logs(con)
         _split_in_job_restarts(con)
         requeues.split_requeued(con)
