@@ -75,7 +75,12 @@ incident, every ledger category within the scorer's bar.
   Xid 94 / row-remap-pending GPU that fails again (Xid 48/64) four attempts later, a BlobFuse2 mount throttled on five
   hosts (DataLoader workers' re-raised `OSError: [Errno 5]`), a rank that stops first, a platform Reboot from Azure's
   Scheduled Events, a host OOM, a time limit; a Freeze the job survives, hv_netvsc and IB-flap decoys, an inventory
-  with a key of its own (first contact 5/7 at seeds 1-3, then 7/7 with the ledger within the bar)."""
+  with a key of its own (first contact 5/7 at seeds 1-3, then 7/7 with the ledger within the bar);
+- skypilot_spot: a SkyPilot managed job of DeepSpeed ZeRO-3 on spot VMs recovering AWS -> GCP -> AWS (run.log's
+  `(workerN, rank=N, pid=..., ip=...)` prefixes, EventBridge and IMDS spot notices, `describe-instances` text, GCE
+  operations): a spot reclaim only its notice announces, Xid 79 before GCE's hostError, a hung rank, a gcsfuse upload
+  failure during a save, a user's eval bug on every rank; an evaluation pass inside the step clock (first contact 4/5
+  at seeds 1-3, the reclaim blamed on a peer's network errors, 4.4-4.7 GPU-h of slowdown that was evaluation)."""
 
 from __future__ import annotations
 
@@ -98,6 +103,6 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
                                             ("pcluster_efa", None), ("ib_fabric_storage", None),
                                             ("sdc_rollbacks", None), ("clocks_requeue", None),
                                             ("undated_text", None), ("gpfs_dcgm_utc", None),
-                                            ("old_stack", 1), ("azure_nd_accelerate", 2)])
+                                            ("old_stack", 1), ("azure_nd_accelerate", 2), ("skypilot_spot", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)
