@@ -151,8 +151,10 @@ def test_watch_finds_a_killed_rank_with_its_root_cause_drains_resubmits_and_resu
         time.sleep(1.0)
     assert _finished(slurm, job) == "FAILED"  # torchrun took the job down itself: nothing to cancel
     node = slurm.run("squeue", "-h", "-t", "all", "-j", job, "-o", "%N").strip()
-    print(f"\nkill -> alert: {(alerted['FAILURE'] - _killed_at(bundle)).total_seconds():.1f} s "
-          f"({failure['failure_mode']} on {failure['host']})")
+    killed = _killed_at(bundle)  # (informational: the latency from the kill to the alert)
+    if killed is not None:
+        print(f"\nkill -> alert: {(alerted['FAILURE'] - killed).total_seconds():.1f} s "
+              f"({failure['failure_mode']} on {failure['host']})")
     # The root cause from the evidence, as soon as it appears: a failure of attempt 1 on the job's host, from the
     # job's own log; no kernel line says why, so no hardware mode and no blame on the provider.
     # NOTE: not one mode: when rank 0 raises gloo's "Connection reset by peer" before torchrun's SIGTERM reaches
@@ -188,9 +190,12 @@ def test_watch_finds_a_killed_rank_with_its_root_cause_drains_resubmits_and_resu
     slurm.run("scontrol", "update", f"nodename={node}", "state=resume")
 
 
-def _killed_at(bundle: Path) -> dt.datetime:
-    """When torchrun saw the SIGKILL (its `failed (exitcode: -9)` line, local time), as UTC."""
+def _killed_at(bundle: Path) -> dt.datetime | None:
+    """When torchrun saw the SIGKILL (its `failed (exitcode: -9)` line, local time), as UTC; None where its summary
+    named the other rank first (rank 0's gloo error can win the race to the agent: the first failure is reported)."""
     log = (bundle / "runs/tiny/attempt-1/train.log").read_text().splitlines()
-    line = next(ln for ln in log if "failed (exitcode: -9)" in ln)
+    line = next((ln for ln in log if "failed (exitcode: -9)" in ln), None)
+    if line is None:
+        return None
     hms = dt.datetime.strptime(line.split()[1], "%H:%M:%S.%f").time()
     return dt.datetime.combine(dt.date.today(), hms).astimezone(dt.UTC)

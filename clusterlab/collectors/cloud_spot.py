@@ -64,7 +64,8 @@ ACTION = (r"\\?\"action\\?\"\s*:\s*\\?\"(?:terminate|stop|hibernate)\\?\"\s*,\s*
 _NOTICE_ONLY = PATTERN
 PATTERN = PATTERN + "|" + ACTION
 SNIFF_HINT = (b"interruption", b"interrupted in", b"host ec2", b"preempted", b"preempt\"", b"termination is imminent",
-              b"terminate_on_host_maintenance", b"eventstatus", b"compute.instances.", b"\"action\"")
+              b"terminate_on_host_maintenance", b"eventstatus", b"compute.instances.", b"\"action\"",
+              b"\"action\\\"")  # (IMDS's answer escaped inside another JSON message)
 _BY_USER = r"[\"']EventSource[\"']:\s*[\"']User[\"']"
 _STARTED = r"[\"']EventStatus[\"']:\s*[\"']Started[\"']"
 _HOST_ERROR = r"\bcompute\.instances\.hostError\b"

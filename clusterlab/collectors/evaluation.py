@@ -35,7 +35,7 @@ START = (
 )
 END = r"(?i:\b(?:eval|val(?:idation)?)[_ ](?:loss|ppl|perplexity|acc(?:uracy)?)\b)\W{0,3}\s*[:=]?\s*-?\d"
 PATTERN = f"{START}|{END}"
-SNIFF_HINT = (b"eval", b"validation")
+SNIFF_HINT = (b"eval", b"validation", b"val_", b"val ")  # (Keras' `val_loss`, `val loss`: no "eval" in them)
 _TS = r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)"
 # an end that times its own pass (HF Trainer's metrics: `'eval_runtime': 78.4371`): the span needs no start line
 _RUNTIME = r"(?i:\b(?:eval|val(?:idation)?)_runtime)\W{0,3}\s*[:=]\s*(\d+(?:\.\d+)?)"

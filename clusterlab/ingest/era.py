@@ -15,6 +15,7 @@ import gzip
 import os
 import re
 import statistics
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -93,7 +94,7 @@ def _head(path: Path) -> bytes:
         if head[:2] == b"\x1f\x8b":
             with gzip.open(path, "rb") as f:
                 head = f.read(HEAD_BYTES)
-    except (OSError, EOFError):  # (its parse says why it cannot be read)
+    except (OSError, EOFError, zlib.error):  # (a damaged gzip member: its parse says why it cannot be read)
         return b""
     return head
 
