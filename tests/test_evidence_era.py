@@ -5,21 +5,14 @@ its own dates, keeps its kernel's Xid lines inside the attempts that the dated l
 from __future__ import annotations
 
 import datetime as dt
-import os
 from pathlib import Path
+
+from test_yearless_dates import _written  # (a file written with a chosen write time)
 
 from clusterlab import Lab
 from clusterlab.ingest.era import last_stamp
 
 XID = "{md} {hm} {host} kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, GPU has fallen off the bus.\n"
-
-
-def _written(path: Path, text: str, when: dt.datetime) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    stamp = when.replace(tzinfo=dt.UTC).timestamp()
-    os.utime(path, (stamp, stamp))
-    return path
 
 
 def _dated_beside(root: Path, day: dt.datetime, written: dt.datetime) -> None:
