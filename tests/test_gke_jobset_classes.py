@@ -95,13 +95,18 @@ def _worker_log(t0: dt.datetime, host: str, rank: int, fail_at: dt.datetime | No
     return "\n".join(out) + "\n"
 
 
-def test_an_io_error_the_ranks_of_several_hosts_raised_is_the_storages_not_one_hosts(tmp_path: Path) -> None:
-    (tmp_path / "inventory.toml").write_text('[providers.p]\nusd_per_gpu_hour = 2.0\n\n[clusters.k]\nprovider = "p"\n'
-                                             'gpus_per_node = 8\nnodes = "gn-[01-03]"\n')
-    att = tmp_path / "runs" / "io" / "attempt-1"
+def _three_host_run(root: Path) -> tuple[Path, dt.datetime]:
+    """A run `io` on three hosts of one cluster: its attempt's folder, and when its save began."""
+    (root / "inventory.toml").write_text('[providers.p]\nusd_per_gpu_hour = 2.0\n\n[clusters.k]\nprovider = "p"\n'
+                                         'gpus_per_node = 8\nnodes = "gn-[01-03]"\n')
+    att = root / "runs" / "io" / "attempt-1"
     att.mkdir(parents=True)
     (att.parent / "run.toml").write_text('cluster = "k"\ngpus = 24\ntokens_per_step = 65536\nflops_per_token = 1e9\n')
-    save = T0 + dt.timedelta(seconds=185)
+    return att, T0 + dt.timedelta(seconds=185)
+
+
+def test_an_io_error_the_ranks_of_several_hosts_raised_is_the_storages_not_one_hosts(tmp_path: Path) -> None:
+    att, save = _three_host_run(tmp_path)
     for i, host in enumerate(("gn-01", "gn-02", "gn-03")):
         (att / f"{host}.log").write_text(_worker_log(T0, host, 8 * i, save + dt.timedelta(seconds=2 + i)))
     with Lab(tmp_path / "db.duckdb") as lab:
@@ -130,12 +135,7 @@ def test_a_line_naming_no_host_in_a_pods_own_log_is_the_pods_node(tmp_path: Path
 
 def test_a_fuse_mounts_errors_on_several_hosts_are_the_storages_not_the_first_hosts(tmp_path: Path) -> None:
     # one rank's traceback, and every node's own FUSE client (its syslog) failing the same writes
-    (tmp_path / "inventory.toml").write_text('[providers.p]\nusd_per_gpu_hour = 2.0\n\n[clusters.k]\nprovider = "p"\n'
-                                             'gpus_per_node = 8\nnodes = "gn-[01-03]"\n')
-    att = tmp_path / "runs" / "io" / "attempt-1"
-    att.mkdir(parents=True)
-    (att.parent / "run.toml").write_text('cluster = "k"\ngpus = 24\ntokens_per_step = 65536\nflops_per_token = 1e9\n')
-    save = T0 + dt.timedelta(seconds=185)
+    att, save = _three_host_run(tmp_path)
     for i, host in enumerate(("gn-01", "gn-02", "gn-03")):
         (att / f"{host}.log").write_text(_worker_log(T0, host, 8 * i, save + dt.timedelta(seconds=40) if i == 0
                                                      else None))
