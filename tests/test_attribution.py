@@ -159,17 +159,20 @@ def test_bundle_ledger_by_hand(bundle_lab: Lab) -> None:
     """llama8b-pretrain, 32 GPUs, each attempt's span from its sacct record (jobs 4101-4103, the allocation):
     wall 08:00:00 → 09:44:35 = 6275 s → 55.778 GPU-h;
     restart (08:31:53 → 08:43:53) + (09:09:35 → 09:19:35) = 720 + 600 s → 11.733 GPU-h;
-    hang: last step → attempt end: 687.851 + (09:08:52.491 → 09:09:35) 42.509 + 2.872 s → 6.518 GPU-h;
+    hang: root event → attempt end (DESIGN's ledger): the Xid 79 at 08:20:25.507, 0.408 s after the last step's
+    end, → 687.851 - 0.408 s; the link down at 09:08:52.972, 0.509 s after it, → 42.509 - 0.509 s; the time limit
+    kills the step in flight, nothing hangs: 6.493 GPU-h;
     checkpoint: the 201 s save at 600 is most of it: 201 s x 32 = 1.787 GPU-h of the stall incident;
-    recompute: steps 201-270, 501-520 and 701-792 at the 4.061 s baseline = 182 x 4.061 x 32 s ≈ 6.57 GPU-h."""
+    recompute: steps 201-270, 501-520 and 701-792 at the 4.061 s baseline = 182 x 4.061 s, plus the three steps in
+    flight the root events cut short, 0.408 + 0.509 + 2.872 s: x 32 ≈ 6.60 GPU-h."""
     a = bundle_lab.attribute("llama8b-pretrain")
     led = dict(zip(a.ledger["category"], a.ledger["gpu_hours"], strict=True))
     assert a.gpus == 32 and math.isclose(a.gpu_hours, 6275 * 32 / 3600, rel_tol=1e-9)
     assert math.isclose(led["restart"], (720 + 600) * 32 / 3600, rel_tol=1e-6)
     # the per-rank ends are moved onto the training log's clock (the median difference at the steps both
     # report, the log's whole-second stamps refined with its step times): under 0.1 s per attempt here
-    assert math.isclose(led["hang"], (687.851 + 42.509 + 2.872) * 32 / 3600, abs_tol=0.3 * 32 / 3600)
-    assert math.isclose(led["recompute"], 182 * 4.061 * 32 / 3600, rel_tol=0.01)
+    assert math.isclose(led["hang"], (687.851 - 0.408 + 42.509 - 0.509) * 32 / 3600, abs_tol=0.3 * 32 / 3600)
+    assert math.isclose(led["recompute"], (182 * 4.061 + 0.408 + 0.509 + 2.872) * 32 / 3600, rel_tol=0.01)
     stall = a.rows.filter(a.rows["incident_id"] == "llama8b-pretrain:3:checkpoint-stall:600")["gpu_hours"].sum()
     assert math.isclose(stall, 201 * 32 / 3600, rel_tol=0.01)
     assert led["straggler"] > 0.4  # east-005: 60 steps about 1 s slower

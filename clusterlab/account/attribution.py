@@ -204,7 +204,7 @@ def _attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Set
     latest = _latest_roots(con, inc, evidence)
     saves = store.frame(con, """SELECT DISTINCT ON (attempt, step, CASE WHEN step IS NULL THEN ts END)
                                        attempt AS s_attempt, step AS save_step, ts,
-                                       coalesce(duration_s, 0) AS duration_s
+                                       coalesce(duration_s, 0) AS duration_s, ok
                                 FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL
                                 ORDER BY attempt, step, CASE WHEN step IS NULL THEN ts END, duration_s IS NULL, ts""",
                         [run])
@@ -224,7 +224,12 @@ def _attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Set
     wide = ledger.split_intervals(tl, saves, straggling, _keep_points(att, saves, inc, con, run), b,
                                   evals.spans(con, run))
     ended = inc.filter(pl.col("kind") == "attempt_end")["attempt"].to_list()
-    tails = ledger.tails(tl, att, saves, [a for a in att["attempt"].to_list() if a not in ended], latest)
+    own = inc.filter(pl.col("kind") == "attempt_end").group_by("attempt").agg(
+        root_own=pl.col("root_ts").min(), hang=(pl.col("failure_mode") == "nccl_timeout").any())
+    tails = ledger.tails(tl, att, saves, [a for a in att["attempt"].to_list() if a not in ended],
+                         latest.join(own.with_columns(pl.col("attempt").cast(latest.schema["attempt"]),
+                                                      pl.col("root_own").cast(latest.schema["root_ts"])),
+                                     on="attempt", how="left"), b)
     slow_steps, slow_inc, slow_ev = _slowdowns(con, run, wide, b)
     if slow_inc.height:
         inc = pl.concat([inc, _finish_incidents(con, slow_inc, slow_ev)], how="diagonal_relaxed").sort(
@@ -550,7 +555,8 @@ def _tie(wide: pl.DataFrame, tails: pl.DataFrame, slow: pl.DataFrame, inc: pl.Da
         _part(w, "recompute", "recompute", pl.coalesce("lost_id", "end_id")),
         _part(t, "startup", "startup", pl.col("prev_end_id"), start="start_ts", end="first_start"),
         _part(t, "checkpoint", "tail_checkpoint", pl.col("tail_stall_id"), start="last_end", end="end_ts"),
-        _part(t, "hang", "hang", pl.col("end_id"), start="last_end", end="end_ts"),
+        _part(t, "recompute", "partial", pl.col("end_id"), start="last_end", end="hang_start"),
+        _part(t, "hang", "hang", pl.col("end_id"), start="hang_start", end="end_ts"),
         _part(t, "restart", "restart", pl.col("end_id"), start="end_ts", end="next_start"),
     ]
     rows = pl.concat(parts, how="vertical_relaxed").filter(pl.col("seconds") != 0)

@@ -336,37 +336,55 @@ def thrown_is_recompute(wide: pl.DataFrame) -> pl.DataFrame:
                              *[(pl.col(c) * (1 - share)).alias(c) for c in _CAUSES])
 
 
+# A step in flight takes up to this many baseline steps: a root later than that after the last step did not cut it
+FLIGHT_STEPS = 1.5
+
+
 def tails(tl: pl.DataFrame, attempts: pl.DataFrame, saves: pl.DataFrame, finished: list[int] | None = None,
-          roots: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Per attempt: startup, the tail after the last step (save → checkpoint, rest → hang), restart.
+          roots: pl.DataFrame | None = None, baseline_s: float = 0.0) -> pl.DataFrame:
+    """Per attempt: startup, the tail after the last step (save → checkpoint, the step in flight → `partial`,
+    rest → hang), restart.
 
     `finished` attempts ended without a failure: after their final save nothing hung, the job wrote its last
     checkpoint and exited, so their whole tail is `checkpoint` where a save ran in it. `roots` (`attempt,
     root_ts`): the root event of each attempt that ended badly; one that never stepped (its checkpoint load
-    failed) is startup up to it and hang from it to its exit (DESIGN's ledger), not startup throughout."""
+    failed) is startup up to it and hang from it to its exit (DESIGN's ledger), not startup throughout.
+
+    `partial`: the work the root event cut short, from the last step's end (or the save after it) to the root:
+    done and thrown away, `recompute` (DESIGN's ledger: hang runs from the root event; the outsiders' campaigns
+    book "the partial step in flight" so). `roots` may say (`hang`) which attempts a hang with no deeper cause
+    ended (those have none) and when the diagnosis dates each root (`root_own`, where `root_ts` is the latest the
+    root's line can have been). `baseline_s`: the run's step time, what a step in flight can have taken."""
     first = tl.group_by("attempt").agg(first_start=pl.col("start").min(), last_end=pl.col("end").max(),
                                        last_step=pl.col("step").max())
     a = attempts.sort("attempt").join(first, on="attempt", how="left").with_columns(
         next_start=pl.col("start_ts").shift(-1))
     if roots is not None and roots.height:
-        r = roots.select(pl.col("attempt").cast(a.schema["attempt"]), "root_ts").drop_nulls().group_by(
-            "attempt").agg(pl.col("root_ts").min())
+        r = roots.with_columns(hang=pl.col("hang").fill_null(False) if "hang" in roots.columns else pl.lit(False),
+                               root_own=pl.coalesce("root_own", "root_ts") if "root_own" in roots.columns
+                               else pl.col("root_ts")).select(
+            pl.col("attempt").cast(a.schema["attempt"]), "root_ts", "root_own", "hang").drop_nulls().group_by(
+            "attempt").agg(pl.col("root_ts").min(), pl.col("root_own").min(), pl.col("hang").any())
         a = a.join(r, on="attempt", how="left").with_columns(
-            root_ts=pl.col("root_ts").cast(a.schema["end_ts"]).clip(pl.col("start_ts"), pl.col("end_ts")))
+            root_ts=pl.col("root_ts").cast(a.schema["end_ts"]).clip(pl.col("start_ts"), pl.col("end_ts")),
+            root_own=pl.col("root_own").cast(a.schema["end_ts"]).clip(pl.col("start_ts"), pl.col("end_ts")))
     else:
-        a = a.with_columns(root_ts=pl.lit(None, a.schema["end_ts"]))
+        a = a.with_columns(root_ts=pl.lit(None, a.schema["end_ts"]), root_own=pl.lit(None, a.schema["end_ts"]),
+                           hang=pl.lit(False))
     never = pl.coalesce("root_ts", "end_ts")  # NOTE: an attempt without step records: its root splits it
-    a = a.with_columns(first_start=pl.coalesce("first_start", never), last_end=pl.coalesce("last_end", never)
-                       ).drop("root_ts")
+    a = a.with_columns(stepped=pl.col("last_end").is_not_null()).with_columns(
+        first_start=pl.coalesce("first_start", never), last_end=pl.coalesce("last_end", never)
+    ).rename({"root_ts": "_root"})
     # saves after the last step record (a final save before exiting) fall in the tail
     after = (pl.col("save_step") >= pl.col("last_step")) | (pl.col("save_step").is_null() & (pl.col("ts") >
                                                                                               pl.col("last_end")))
     tail_saves = (saves.rename({"s_attempt": "attempt"}).with_columns(pl.col("attempt").cast(pl.Int32))
                   .join(a.select(pl.col("attempt").cast(pl.Int32), "last_step", "last_end"), on="attempt")
                   .filter(after).group_by("attempt")
-                  .agg(tail_save_s=pl.col("duration_s").sum(), tail_save_step=pl.col("save_step").first())
+                  .agg(tail_save_s=pl.col("duration_s").sum(), tail_save_step=pl.col("save_step").first(),
+                       cut_save=(pl.col("ok") == False).any() if "ok" in saves.columns else pl.lit(False))  # noqa: E712
                   if saves.height else pl.DataFrame(schema={"attempt": pl.Int32, "tail_save_s": pl.Float64,
-                                                            "tail_save_step": pl.Int64}))
+                                                            "tail_save_step": pl.Int64, "cut_save": pl.Boolean}))
     a = a.with_columns(pl.col("attempt").cast(pl.Int32)).join(tail_saves, on="attempt", how="left").with_columns(
         startup=_secs(pl.col("first_start") - pl.col("start_ts")),
         tail=_secs(pl.col("end_ts") - pl.col("last_end")),
@@ -374,7 +392,25 @@ def tails(tl: pl.DataFrame, attempts: pl.DataFrame, saves: pl.DataFrame, finishe
     done = pl.col("attempt").is_in(finished or []) & pl.col("tail_save_s").is_not_null()
     a = a.with_columns(tail_checkpoint=pl.when(done).then(pl.col("tail").clip(lower_bound=0))
                        .otherwise(pl.min_horizontal("tail", pl.col("tail_save_s").fill_null(0))))
-    return a.with_columns(hang=pl.col("tail") - pl.col("tail_checkpoint"))
+    cut_short = _secs(pl.col("_root") - pl.col("last_end")) - pl.col("tail_checkpoint")
+    saving = _secs(pl.col("root_own") - pl.col("last_end")) - pl.col("tail_checkpoint")
+    # a save the root cut short (begun, never finished, in a format that prints its finish) ran up to the root as
+    # the diagnosis dates it, not up to the latest its line can have been (a filesystem that failed under the save
+    # failed at its start: `diagnose.onsets.open_save_onsets`; the watchdog that says so came half an hour on); a
+    # root more than a step in flight after the last step (FLIGHT_STEPS) is when the fault was noticed, not when it
+    # struck: that fell in the step in flight, half of one on average; so did one dated by the last step's end itself
+    # (a node lost after it, nothing of its own to say when). A hang with no deeper cause has no moment of its own:
+    # its root is the last step every rank finished (campaign2's convention), and nothing of the next was work
+    undated = (cut_short > FLIGHT_STEPS * baseline_s) | (cut_short.abs() < 1e-3)
+    within = (pl.when(pl.col("hang").fill_null(False)).then(0.0)
+              .when(pl.col("cut_save").fill_null(False)).then(saving)
+              .when(undated).then(baseline_s / 2).otherwise(cut_short))
+    a = a.with_columns(partial=pl.when(~done & pl.col("stepped")).then(pl.min_horizontal(
+        within.clip(lower_bound=0.0).fill_null(0.0), pl.col("tail") - pl.col("tail_checkpoint"))).otherwise(0.0)
+    ).drop("_root", "root_own", "cut_save", "hang", "stepped")
+    return a.with_columns(hang=pl.col("tail") - pl.col("tail_checkpoint") - pl.col("partial"),
+                          hang_start=pl.col("last_end") + pl.duration(microseconds=((
+                              pl.col("tail_checkpoint").clip(lower_bound=0) + pl.col("partial")) * 1e6).cast(pl.Int64)))
 
 
 def flagged(rows: pl.DataFrame, total_s: float, error: LedgerError) -> tuple[pl.DataFrame, str]:

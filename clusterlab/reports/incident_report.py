@@ -139,7 +139,7 @@ def _node_actions(con: duckdb.DuckDBPyConnection, host: str | None, since: dt.da
 
 # What a ledger segment of the incident means on its timeline (restart and startup: the attempts say it).
 _SEGMENTS = {"recompute": "last kept work; what follows is thrown away (recompute)",
-             "hang": "last step logged; the job hangs", "checkpoint": "stalled save begins",
+             "hang": "the root event: the job hangs until it exits", "checkpoint": "stalled save begins",
              "straggler": "slow steps begin", "slowdown": "slow steps begin", "data_stall": "data stall begins"}
 
 
@@ -285,8 +285,9 @@ def _step_gap_s(con: duckdb.DuckDBPyConnection, run: str, attempt: int) -> float
 
 def _hang_or_step(con: duckdb.DuckDBPyConnection, inc: dict, hang_s: float | None, s: incidents.Settings
                   ) -> tuple[float | None, str | None]:
-    """(the hang worth the name, else why the ledger's is none): the ledger's `hang` is all the time after the
-    last step record, which at a kill of a healthy job (a time limit) is the step under way."""
+    """(the hang worth the name, else why the ledger's is none): the ledger's `hang` runs from the root event,
+    which a log that prints one record in N steps dates no better than the gap between records: a hang shorter
+    than a few such gaps is the steps under way, not a hang."""
     if not hang_s:
         return hang_s, None
     gap = _step_gap_s(con, inc["run"], inc["attempt"])

@@ -2,7 +2,8 @@
 
 Per attempt: `startup` (start → first step begins: its end minus its step time), one interval
 per step (the first is its own step time, then end to end), the tail (last step end → attempt
-end: a completed save in it is `checkpoint`, the rest `hang`) and `restart` (end → next start).
+end: a completed save in it is `checkpoint`, the work the root event cut short `recompute`, the rest `hang`) and
+`restart` (end → next start).
 An interval is `productive` up to the run's baseline b (median step time of all its steps), all of it where no
 straggler slowed it and it is within NOISE_SIGMAS robust deviations of the run's step-time noise (jitter is work);
 the excess goes to `checkpoint` (up to the save that ran in it), then `data_stall` (the step's
@@ -102,7 +103,14 @@ def attempt_ms(att: Attempt, nxt: Attempt | None, b: float, data_base: float, al
     last_save = next((sv for sv in att.saves if sv.step == int(s.step[-1]) and sv.complete), None)
     tail_ckpt = min(tail, float(last_save.end_ms - last_save.start_ms)) if last_save else 0.0
     out["checkpoint"] += tail_ckpt
-    out["hang"] = tail - tail_ckpt
+    # the work the root event cut short (the step in flight, or a save that never finished) was thrown away:
+    # `recompute`; hang runs from the root (DESIGN's ledger). A hang with no deeper cause has no moment of its own:
+    # its root is the last step every rank finished (the outsiders' campaign2), nothing after it work
+    cut_short = float(adversarial.truth_root_ms(att) - s.end[-1]) - tail_ckpt
+    hang = adversarial.truth_mode(att.ending) == "nccl_timeout"
+    partial = 0.0 if hang else min(max(cut_short, 0.0), tail - tail_ckpt)
+    out["recompute"] += partial
+    out["hang"] = tail - tail_ckpt - partial
     out["restart"] = float(span_ms(nxt, alloc)[0] - end) if nxt is not None else 0.0
     return out
 

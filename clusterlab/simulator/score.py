@@ -43,6 +43,14 @@ class Score:
         return out
 
 
+# NOTE: `recompute` and `hang` meet at each failure's root event (the step it cut short is work thrown away, the
+# time after it hang), and the evidence dates that event to its stamps' resolution (whole seconds in dmesg, syslog
+# and Slurm) and its clock's correction, not to the simulator's millisecond: each of the two may be off by this
+# much per failure, their sum only by the tolerance of every other category.
+SPLIT = ("recompute", "hang")
+ROOT_DATING_S = 2.0
+
+
 def _host(h: str | None) -> str | None:
     return None if h in (None, "none", "") else h
 
@@ -61,12 +69,15 @@ def score(lab, bundle: Path | str, rel: float = 0.02, floor: float = 1e-4) -> Sc
     for run, want in truth["runs"].items():
         got = dict(lab.attribute(run).ledger.select("category", "gpu_hours").iter_rows())
         least = floor * want["gpu_hours"]
-        for cat, hours in want["ledger"].items():
-            err = abs(got.get(cat, 0.0) - hours)
+        ended = sum(1 for i in truth["incidents"] if i["run"] == run and i["kind"] == "interruption")
+        split = ended * ROOT_DATING_S * want["gpus"] / 3600
+        for cat, hours in [*want["ledger"].items(), ("recompute+hang", sum(want["ledger"].get(c, 0.0) for c in SPLIT))]:
+            found = sum(got.get(c, 0.0) for c in cat.split("+"))
+            err = abs(found - hours)
             if hours > least:
                 out.worst_rel_error = max(out.worst_rel_error, err / hours)
-            if err > max(rel * hours, least):
-                out.off.append(f"{run} {cat}: truth {hours:.4f} GPU-h, found {got.get(cat, 0.0):.4f}")
+            if err > max(rel * hours, least) + (split if cat in SPLIT else 0.0):
+                out.off.append(f"{run} {cat}: truth {hours:.4f} GPU-h, found {found:.4f}")
     decoys = truth.get("decoys", [])
     out.decoys = len(decoys)
     guilty = {(i["run"], i["attempt"], _host(i["host"])) for i in truth["incidents"]}

@@ -166,6 +166,11 @@ def _attempt(cfg: Config, run: Run, k: int, hosts: tuple[str, ...], start: int, 
         root = (hi // 1000 + 1) * 1000  # Slurm's time limit is checked on a whole second
         att.ending = _ending(run, att, "time_limit", root, None, rng)
     else:
+        if mode == "filesystem_io":
+            # NOTE: a filesystem that fails while a save is writing failed under that save, the heaviest write the
+            # job makes: the outage is dated at the save's start (the story of the outsiders' campaign2 and of the
+            # blind lightning_slurm), so the time after it is hang, not save work thrown away
+            fail = next((sv.start_ms + 200 for sv in att.saves if not sv.complete and sv.start_ms <= fail), fail)
         att.ending = _ending(run, att, mode, fail, sticky or hosts[int(rng.integers(len(hosts)))], rng)
         att.ending.case = "sticky_init" if sticky else None
     if script is not None:
