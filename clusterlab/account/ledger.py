@@ -24,6 +24,11 @@ LOST = [c for c in CATEGORIES if c != "productive"]
 TOLERANCE = 1e-6
 # How late a record may be and still be the step under way when a failure came, as a share of its step time.
 DUE_SLACK = 0.05
+# How long after a dead peer its partners' network errors come: NCCL's InfiniBand transport gives up after
+# NCCL_IB_RETRY_CNT (7) retries of 4.096 us x 2^NCCL_IB_TIMEOUT each: 0.5 s at the early releases' timeout of 14,
+# 7.5 s at 18, 30 s at the recent releases' 20 (the NCCL_PARAM defaults in src/transport/net_ib.cc). A root seen up
+# to this long after the next record was due stopped the job before that record
+TRANSPORT_TIMEOUT_S = 30.0
 
 
 class LedgerError(ValueError):
@@ -119,9 +124,9 @@ def with_unlogged_steps(tl: pl.DataFrame, roots: pl.DataFrame, baseline_s: float
     whole = (gap / baseline_s).floor()
     # a root event after the next record was due (a hang detected by a watchdog minutes later) says nothing of
     # how long the steps went on: no record came when one should have, so progress had stopped before it. One
-    # seen within a step of that moment (the peers' network error a transport timeout after a node died) stopped
-    # the job about then, as one seen before it: the record that never came was the step it cut short
-    due = gap <= pl.col("every").round() * baseline_s * (1 + DUE_SLACK) + baseline_s
+    # seen within a step and a transport timeout of that moment (the peers' network error after a node died)
+    # stopped the job about then, as one seen before it: the record that never came was the step it cut short
+    due = gap <= pl.col("every").round() * baseline_s * (1 + DUE_SLACK) + baseline_s + TRANSPORT_TIMEOUT_S
     r = (r.with_columns(k=pl.when(due).then(pl.min_horizontal(whole, pl.col("every").round() - 1)).otherwise(0)
                         .cast(pl.Int64)).filter(pl.col("k") >= 1))
     if not r.height:
