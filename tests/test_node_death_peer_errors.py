@@ -8,10 +8,13 @@ the root came too late to have cut it (`ledger.FLIGHT_STEPS`)."""
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 from timelines import Attempt, write_events, write_run
 
 from clusterlab import Lab
+from clusterlab.account import transport_lag
 
 HOSTS = ["gx-11", "gx-12", "gx-13"]
 STEP_S, EVERY = 6.0, 8
@@ -20,7 +23,7 @@ DEATH = LAST_END + 20  # steps 241-243 ran unlogged
 TAIL = 330.0  # the last record to the exit: "not responding" at the death + 100 s, DOWN and the kill at + 300 s
 
 
-def _hang_s(peer_error_at: float | None) -> float:
+def _hang_s(peer_error_at: float | None, nccl: str | None = None) -> float:
     with Lab(":memory:") as lab:
         write_run(lab.con, "r", 24, [Attempt(0, 25, [STEP_S] * 240, hosts=HOSTS, tail_s=TAIL)])
         lab.con.execute(f"DELETE FROM steps WHERE step % {EVERY} <> 0")
@@ -32,6 +35,7 @@ def _hang_s(peer_error_at: float | None) -> float:
         if peer_error_at is not None:
             job.append({"t": peer_error_at, "source": "torch", "kind": "watchdog_terminated", "rank": 16,
                         "failure_mode": "network", "host": "gx-13", "severity": "critical",
+                        "detail": json.dumps({"nccl_version": nccl}) if nccl else None,
                         "text": "[rank16]:[E1204 05:48:07.123456789 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID "
                                 "0(default_pg) Rank 16] Process group watchdog thread terminated with exception: "
                                 "NCCL error: remote process exited or there was a network error, NCCL version 2.26.3"})
@@ -61,3 +65,17 @@ def test_a_peer_error_seen_within_a_transport_timeout_after_the_next_record_was_
     assert abs(_hang_s(late_death + 6) - (TAIL - 7 * STEP_S - STEP_S / 2)) <= 1.0  # 10 s on: noticed, not struck
     assert abs(_hang_s(late_death + 30) - (TAIL - 7 * STEP_S - STEP_S / 2)) <= 1.0
     assert abs(_hang_s(LAST_END + 8 * STEP_S * 1.05 + 2 * STEP_S + 60) - (TAIL - STEP_S / 2)) <= 1.0
+
+
+def test_the_nccl_release_says_how_long_after_the_death_its_peers_error_came() -> None:
+    """NCCL 2.23+ retries a dead peer for 8 x 4.096 us x 2^20 = 34 s before it errs: an error 34 s after a death 20 s
+    past the last record dates that death, not one 54 s past it (three unlogged steps, not eight). Under NCCL 2.18
+    the same error lags 8.6 s, under 2.10 half a second; where no release is named the error is taken as printed."""
+    assert transport_lag.lag_s("2.10.3") < 1 < transport_lag.lag_s("2.18.3+cuda12.2") < 10
+    assert 34 < transport_lag.lag_s("2.23.4") == transport_lag.lag_s("2.26.3") < 35
+    assert transport_lag.lag_s(None) is None and transport_lag.lag_s("unknown") is None
+    lag = transport_lag.lag_s("2.26.3")
+    # the death, then the step in flight cut 2 s in: hang from the error (the root event), less nothing more
+    assert abs(_hang_s(DEATH + lag, nccl="2.26.3") - (TAIL - 3 * STEP_S - STEP_S / 2)) <= 1.0
+    late = _hang_s(DEATH + lag)  # the release unknown: the error dates the death as printed, 7 unlogged steps
+    assert abs(late - (TAIL - 7 * STEP_S - STEP_S / 2)) <= 1.0

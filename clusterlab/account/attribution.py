@@ -9,7 +9,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store, taxonomy
-from clusterlab.account import advice, evals, failed_launches, ledger
+from clusterlab.account import advice, evals, failed_launches, ledger, transport_lag
 from clusterlab.diagnose import (
     counter_evidence,  # error counters weighed at an attempt's end
     incidents,
@@ -344,7 +344,7 @@ def _stall_roots(con: duckdb.DuckDBPyConnection, run: str, inc: pl.DataFrame) ->
     whole steps a log printed every N steps ran after its last record and before the death (`with_unlogged_steps`)
     were booked as hang; the others' watchdogs say to the second when the job stopped, and so, before them, do
     the network errors its peers raise about it (a stamped one after the last step record is later than the death
-    by the transport's timeout only)."""
+    by the transport's timeout, `transport_lag`)."""
     ends = inc.filter(pl.col("kind") == "attempt_end").select(pl.col("attempt").cast(pl.Int32), "root_ts")
     lost = inc.filter(pl.col("kind") == "attempt_end", pl.col("failure_mode") == "node_failure")["attempt"]
     # NOTE: a watchdog line without its own stamp (torch 2.1's "[E ProcessGroupNCCL.cpp:475] ...") lies between
@@ -359,10 +359,11 @@ def _stall_roots(con: duckdb.DuckDBPyConnection, run: str, inc: pl.DataFrame) ->
           AND (dated IS NULL OR ts_hi IS NOT NULL)
         GROUP BY ALL
         UNION ALL
-        SELECT e.attempt::INTEGER, min(e.ts) FROM events e
+        SELECT e.attempt::INTEGER, min(e.ts) - to_microseconds(CAST($lag * 1e6 AS BIGINT)) FROM events e
         WHERE e.run = $run AND list_contains($lost, e.attempt) AND e.failure_mode = 'network' AND e.dated IS NULL
           AND e.ts > (SELECT max(s.ts) FROM steps s WHERE s.run = $run AND s.attempt = e.attempt)
-        GROUP BY ALL""", {"run": run, "lost": [int(x) for x in lost.to_list()]})
+        GROUP BY ALL""", {"run": run, "lost": [int(x) for x in lost.to_list()],
+                            "lag": transport_lag.run_lag_s(con, run)})
     if not waits.height or not ends.height:
         return ends
     waits = waits.filter(pl.col("attempt").is_in(ends["attempt"].to_list())).with_columns(

@@ -18,17 +18,17 @@ from __future__ import annotations
 
 import polars as pl
 
+from clusterlab.account import transport_lag
+
 CATEGORIES = ["productive", "straggler", "slowdown", "checkpoint", "data_stall", "recompute", "hang",
               "restart", "startup", "idle"]
 LOST = [c for c in CATEGORIES if c != "productive"]
 TOLERANCE = 1e-6
 # How late a record may be and still be the step under way when a failure came, as a share of its step time.
 DUE_SLACK = 0.05
-# How long after a dead peer its partners' network errors come: NCCL's InfiniBand transport gives up after
-# NCCL_IB_RETRY_CNT (7) retries of 4.096 us x 2^NCCL_IB_TIMEOUT each: 0.5 s at the early releases' timeout of 14,
-# 7.5 s at 18, 30 s at the recent releases' 20 (the NCCL_PARAM defaults in src/transport/net_ib.cc). A root seen up
-# to this long after the next record was due stopped the job before that record
-TRANSPORT_TIMEOUT_S = 30.0
+# How long after a dead peer its partners' network errors can come (`transport_lag`: 34 s at the recent NCCL
+# releases' default): a root seen up to this long after the next record was due stopped the job before that record
+TRANSPORT_TIMEOUT_S = transport_lag.LONGEST_S
 
 
 class LedgerError(ValueError):
