@@ -54,7 +54,8 @@ def test_a_cuda_error_on_one_host_stays_that_hosts() -> None:
 
 def test_steps_after_a_save_that_followed_the_last_record_count_from_its_end() -> None:
     """A record every 10 steps of 10 s; the last at step 100 (1,030 s) is saved for 60 s; the time limit comes 75 s
-    after the save: 7 whole steps ran and are thrown away (recompute), not hang."""
+    after the save: 7 whole steps ran and are thrown away (recompute), not hang, and so is the eighth the kill cut
+    short 5 s in; nothing hung."""
     with Lab(":memory:") as lab:
         write_run(lab.con, "r", 8, [Attempt(0, 30, [10.0] * 100, saves={100: 60.0})])
         lab.con.execute("DELETE FROM steps WHERE step % 10 <> 0")      # a record every 10 steps
@@ -64,5 +65,5 @@ def test_steps_after_a_save_that_followed_the_last_record_count_from_its_end() -
                                         "DUE TO TIME LIMIT ***"}], run="r", attempt=1, name="slurm-88.out")
         rows = lab.attribute("r").rows
     got = dict(rows.group_by("category").agg(pl.col("seconds").sum()).iter_rows())
-    assert abs(got.get("recompute", 0) - 70.0) < 1.0, got
-    assert got.get("hang", 0) < 10.0, got
+    assert abs(got.get("recompute", 0) - 75.0) < 1.0, got
+    assert got.get("hang", 0) < 1.0, got
