@@ -15,6 +15,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clusterlab import Lab
 from clusterlab.account import ledger
@@ -95,6 +97,23 @@ def test_an_attempt_that_never_stepped_has_no_partial_step() -> None:
 
 def test_no_root_no_partial() -> None:
     assert _tails(None)["partial"] == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(root=st.one_of(st.none(), st.floats(LAST_END - 30, EXIT + 60)), hang=st.booleans(), saving=st.booleans())
+def test_the_tail_is_split_never_made_or_lost(root: float | None, hang: bool, saving: bool) -> None:
+    """Wherever the root falls, whatever its kind: partial, hang and the tail's save add up to the tail; the partial
+    is never negative, never more than a step in flight unless a save was cut short, and none for a hang."""
+    saves = pl.DataFrame({"s_attempt": [1], "save_step": [10], "ts": [_at(LAST_END)], "duration_s": [0.0],
+                          "ok": [False]}, schema={"s_attempt": pl.Int32, "save_step": pl.Int64,
+                                                  "ts": pl.Datetime("us"), "duration_s": pl.Float64, "ok": pl.Boolean})
+    t = _tails(root, hang=hang, saves=saves if saving else None)
+    assert t["partial"] + t["hang"] + t["tail_checkpoint"] == pytest.approx(t["tail"])
+    assert 0.0 <= t["partial"] <= t["tail"] - t["tail_checkpoint"] + 1e-9
+    if hang or root is None:
+        assert t["partial"] == 0.0
+    elif not saving:
+        assert t["partial"] <= ledger.FLIGHT_STEPS * STEP_S
 
 
 @pytest.mark.slow
