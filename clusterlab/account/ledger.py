@@ -387,7 +387,7 @@ def tails(tl: pl.DataFrame, attempts: pl.DataFrame, saves: pl.DataFrame, finishe
                   .join(a.select(pl.col("attempt").cast(pl.Int32), "last_step", "last_end"), on="attempt")
                   .filter(after).group_by("attempt")
                   .agg(tail_save_s=pl.col("duration_s").sum(), tail_save_step=pl.col("save_step").first(),
-                       cut_save=(pl.col("ok") == False).any() if "ok" in saves.columns else pl.lit(False))  # noqa: E712
+                       cut_save=(~pl.col("ok")).any() if "ok" in saves.columns else pl.lit(False))
                   if saves.height else pl.DataFrame(schema={"attempt": pl.Int32, "tail_save_s": pl.Float64,
                                                             "tail_save_step": pl.Int64, "cut_save": pl.Boolean}))
     a = a.with_columns(pl.col("attempt").cast(pl.Int32)).join(tail_saves, on="attempt", how="left").with_columns(
@@ -397,8 +397,10 @@ def tails(tl: pl.DataFrame, attempts: pl.DataFrame, saves: pl.DataFrame, finishe
     done = pl.col("attempt").is_in(finished or []) & pl.col("tail_save_s").is_not_null()
     a = a.with_columns(tail_checkpoint=pl.when(done).then(pl.col("tail").clip(lower_bound=0))
                        .otherwise(pl.min_horizontal("tail", pl.col("tail_save_s").fill_null(0))))
-    cut_short = _secs(pl.col("_root") - pl.col("last_end")) - pl.col("tail_checkpoint")
-    saving = _secs(pl.col("root_own") - pl.col("last_end")) - pl.col("tail_checkpoint")
+    def after_tail_save(root: str) -> pl.Expr:
+        return _secs(pl.col(root) - pl.col("last_end")) - pl.col("tail_checkpoint")
+
+    cut_short, saving = after_tail_save("_root"), after_tail_save("root_own")
     # a save the root cut short (begun, never finished, in a format that prints its finish) ran up to the root as
     # the diagnosis dates it, not up to the latest its line can have been (a filesystem that failed under the save
     # failed at its start: `diagnose.onsets.open_save_onsets`; the watchdog that says so came half an hour on); a
