@@ -157,8 +157,8 @@ def _grouped(root: Path, db: Path, m: pytest.MonkeyPatch) -> tuple[list, dict[st
     groups: dict[str, tuple[int, int]] = {}
     real = ingest_group_text.parse_text_group
 
-    def spy(items, chosen):
-        rest = real(items, chosen)
+    def spy(items, chosen, *a):
+        rest = real(items, chosen, *a)
         groups[chosen[0].NAME] = (len(items), len(rest))
         return rest
 

@@ -28,8 +28,8 @@ def test_trainer_logs_of_every_trainer_make_one_group_of_the_rows_of_each_alone(
     kinds: set[str] = set()
     with pytest.MonkeyPatch.context() as m:
         real, key = ingest_group_text.parse_text_group, ingest_group._group_key
-        m.setattr(ingest_group, "parse_text_group", lambda items, chosen: sizes.append(len(items)) or real(items,
-                                                                                                           chosen))
+        m.setattr(ingest_group, "parse_text_group", lambda items, chosen, *a: sizes.append(len(items)) or real(items,
+                                                                                                           chosen, *a))
         m.setattr(ingest_group, "_group_key", lambda out, ctx, chosen: kinds.add(out.sniffed) or key(out, ctx, chosen))
         grouped = _ingest(tmp_path / "grouped.duckdb", root)
     assert sizes == [len(LOGS)] and len(kinds) >= 4  # whichever trainer's sniff knew each

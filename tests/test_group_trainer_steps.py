@@ -154,8 +154,8 @@ def test_step_logs_parsed_together_store_the_rows_of_each_parsed_alone(logs, alo
         _one_group_for_all_kinds(m)
         real = ingest_group_text.parse_text_group
 
-        def spy(items, chosen):
-            rest = real(items, chosen)
+        def spy(items, chosen, *a):
+            rest = real(items, chosen, *a)
             groups.append((len(items), len(rest)))
             return rest
 
@@ -178,7 +178,7 @@ def test_without_the_warned_file_nothing_is_sent_back(logs, tmp_path) -> None:
         _one_group_for_all_kinds(m)
         real = ingest_group_text.parse_text_group
         m.setattr(ingest_group, "parse_text_group",
-                  lambda items, chosen: groups.append(len(items)) or real(items, chosen))
+                  lambda items, chosen, *a: groups.append(len(items)) or real(items, chosen, *a))
         spied = ingest_group_text._per_file
         sent_back: list[int] = []
         m.setattr(ingest_group_text, "_per_file",

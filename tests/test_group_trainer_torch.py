@@ -115,8 +115,8 @@ def test_trainer_logs_parsed_together_store_the_rows_of_each_parsed_alone(logs, 
     with pytest.MonkeyPatch.context() as m:
         real = ingest_group_text.parse_text_group
 
-        def spy(items, chosen):
-            rest = real(items, chosen)
+        def spy(items, chosen, *a):
+            rest = real(items, chosen, *a)
             groups.append((len(items), len(rest)))
             return rest
 
@@ -164,7 +164,7 @@ def test_the_pytorch_and_launcher_excerpts_parsed_as_one_group_store_the_rows_of
     with pytest.MonkeyPatch.context() as m:
         real = ingest_group_text.parse_text_group
         m.setattr(ingest_group, "parse_text_group",
-                  lambda items, chosen: groups.append((len(items), len(rest := real(items, chosen)))) or rest)
+                  lambda items, chosen, *a: groups.append((len(items), len(rest := real(items, chosen, *a)))) or rest)
         assert _ingest(tmp_path / "grouped.duckdb", tmp_path / "tree") == alone
     assert _snapshot(tmp_path / "grouped.duckdb") == _snapshot(tmp_path / "alone.duckdb")
     assert sum(a - b for a, b in groups) > 0.9 * n  # parsed together, not sent back one by one

@@ -184,7 +184,7 @@ def test_grouped_and_batched_ingest_stores_the_rows_of_a_file_by_file_one(corpus
     with pytest.MonkeyPatch.context() as m:
         real = ingest_group_text.parse_text_group
         m.setattr(ingest_group, "parse_text_group",
-                  lambda items, chosen: groups.append(len(items)) or real(items, chosen))
+                  lambda items, chosen, *a: groups.append(len(items)) or real(items, chosen, *a))
         m.setattr(ingest_group, "GROUP_BYTES", 3000)  # many groups, cut anywhere
         assert _ingest(tmp_path / "g.duckdb", *corpus) == results
     assert _snapshot(tmp_path / "g.duckdb") == snap
@@ -276,9 +276,9 @@ def test_text_logs_parsed_together_keep_to_their_own_file(corpus, reference, tmp
     with pytest.MonkeyPatch.context() as m:
         real = ingest_group_text.parse_text_group
 
-        def spy(items, chosen):
+        def spy(items, chosen, *a):
             kinds.append({o.sniffed for o, _, _ in items})
-            alone = real(items, chosen)
+            alone = real(items, chosen, *a)
             grouped.extend(str(o.plan.task.path) for o, x, _ in items if all(a[1] is not x for a in alone))
             return alone
         m.setattr(ingest_group, "parse_text_group", spy)

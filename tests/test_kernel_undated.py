@@ -167,8 +167,8 @@ def test_many_raw_dmesg_logs_are_parsed_in_their_group_each_with_its_warning(tmp
     grouped: list[str] = []
     real = groups_text.parse_text_group
 
-    def spy(items, chosen):
-        alone = real(items, chosen)
+    def spy(items, chosen, *a):
+        alone = real(items, chosen, *a)
         grouped.extend(o.plan.task.path.parent.name for o, x, _ in items if all(a[1] is not x for a in alone))
         return alone
     monkeypatch.setattr(ingest_group, "parse_text_group", spy)

@@ -64,7 +64,7 @@ def test_slurmctld_logs_grouped_store_the_rows_of_each_alone(tmp_path: Path) -> 
     with pytest.MonkeyPatch.context() as m:
         real = ingest_group_text.parse_text_group
         m.setattr(ingest_group, "parse_text_group",
-                  lambda items, chosen: groups.append((len(items), len(rest := real(items, chosen)))) or rest)
+                  lambda items, chosen, *a: groups.append((len(items), len(rest := real(items, chosen, *a)))) or rest)
         grouped = _ingest(tmp_path / "grouped.duckdb", *paths)
     assert groups == [(3, 0)]  # parsed together, none sent back alone
     assert grouped == alone
@@ -94,7 +94,7 @@ def test_slurm_cloud_logs_grouped_store_the_rows_of_each_alone(tmp_path: Path) -
     with pytest.MonkeyPatch.context() as m:
         real = ingest_group_text.parse_text_group
         m.setattr(ingest_group, "parse_text_group",
-                  lambda items, chosen: groups.append((len(items), len(rest := real(items, chosen)))) or rest)
+                  lambda items, chosen, *a: groups.append((len(items), len(rest := real(items, chosen, *a)))) or rest)
         grouped = _ingest(tmp_path / "grouped.duckdb", tmp_path / "logs")
     assert groups == [(2, 0)]
     assert grouped == alone and any(r[2].get("events") for r in alone)
@@ -108,7 +108,7 @@ def _grouped_equals_alone(tmp_path: Path, root: Path) -> list[tuple]:
     with pytest.MonkeyPatch.context() as m:
         real = ingest_group_text.parse_text_group
         m.setattr(ingest_group, "parse_text_group",
-                  lambda items, chosen: groups.append((len(items), len(rest := real(items, chosen)))) or rest)
+                  lambda items, chosen, *a: groups.append((len(items), len(rest := real(items, chosen, *a)))) or rest)
         grouped = _ingest(tmp_path / "grouped.duckdb", root)
     assert groups == [(2, 0)]
     assert grouped == alone

@@ -19,7 +19,7 @@ import polars as pl
 
 from clusterlab.collectors._base import Context
 from clusterlab.ingest.group_rows import BASE, Item, numbered_lines, read_state, split_rows
-from clusterlab.ingest.groups_text import parse_text_group, text_key
+from clusterlab.ingest.groups_text import parse_text_group, prefilter_groups, text_key
 from clusterlab.ingest.heads import read_heads
 from clusterlab.ingest.parse import (
     FilePlan,
@@ -108,8 +108,18 @@ def parse_many(plans: list[FilePlan], collectors: list[ModuleType] | None = None
         if held[key] >= GROUP_BYTES:
             _parse_or_alone(key, *groups.pop(key))
             del held[key]
+    # text groups that differ only in the context their collectors' parse reads share one prefilter
+    shared: dict[tuple, list[tuple[tuple, list[ModuleType], list[Item]]]] = {}
     for key, (chosen, items) in groups.items():
-        _parse_or_alone(key, chosen, items)
+        shared.setdefault(key if key[0] == "structured" else (*key[:2], *key[3:]), []).append((key, chosen, items))
+    for same in shared.values():
+        key, chosen, _ = same[0]
+        if key[0] == "structured":
+            _parse_or_alone(key, chosen, same[0][2])
+            continue
+        for (_, _, items), pre in zip(same, prefilter_groups([items for _, _, items in same], chosen), strict=True):
+            for out, ctx, _ in parse_text_group(items, chosen, pre):
+                finish(out, ctx, chosen)
     return outs
 
 

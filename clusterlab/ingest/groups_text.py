@@ -18,6 +18,7 @@ or fails. Whatever the grouping, a file gets exactly the rows, counts and messag
 from __future__ import annotations
 
 from types import ModuleType
+from typing import NamedTuple
 
 import polars as pl
 
@@ -46,12 +47,50 @@ def text_key(out: ParsedFile, ctx: Context, chosen: list[ModuleType]) -> tuple |
     return ("text", tuple(c.NAME for c in chosen), keys, out.sniffed, out.envelope) if keys else None
 
 
-def parse_text_group(items: list[Item], chosen: list[ModuleType]) -> list[Item]:
-    """Parse the files together; returns the ones to parse alone (all of them, when the group fails)."""
-    # NOTE: each collector's pattern runs once, on the group's lines that hold a literal it needs (`prefilter`)
+class Prefiltered(NamedTuple):
+    """A group's lines as `split` shares them out: each collector's, the matched ones, the rest, and the envelope's
+    time of each line (None: no file wears one)."""
+
+    sel: dict[str, pl.DataFrame]
+    matched: pl.DataFrame
+    lines: pl.DataFrame
+    envelope: pl.DataFrame | None
+
+
+def prefilter_groups(groups: list[list[Item]], chosen: list[ModuleType]) -> list[Prefiltered]:
+    """Each group's lines prefiltered, those of all the groups in one `split`, each numbered as its own.
+
+    NOTE: the groups may differ in what the collectors' parse reads of the context (`text_key`), which the prefilter
+    does not read. A split's fixed cost is compiling its regexes (polars keeps ~32 compiled and a split uses more),
+    ~0.1-0.2 s CPU whatever its lines: a campaign corpus' 196 kernel logs from 8 bundles, in 8 groups, spent 1.19 s
+    in 8 splits of 1,700-3,600 lines each."""
+    items = [it for g in groups for it in g]
     numbered, envelope = _unwrapped(numbered_lines(items), items)
     sel, matched, lines = split(numbered, chosen)
     assert lines is not None
+    if len(groups) == 1:
+        return [Prefiltered(sel, matched, lines, envelope)]
+    out, start = [], 0
+    for g in groups:
+        end = start + len(g)
+
+        def mine(f: pl.DataFrame, s: int = start, e: int = end) -> pl.DataFrame:
+            if not f.height:
+                return f
+            got = f.filter(pl.col("line").is_between(s * FILE_LINE_BASE, e * FILE_LINE_BASE - 1))
+            moved = pl.col("line") - s * FILE_LINE_BASE
+            return got.with_columns(moved, *([pl.col("_file") - s] if "_file" in f.columns else []))
+        out.append(Prefiltered({k: mine(v) for k, v in sel.items()}, mine(matched), mine(lines),
+                               None if envelope is None else mine(envelope)))
+        start = end
+    return out
+
+
+def parse_text_group(items: list[Item], chosen: list[ModuleType], pre: Prefiltered | None = None) -> list[Item]:
+    """Parse the files together; returns the ones to parse alone (all of them, when the group fails).
+
+    `pre`: their lines prefiltered already (`prefilter_groups`, with other groups')."""
+    sel, matched, lines, envelope = pre if pre is not None else prefilter_groups([items], chosen)[0]
     alone: set[int] = set()
     for c in chosen:
         if not hasattr(c, "GROUP_CONTEXT") and sel[c.NAME].height:
@@ -187,4 +226,4 @@ def _warnings_by_file(warnings: list[str]) -> dict[int, list[str]]:
     return out
 
 
-__all__ = ["parse_text_group", "text_key"]
+__all__ = ["Prefiltered", "parse_text_group", "prefilter_groups", "text_key"]
