@@ -92,6 +92,9 @@ class Context:
     # `year` is its year and a yearless time takes the year that puts it nearest
     era: dt.datetime | None = None
     epoch: dt.datetime | None = None  # naive UTC: day 0 of formats that count relative days (fault traces)
+    # parsed with files of other years' contexts (a FILE_YEAR_COLUMNS collector in a group): `yearless` reads each
+    # line's year, era and write time from its YEAR_COLUMNS, not from `year`, `era` and `mtime`
+    year_columns: bool = False
 
     @property
     def zone(self) -> ZoneInfo:
@@ -242,8 +245,29 @@ def offset_to_utc(local: pl.Expr, off: pl.Expr, tz: str) -> pl.Expr:
 
 def syslog_time(stamp: pl.Expr, ctx: Context) -> pl.Expr:
     """Naive local time from a syslog `Nov 25 10:00:01` (no year: the context's, `yearless`)."""
-    text = pl.concat_str([pl.lit(str(ctx.year)), stamp.str.replace_all(" +", " ")], separator=" ")
+    text = pl.concat_str([year_of(ctx), stamp.str.replace_all(" +", " ")], separator=" ")
     return yearless(text.str.strptime(pl.Datetime("us"), "%Y %b %d %H:%M:%S", strict=False), ctx)
+
+
+# a file's `year`, `era` and the day after its write day (`yearless`), as columns of its lines (`year_columns`)
+YEAR_COLUMNS = ("_year", "_era", "_late")
+
+
+def year_of(ctx: Context) -> pl.Expr:
+    """The year a yearless time is first read in, as text: the context's, or each line's file's."""
+    return pl.col("_year").cast(pl.String) if ctx.year_columns else pl.lit(str(ctx.year))
+
+
+def year_rows(ctxs: Sequence[Context]) -> pl.DataFrame:
+    """YEAR_COLUMNS of each context (`_file`: its place), for its file's lines in a group."""
+    return pl.DataFrame(
+        {"_file": range(len(ctxs)), "_year": [c.year for c in ctxs], "_era": [c.era for c in ctxs],
+         "_late": [None if c.mtime is None else _late(c.mtime) for c in ctxs]},
+        schema={"_file": pl.Int64, "_year": pl.Int32, "_era": pl.Datetime("us"), "_late": pl.Datetime("us")})
+
+
+def _late(mtime: dt.datetime) -> dt.datetime:
+    return dt.datetime.combine(mtime.date(), dt.time()) + dt.timedelta(days=3)
 
 
 def yearless(ts: pl.Expr, ctx: Context) -> pl.Expr:
@@ -259,13 +283,19 @@ def yearless(ts: pl.Expr, ctx: Context) -> pl.Expr:
     ahead, a copy whose time was reset). Judged against the day after the file's write day (three days past its
     start): the same for every file of that day, which is what a group of files parsed together shares
     (`year_context`)."""
+    half = dt.timedelta(days=183)
+    if ctx.year_columns:  # the same, each line by its file's (a null era or write time: that rule does not apply)
+        era, late = pl.col("_era"), pl.col("_late")
+        ts = (pl.when(ts > era + half).then(ts.dt.offset_by("-1y"))
+              .when(ts < era - half).then(ts.dt.offset_by("1y")).otherwise(ts))
+        past = late.is_not_null() & ~(era > late).fill_null(False) & (ts > late)
+        return pl.when(past).then(ts.dt.offset_by("-1y")).otherwise(ts)
     if ctx.era is not None:
-        half = dt.timedelta(days=183)
         ts = (pl.when(ts > ctx.era + half).then(ts.dt.offset_by("-1y"))
               .when(ts < ctx.era - half).then(ts.dt.offset_by("1y")).otherwise(ts))
     if ctx.mtime is None:
         return ts
-    late = dt.datetime.combine(ctx.mtime.date(), dt.time()) + dt.timedelta(days=3)
+    late = _late(ctx.mtime)
     if ctx.era is not None and ctx.era > late:
         return ts
     return pl.when(ts > late).then(ts.dt.offset_by("-1y")).otherwise(ts)

@@ -11,6 +11,7 @@ import re
 import polars as pl
 
 from clusterlab.collectors._base import (
+    YEAR_COLUMNS,
     Context,
     file_of_line,
     fraction,
@@ -68,7 +69,7 @@ def split_prefix(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     file belongs to (`file_host`: a column where many files are parsed together, see FILE_HOST_COLUMN)."""
     groups = pl.col("text").str.extract_groups(PREFIX).alias("_p")
     own = "file_host" if "file_host" in lines.columns else pl.lit(ctx.host, pl.String).alias("file_host")
-    frame = lines.select("line", "text", own, groups).unnest("_p")
+    frame = lines.select("line", "text", own, *(c for c in YEAR_COLUMNS if c in lines.columns), groups).unnest("_p")
     return frame.with_columns(pl.coalesce("msg", "text").alias("msg"))
 
 

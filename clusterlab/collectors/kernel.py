@@ -23,7 +23,6 @@ from clusterlab.collectors._base import (
     file_of_line,
     json_detail,
     search,
-    year_context,
 )
 
 NAME = "kernel"
@@ -372,10 +371,11 @@ def _details() -> dict[str, dict[str, pl.Expr]]:
 
 def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
     """What parse() reads of the context: kernel logs agreeing on it may be parsed together."""
-    return ctx.tz, year_context(ctx), ctx.boot_time, ctx.known_hosts
+    return ctx.tz, ctx.boot_time, ctx.known_hosts  # (a file's year comes with its lines: FILE_YEAR_COLUMNS)
 
 
 FILE_HOST_COLUMN = True  # parsed with other files, the lines carry their file's host (ctx.host) as `file_host`
+FILE_YEAR_COLUMNS = True  # ... and their file's year context as YEAR_COLUMNS (`_base.yearless`)
 
 
 def sniff(head: bytes, path: str) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from clusterlab.collectors._base import Context, Parsed, file_of_line, search, year_context, yearless
+from clusterlab.collectors._base import Context, Parsed, file_of_line, search, year_of, yearless
 from clusterlab.collectors._steplog import TS_FORMAT, local_time, prepare, step_result
 
 NAME = "nan_guard"
@@ -163,9 +163,12 @@ _TS_MMENGINE = r"^(\d{2}/\d{2} \d{2}:\d{2}:\d{2}) - [\w.]+ - [A-Z]+ - "
 _TS_NEMO = r"^\[NeMo [DIWEC] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) "  # NeMo's logger: `[NeMo W <time> file:line]`
 
 
+FILE_YEAR_COLUMNS = True  # parsed with other files, the lines carry their file's year context (`_base.yearless`)
+
+
 def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
     """What parse() reads of the context: logs agreeing on it may be parsed together (clusterlab.ingest.groups_text)."""
-    return (ctx.tz, year_context(ctx), ctx.known_hosts)
+    return (ctx.tz, ctx.known_hosts)  # (a file's year comes with its lines: FILE_YEAR_COLUMNS)
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -176,7 +179,7 @@ def sniff(head: bytes, path: str) -> bool:
 
 def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """Loss-divergence events from the guard lines of one batch."""
-    mmengine = pl.concat_str([pl.lit(f"{ctx.year}/"), pl.col("msg").str.extract(_TS_MMENGINE, 1)])
+    mmengine = pl.concat_str([year_of(ctx), pl.lit("/"), pl.col("msg").str.extract(_TS_MMENGINE, 1)])
     df = prepare(lines, ctx).with_columns(
         ts=pl.coalesce(local_time(pl.col("msg").str.extract(_TS_EXPLICIT, 1), TS_FORMAT, ctx),
                        local_time(pl.col("msg").str.extract(_TS_EXAMPLES, 1), "%m/%d/%Y %H:%M:%S", ctx),

@@ -33,7 +33,6 @@ from clusterlab.collectors._base import (
     offset_to_utc,
     search,
     syslog_time,
-    year_context,
 )
 from clusterlab.collectors._slurmlib import Rule, classify_lines, explode_hosts, with_reason_modes
 
@@ -138,10 +137,13 @@ EXTRACTORS: tuple[str, ...] = (
 )
 
 
+FILE_YEAR_COLUMNS = True  # parsed with other files, the lines carry their file's year context (`_base.yearless`)
+
+
 def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802 (the collector contract's name)
     """What parse() reads of the context: controller logs agreeing on it may be parsed together (a fleet's
     clusters each have one, rotated: many small files)."""
-    return ctx.tz, year_context(ctx)
+    return (ctx.tz,)  # (a file's year comes with its lines: FILE_YEAR_COLUMNS)
 
 
 def sniff(head: bytes, path: str) -> bool:

@@ -33,7 +33,7 @@ from clusterlab.collectors._base import (
     file_of_line,
     first_kind,
     local_to_utc,
-    year_context,
+    year_of,
     yearless,
 )
 from clusterlab.collectors._torch_exits import EXIT_LITS as _EXIT_LITS
@@ -262,9 +262,12 @@ _DETAIL = [
 _MANUAL_SIGNALS = ("SIGINT", "SIGHUP")
 
 
+FILE_YEAR_COLUMNS = True  # parsed with other files, the lines carry their file's year context (`_base.yearless`)
+
+
 def GROUP_CONTEXT(ctx: Context) -> tuple:  # noqa: N802  (a collector's contract names are capitals)
     """What parse() reads of the context: logs agreeing on it may be parsed together (clusterlab.ingest.groups_text)."""
-    return (ctx.tz, ctx.proc_tz, year_context(ctx), ctx.known_hosts)
+    return (ctx.tz, ctx.proc_tz, ctx.known_hosts)  # (a file's year comes with its lines: FILE_YEAR_COLUMNS)
 
 
 def sniff(head: bytes, path: str) -> bool:
@@ -336,7 +339,7 @@ def _fields(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     f = f.with_columns(body.str.extract_groups(_EXC).alias("e")).unnest("e")
     # c10 logging prints month*100+day unpadded (`E219` is 19 February); glog pads it (`E0219`).
     md = pl.col("md").cast(pl.Int32, strict=False)
-    glog = pl.concat_str([pl.lit(f"{ctx.year}-"), (md // 100).cast(pl.String).str.zfill(2), pl.lit("-"),
+    glog = pl.concat_str([year_of(ctx), pl.lit("-"), (md // 100).cast(pl.String).str.zfill(2), pl.lit("-"),
                           (md % 100).cast(pl.String).str.zfill(2), pl.lit(" "), pl.col("hms")])
     py = pl.when(pl.col("pyts").is_not_null()).then(pl.format("{}.{}", "pyts", "ms"))
     as_time = {"time_unit": "us", "strict": False}

@@ -17,12 +17,13 @@ or fails. Whatever the grouping, a file gets exactly the rows, counts and messag
 
 from __future__ import annotations
 
+import dataclasses
 from types import ModuleType
 from typing import NamedTuple
 
 import polars as pl
 
-from clusterlab.collectors._base import FILE_LINE_BASE, Context, Parsed
+from clusterlab.collectors._base import FILE_LINE_BASE, YEAR_COLUMNS, Context, Parsed, year_rows
 from clusterlab.ingest.envelope import unwrap
 from clusterlab.ingest.group_rows import file_slices, numbered_lines, split_rows
 from clusterlab.ingest.parse import FLUSH_ROWS, TROUBLE, UNMATCHED_PER_FILE, ParsedFile, unparsed_warnings
@@ -154,8 +155,15 @@ def _parse_all(items: list[Item], keep: list[int], chosen: list[ModuleType], sel
             hosts = pl.DataFrame({"_file": range(len(items)), "file_host": [x.host for _, x, _ in items]},
                                  schema={"_file": pl.Int64, "file_host": pl.String})
             batch = batch.join(hosts, on="_file", how="left", maintain_order="left")
+        mine = ctx
+        if getattr(c, "FILE_YEAR_COLUMNS", False):
+            # NOTE: files whose yearless stamps take different years (their bundles' eras, their write days) share
+            # the group: a campaign corpus' 196 kernel logs from 8 bundles were 8 groups, one parse each
+            batch = batch.join(year_rows([x for _, x, _ in items]), on="_file", how="left", maintain_order="left")
+            mine = dataclasses.replace(ctx, year_columns=True)
+        extra = [k for k in ("file_host", *YEAR_COLUMNS) if k in batch.columns]
         try:
-            got = c.parse(batch.select("line", "text", *(["file_host"] if "file_host" in batch.columns else [])), ctx)
+            got = c.parse(batch.select("line", "text", *extra), mine)
         except (pl.exceptions.PolarsError, ArithmeticError, ValueError, TypeError, KeyError, IndexError):
             return None, None  # parsed alone, each with its own safety net
         unread = 0 if got.unparsed_lines is None else len(got.unparsed_lines)

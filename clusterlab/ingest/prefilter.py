@@ -26,9 +26,11 @@ FEW_LINES = 2000  # matched lines this few have every PATTERN run over them, in 
 HEAVY_SHARE = 0.02  # of a dense frame's sampled lines: a collector matching more runs over every line alone
 # NOTE: the regex engine falls off a cliff past a compiled size: the union of all 20 text collectors' patterns
 # (13,005 characters) scanned a 22,000-line group in 13.6 s, the same union less any one of them (12,898 or fewer)
-# in 0.06 s. The union is built in parts of at most this many characters, whose masks are OR-ed (three scans of
-# 5,000 where there was one of 13,000 cost about the same as the one did below the cliff).
-UNION_MAX_CHARS = 5000
+# in 0.06 s. The union is built in parts of at most this many characters, whose masks are OR-ed. With the patterns'
+# classes in ASCII (`ascii_classes`) the cliff moved out: on the campaign corpus at four seeds (32 collectors),
+# parts of 5,000 / 9,000 / 15,000 characters split its 120,000 NCCL lines in 225 / 161 / 167 ms CPU, 39,000
+# trainer lines in 168 / 157 / 153 and 21,000 kernel lines in 58 / 56 / 83 (20,000: 30,000 trainer lines 6x slower)
+UNION_MAX_CHARS = 9000
 
 
 def unions(chosen: list[ModuleType]) -> list[str]:
@@ -78,8 +80,11 @@ def split(frame: pl.DataFrame, chosen: list[ModuleType], rest: bool = True
     if len(chosen) == 1:
         sel[chosen[0].NAME] = matched
     elif light and not heavy and matched.height <= FEW_LINES:
-        masks = matched.select(text.str.contains(_pattern(c)).alias(f"_{i}") for i, c in enumerate(light))
-        sel |= {c.NAME: matched.filter(masks[f"_{i}"]) for i, c in enumerate(light)}
+        # (only the patterns of a part that matched a line: each is compiled again in every split)
+        live = [c for i, (_, cs) in enumerate(parts) if marked[f"_p{i}"].any() for c in cs]
+        masks = matched.select(text.str.contains(_pattern(c)).alias(f"_{i}") for i, c in enumerate(live))
+        sel |= {c.NAME: matched.clear() for c in light}
+        sel |= {c.NAME: matched.filter(masks[f"_{i}"]) for i, c in enumerate(live)}
     elif light:
         rows: dict[str, list[pl.Series]] = {c.NAME: [] for c in light}
         numbered = marked.with_row_index("_r")
