@@ -28,7 +28,7 @@ from clusterlab.ingest.parse import (
     prepare,
     unparsed_warnings,
 )
-from clusterlab.ingest.reader import GZIP_MAGIC, MAX_LINE_BYTES
+from clusterlab.ingest.reader import GZIP_MAGIC, MAX_LINE_BYTES, Unzipped
 
 GROUP_BYTES = 32 << 20  # decompressed bytes parsed in one call at most
 # the line-oriented collectors that recognise a trainer's (or its Slurm job's) output: one kind of text log
@@ -62,7 +62,7 @@ def read_whole(path: Path, raw: bytes | None = None, as_bytes: bool = False) -> 
     a trainer's output must not cost its file the group."""
     try:
         raw = path.read_bytes() if raw is None else raw
-        data = gzip.decompress(raw) if raw[:2] == GZIP_MAGIC else raw
+        data = raw if isinstance(raw, Unzipped) else gzip.decompress(raw) if raw[:2] == GZIP_MAGIC else raw
         if len(data) > MAX_LINE_BYTES:
             return None
         if as_bytes and data.isascii():  # (ASCII is UTF-8: no decoding to find out)

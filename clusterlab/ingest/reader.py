@@ -28,6 +28,23 @@ class InputError(Exception):
         super().__init__(f"{where}: {message}")
 
 
+class Unzipped(bytes):
+    """A small gzip's whole content, decompressed once with its head (`gunzip_small`)."""
+
+
+def gunzip_small(raw: bytes) -> Unzipped | None:
+    """The content of a whole small gzip, one sound member of at most MAX_LINE_BYTES decompressed (None: read it
+    as any other gzip, which reports its damage). Bounded: a bomb stops at the limit."""
+    unzip = zlib.decompressobj(31)
+    try:
+        data = unzip.decompress(raw, MAX_LINE_BYTES + 1)
+    except zlib.error:
+        return None
+    if not unzip.eof or unzip.unused_data or len(data) > MAX_LINE_BYTES:
+        return None
+    return Unzipped(data)
+
+
 def is_gzip(path: Path) -> bool:
     with open(path, "rb") as f:
         return f.read(2) == GZIP_MAGIC
