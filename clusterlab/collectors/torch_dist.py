@@ -256,12 +256,9 @@ _DETAIL = [
     "nccl_result", "nccl_version", "nccl_src", "cuda_error", "gpu", "tried_gib", "total_gib", "free_gib",
     "process_gib", "allocated_gib", "reserved_gib", "reserved_unallocated_gib", "exitcode", "signal", "pid",
     "binary", "role", "state", "attempts_left", "max_restarts", "abort_exception", "exception", "message", "causes",
-    "timeout_from_rank", "desync_seq", "desync_op", "lagging_ranks",
-]
+    "timeout_from_rank", "desync_seq", "desync_op", "lagging_ranks"]
 # A signal a person sends (Ctrl-C, closing the terminal) ends a run by hand; others (SIGTERM) say nothing of who.
 _MANUAL_SIGNALS = ("SIGINT", "SIGHUP")
-
-
 FILE_YEAR_COLUMNS = True  # parsed with other files, the lines carry their file's year context (`_base.yearless`)
 
 

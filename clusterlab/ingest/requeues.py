@@ -101,7 +101,21 @@ def _split_run(con: duckdb.DuckDBPyConnection, run: str) -> None:
     """,
         {"run": run},
     ).fetchall()
-    for k, tb in cuts:  # NOTE: one per later run of a requeued job: a handful per run
+    cut_attempts(con, run, cuts)
+
+
+def cut_attempts(con: duckdb.DuckDBPyConnection, run: str, cuts: list[tuple[int, object]]) -> None:
+    """Cut each attempt k of the run at time tb, for each (k, tb) of `cuts` (latest attempt first, then latest time
+    first): each file's rows from its first dated line at or past tb on become attempt k + 1, the later attempts
+    moving up by one first where k + 1 is taken. Nothing is cut where the attempt's dated rows lie wholly on one
+    side of tb."""
+    # NOTE: a cut's rows take a mark (MARK - its index) in place of k + 1, and every attempt's number is written once
+    # per table at the end: shifting every later attempt up by one, table by table, for each cut was 144 of the 286
+    # queries (0.4 of 0.75 s) on a campaign corpus whose two requeued runs had 18 cuts. The cuts come latest attempt
+    # first (k never grows), so an unmarked row of attempt k has not moved when k's cuts come, and every shift after
+    # a cut moves its rows up (they lie above k)
+    made: list[tuple[int, bool]] = []  # each cut's attempt, and whether the later attempts moved up by one first
+    for k, tb in cuts:
         dated = _rows(
             "run = $run AND attempt = $k AND ts IS NOT NULL "
             "AND file_id IN (SELECT file_id FROM ingested_files WHERE attempt IS NOT NULL)"
@@ -118,15 +132,39 @@ def _split_run(con: duckdb.DuckDBPyConnection, run: str) -> None:
             continue  # the attempt's evidence lies wholly on one side of the later run's start: nothing to split
         # a bundle numbered by launch left the requeued run's number free (`attempt-4/` then `attempt-6/`): the
         # later attempts keep theirs; else they move up by one
-        taken = " UNION ALL ".join(f"SELECT 1 FROM {t} WHERE run = $run AND attempt = $k + 1" for t in _TS_TABLES)
-        if con.execute(f"SELECT count(*) FROM ({taken})", {"run": run, "k": k}).fetchall()[0][0]:
-            for t in _TS_TABLES:
-                con.execute(f"UPDATE {t} SET attempt = attempt + 1 WHERE run = ? AND attempt > ?", [run, k])
-        params = {"run": run, "k": k, "files": [f for f, _ in cut], "lines": [b for _, b in cut]}
+        made.append((k, _taken(con, run, k + 1, made)))
+        params = {"run": run, "k": k, "mark": MARK - len(made) + 1, "files": [f for f, _ in cut],
+                  "lines": [b for _, b in cut]}
         for t in _TS_TABLES:
             con.execute(
-                f"""UPDATE {t} SET attempt = $k + 1 WHERE run = $run AND attempt = $k
+                f"""UPDATE {t} SET attempt = $mark WHERE run = $run AND attempt = $k
                             AND list_contains($files, file_id)
                             AND line >= $lines[list_position($files, file_id)]""",
                 params,
             )
+    if not made:
+        return
+    # a cut's rows: k + 1, and up one for every shift after it; any other row: up one for every shift below it
+    dest = [k + 1 + sum(s for _, s in made[i + 1:]) for i, (k, _) in enumerate(made)]
+    shifts = "".join(f" + (attempt > {int(k)})::INTEGER" for k, s in made if s)
+    for t in _TS_TABLES:
+        con.execute(f"""UPDATE {t} SET attempt = CASE WHEN attempt <= $mark THEN $dest[$mark - attempt + 1]
+                                                      ELSE attempt{shifts} END
+                        WHERE run = $run AND (attempt <= $mark{' OR attempt > $low' if shifts else ''})""",
+                    {"run": run, "mark": MARK, "dest": dest, **({"low": min(k for k, _ in made)} if shifts else {})})
+
+
+MARK = -(2**30)  # the attempt a cut's rows hold until `cut_attempts` ends (MARK - the cut's index): none is so low
+
+
+def _taken(con: duckdb.DuckDBPyConnection, run: str, n: int, made: list[tuple[int, bool]]) -> bool:
+    """Whether a row of the run is in attempt `n` after the cuts `made`: a cut's rows, or the rows of the one attempt
+    that the shifts so far bring to `n`."""
+    for i, (k, _) in enumerate(made):
+        if k + 1 + sum(s for _, s in made[i + 1:]) == n:
+            return True  # (each cut took a row at least: the first of a file's lines past the later run's start)
+    was = [a for a in range(n, n - len(made) - 1, -1) if a + sum(s and a > k for k, s in made) == n]
+    if not was:
+        return False
+    taken = " UNION ALL ".join(f"SELECT 1 FROM {t} WHERE run = $run AND attempt = $a" for t in _TS_TABLES)
+    return bool(con.execute(f"SELECT count(*) FROM ({taken})", {"run": run, "a": was[0]}).fetchall()[0][0])
