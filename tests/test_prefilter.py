@@ -75,7 +75,8 @@ def test_the_union_of_every_collector_is_scanned_in_parts_below_the_engines_clif
     """Past a compiled size the regex engine slows a hundredfold (13,005 characters of union: 13.6 s on a 22,000-line
     group that 12,898 scanned in 0.06 s); the union is built in parts, each of them one pattern or under the bar,
     together every pattern once."""
-    from clusterlab.ingest.prefilter import UNION_MAX_CHARS, ascii_classes, unions
+    from clusterlab.collectors._ascii import ascii_classes
+    from clusterlab.ingest.prefilter import UNION_MAX_CHARS, unions
 
     chosen = _line_based()
     parts = unions(chosen)

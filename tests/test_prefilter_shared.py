@@ -1,7 +1,7 @@
 """Text groups share what does not depend on their files' context: files whose kernel logs need different boot
 times are parsed in groups apart and prefiltered in one `split`; files whose yearless stamps take different years
 are parsed in one group, each line dated by its own file's year (`_base.YEAR_COLUMNS`); and the prefilter's
-patterns run with their Perl classes in ASCII (`prefilter.ascii_classes`). Each time the rows are those of every
+patterns run with their Perl classes in ASCII (`collectors._ascii`). Each time the rows are those of every
 file parsed alone.
 
 The ASCII patterns match the same lines as the collectors' own on every real-format sample in `data_samples/`,
@@ -20,9 +20,9 @@ from test_ingest_parallel import _ingest, _ingest_alone, _snapshot
 
 from clusterlab import Lab
 from clusterlab.collectors import all_collectors
+from clusterlab.collectors._ascii import ascii_classes
 from clusterlab.ingest import groups as ingest_group
 from clusterlab.ingest import groups_text as ingest_group_text
-from clusterlab.ingest.prefilter import ascii_classes
 
 SAMPLES = Path(__file__).parent.parent / "data_samples"
 # syslog lines across a year's end: no year of their own
