@@ -24,7 +24,9 @@ RESTART_LINES = ("((source IN ('ft_launcher', 'ray_train') AND kind = 'restart')
                  "OR (source = 'torch' AND kind = 'worker_group_restart'))")
 # Facts a launch prints first (`torchrun`'s start, the trainer's world size): where a log appended by each launch
 # (`sbatch --requeue --open-mode=append`) begins its next attempt.
-LAUNCH_FACTS = ("launcher_start", "world_size")
+# what an appended instance prints as it starts; DeepSpeed's version banner (its engine's init) can come a line
+# before the world size: left in the attempt before, it stretched that attempt to the next one's start
+LAUNCH_FACTS = ("launcher_start", "world_size", "deepspeed_version")
 # The longest save whose end still dates its attempt (a duration beyond is a misread, not a save)
 SAVE_END_MAX_S = 6 * 3600.0
 Restart = tuple[str, int | None, dt.datetime, list[tuple[int, int]]]  # run, path attempt, time, (file, line)s
