@@ -305,7 +305,7 @@ def yearless(ts: pl.Expr, ctx: Context) -> pl.Expr:
     Only such times are moved: a line that prints its year keeps it, even dated after the file's write (a clock
     ahead, a copy whose time was reset). Judged against the day after the file's write day (three days past its
     start): the same for every file of that day, which is what a group of files parsed together shares
-    (`year_context`)."""
+    (`year_context`), or each line's file's where they come as columns (`year_columns`)."""
     half = dt.timedelta(days=183)
     if ctx.year_columns:  # the same, each line by its file's (a null era or write time: that rule does not apply)
         era, late = pl.col("_era"), pl.col("_late")

@@ -109,15 +109,14 @@ def parse_many(plans: list[FilePlan], collectors: list[ModuleType] | None = None
             _parse_or_alone(key, *groups.pop(key))
             del held[key]
     # text groups that differ only in the context their collectors' parse reads share one prefilter
-    shared: dict[tuple, list[tuple[tuple, list[ModuleType], list[Item]]]] = {}
+    shared: dict[tuple, tuple[list[ModuleType], list[list[Item]]]] = {}
     for key, (chosen, items) in groups.items():
-        shared.setdefault(key if key[0] == "structured" else (*key[:2], *key[3:]), []).append((key, chosen, items))
-    for same in shared.values():
-        key, chosen, _ = same[0]
         if key[0] == "structured":
-            _parse_or_alone(key, chosen, same[0][2])
-            continue
-        for (_, _, items), pre in zip(same, prefilter_groups([items for _, _, items in same], chosen), strict=True):
+            _parse_or_alone(key, chosen, items)
+        else:
+            shared.setdefault((*key[:2], *key[3:]), (chosen, []))[1].append(items)
+    for chosen, same in shared.values():
+        for items, pre in zip(same, prefilter_groups(same, chosen), strict=True):
             for out, ctx, _ in parse_text_group(items, chosen, pre):
                 finish(out, ctx, chosen)
     return outs

@@ -144,8 +144,8 @@ def cut_attempts(con: duckdb.DuckDBPyConnection, run: str, cuts: list[tuple[int,
             )
     if not made:
         return
-    # a cut's rows: k + 1, and up one for every shift after it; any other row: up one for every shift below it
-    dest = [k + 1 + sum(s for _, s in made[i + 1:]) for i, (k, _) in enumerate(made)]
+    # any row no cut took: up one for every shift below its attempt
+    dest = _dests(made)
     shifts = "".join(f" + (attempt > {int(k)})::INTEGER" for k, s in made if s)
     for t in _TS_TABLES:
         con.execute(f"""UPDATE {t} SET attempt = CASE WHEN attempt <= $mark THEN $dest[$mark - attempt + 1]
@@ -157,12 +157,17 @@ def cut_attempts(con: duckdb.DuckDBPyConnection, run: str, cuts: list[tuple[int,
 MARK = -(2**30)  # the attempt a cut's rows hold until `cut_attempts` ends (MARK - the cut's index): none is so low
 
 
+def _dests(made: list[tuple[int, bool]]) -> list[int]:
+    """The attempt each cut's rows are in after the cuts `made`: k + 1, and up one for every shift after it (every
+    later cut's k is no greater, so its rows lie above)."""
+    return [k + 1 + sum(s for _, s in made[i + 1:]) for i, (k, _) in enumerate(made)]
+
+
 def _taken(con: duckdb.DuckDBPyConnection, run: str, n: int, made: list[tuple[int, bool]]) -> bool:
     """Whether a row of the run is in attempt `n` after the cuts `made`: a cut's rows, or the rows of the one attempt
     that the shifts so far bring to `n`."""
-    for i, (k, _) in enumerate(made):
-        if k + 1 + sum(s for _, s in made[i + 1:]) == n:
-            return True  # (each cut took a row at least: the first of a file's lines past the later run's start)
+    if n in _dests(made):
+        return True  # (each cut took a row at least: the first of a file's lines past the later run's start)
     was = [a for a in range(n, n - len(made) - 1, -1) if a + sum(s and a > k for k, s in made) == n]
     if not was:
         return False
