@@ -27,7 +27,8 @@ RULES = [(sticky, "with_sticky_faults", "sticky-fault"), (maintenance, "with_mai
          (stopped_first, "suspects", "stopped-first"), (counter_evidence, "with_counter_evidence", "counter-evidence"),
          (straggler_evidence, "stragglers", "straggler"), (incidents, "checkpoint_incidents", "checkpoint"),
          (onsets, "line_onsets", "line-onset"), (onsets, "open_save_onsets", "open-save-onset"),
-         (onsets, "kill_onsets", "kill-onset"), (onsets, "node_loss_onsets", "node-loss-onset")]
+         (onsets, "request_sent_onsets", "request-sent-onset"), (onsets, "kill_onsets", "kill-onset"),
+         (onsets, "node_loss_onsets", "node-loss-onset")]
 
 
 def _broken(*args, **kwargs):

@@ -1,5 +1,6 @@
 """Onsets of an attempt's loss that the line that won dates late: a loss that went NaN and stayed NaN, read off the
-lines that say so; a filesystem failure that began as a save that never finished.
+lines that say so; a filesystem failure that began as a save that never finished, or as a request its client
+reports timed out a minute later (the line's own send time).
 
 `root_cause._divergence_onsets` dates a divergence by the spike in the step records' losses; a log whose step
 records carry no loss (DeepSpeed's `step=N, skipped=0, lr=[...]` lines) says NaN only in other lines: a progress
@@ -48,9 +49,11 @@ def line_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, chain_s: floa
 def open_save_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.DataFrame:
     """`inc` with the root of each attempt a filesystem failure ended moved back to the start of the save it was
     writing: its last save began before the root, never said it was done (no duration, no later save of its step),
-    and no step record came after it began. The job stalled in that write from its start; the client's first
-    timeout (an OST's `ost_write ... failed: rc = -107` half a minute in) only says so (campaign2's convention: the
-    start of the save that never completed)."""
+    and no step record came after it began but the saved step's own (Megatron-DeepSpeed prints `saving checkpoint
+    at iteration N`, then DeepSpeed's `step=N` of a rank whose clock runs a few ms on: no progress past the save).
+    The job stalled in that write from its start; the client's first timeout (an OST's `ost_write ... failed:
+    rc = -107` half a minute in) only says so (campaign2's convention: the start of the save that never
+    completed)."""
     fs = inc.filter(pl.col("failure_mode") == "filesystem_io", pl.col("kind") == "attempt_end")
     if not fs.height:
         return inc
@@ -61,13 +64,48 @@ def open_save_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.Da
                FROM checkpoints c JOIN a ON c.run = a.run AND c.attempt = a.attempt
                WHERE c.action = 'save' AND c.ts IS NOT NULL GROUP BY ALL),
         last AS (SELECT * FROM sv QUALIFY row_number() OVER (PARTITION BY run, attempt ORDER BY ts DESC) = 1),
-        st AS (SELECT s.run, s.attempt::INTEGER AS attempt, max(s.ts) AS last_step FROM steps s
-               JOIN a ON s.run = a.run AND s.attempt = a.attempt WHERE s.ts IS NOT NULL GROUP BY ALL)
+        st AS (SELECT s.run, s.attempt::INTEGER AS attempt, max(s.ts) AS last_step, max(s.step) AS max_step
+               FROM steps s JOIN a ON s.run = a.run AND s.attempt = a.attempt WHERE s.ts IS NOT NULL GROUP BY ALL)
         SELECT last.run, last.attempt, last.ts AS save_ts FROM last JOIN st USING (run, attempt)
-        WHERE NOT last.done AND st.last_step <= last.ts""", fs=fs.select("run", "attempt"))
+        WHERE NOT last.done AND (st.last_step <= last.ts OR (last.step >= 0 AND st.max_step <= last.step))""",
+                        fs=fs.select("run", "attempt"))
     if not opened.height:
         return inc
     return _move_roots(inc, opened, "filesystem_io", "save_ts", pl.col("save_ts") < pl.col("root_ts"))
+
+
+# A request's own send time in Lustre's client timeout (`... Request sent has timed out for slow reply: [sent
+# 1796137721/real 1796137721]  req@... o4->fs-OST0007-osc-...  dl 1796137768 ...`): epoch seconds, 9 or 10 digits
+_SENT = r"@@@ Request sent has (?:timed out|failed due to)[^\[]*\[sent (\d{9,10})/"
+
+
+def request_sent_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, within_s: float) -> pl.DataFrame:
+    """`inc` with the root of each attempt a filesystem failure ended moved back to when the first request the storage
+    never answered was sent. Lustre's client prints the timeout when the request's deadline passes, tens of seconds
+    to minutes after it sent it (its adaptive timeout, stretched by early replies), and the line carries the send
+    time of its own: epoch seconds, in no zone. Only the attempt's hosts' requests, printed within `within_s` of the
+    root, sent after the attempt's last step record (before it, the job still stepped: that request did not hold it)
+    and no later than the line that reports them."""
+    fs = inc.filter(pl.col("failure_mode") == "filesystem_io", pl.col("kind") == "attempt_end",
+                    pl.col("root_ts").is_not_null())
+    if not fs.height:
+        return inc
+    sent = store.frame(con, """
+        WITH f AS (SELECT DISTINCT f.run, f.attempt::INTEGER AS attempt, f.root_ts, a.hosts FROM fs f
+                   JOIN attempts a ON a.run = f.run AND a.attempt = f.attempt),
+        st AS (SELECT s.run, s.attempt::INTEGER AS attempt, max(s.ts) AS last_step FROM steps s
+               JOIN f ON s.run = f.run AND s.attempt = f.attempt WHERE s.ts IS NOT NULL GROUP BY ALL),
+        e AS (SELECT f.run, f.attempt, e.ts,
+                     make_timestamp(TRY_CAST(regexp_extract(e.text, $sent, 1) AS BIGINT) * 1000000) AS sent_ts
+              FROM events e JOIN f ON list_contains(f.hosts, e.host)
+              WHERE e.kind = 'lustre_timeout' AND e.ts IS NOT NULL AND e.dated IS NULL
+                AND e.ts BETWEEN f.root_ts - to_seconds($within) AND f.root_ts + to_seconds($within))
+        SELECT e.run, e.attempt, min(e.sent_ts) AS sent_ts FROM e JOIN st USING (run, attempt)
+        WHERE e.sent_ts > st.last_step AND e.sent_ts <= e.ts GROUP BY ALL""",
+                        {"sent": _SENT, "within": within_s}, fs=fs.select("run", "attempt", "root_ts"))
+    if not sent.height:
+        return inc
+    return _move_roots(inc, sent, "filesystem_io", "sent_ts", pl.col("sent_ts") < pl.col("root_ts"))
 
 
 # The banners of the scheduler's kill of a whole job (collectors.slurm)

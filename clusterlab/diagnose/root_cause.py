@@ -166,6 +166,8 @@ def attempt_end_incidents(con: duckdb.DuckDBPyConnection, run: str | None = None
     inc = refinements.refined("the divergence-onset rule", lambda: _divergence_onsets(con, inc), inc)
     inc = refinements.refined("the line-onset rule", lambda: onsets.line_onsets(con, inc, s.divergence_chain_s), inc)
     inc = refinements.refined("the open-save-onset rule", lambda: onsets.open_save_onsets(con, inc), inc)
+    inc = refinements.refined("the request-sent-onset rule", lambda: onsets.request_sent_onsets(con, inc, s.window_s),
+                              inc)
     inc = refinements.refined("the kill-onset rule", lambda: onsets.kill_onsets(con, inc, s.window_s), inc)
     inc = refinements.refined("the node-loss-onset rule", lambda: onsets.node_loss_onsets(con, inc), inc)
     inc, ev = refinements.refined("the sticky-fault rule", lambda: sticky.with_sticky_faults(
