@@ -239,6 +239,18 @@ def test_elastic_worker_failed_in_each_logging_format(line: str) -> None:
     assert e["ts"] in (None, dt.datetime(2026, 11, 25, 10, 15, 6, 117000))
 
 
+def test_ft_launchers_header_stamps_the_agents_line_and_names_its_node() -> None:
+    """NVRx's ft_launcher configures the root logger (`[asctime] [LEVEL] [ft_launcher<pid>@<hostname>] msg`), so
+    torch's elastic agent prints its lines behind that header: the line's own time, and the node that printed it."""
+    (e,) = events(parse(["[2026-03-02 04:17:40,512] [ERROR] [ft_launcher20817@dgx-b07] failed (exitcode: 1) "
+                         "local_rank: 5 (pid: 331904) of binary: /usr/bin/python3"], year=2026))
+    assert e["kind"] == "worker_failed"
+    assert e["ts"] == dt.datetime(2026, 3, 2, 4, 17, 40, 512000)
+    assert e["host"] == "dgx-b07"
+    assert {k: e["detail"][k] for k in ("exitcode", "local_rank", "pid")} == {"exitcode": 1, "local_rank": 5,
+                                                                               "pid": 331904}
+
+
 def test_worker_group_restart_and_agent_signal() -> None:
     p = parse(["[2026-11-25 14:52:43,955] torch.distributed.elastic.agent.server.api: [INFO] [default] Worker group "
                "FAILED. 2/3 attempts left; will restart worker group",

@@ -24,6 +24,7 @@ import signal
 import polars as pl
 
 from clusterlab.collectors import _launcher_prefix, _torch_exceptions, _torch_summary
+from clusterlab.collectors import _torch_exits as exits
 from clusterlab.collectors._base import (
     AT_EXIT,
     FILE_LINE_BASE,
@@ -36,13 +37,6 @@ from clusterlab.collectors._base import (
     year_of,
     yearless,
 )
-from clusterlab.collectors._torch_exits import EXIT_LITS as _EXIT_LITS
-from clusterlab.collectors._torch_exits import LAUNCHER_EXIT as _LAUNCHER_EXIT
-from clusterlab.collectors._torch_exits import SHELL_KILLED, SIGNAL_NUMBER
-from clusterlab.collectors._torch_exits import SIG_AT as _SIG_AT
-from clusterlab.collectors._torch_exits import SIG_LITS as _SIG_LITS
-from clusterlab.collectors._torch_exits import SIG_WORDS as _SIG_WORDS
-from clusterlab.collectors._torch_exits import SIGNAL_EXITS as _SIGNAL_EXITS
 
 NAME = "torch"
 EXCLUSIVE = False
@@ -90,7 +84,7 @@ PATTERN = "|".join([
     r"  (?:time: \d{4}-\d\d-\d\d_|rank: \d+ \(local_rank|exitcode: -?\d+ \(pid|msg: \")",
     r"failed \(exitcode: -?\d+\) local_rank: |attempts left; will restart worker group",
     r"new nodes from group_rank=\d+; will restart worker group|\] Starting worker group\s*$",
-    _LAUNCHER_EXIT,
+    exits.LAUNCHER_EXIT,
     r"death signal, shutting down workers|terminate called after throwing an instance of",
     r"Unable to shutdown process \d+ via (?:Signals\.)?SIGTERM",
     _START, _DS_START, _DS_END, _PDSH_INTERRUPT,
@@ -132,9 +126,10 @@ _LAUNCHER = (r"^(?P<pfx>(?:\s*(?P<task>\d{1,6}): )?(?:\([\w.-]+,? (?:rank=\d+, )
              r"|\[(?:\d+,)?(?P<mrank>\d+)\]<std(?:out|err)>: ?)?)(?P<rest>.*)$")
 _GLOG = (r"^\[?(?P<lvl>[IWEF])(?:(?P<md>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?)(?: +\d+)?)? "
          r"(?P<src>[\w./-]+:\d+)\] ?(?P<gmsg>.*)$")
-# python logging's `[ts] name: [LEVEL] msg` and DeepSpeed's `[ts] [LEVEL] [launch.py:325:sigkill_handler] msg`
-_PYLOG = (r"^\[(?P<pyts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(?P<ms>\d{3})\] "
-          r"(?:[\w.]+: \[\w+\]|\[[A-Z]+\] \[[\w.]+:\d+:\w+\]) (?P<pmsg>.*)$")
+# python logging's `[ts] name: [LEVEL] msg`, DeepSpeed's `[ts] [LEVEL] [launch.py:325:sigkill_handler] msg`, NVRx's
+# ft_launcher (torchrun's agent) `[ts] [LEVEL] [ft_launcher4321@node-7] msg`
+_PYLOG = (r"^\[(?P<pyts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(?P<ms>\d{3})\] (?:[\w.]+: \[\w+\]|\[[A-Z]+\] "
+          r"\[(?:[\w.]+:\d+:\w+|ft_launcher\d*@(?P<pyhost>[A-Za-z0-9][\w.-]*))\]) (?P<pmsg>.*)$")
 # pdsh / clush (the DeepSpeed launcher's multinode runner) relay each node's lines behind `<node>: `, before any
 # prefix of the node's own launcher: a node only where the inventory knows it (`RuntimeError: ...` is no node)
 _RELAY = r"^([A-Za-z][\w.-]*): "
@@ -233,7 +228,7 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     # A worker (or the agent) that died: a failure whose cause, if any, another line states.
     ("worker_failed", r"failed \(exitcode: -?\d+\) local_rank: ", "unknown", "error"),
     # the same, as another launcher reports it: its exit code gives the mode where nothing else does (exit_modes)
-    ("launcher_exit", _LAUNCHER_EXIT, "unknown", "error"),
+    ("launcher_exit", exits.LAUNCHER_EXIT, "unknown", "error"),
     # NOTE: a node joining (the operator's replacement pod) restarts every agent's workers too, counted or not
     ("worker_group_restart", r"attempts left; will restart worker group|new nodes from group_rank=\d+; will restart "
      r"worker group", None, "warning"),
@@ -290,9 +285,9 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     if events.height:
         # NOTE: an event that names only its rank gets its host after ingest (attempts._hosts_of_ranks), from
         # NCCL's rank map or a torchrun summary anywhere in the run: here it would depend on the batch it fell in
-        # NOTE: the node that relayed a line (pdsh's `<node>: `) is the line's own word, whatever the batch
-        # (a desync report's lagging-rank line is about the rank it names, not the node that printed it)
-        relays = f.select("line", host="relay_host")
+        # NOTE: the node that relayed a line (pdsh's `<node>: `) or printed it (ft_launcher's header) is the line's
+        # own word, whatever the batch; a desync report's lagging-rank line is about the rank it names, not that node
+        relays = f.select("line", host=pl.coalesce("relay_host", "pyhost"))
         events = events.with_columns(_about_other=pl.col("kind") == "desync_lagging")
         events = events.drop("host", strict=False).join(relays, on="line", how="left").with_columns(
             host=pl.when(~pl.col("_about_other").fill_null(False)).then(pl.col("host")))
@@ -489,7 +484,7 @@ _KIND_LITS: dict[str, tuple[str, ...]] = {
     "nccl_detail": ("Error: ", "Unknown NCCL error"),
     "nccl_error": ("NCCL Error", "NCCL error"),
     "worker_failed": ("failed (exitcode: ",),
-    "launcher_exit": _EXIT_LITS,
+    "launcher_exit": exits.EXIT_LITS,
     "worker_group_restart": ("attempts left; will restart worker group", "; will restart worker group"),
     "worker_group_start": ("] Starting worker group",),
     "agent_signal": ("death signal, shutting down workers",),
@@ -551,13 +546,14 @@ def _message_fields(f: pl.DataFrame, found: set[str]) -> pl.DataFrame:
         reserved_unallocated_gib=gib("is reserved by PyTorch but unallocated",
                                      r"and ([\d.]+) (\w+) is reserved by PyTorch but unallocated"),
         exitcode=pl.coalesce(num("failed (exitcode: ", r"failed \(exitcode: (-?\d+)\)", pl.Int32),
-                             num(_EXIT_LITS, r"(?:exits with return code =|exit code|exit status) (-?\d+)", pl.Int32),
-                             -num(_EXIT_LITS, SIGNAL_NUMBER, pl.Int32),
-                             pl.when(m.str.contains(SHELL_KILLED)).then(m.str.extract(_SIG_AT, 1))
-                             .replace_strict(_SIG_WORDS, default=None, return_dtype=pl.Int32)
-                             if has(*_SIG_LITS) else pl.lit(None, pl.Int32),
-                             text(_EXIT_LITS, r"terminated with signal (SIG\w+)").replace_strict(
-                                 _SIGNAL_EXITS, default=None, return_dtype=pl.Int32)),
+                             num(exits.EXIT_LITS, r"(?:exits with return code =|exit code|exit status) (-?\d+)",
+                                 pl.Int32),
+                             -num(exits.EXIT_LITS, exits.SIGNAL_NUMBER, pl.Int32),
+                             pl.when(m.str.contains(exits.SHELL_KILLED)).then(m.str.extract(exits.SIG_AT, 1))
+                             .replace_strict(exits.SIG_WORDS, default=None, return_dtype=pl.Int32)
+                             if has(*exits.SIG_LITS) else pl.lit(None, pl.Int32),
+                             text(exits.EXIT_LITS, r"terminated with signal (SIG\w+)").replace_strict(
+                                 exits.SIGNAL_EXITS, default=None, return_dtype=pl.Int32)),
         pid=num(") of binary", r"\(pid: (\d+)\) of binary"),
         binary=text("of binary: ", r"of binary: (.+)$"),
         role=text("] Worker group", r"\[(\w+)\] Worker group"), state=text("Worker group ", r"Worker group (\w+)\."),
