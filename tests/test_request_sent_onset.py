@@ -76,3 +76,41 @@ def test_a_request_sent_before_the_last_step_record_moves_nothing(tmp_path: Path
     r, last, sent, printed = _root(tmp_path, sent_before_last_step=True)
     assert r["failure_mode"] == "filesystem_io"
     assert r["root_ts"] > last, (r["root_ts"], last, sent, printed)
+
+
+def test_a_hung_tasks_wait_dates_an_nfs_stall(tmp_path: Path) -> None:
+    """The NFS client says `not responding` only after its retransmissions ran out (minutes); the hung-task watchdog's
+    `blocked for more than 120 seconds` says the job's task waited since two minutes before its report at least."""
+    root = tmp_path / "b"
+    att = root / "runs" / "r3" / "attempt-1"
+    att.mkdir(parents=True)
+    (root / "runs" / "r3" / "run.toml").write_text("gpus = 24\ntokens_per_step = 16384\nflops_per_token = 1e9\n")
+    lines, t = [], T0 + dt.timedelta(seconds=40)
+    for n in range(1, 31):
+        t += dt.timedelta(seconds=20)
+        lines.append(f"[titan] {t:%Y-%m-%d %H:%M:%S},250 - root - INFO - step: {n:4d}  loss:  2.{n % 9}100  "
+                     "memory: 61.20GiB(77.41%)  tps: 4,100  tflops: 190.22  mfu: 19.23%")
+    # the job's collectives give up ten minutes into the stall
+    w = t + dt.timedelta(seconds=610)
+    lines += [f"[rank{r}]:[E{w:%m%d %H:%M:%S}.{r:06d} ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+              f"operation timeout: WorkNCCL(SeqNum=4410, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+              f"ran for {600900 + r} milliseconds before timing out." for r in range(3)]
+    (att / "train.log").write_text("\n".join(lines) + "\n")
+    (att / "nccl.log").write_text("\n".join(
+        f"{h}:{300 + i}:{300 + i} [0] NCCL INFO comm 0x99cc{i} rank {i} nranks 3 cudaDev 0 nvmlDev 0 busId 18000 "
+        f"commId 0x3 - Init COMPLETE" for i, h in enumerate(HOSTS)) + "\n")
+    blocked_at = t + dt.timedelta(seconds=191)
+    for i, h in enumerate(HOSTS):
+        d = root / "nodes" / h
+        d.mkdir(parents=True)
+        nfs_at = t + dt.timedelta(seconds=185 + i)
+        hung = [f"{blocked_at:%Y-%m-%dT%H:%M:%S},000000+00:00 INFO: task python:{4321 + i} blocked for more than "
+                "120 seconds."] if i == 1 else []
+        (d / "dmesg.log").write_text("\n".join(
+            [f"{nfs_at:%Y-%m-%dT%H:%M:%S},000000+00:00 nfs: server nas01 not responding, still trying", *hung]) + "\n")
+    with Lab(tmp_path / "db.duckdb") as lab:
+        lab.ingest(root)
+        inc = lab.incidents("r3").filter(pl.col("kind") == "attempt_end")
+    (r,) = inc.iter_rows(named=True)
+    assert r["failure_mode"] == "filesystem_io"
+    assert r["root_ts"] == blocked_at - dt.timedelta(seconds=120), (r["root_ts"], t)

@@ -1,6 +1,6 @@
 """Onsets of an attempt's loss that the line that won dates late: a loss that went NaN and stayed NaN, read off the
-lines that say so; a filesystem failure that began as a save that never finished, or as a request its client
-reports timed out a minute later (the line's own send time).
+lines that say so; a filesystem failure that began as a save that never finished, or as a wait a later line dates
+itself (a Lustre request's send time, a hung task's `blocked for more than N seconds`).
 
 `root_cause._divergence_onsets` dates a divergence by the spike in the step records' losses; a log whose step
 records carry no loss (DeepSpeed's `step=N, skipped=0, lr=[...]` lines) says NaN only in other lines: a progress
@@ -80,12 +80,17 @@ _SENT = r"@@@ Request sent has (?:timed out|failed due to)[^\[]*\[sent (\d{9,10}
 
 
 def request_sent_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, within_s: float) -> pl.DataFrame:
-    """`inc` with the root of each attempt a filesystem failure ended moved back to when the first request the storage
-    never answered was sent. Lustre's client prints the timeout when the request's deadline passes, tens of seconds
-    to minutes after it sent it (its adaptive timeout, stretched by early replies), and the line carries the send
-    time of its own: epoch seconds, in no zone. Only the attempt's hosts' requests, printed within `within_s` of the
-    root, sent after the attempt's last step record (before it, the job still stepped: that request did not hold it)
-    and no later than the line that reports them."""
+    """`inc` with the root of each attempt a filesystem failure ended moved back to when the storage first left one
+    of the attempt's hosts waiting, by the time a line reports of its own:
+
+    - Lustre's client prints a request's timeout when its deadline passes, tens of seconds to minutes after it sent
+      it (its adaptive timeout, stretched by early replies), and the line carries the send time: epoch seconds, in
+      no zone;
+    - the kernel's hung-task watchdog reports a task `blocked for more than N seconds`: it has waited since N
+      seconds before the report at the latest.
+
+    Only the attempt's hosts' lines printed within `within_s` of the root, whose onset lies after the attempt's last
+    step record (before it, the job still stepped: that wait did not hold it) and no later than the line itself."""
     fs = inc.filter(pl.col("failure_mode") == "filesystem_io", pl.col("kind") == "attempt_end",
                     pl.col("root_ts").is_not_null())
     if not fs.height:
@@ -95,10 +100,12 @@ def request_sent_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, withi
                    JOIN attempts a ON a.run = f.run AND a.attempt = f.attempt),
         st AS (SELECT s.run, s.attempt::INTEGER AS attempt, max(s.ts) AS last_step FROM steps s
                JOIN f ON s.run = f.run AND s.attempt = f.attempt WHERE s.ts IS NOT NULL GROUP BY ALL),
-        e AS (SELECT f.run, f.attempt, e.ts,
-                     make_timestamp(TRY_CAST(regexp_extract(e.text, $sent, 1) AS BIGINT) * 1000000) AS sent_ts
+        e AS (SELECT f.run, f.attempt, e.ts, CASE WHEN e.kind = 'lustre_timeout'
+                     THEN make_timestamp(TRY_CAST(regexp_extract(e.text, $sent, 1) AS BIGINT) * 1000000)
+                     ELSE e.ts - to_seconds(TRY_CAST(json_extract_string(e.detail, '$.blocked_s') AS BIGINT)) END
+                     AS sent_ts
               FROM events e JOIN f ON list_contains(f.hosts, e.host)
-              WHERE e.kind = 'lustre_timeout' AND e.ts IS NOT NULL AND e.dated IS NULL
+              WHERE e.kind IN ('lustre_timeout', 'hung_task') AND e.ts IS NOT NULL AND e.dated IS NULL
                 AND e.ts BETWEEN f.root_ts - to_seconds($within) AND f.root_ts + to_seconds($within))
         SELECT e.run, e.attempt, min(e.sent_ts) AS sent_ts FROM e JOIN st USING (run, attempt)
         WHERE e.sent_ts > st.last_step AND e.sent_ts <= e.ts GROUP BY ALL""",
