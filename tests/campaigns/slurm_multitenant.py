@@ -1176,6 +1176,10 @@ def generate(out: Path, seed: int) -> dict:
               info["lustre_first"]: "first host to report the Lustre OST outage of attempt 7 (shared storage)",
               peers[0]: "NET/IB completion errors naming gpu016 (symptom of its death)",
               peers[1]: "NET/IB completion errors naming gpu016 (symptom of its death)"}
+    # a host that is some incident's culprit is no decoy (the first to report the outage may be the node that dies
+    # in attempt 9)
+    culprits = {i["host"] for i in incidents if i.get("host")}
+    decoys = {h: why for h, why in decoys.items() if h not in culprits}
     by_provider = round(sum(i["gpu_hours_lost"] for i in incidents if i["blame"] == "provider"), 4)
     truth = {
         "run": RUN, "gpus": GPUS, "seed": seed, "tokens_per_step": TOKENS_PER_STEP, "flops_per_token": FLOPS_PER_TOKEN,
