@@ -15,6 +15,13 @@ os.environ.setdefault("CLUSTERLAB_STRICT", "1")
 SAMPLES = ROOT / "data_samples"
 
 
+def nccl_rank_map(hosts: list[str]) -> str:
+    """An NCCL INFO log with one `Init COMPLETE` line a rank, rank i on hosts[i]: what ties a job's ranks to its
+    hosts in the hand-made bundles of the tests."""
+    return "\n".join(f"{h}:{100 + i}:{100 + i} [0] NCCL INFO comm 0x55aa{i} rank {i} nranks {len(hosts)} cudaDev 0 "
+                     f"nvmlDev 0 busId 18000 commId 0x1 - Init COMPLETE" for i, h in enumerate(hosts)) + "\n"
+
+
 @pytest.fixture
 def lab() -> Lab:
     """An in-memory store."""

@@ -7,6 +7,7 @@ import datetime as dt
 from pathlib import Path
 
 from clusterlab import Lab
+from conftest import nccl_rank_map
 
 T0 = dt.datetime(2026, 12, 1, 8, 0, 0)
 HOSTS = ["cn-01", "cn-02", "cn-03", "cn-04"]
@@ -32,9 +33,7 @@ def _stall_hosts(tmp: Path, reporters: list[str]) -> list[tuple]:
                 stall_at = t
             t += dt.timedelta(seconds=took)
     (run / "train.log").write_text("\n".join(lines) + "\n")
-    (run / "nccl.log").write_text("\n".join(
-        f"{h}:{100 + i}:{100 + i} [0] NCCL INFO comm 0x55aa{i} rank {i} nranks 4 cudaDev 0 nvmlDev 0 busId 18000 "
-        f"commId 0x1 - Init COMPLETE" for i, h in enumerate(HOSTS)) + "\n")
+    (run / "nccl.log").write_text(nccl_rank_map(HOSTS))
     (tmp / "b" / "runs" / "r1" / "run.toml").write_text("gpus = 4\ntokens_per_step = 16384\nflops_per_token = 1e9\n")
     for i, h in enumerate(reporters):
         d = tmp / "b" / "nodes" / h

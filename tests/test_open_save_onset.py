@@ -12,6 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from clusterlab import Lab
+from conftest import nccl_rank_map
 
 T0 = dt.datetime(2026, 12, 1, 8, 0, 0)
 HOSTS = ["gn-01", "gn-02", "gn-03", "gn-04"]
@@ -67,9 +68,7 @@ def _bundle(root: Path, stepped_on: bool) -> tuple[dt.datetime, dt.datetime]:
     out.append(f"[{stuck + dt.timedelta(seconds=5):%Y-%m-%d %H:%M:%S},120] [INFO] [launch.py:319:sigkill_handler] "
                "Killing subprocess 41230")
     (run / "slurm-7001.out").write_text("\n".join(out) + "\n")
-    (run / "nccl.log").write_text("\n".join(
-        f"{h}:{100 + i}:{100 + i} [0] NCCL INFO comm 0x55aa{i} rank {i} nranks 4 cudaDev 0 nvmlDev 0 busId 18000 "
-        f"commId 0x1 - Init COMPLETE" for i, h in enumerate(HOSTS)) + "\n")
+    (run / "nccl.log").write_text(nccl_rank_map(HOSTS))
     lost_at = save_at + dt.timedelta(seconds=50)
     for i, h in enumerate(HOSTS):
         d = root / "nodes" / h

@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from clusterlab import Lab
+from conftest import nccl_rank_map
 
 T0 = dt.datetime(2026, 12, 3, 9, 0, 0)
 HOSTS = ["cn-11", "cn-12", "cn-13"]
@@ -28,21 +29,30 @@ def _timeout(t_sent: dt.datetime, op: int, i: int) -> str:
             "fl Rpc:XQr/0/ffffffff rc 0/-1 job:'train.0'")
 
 
-def _bundle(root: Path, sent_before_last_step: bool) -> tuple[dt.datetime, dt.datetime, dt.datetime]:
-    """Returns the last step record's time, the first request's send time and the first printed timeout."""
-    att = root / "runs" / "r2" / "attempt-1"
+def _titan_attempt(root: Path, run: str, steps: int, watchdog_after_s: float | None = None) -> dt.datetime:
+    """A 3-host torchtitan attempt of `steps` steps, 20 s each (its collectives giving up `watchdog_after_s` after the
+    last, where given); returns the last step record's time."""
+    att = root / "runs" / run / "attempt-1"
     att.mkdir(parents=True)
-    (root / "runs" / "r2" / "run.toml").write_text("gpus = 24\ntokens_per_step = 16384\nflops_per_token = 1e9\n")
+    (root / "runs" / run / "run.toml").write_text("gpus = 24\ntokens_per_step = 16384\nflops_per_token = 1e9\n")
     lines, t = [], T0 + dt.timedelta(seconds=40)
-    for n in range(1, 41):
+    for n in range(1, steps + 1):
         t += dt.timedelta(seconds=20)
         lines.append(f"[titan] {t:%Y-%m-%d %H:%M:%S},{n * 7 % 1000:03d} - root - INFO - step: {n:4d}  loss:  "
                      f"3.{n % 9}210  memory: 61.20GiB(77.41%)  tps: 4,100  tflops: 190.22  mfu: 19.23%")
-    last = t
+    if watchdog_after_s is not None:
+        w = t + dt.timedelta(seconds=watchdog_after_s)
+        lines += [f"[rank{r}]:[E{w:%m%d %H:%M:%S}.{r:06d} ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught "
+                  "collective operation timeout: WorkNCCL(SeqNum=4410, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                  f"Timeout(ms)=600000) ran for {600900 + r} milliseconds before timing out." for r in range(3)]
     (att / "train.log").write_text("\n".join(lines) + "\n")
-    (att / "nccl.log").write_text("\n".join(
-        f"{h}:{200 + i}:{200 + i} [0] NCCL INFO comm 0x77bb{i} rank {i} nranks 3 cudaDev 0 nvmlDev 0 busId 18000 "
-        f"commId 0x2 - Init COMPLETE" for i, h in enumerate(HOSTS)) + "\n")
+    (att / "nccl.log").write_text(nccl_rank_map(HOSTS))
+    return t
+
+
+def _bundle(root: Path, sent_before_last_step: bool) -> tuple[dt.datetime, dt.datetime, dt.datetime]:
+    """Returns the last step record's time, the first request's send time and the first printed timeout."""
+    last = _titan_attempt(root, "r2", 40)
     first_sent = last + dt.timedelta(seconds=-45 if sent_before_last_step else 6)
     for i, h in enumerate(HOSTS):
         d = root / "nodes" / h
@@ -82,23 +92,7 @@ def test_a_hung_tasks_wait_dates_an_nfs_stall(tmp_path: Path) -> None:
     """The NFS client says `not responding` only after its retransmissions ran out (minutes); the hung-task watchdog's
     `blocked for more than 120 seconds` says the job's task waited since two minutes before its report at least."""
     root = tmp_path / "b"
-    att = root / "runs" / "r3" / "attempt-1"
-    att.mkdir(parents=True)
-    (root / "runs" / "r3" / "run.toml").write_text("gpus = 24\ntokens_per_step = 16384\nflops_per_token = 1e9\n")
-    lines, t = [], T0 + dt.timedelta(seconds=40)
-    for n in range(1, 31):
-        t += dt.timedelta(seconds=20)
-        lines.append(f"[titan] {t:%Y-%m-%d %H:%M:%S},250 - root - INFO - step: {n:4d}  loss:  2.{n % 9}100  "
-                     "memory: 61.20GiB(77.41%)  tps: 4,100  tflops: 190.22  mfu: 19.23%")
-    # the job's collectives give up ten minutes into the stall
-    w = t + dt.timedelta(seconds=610)
-    lines += [f"[rank{r}]:[E{w:%m%d %H:%M:%S}.{r:06d} ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
-              f"operation timeout: WorkNCCL(SeqNum=4410, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
-              f"ran for {600900 + r} milliseconds before timing out." for r in range(3)]
-    (att / "train.log").write_text("\n".join(lines) + "\n")
-    (att / "nccl.log").write_text("\n".join(
-        f"{h}:{300 + i}:{300 + i} [0] NCCL INFO comm 0x99cc{i} rank {i} nranks 3 cudaDev 0 nvmlDev 0 busId 18000 "
-        f"commId 0x3 - Init COMPLETE" for i, h in enumerate(HOSTS)) + "\n")
+    t = _titan_attempt(root, "r3", 30, watchdog_after_s=610)  # the job's collectives give up ten minutes in
     blocked_at = t + dt.timedelta(seconds=191)
     for i, h in enumerate(HOSTS):
         d = root / "nodes" / h
