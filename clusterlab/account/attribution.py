@@ -13,6 +13,7 @@ from clusterlab.account import advice, evals, failed_launches, ledger, transport
 from clusterlab.diagnose import (
     counter_evidence,  # error counters weighed at an attempt's end
     incidents,
+    read_cache,  # the clocks and spans the diagnosis reads once
     refinements,
     root_cause,
     straggler_evidence,  # a straggler's step records and the telemetry that explains them
@@ -168,7 +169,7 @@ def _mfu(con: duckdb.DuckDBPyConnection, info: dict, baseline_s: float, notes: l
 def attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Settings | None = None) -> Attribution:
     """Incidents and the exact GPU-time ledger of one run; a refining rule that failed is named in its notes
     (`diagnose.refinements`)."""
-    with refinements.collecting() as failed, timeline.read_once():
+    with refinements.collecting() as failed, read_cache.read_once():
         a = _attribute(con, run, settings)
     a.notes.extend(failed)
     return a

@@ -17,15 +17,11 @@ evidence, so that the ledger adds up to GPUs x allocated time; else its evidence
 
 from __future__ import annotations
 
-import contextvars
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import duckdb
 import polars as pl
 
 from clusterlab import store
-from clusterlab.diagnose import shared_clock
+from clusterlab.diagnose import read_cache, shared_clock
 
 # Evidence up to this far outside a scheduler record still belongs to it: node clocks run seconds
 # apart from slurmctld's, and sacct prints whole seconds (a last line at 09:44:35.080 is in End=09:44:35).
@@ -72,6 +68,10 @@ def attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     the named one wins, then the shortest. Several attempts inside one allocation (restarts within a job)
     share it: the first starts at the job's start, the last ends at its end, the boundaries between them
     are the evidence's."""
+    return read_cache.once("spans", run, lambda: _attempt_spans(con, run))
+
+
+def _attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     spans = store.frame(con, f"""
         WITH a AS (SELECT run, attempt, start_ts, end_ts FROM attempts WHERE run = $run),
 {store.NAMED_JOBS},
@@ -152,31 +152,11 @@ def host_clocks(con: duckdb.DuckDBPyConnection, run: str, profile: pl.DataFrame 
                                                                                 maintain_order=True)
 
 
-# `shared_clocks` of each run, where a caller reads them once for a whole diagnosis (`read_once`)
-_SHARED: contextvars.ContextVar[dict[str, pl.DataFrame] | None] = contextvars.ContextVar("shared_clocks", default=None)
-
-
-@contextmanager
-def read_once() -> Iterator[None]:
-    """Within it, `shared_clocks` of a run is measured once (the attribution's clocks and its candidates')."""
-    token = _SHARED.set({})
-    try:
-        yield
-    finally:
-        _SHARED.reset(token)
-
-
 def shared_clocks(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     """`host_clocks` rows for every attempt of `run` from the moments the hosts' own stamps share (no per-rank
     timings needed): a clock that lost NTP stays off by about as much for the hours of a run; and for a host no
     such moment measures, from a fault it stamped after the scheduler ended the attempt (`shared_clock`)."""
-    cache = _SHARED.get()
-    if cache is not None and run in cache:
-        return cache[run]
-    got = _shared_clocks(con, run)
-    if cache is not None:
-        cache[run] = got
-    return got
+    return read_cache.once("clocks", run, lambda: _shared_clocks(con, run))
 
 
 def _shared_clocks(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
