@@ -19,6 +19,14 @@ import polars as pl
 from clusterlab import store
 
 
+def _last_steps(of: str) -> str:
+    """The CTE `st`: each attempt of the CTE `of` (its `run`, `attempt`) with its last step record's time
+    (`last_step`) and number (`max_step`)."""
+    return (f"st AS (SELECT s.run, s.attempt::INTEGER AS attempt, max(s.ts) AS last_step, max(s.step) AS max_step "
+            f"FROM steps s JOIN {of} ON s.run = {of}.run AND s.attempt = {of}.attempt WHERE s.ts IS NOT NULL "
+            "GROUP BY ALL)")
+
+
 def line_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, chain_s: float) -> pl.DataFrame:
     """`inc` with the root of each attempt a divergence ended moved back to the first line of its last unbroken run
     of dated loss-divergence lines, where that is earlier."""
@@ -57,15 +65,14 @@ def open_save_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.Da
     fs = inc.filter(pl.col("failure_mode") == "filesystem_io", pl.col("kind") == "attempt_end")
     if not fs.height:
         return inc
-    opened = store.frame(con, """
+    opened = store.frame(con, f"""
         WITH a AS (SELECT DISTINCT run, attempt::INTEGER AS attempt FROM fs),
         sv AS (SELECT c.run, c.attempt::INTEGER AS attempt, coalesce(c.step, -1) AS step, min(c.ts) AS ts,
                       bool_or(c.duration_s IS NOT NULL OR coalesce(c.ok, false)) AS done
                FROM checkpoints c JOIN a ON c.run = a.run AND c.attempt = a.attempt
                WHERE c.action = 'save' AND c.ts IS NOT NULL GROUP BY ALL),
         last AS (SELECT * FROM sv QUALIFY row_number() OVER (PARTITION BY run, attempt ORDER BY ts DESC) = 1),
-        st AS (SELECT s.run, s.attempt::INTEGER AS attempt, max(s.ts) AS last_step, max(s.step) AS max_step
-               FROM steps s JOIN a ON s.run = a.run AND s.attempt = a.attempt WHERE s.ts IS NOT NULL GROUP BY ALL)
+        {_last_steps("a")}
         SELECT last.run, last.attempt, last.ts AS save_ts FROM last JOIN st USING (run, attempt)
         WHERE NOT last.done AND (st.last_step <= last.ts OR (last.step >= 0 AND st.max_step <= last.step))""",
                         fs=fs.select("run", "attempt"))
@@ -95,11 +102,10 @@ def request_sent_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, withi
                     pl.col("root_ts").is_not_null())
     if not fs.height:
         return inc
-    sent = store.frame(con, """
+    sent = store.frame(con, f"""
         WITH f AS (SELECT DISTINCT f.run, f.attempt::INTEGER AS attempt, f.root_ts, a.hosts FROM fs f
                    JOIN attempts a ON a.run = f.run AND a.attempt = f.attempt),
-        st AS (SELECT s.run, s.attempt::INTEGER AS attempt, max(s.ts) AS last_step FROM steps s
-               JOIN f ON s.run = f.run AND s.attempt = f.attempt WHERE s.ts IS NOT NULL GROUP BY ALL),
+        {_last_steps("f")},
         e AS (SELECT f.run, f.attempt, e.ts, CASE WHEN e.kind = 'lustre_timeout'
                      THEN make_timestamp(TRY_CAST(regexp_extract(e.text, $sent, 1) AS BIGINT) * 1000000)
                      ELSE e.ts - to_seconds(TRY_CAST(json_extract_string(e.detail, '$.blocked_s') AS BIGINT)) END
@@ -160,8 +166,7 @@ def node_loss_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.Da
     kinds = ", ".join(f"'{k}'" for k in _PEER_SYMPTOMS)
     first = store.frame(con, f"""
         WITH nf AS (SELECT DISTINCT run, attempt::INTEGER AS attempt, host, root_ts FROM nf),
-        st AS (SELECT s.run, s.attempt::INTEGER AS attempt, max(s.ts) AS last_step FROM steps s
-               JOIN nf ON s.run = nf.run AND s.attempt = nf.attempt WHERE s.ts IS NOT NULL GROUP BY ALL)
+        {_last_steps("nf")}
         SELECT nf.run, nf.attempt, min(e.ts) AS peer_ts FROM events e
         JOIN nf ON e.run = nf.run AND e.attempt = nf.attempt JOIN st ON st.run = nf.run AND st.attempt = nf.attempt
         WHERE e.kind IN ({kinds}) AND e.ts IS NOT NULL AND e.dated IS NULL AND e.host IS NOT NULL
@@ -187,10 +192,9 @@ def _last_signs_of_life(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, moved
                      how="anti")
     if not nf.height:
         return inc
-    alive = store.frame(con, """
+    alive = store.frame(con, f"""
         WITH nf AS (SELECT DISTINCT run, attempt::INTEGER AS attempt, host, root_ts FROM nf),
-        st AS (SELECT s.run, s.attempt::INTEGER AS attempt, max(s.ts) AS last_step FROM steps s
-               JOIN nf ON s.run = nf.run AND s.attempt = nf.attempt WHERE s.ts IS NOT NULL GROUP BY ALL),
+        {_last_steps("nf")},
         lr AS (SELECT e.host, to_timestamp(TRY_CAST(json_extract_string(e.detail, '$.last_response') AS BIGINT))
                       ::TIMESTAMPTZ AT TIME ZONE 'UTC' AS alive_ts
                FROM events e WHERE e.kind = 'slurm_node_reboot'
