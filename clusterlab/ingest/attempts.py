@@ -532,7 +532,14 @@ def _hosts_of_jobs(con: duckdb.DuckDBPyConnection) -> None:
             extra.setdefault((run, attempt), set()).update(hostlist.expand(nodelist))
         except ValueError:
             continue  # a NodeList we cannot read, or one naming more hosts than any job has, adds nothing
-    for (run, attempt), hosts in extra.items():
-        con.execute("""UPDATE attempts SET hosts = list_sort(list_distinct(list_concat(hosts, ?::VARCHAR[]))),
-                       n_hosts = len(list_distinct(list_concat(hosts, ?::VARCHAR[])))
-                       WHERE run = ? AND attempt = ?""", [sorted(hosts), sorted(hosts), run, attempt])
+    if not extra:
+        return
+    # NOTE: one statement for every attempt (one UPDATE an attempt was 40 ms of a campaign corpus' refresh)
+    keys = sorted(extra)
+    con.execute("""UPDATE attempts SET hosts = list_sort(list_distinct(list_concat(attempts.hosts, x.more))),
+                                       n_hosts = len(list_distinct(list_concat(attempts.hosts, x.more)))
+                   FROM (SELECT unnest($runs::VARCHAR[]) AS run, unnest($attempts::INTEGER[]) AS attempt,
+                                unnest($more::VARCHAR[][]) AS more) x
+                   WHERE attempts.run = x.run AND attempts.attempt = x.attempt""",
+                {"runs": [r for r, _ in keys], "attempts": [a for _, a in keys],
+                 "more": [sorted(extra[k]) for k in keys]})
