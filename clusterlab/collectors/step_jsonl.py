@@ -70,10 +70,10 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
 
 def parse_whole(texts: list[bytes], base: int) -> Parsed | None:
     """Whole files of step records (a fleet's per-rank files): NDJSON reads over their joined text (UTF-8), line
-    `i x base + n` for line n of text i. A file the joined read refuses (a last line cut as its rank died, a blank
-    line, junk) is found (by its last byte, a scan, or halving the files) and read line by line, as alone; the
-    others stay in the joined reads. None where a carriage return is in any: the engine then reads every line one
-    by one."""
+    `i x base + n` for line n of text i. Blank lines, which the reader skips, cost no second read (`_whole`). A file the
+    joined read refuses (a last line cut as its rank died, junk) is found (by its last byte, a scan, or halving the
+    files) and read line by line, as alone; the others stay in the joined reads. None where a carriage return is in
+    any: the engine then reads every line one by one."""
     if any(b"\r" in t for t in texts):
         return None
     texts, out, reads, mended = list(texts), Parsed(), 0, False
@@ -88,10 +88,9 @@ def parse_whole(texts: list[bytes], base: int) -> Parsed | None:
             _add(out, rows)
             reads += 1
         elif not mended:
-            # NOTE: the two harmless refusals are looked for only once a read refused (scanning every file up front
-            # cost a tenth of a clean group's parse), and then in every file not yet read (a refused read costs as
-            # much as a clean one): Python's NaN tokens, made JSON, and blank lines, which the reader skips (its rows
-            # would lose their line numbers: such a file is read as alone, not halved to)
+            # NOTE: Python's NaN tokens, the harmless refusal, are looked for only once a read refused (scanning every
+            # file up front cost a tenth of a clean group's parse), and then in every file not yet read (a refused read
+            # costs as much as a clean one), made JSON; a file that may also hold a blank line is read as alone
             mended = True
             unread = [*pending, (lo, hi)]
             cut |= {i for a, b in unread for i in _mend(texts, a, b)}
@@ -132,7 +131,7 @@ def _mend(texts: list[bytes], lo: int, hi: int) -> list[int]:
     for i in range(lo, hi):
         if any(tok in texts[i] for tok in _NONFINITE):
             texts[i] = _finite_bytes(texts[i])
-        if texts[i].startswith(b"\n") or b"\n\n" in texts[i]:
+        if _blank_in(texts[i]):
             blank.append(i)
     return blank
 
@@ -159,15 +158,39 @@ def _closed(text: bytes) -> bool:
 def _whole(texts: list[bytes], first: int, base: int) -> pl.DataFrame | None:
     """The records of whole clean files (`first`: the index of the first), or None where the read refuses one."""
     joined = b"".join(t if t.endswith(b"\n") else t + b"\n" for t in texts)
-    counts = pl.Series([t.count(b"\n") + (not t.endswith(b"\n")) for t in texts], dtype=pl.Int64)
+    counts = [t.count(b"\n") + (not t.endswith(b"\n")) for t in texts]
     fast = _read(joined)
-    if fast is None or fast.height != counts.sum():
+    if fast is None:
         return None
-    starts = counts.cum_sum() - counts
-    line = (pl.int_range(first, first + len(texts), dtype=pl.Int64).repeat_by(counts).explode() * base
-            + pl.int_range(1, fast.height + 1, dtype=pl.Int64) - starts.repeat_by(counts).explode())
+    # NOTE: the reader skips blank lines (a writer's stray newline, a record lost but its line break kept): the files
+    # that hold one number their records by their other lines, found here, and the group is not read a second time
+    kept = {} if fast.height == sum(counts) else _unblank(texts)
+    rows_of = [len(kept[i]) if i in kept else n for i, n in enumerate(counts)]
+    if sum(rows_of) != fast.height:
+        return None
+    n = pl.Series(rows_of, dtype=pl.Int64)
+    starts = n.cum_sum() - n
+    within = pl.int_range(1, fast.height + 1, dtype=pl.Int64, eager=True) - starts.repeat_by(n).explode()
+    for i, lines in kept.items():
+        within = within.scatter(range(starts[i], starts[i] + len(lines)), lines)
+    line = pl.int_range(first, first + len(texts), dtype=pl.Int64, eager=True).repeat_by(n).explode() * base + within
     rows = _records(fast.with_columns(line=line.alias("line")).select("line", *_FIELDS))
     return rows if rows.height == fast.height else None
+
+
+def _unblank(texts: list[bytes]) -> dict[int, list[int]]:
+    """The files that may hold a blank or white line (`_blank_in`): each one's lines that are not, numbered from 1."""
+    out = {}
+    for i, t in enumerate(texts):
+        if _blank_in(t):
+            lines = t.removesuffix(b"\n").split(b"\n")
+            out[i] = [k for k, line in enumerate(lines, 1) if line.strip(b" \t")]
+    return out
+
+
+def _blank_in(text: bytes) -> bool:
+    """Whether a line of the text may be blank or white (JSON's blanks: a record's line begins with its brace)."""
+    return text[:1] in (b"\n", b" ", b"\t") or any(gap in text for gap in (b"\n\n", b"\n ", b"\n\t"))
 
 
 def _add(out: Parsed, rows: pl.DataFrame) -> None:
