@@ -236,6 +236,8 @@ def test_sniff_hints_past_the_first_4_kib_are_found(tmp_path) -> None:
         "across.txt": "z" * (NEAR_BYTES - 3) + "DCGM_FI_DEV_GPU_TEMP 40\n",
         "far_upper.txt": "line\n" * 2000 + "Driver Version : 550.54\nUUID x\n",
         "near.jsonl": '{"step": 1, "rank": 0}\n',
+        # hints that hold a regex's metacharacters or a letter past ASCII, in another case, far in
+        "far_meta.txt": "line\n" * 2000 + "step ended (EXIT CODE 9) |Completed| X.Compute.Internal LOS\u017f\n",
         "none.txt": "nothing here\n" * 700,
     }
     plans = []
@@ -249,6 +251,7 @@ def test_sniff_hints_past_the_first_4_kib_are_found(tmp_path) -> None:
         low = head.lower()
         assert {h for h in _hints() if h.encode() in low} == found.found, plan.task.display
     assert "dcgm_fi_" in hints[1].found and {"driver version", "uuid"} <= hints[2].found
+    assert {"(exit code ", "|completed|", ".compute.internal", "los\u017f"} <= hints[4].found
     assert choose(got[0][0], "sacct_late.json", all_collectors(), hints[0])[0].NAME == "sacct"
 
 
