@@ -1,8 +1,8 @@
 """Step files read together (`step_jsonl.parse_whole`) give each file the rows and unparsed lines that reading it
 line by line gives, whatever harm a file holds: Python's NaN / Infinity tokens, blank or white lines, junk, a cut
-last line, ISO times beside epoch ones. A blank or white line costs no second read (the reader skips it: its file's records
-are numbered by its other lines), and a NaN token is found by a scan once a read refuses, not by halving the group
-down to its file."""
+last line, ISO times beside epoch ones. A blank or white line costs no second read (the reader skips it: its file's
+records are numbered by its other lines), and a NaN token is found by a scan once a read refuses, not by halving the
+group down to its file."""
 
 from __future__ import annotations
 
