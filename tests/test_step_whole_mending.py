@@ -10,6 +10,8 @@ import json
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clusterlab.collectors import step_jsonl
 from clusterlab.collectors._base import Context
@@ -90,3 +92,40 @@ def test_a_blank_line_costs_no_second_read(monkeypatch: pytest.MonkeyPatch, harm
     _same(got, [_alone(t, i) for i, t in enumerate(texts)])
     assert reads == [40], reads  # one read of all: the blank lines' files numbered by their other lines
 
+
+
+
+# Harms drawn into any file at any line, several to a file: blank and white lines of every shape, an indented or
+# space-ended record, junk, bytes that are no text, a NaN token, an ISO time among epoch ones, a cut last line.
+DRAWN = ["blank", "blanks", "white", "tab", "end", "indent", "spaces after", "junk", "bytes", "nan", "iso", "cut"]
+
+
+def _harmed(rank: int, harms: list[tuple[str, int]]) -> bytes:
+    lines = [_rec(rank, s) for s in range(1, 9)]
+    for harm, at in harms:
+        i = at % len(lines)
+        if harm in ("blank", "blanks", "white", "tab", "junk", "bytes"):
+            new = {"white": " \t ", "tab": "\t", "junk": "WARNING: not json", "bytes": "\x00\x01\x7f"}.get(harm, "")
+            lines[i:i] = [new] * (2 if harm == "blanks" else 1)
+        elif harm == "end":
+            lines.append("")
+        elif harm == "indent":
+            lines[i] = "  " + lines[i]
+        elif harm == "spaces after":
+            lines[i] += "   "
+        elif harm == "nan":
+            lines[i] = lines[i].replace('"loss": 2.0', '"loss": NaN')
+        elif harm == "iso":
+            lines[i] = _rec(rank, 99, ts="2026-11-28T00:00:01.5Z")
+        else:  # cut
+            lines[-1] = lines[-1][:25]
+    return ("\n".join(lines) + "\n").encode()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(DRAWN), st.integers(0, 20)), max_size=3), min_size=1, max_size=25))
+def test_drawn_harms_leave_every_file_the_rows_it_gets_alone(harms: list[list[tuple[str, int]]]) -> None:
+    texts = [_harmed(r, h) for r, h in enumerate(harms)]
+    got = step_jsonl.parse_whole(texts, BASE)
+    if got is not None:  # (None: the engine reads every line one by one, as alone)
+        _same(got, [_alone(t, i) for i, t in enumerate(texts)])
