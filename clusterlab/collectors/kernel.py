@@ -314,7 +314,8 @@ EXTRACTORS: dict[str, list[str]] = {
     "hung": [r"INFO: task (?P<htask>.+):(?P<hpid>\d+) blocked for more than (?P<hsecs>\d+) seconds",
              r"^task:(?P<htask2>\S+) +state:D .*\bpid: *(?P<hpid2>\d+)"],
     "nfs": [r"\b(?P<nprog>nfs|nfs4|lockd): server (?P<nserver>\S+) (?P<nstate>not responding, [\w ]+|OK)"],
-    "lustre": [r"(?P<ltarget>[\w-]+-(?:OST|MDT|MGS)[0-9A-Fa-f]*)", r"(?P<lnid>[\w.:-]+@(?:o2ib|tcp|gni|kfi)\d*)"],
+    "lustre": [r"(?P<ltarget>[\w-]+-(?:OST|MDT|MGS)[0-9A-Fa-f]*)", r"(?P<lnid>[\w.:-]+@(?:o2ib|tcp|gni|kfi)\d*)",
+               r"@@@ Request sent has [^\[]*\[sent (?P<lsent>\d{9,10})/"],  # (the request's send time: epoch s)
     "block": [r"(?:\bdev(?:ice)? |\(device |XFS \(|EXT[234]-fs \(|nvme )(?P<bdev>[\w.-]+)", r"sector (?P<bsector>\d+)"],
     "mce": [
         r"CPU (?P<mcpu>\d+): Machine Check(?: Exception)?: \w+ Bank (?P<mbank>\d+): (?P<mstatus>[0-9a-fA-F]+)",
@@ -359,7 +360,7 @@ def _details() -> dict[str, dict[str, pl.Expr]]:
                  "blocked_s": _int("hsecs"),
                  "blocked_in": pl.col("blocked_in"), "frame": pl.col("hframe")},
         "nfs": {"program": pl.col("nprog"), "server": pl.col("nserver"), "state": pl.col("nstate")},
-        "lustre": {"target": pl.col("ltarget"), "nid": pl.col("lnid")},
+        "lustre": {"target": pl.col("ltarget"), "nid": pl.col("lnid"), "sent": _int("lsent")},
         "block": {"device": pl.col("bdev"), "sector": _int("bsector")},
         "mce": {"cpu": _int("mcpu"), "bank": _int("mbank"), "status": pl.col("mstatus"), "mc": _int("emc"),
                 "count": _int("ecount"), "location": pl.col("eloc")},

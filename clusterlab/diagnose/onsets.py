@@ -81,18 +81,13 @@ def open_save_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> pl.Da
     return _move_roots(inc, opened, "filesystem_io", "save_ts", pl.col("save_ts") < pl.col("root_ts"))
 
 
-# A request's own send time in Lustre's client timeout (`... Request sent has timed out for slow reply: [sent
-# 1796137721/real 1796137721]  req@... o4->fs-OST0007-osc-...  dl 1796137768 ...`): epoch seconds, 9 or 10 digits
-_SENT = r"@@@ Request sent has (?:timed out|failed due to)[^\[]*\[sent (\d{9,10})/"
-
-
 def request_sent_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, within_s: float) -> pl.DataFrame:
     """`inc` with the root of each attempt a filesystem failure ended moved back to when the storage first left one
     of the attempt's hosts waiting, by the time a line reports of its own:
 
     - Lustre's client prints a request's timeout when its deadline passes, tens of seconds to minutes after it sent
-      it (its adaptive timeout, stretched by early replies), and the line carries the send time: epoch seconds, in
-      no zone;
+      it (its adaptive timeout, stretched by early replies), and the line carries the send time (`[sent 1796137721/`,
+      epoch seconds in no zone: the kernel collector's `sent`);
     - the kernel's hung-task watchdog reports a task `blocked for more than N seconds`: it has waited since N
       seconds before the report at the latest.
 
@@ -107,7 +102,7 @@ def request_sent_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, withi
                    JOIN attempts a ON a.run = f.run AND a.attempt = f.attempt),
         {_last_steps("f")},
         e AS (SELECT f.run, f.attempt, e.ts, CASE WHEN e.kind = 'lustre_timeout'
-                     THEN make_timestamp(TRY_CAST(regexp_extract(e.text, $sent, 1) AS BIGINT) * 1000000)
+                     THEN make_timestamp(TRY_CAST(json_extract_string(e.detail, '$.sent') AS BIGINT) * 1000000)
                      ELSE e.ts - to_seconds(TRY_CAST(json_extract_string(e.detail, '$.blocked_s') AS BIGINT)) END
                      AS sent_ts
               FROM events e JOIN f ON list_contains(f.hosts, e.host)
@@ -115,7 +110,7 @@ def request_sent_onsets(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, withi
                 AND e.ts BETWEEN f.root_ts - to_seconds($within) AND f.root_ts + to_seconds($within))
         SELECT e.run, e.attempt, min(e.sent_ts) AS sent_ts FROM e JOIN st USING (run, attempt)
         WHERE e.sent_ts > st.last_step AND e.sent_ts <= e.ts GROUP BY ALL""",
-                        {"sent": _SENT, "within": within_s}, fs=fs.select("run", "attempt", "root_ts"))
+                        {"within": within_s}, fs=fs.select("run", "attempt", "root_ts"))
     if not sent.height:
         return inc
     return _move_roots(inc, sent, "filesystem_io", "sent_ts", pl.col("sent_ts") < pl.col("root_ts"))
