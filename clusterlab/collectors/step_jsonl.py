@@ -16,6 +16,7 @@ the rest read with every field as text, halving the batch only around a nested v
 from __future__ import annotations
 
 import io
+import re
 
 import polars as pl
 
@@ -46,6 +47,8 @@ _OBJECT = r"^\s*\{.*\}\s*$"
 # default), which is no JSON: polars refuses the line and the rank's non-finite loss, the one number that shows a
 # GPU computing wrong values, would be lost. The loss becomes null with `loss_nonfinite` set; any other field null.
 _NONFINITE = (b"NaN", b"Infinity")
+# a line that is blank or white after the first: one regex pass (three substring searches of every byte cost 7x)
+_BLANK_AFTER_FIRST = re.compile(rb"\n[\n \t]")
 _LOSS_NONFINITE = (r'"loss"\s*:\s*(?:-?Infinity|NaN)(\s*[,}])', '"loss": null, "loss_nonfinite": true${1}')
 _FIELD_NONFINITE = (r':\s*(?:-?Infinity|NaN)(\s*[,}])', ": null${1}")
 
@@ -190,7 +193,7 @@ def _unblank(texts: list[bytes]) -> dict[int, list[int]]:
 
 def _blank_in(text: bytes) -> bool:
     """Whether a line of the text may be blank or white (JSON's blanks: a record's line begins with its brace)."""
-    return text[:1] in (b"\n", b" ", b"\t") or any(gap in text for gap in (b"\n\n", b"\n ", b"\n\t"))
+    return text[:1] in (b"\n", b" ", b"\t") or _BLANK_AFTER_FIRST.search(text) is not None
 
 
 def _add(out: Parsed, rows: pl.DataFrame) -> None:
