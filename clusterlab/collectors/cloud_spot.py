@@ -57,6 +57,12 @@ PATTERN = "|".join([
     # an agent polling GCE's metadata server (`instance/preempted`, `instance/maintenance-event`) for the notice
     r"[Tt]ermination is imminent|\bTERMINATE_ON_HOST_MAINTENANCE\b",
     _AZURE,
+    # aws-node-termination-handler draining a node for EC2's interruption notice (`Kind:SPOT_ITN Description:Spot ITN
+    # received. Instance will be interrupted at ...`; later versions `kind=SPOT_ITN`, `"Kind":"SPOT_ITN"`)
+    r"\bKind\\?\"?\s*[:=]\s*\\?\"?SPOT_ITN\b|\bkind=SPOT_ITN\b|\bSpot ITN received\b",
+    # SkyPilot's managed-job controller finding the job's cluster taken (`Cluster is preempted (status: STOPPED).
+    # Recovering...`; 0.6+: `Cluster is preempted or failed. Recovering...`; before 0.3: `The cluster is preempted.`)
+    r"\b[Cc]luster is preempted\b",
 ])
 # IMDS's spot/instance-action answer, quoted plain or escaped inside another JSON message: the action and its time
 ACTION = (r"\\?\"action\\?\"\s*:\s*\\?\"(?:terminate|stop|hibernate)\\?\"\s*,\s*"
@@ -65,7 +71,8 @@ _NOTICE_ONLY = PATTERN
 PATTERN = PATTERN + "|" + ACTION
 SNIFF_HINT = (b"interruption", b"interrupted in", b"host ec2", b"preempted", b"preempt\"", b"termination is imminent",
               b"terminate_on_host_maintenance", b"eventstatus", b"compute.instances.", b"\"action\"",
-              b"\"action\\\"")  # (IMDS's answer escaped inside another JSON message)
+              b"\"action\\\"",  # (IMDS's answer escaped inside another JSON message)
+              b"spot_itn", b"spot itn", b"cluster is preempted")
 _BY_USER = r"[\"']EventSource[\"']:\s*[\"']User[\"']"
 _STARTED = r"[\"']EventStatus[\"']:\s*[\"']Started[\"']"
 _HOST_ERROR = r"\bcompute\.instances\.hostError\b"

@@ -51,6 +51,9 @@ GUARDS: list[tuple[str, str, str]] = [
     # ... and its bar while the epoch runs (`1210/4480 [=====>....] - ETA: 9:02 - loss: nan - acc: 0.84`), drawn by
     # Keras or a PyTorch wrapper copying it; a value may run into the next print (`loss: nanEpoch 2/10`)
     ("loss_nan", r"\d+/\d+ \[[=>.]+\] - ETA: \S+ - (?:.* - )?loss: (?:nan|NaN|inf)(?:[^a-z]|$)", "error"),
+    # verl's console logger: `step:42 - <key>:<value> - ...` with every value as `{:.3f}` (`critic/vf_loss:nan`); a
+    # loss key's value not finite (an RL loop's `actor/pg_loss:0.000` is a value like any other)
+    ("loss_nan", r"(?:^|[\s)\]])step:\d+ - (?:.* - )?[\w/.]*(?i:loss)[\w/.]*:-?(?i:nan|inf)(?: - |\s*$)", "error"),
     # wandb's closing `Run summary:` rows (`wandb: train loss nan`, `wandb:   train/loss nan`): a loss key's last
     # logged value, alone on its row
     ("loss_nan", r"(?m:^)wandb: +(?:[\w/.-]+[ /_.])*(?i:loss)\w* +(?i:nan|inf)[ \t\r]*(?m:$)", "error"),

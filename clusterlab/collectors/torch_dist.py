@@ -65,7 +65,7 @@ PATTERN = "|".join([
     r"To avoid data inconsistency, we are taking the entire process",
     # NOTE: c10d's store logs its own line before (or without) the exception: `[E728 15:01:59.561275187
     # socket.cpp:1028] [c10d] The client socket has timed out after 600000ms while trying to connect to (...)`
-    r"The client socket has timed out after \d|connect\(\) timed out\. Original timeout was \d",
+    r"The client socket has timed out after \d|connect\(\) timed out\. Original timeout was \d|Gloo connectFullMesh fa",
     r"via c10d key-value store by key |Timed out waiting \d+ms for (?:recv|send) operation",
     r"Received a dump signal due to a collective timeout|Observed flight recorder dump signal",
     r"\[c10d\] (?:recvValue|recvBytes|sendBytes) failed on SocketImpl|flag on TCPStore, \(maybe TCPStore server",
@@ -101,7 +101,7 @@ _SNIFF = re.compile(
     rb"|death signal, shutting down workers|DataLoader worker \(pid|Unexpected bus error encountered in worker"
     rb"|: interrupt \(one more within 1 sec to abort\)"
     rb"|\] exits with return code = -?\d|terminated with signal SIG|died with <Signals\."
-    rb"|The server socket has failed to listen on any local network address"
+    rb"|The server socket has failed to listen on any local network address|Gloo connectFullMesh failed"
     # NOTE: ncclGetErrorString's words as a Python wrapper raises them (`RuntimeError: NCCL error: unhandled system
     # error`: vLLM's pynccl, a traceback cut before its head, behind a serving engine's own log prefix)
     rb"|NCCL error: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|remote process)"
@@ -189,6 +189,9 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     # torch <= 1.13 raised a RuntimeError for it, later ones a DistNetworkError; both quoted in elastic's error JSON
     ("store_connect", _STORE_CONNECT, "network", "error"),
     ("store_bind", _torch_exceptions.STORE_BIND, "user_code_error", "error"),
+    # gloo's group setup could not connect its ranks to one another (`ProcessGroupGloo.cpp:145] Gloo connectFullMesh
+    # failed with [.../gloo/transport/tcp/pair.cc:144] no error`): the hosts cannot reach each other on that interface
+    ("gloo_connect", r"Gloo connectFullMesh failed with", "network", "error"),
     ("dump_signal", r"Received a dump signal due to a collective timeout|Observed flight recorder dump signal",
      "nccl_timeout", "warning"),
     # c10d's store client losing its server (`[c10d] recvValue failed on SocketImpl(fd=.., addr=[..]:.., remote=[H]:
@@ -464,6 +467,7 @@ _KIND_LITS: dict[str, tuple[str, ...]] = {
     "store_timeout": ("via c10d key-value store by key ",),
     "store_connect": ("connect() timed out. Original timeout was ", "while trying to connect"),
     "store_bind": ("The server socket has failed to listen on any local network address",),
+    "gloo_connect": ("Gloo connectFullMesh failed with",),
     "dump_signal": ("Received a dump signal due to a collective timeout", "Observed flight recorder dump signal"),
     "store_lost": ("] recvValue failed on SocketImpl", "] recvBytes failed on SocketImpl",
                    "] sendBytes failed on SocketImpl", "flag on TCPStore, (maybe TCPStore server"),
