@@ -35,6 +35,13 @@ _FS_ERRNO = (r"\[Errno (?:5|28|116|122)\]|Input/output error|Stale file handle|N
              r"|\[Errno 107\] Transport endpoint is not connected: '/"
              # ESHUTDOWN on a path: what a Lustre client evicted by its servers returns to the operations in flight
              r"|\[Errno 108\] Cannot send after transport endpoint shutdown: '/")
+# An object store failing a transfer on its side (checkpoints saved to or read from S3 or GCS): botocore's error codes
+# of the service's own failures (`An error occurred (SlowDown) when calling the PutObject operation`; an AccessDenied
+# or NoSuchBucket is the job's configuration, the user's), google-cloud-storage's 5xx on its upload or download URL
+# (`503 POST https://storage.googleapis.com/upload/storage/v1/b/...`), or the endpoint unreachable or timing out
+OBJECT_STORE = (r"\((?:SlowDown|InternalError|ServiceUnavailable|RequestTimeout|503|500)\) when calling the \w+ "
+                r"operation|\b50[0-4] (?:POST|PUT|GET|PATCH) https://(?:storage|www)\.googleapis\.com/(?:upload/)?storage/"
+                r"|(?:Could not connect to the endpoint URL|Read timeout on endpoint URL): \"https://[^\"]*\bs3[.-]")
 # ENOSPC, EDQUOT as any layer words them (Python's OSError, Rust's io::Error, a shell)
 STORAGE_FULL = r"No space left on device|Disk quota exceeded"
 # The caching allocator's out-of-memory report asks NVML which processes hold the GPU's memory; where NVML cannot
@@ -125,6 +132,7 @@ def _exc_mode(exc_type: pl.Expr, message: pl.Expr) -> pl.Expr:
             .when(message.fill_null("").str.contains(_OOM_REPORT_ASSERT)).then(pl.lit("cuda_oom"))
             # NOTE: whatever wraps it (an OSError, a RuntimeError of torch.save): the storage failed the process
             .when(message.fill_null("").str.contains(_FS_ERRNO)).then(pl.lit("filesystem_io"))
+            .when(message.fill_null("").str.contains(OBJECT_STORE)).then(pl.lit("filesystem_io"))
             # NOTE: a store server that cannot bind its port is the launch's configuration (store_bind), not the network
             .when((short == "DistNetworkError") & ~message.fill_null("").str.contains(STORE_BIND))
             .then(pl.lit("network"))

@@ -16,6 +16,9 @@ with a line of their own in its output or its mail:
     job preempted (node failure)                                               (Torque's job mail, Moab's checkjob)
     012 (41207.000.000) ... Job was held.                                      (HTCondor's user log, the reason below)
         Job has gone over memory limit of 8192 megabytes. Peak usage: 9311 megabytes.
+    024 (41207.000.000) ... Job reconnection failed                            (... the execute machine lost it)
+    [Jun05 09:02] exception type="timeout" severity=0 userid=5421 note="resource allocation expired"   (Flux)
+    ERROR: Trial (Experiment 312) was terminated: allocation failed due to agent failure   (Determined)
     ERROR:RetryJob Not retrying job due to wall clock limit (job automatically killed ...)   (CMS CRAB's post-job)
     Subject: Slurm Job_id=771204 Name=ft Failed, Run time 03:11:45, NODE_FAIL, ExitCode 0   (Slurm's mail subject)
     State: TIMEOUT (exit code 0)                                               (seff's report)
@@ -40,6 +43,12 @@ from clusterlab.collectors._slurmlib import STATE_MODES
 NAME = "batch_scheduler"
 EXCLUSIVE = False
 
+# Flux's job eventlog (`flux job eventlog`): the job's time ran out
+_FLUX_TIMEOUT = r"\bexception type=\"timeout\" severity=0 .*note=\"resource allocation expired\""
+# the machine running the job went away under it: HTCondor's user log (event 024, its shadow could not find the job
+# again on the execute machine) and Determined's trial log (the agent holding its containers failed)
+_LOST_EXECUTOR = (r"\bJob reconnection failed\b|allocation failed due to agent failure"
+                  r"|agent failed while the container was running")
 # Every branch starts with a literal no training, NCCL or kernel line holds.
 PATTERN = "|".join([
     r"=>> PBS: job killed: ",
@@ -52,10 +61,12 @@ PATTERN = "|".join([
     r"\bSlurm (?:Array Summary )?Job_id=\S+(?: \(\d+\))? Name=.*, Run time [\d:-]+",
     r"(?m:^)State: [A-Z_]+(?: by \d+)? \(exit code \d+\)",
     r"\b(?:ORTE|PRTE) has lost communication with a remote daemon",
+    _FLUX_TIMEOUT, _LOST_EXECUTOR,
 ])
 SNIFF_HINT = (b"=>> pbs: ", b"job exceeded its ", b"job exceeded a ", b"moab_info:", b"term_", b"job preempted",
               b"job has gone over", b"wall clock limit", b"job_id=", b"(exit code ",
-              b"lost communication with a remote daemon")
+              b"lost communication with a remote daemon", b"exception type=\"timeout\"", b"job reconnection failed",
+              b"due to agent failure", b"agent failed while")
 # The final state Slurm's mail subject (`..., Run time 1-00:00:12, TIMEOUT, ExitCode 0`, or its TIME_LIMIT mail's
 # `Reached time limit`) or seff (`State: OUT_OF_MEMORY (exit code 0)`) gives the job
 _SLURM_STATE = (r"Job_id=\S+(?: \(\d+\))? Name=.*, Run time [\d:-]+, ([A-Z_]+)(?: by \d+)?, ExitCode"
@@ -66,7 +77,8 @@ _SLURM_TIME_LIMIT = r"Job_id=\S+(?: \(\d+\))? Name=.* Reached time limit, Run ti
 _KINDS: list[tuple[str, str, str | None, str]] = [
     ("batch_time_limit", r"=>> PBS: job killed: walltime |Job exceeded its walltime limit"
                          r"|MOAB_INFO: +job exceeded wallclock limit|TERM_RUNLIMIT: "
-                         r"|Not retrying job due to wall clock limit|" + _SLURM_TIME_LIMIT, "time_limit", "error"),
+                         r"|Not retrying job due to wall clock limit|" + _SLURM_TIME_LIMIT + "|" + _FLUX_TIMEOUT,
+     "time_limit", "error"),
     # NOTE: the job's memory as the scheduler counts it (the node's RAM, not a GPU's): the kernel's OOM killer's kin
     ("batch_memory_limit", r"=>> PBS: job killed: v?mem |Job exceeded (?:its|a) memory(?: resource)? limit"
                            r"|TERM_MEMLIMIT: "
@@ -79,6 +91,7 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     # Torque's mail and checkjob ('job preempted (node failure)'): the node's fault, not a reclaim
     ("batch_node_failure", r"[Jj]ob preempted \(node failure\)", "node_failure", "error"),
     ("mpi_daemon_lost", r"(?:ORTE|PRTE) has lost communication with a remote daemon", "node_failure", "error"),
+    ("executor_lost", _LOST_EXECUTOR, "node_failure", "error"),
     ("batch_preempted", r"TERM_PREEMPT: |[Jj]ob preempted\b", "preemption", "warning"),
     # a person's (or an admin's) kill, a CPU-time limit, the other TERM_ reasons: the verdict, with no failure mode
     ("batch_killed", r"", None, "warning"),

@@ -63,6 +63,9 @@ PATTERN = "|".join([
     # SkyPilot's managed-job controller finding the job's cluster taken (`Cluster is preempted (status: STOPPED).
     # Recovering...`; 0.6+: `Cluster is preempted or failed. Recovering...`; before 0.3: `The cluster is preempted.`)
     r"\b[Cc]luster is preempted\b",
+    # Karpenter's interruption controller acting on EC2's notice or a scheduled change (`"messageKind":
+    # "SpotInterruptionKind"` before 1.0, `"spot_interrupted"` / `"scheduled_change"` since)
+    r"\"messageKind\":\s*\"(?:SpotInterruptionKind|spot_interrupted|ScheduledChangeKind|scheduled_change)\"",
 ])
 # IMDS's spot/instance-action answer, quoted plain or escaped inside another JSON message: the action and its time
 ACTION = (r"\\?\"action\\?\"\s*:\s*\\?\"(?:terminate|stop|hibernate)\\?\"\s*,\s*"
@@ -72,7 +75,7 @@ PATTERN = PATTERN + "|" + ACTION
 SNIFF_HINT = (b"interruption", b"interrupted in", b"host ec2", b"preempted", b"preempt\"", b"termination is imminent",
               b"terminate_on_host_maintenance", b"eventstatus", b"compute.instances.", b"\"action\"",
               b"\"action\\\"",  # (IMDS's answer escaped inside another JSON message)
-              b"spot_itn", b"spot itn", b"cluster is preempted")
+              b"spot_itn", b"spot itn", b"cluster is preempted", b"\"messagekind\"")
 _BY_USER = r"[\"']EventSource[\"']:\s*[\"']User[\"']"
 _STARTED = r"[\"']EventStatus[\"']:\s*[\"']Started[\"']"
 _HOST_ERROR = r"\bcompute\.instances\.hostError\b"

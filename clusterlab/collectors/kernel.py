@@ -103,11 +103,10 @@ PATTERN = "|".join([
     r"LNet: .*(?:Timed out tx|Timed out RDMA|[Cc]losing conn|[Ss]ervice thread pid \d+ was inactive for )",
     _BLOCK_IO,
     r"\[Hardware Error\]: (?:Machine check events logged|CPU \d+: Machine Check|event severity: )",
-    r"Uncorrected hardware memory error|Memory failure: 0x",
-    r"EDAC (?:\S+ )?MC\d+: \d+ (?:CE|UE|Fatal) ",
+    r"Uncorrected hardware memory error|Memory failure: 0x|EDAC (?:\S+ )?MC\d+: \d+ (?:CE|UE|Fatal) ",
     r"Kernel panic - not syncing: ",
-    r"soft lockup - CPU#\d+ stuck",
-    r"Watchdog detected hard LOCKUP on cpu \d+",
+    r"soft lockup - CPU#\d+ stuck|Watchdog detected hard LOCKUP on cpu \d+",
+    r"ceph: (?:mds\d+ (?:reconnect denied|hung)\b| +dropping dirty)",
     r"BUG: workqueue lockup - pool ",
     r"INFO: rcu_\w+ (?:self-)?detected (?:stalls?|expedited stalls)",
     # call-trace frames in a shared filesystem's modules (or NFS functions): they say where a hung task waits
@@ -268,6 +267,8 @@ RULES: tuple[Rule, ...] = (
     Rule("fsclient", "fs_module_fault", _FS_RIP, "filesystem_io", "error"),
     # systemd giving up on a shared filesystem's client service or mount unit: the node runs without that filesystem
     Rule("fsclient", "fs_client_failed", _FS_CLIENT_FAILED, "filesystem_io", "error"),
+    Rule("fsclient", "ceph_session_lost", r"\bceph: (?:mds\d+ (?:reconnect denied|hung)\b| +dropping dirty)",
+         "filesystem_io", "error"),  # the MDS refused or lost a CephFS client's session (its dirty data dropped)
 )
 
 _BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"

@@ -21,7 +21,8 @@ of a node that no longer exists (a VM deleted or failed under them):
     message: 'PodGC: node no longer exists'          reason: DeletionByPodGC
 
 The node controller marks the pods of a node that stopped reporting (`kubectl get pods` shows `NodeLost`, the status
-`reason: NodeLost`, 'Node X which was running pod Y is unresponsive'). A Job's `activeDeadlineSeconds` is its wall
+`reason: NodeLost`, 'Node X which was running pod Y is unresponsive'), and the node's conditions say it
+(`NodeStatusUnknown`, 'Kubelet stopped posting node status.'). A Job's `activeDeadlineSeconds` is its wall
 time (`reason: DeadlineExceeded`, 'Job was active longer than specified deadline'; a pod's own 'Pod was active on the
 node longer than the specified deadline'), and Kueue evicts an admitted workload to make room for a higher-priority
 one ('Preempted to accommodate a workload (UID: ..., JobUID: ...) due to prioritization in the ClusterQueue'):
@@ -48,15 +49,18 @@ _SHUTDOWN = r"Pod was terminated in response to imminent node shutdown"
 # NOTE: ... or of a node that stopped reporting: the status reason, its message, or the STATUS column of a pods table
 _NODE_GONE = (r"\b(?:PodGC|GCPControllerManager|[A-Za-z]+ControllerManager): node no longer exists"
               r"|(?:^|\s|\")[Rr]eason\"?:\s*\"?NodeLost\b|\bwhich was running pod \S+ is unresponsive"
-              r"|(?m:^)\S+\s+\d+/\d+\s+NodeLost\s+\d+")
+              r"|(?m:^)\S+\s+\d+/\d+\s+NodeLost\s+\d+"
+              # the node's own conditions once its kubelet went silent (`kubectl describe node`, its status JSON)
+              r"|Kubelet stopped posting node status")
 # the Job's (or a pod's) activeDeadlineSeconds: the wall time it was given ran out
 _DEADLINE = (r"(?:^|\s|\")[Rr]eason\"?:\s*\"?DeadlineExceeded\b|Job was active longer than specified deadline"
              r"|Pod was active on the node longer than the specified deadline")
 _KUEUE_PREEMPTED = r"Preempted to accommodate a workload\b"
 PATTERN = f"{_OOM_KILLED}|{_EVICTED}|{_SHUTDOWN}|{_NODE_GONE}|{_DEADLINE}|{_KUEUE_PREEMPTED}"
 SNIFF_HINT = (b"oomkilled", b"low on resource: memory", b"[memorypressure]", b"imminent node shutdown",
-              b"node no longer exists", b"nodelost", b"is unresponsive", b"deadlineexceeded",
-              b"longer than specified deadline", b"longer than the specified deadline", b"preempted to accommodate")
+              b"node no longer exists", b"nodelost", b"is unresponsive", b"kubelet stopped posting",
+              b"deadlineexceeded", b"longer than specified deadline", b"longer than the specified deadline",
+              b"preempted to accommodate")
 
 
 def sniff(head: bytes, path: str) -> bool:
