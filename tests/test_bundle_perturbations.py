@@ -1,11 +1,13 @@
 """A damaged campaign bundle never ends in a traceback: ingest names what it could not read, attribute answers.
 
 Real collections arrive cut short (a node's log copied while it was written), garbled (a bad disk, a binary
-pasted in), shuffled (logs merged by a script), or missing a node's folder. Each case below damages a
-campaign bundle written outside this team's analysis (the outsiders' campaign2) or by our own campaign authors,
-deterministically, then runs `clusterlab ingest` and `clusterlab attribute --json` as a user would: exit status
-0 or 2 (some lines not understood) for ingest, an answer for attribute. The same damage, at random over seven
-campaigns, found a garbled Megatron step time (5.6e64 s) that overflowed the ledger's clock (test_bad_input holds it).
+pasted in), shuffled (logs merged by a script), missing a node's folder, or holding what a person gathering it
+by hand left there (broken TOML, looping and dangling links, binary files under log names, a name past ASCII).
+Each case below damages a campaign bundle written outside this team's analysis (the outsiders' campaign2) or by
+our own campaign authors, deterministically, then runs `clusterlab ingest` and `clusterlab attribute --json` as a
+user would: exit status 0 or 2 (some lines not understood) for ingest, an answer for attribute. The same damage,
+at random over seven campaigns, found a garbled Megatron step time (5.6e64 s) that overflowed the ledger's clock
+(test_bad_input holds it).
 """
 
 from __future__ import annotations
@@ -53,6 +55,31 @@ def _damage(root: Path, how: str, rng: random.Random) -> None:
             p.write_bytes(b"\n".join(lines))
         elif how == "unstamped":
             p.write_bytes(re.sub(rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d", b"", data))
+    if how == "layout":
+        _disorder(root, files, rng)
+
+
+def _disorder(root: Path, files: list[Path], rng: random.Random) -> None:
+    """What a bundle gathered by hand holds besides logs: TOML a person broke, links that loop or lead nowhere,
+    binary and all-NUL files under log names, a folder 40 deep, a name past ASCII, an attempt folder renamed."""
+    for toml in sorted(root.rglob("*.toml"))[:2]:
+        text = toml.read_text()
+        cut = rng.randrange(len(text) + 1)
+        toml.write_text(text[:cut] + ' = = "[[\n' + text[cut:])
+    some = rng.choice(files).parent
+    (some / "loop").symlink_to(some)
+    (some / "gone.log").symlink_to("/nonexistent/clusterlab/gone.log")
+    (some / "core.log").write_bytes(rng.randbytes(200_000))
+    (some / "zeros.log").write_bytes(bytes(100_000))
+    deep = some.joinpath(*(f"d{i}" for i in range(40)))
+    deep.mkdir(parents=True)
+    shutil.copy(rng.choice(files), deep / "copy.log")
+    moved = rng.choice(files)
+    moved.rename(moved.with_name(moved.name + "-\u00e9\u4e2d"))
+    attempts = sorted(p for p in root.rglob("attempt-*") if p.is_dir())
+    if attempts:
+        first = rng.choice(attempts)
+        first.rename(first.with_name(first.name.replace("attempt-", "attempt-x")))
 
 
 @pytest.fixture(scope="module", params=sorted(GENERATORS))
@@ -66,7 +93,7 @@ def campaign(request, tmp_path_factory) -> tuple[Path, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", ["truncate", "garble", "shuffle", "unstamped", "drop_node"])
+@pytest.mark.parametrize("how", ["truncate", "garble", "shuffle", "unstamped", "drop_node", "layout"])
 def test_a_damaged_bundle_is_read_and_answered_without_a_traceback(campaign: tuple[Path, str], how: str,
                                                                     tmp_path: Path) -> None:
     bundle, run = campaign
