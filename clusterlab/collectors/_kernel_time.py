@@ -91,6 +91,12 @@ def timestamp(ctx: Context) -> pl.Expr:
     return pl.coalesce(raw, ctime, _iso(ctx), bsd, rel).alias("ts")
 
 
+def dated(lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
+    """`lines` with `ts`, the time of their syslog, journal or dmesg prefix: what a line another program logged to
+    the node's log (a cloud agent, a FUSE daemon) has of a time."""
+    return lines.with_columns(split_prefix(lines, ctx).select(timestamp(ctx)))
+
+
 def boot_from_own_lines(frame: pl.DataFrame) -> pl.DataFrame:
     """Raw dmesg lines dated by the boot time the file itself gives: a line stamped with both a wall time and
     the seconds since boot (syslog's `kernel: [12345.6]`), or a `dmesg -T` line repeating a raw line's message.

@@ -90,7 +90,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """One preemption event per line of a notice or of the job's end it caused; a maintenance notice as no mode."""
     out = Parsed()
     text = pl.col("text")
-    lines = lines.with_columns(_kernel_time.split_prefix(lines, ctx).select(_kernel_time.timestamp(ctx)))
+    lines = _kernel_time.dated(lines, ctx)
     azure = text.str.contains(_AZURE)
     taken = ~azure | (text.str.contains(_STARTED) & ~text.str.contains(_BY_USER))
     host_error = text.str.contains(_HOST_ERROR)

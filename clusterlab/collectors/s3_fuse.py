@@ -46,7 +46,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     """One event per failed operation: filesystem_io where S3 failed it, no mode where the caller's request did."""
     out = Parsed()
     text = pl.col("text")
-    lines = lines.with_columns(_kernel_time.split_prefix(lines, ctx).select(_kernel_time.timestamp(ctx)))
+    lines = _kernel_time.dated(lines, ctx)
     op = text.str.extract(_MOUNTPOINT, 1)
     errno = text.str.extract(_MOUNTPOINT, 2).cast(pl.Int32, strict=False)
     http = text.str.extract(_S3FS, 1).cast(pl.Int32, strict=False)
