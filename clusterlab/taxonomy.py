@@ -59,7 +59,7 @@ def mode(mode_id: str) -> FailureMode:
 @dataclass(frozen=True)
 class Xid:
     code: int
-    failure_mode: str
+    failure_mode: str | None  # None: a notice, no fault
     action: str  # NVIDIA's guidance, shortened
     description: str
     root_cause: bool = True  # False: a follow-on or informational Xid, never a root cause alone
@@ -78,7 +78,9 @@ _XIDS = [
     Xid(32, "cuda_error", "none", "invalid or corrupted push buffer stream (catalogue: check the application)"),
     Xid(38, "gpu_hw_other", "none", "driver firmware error (FECS watchdog timeout)", root_cause=False),
     Xid(43, "cuda_error", "none", "GPU stopped processing (application fault)"),
-    Xid(45, "unknown", "none", "preemptive cleanup after earlier errors", root_cause=False),
+    # NOTE: what the driver logs for each channel of a process that was killed (a cancel, a crash elsewhere, an
+    # earlier fault): no fault of its own. Where it names the Xid that caused it, it carries that one's mode.
+    Xid(45, None, "none", "preemptive cleanup after earlier errors", root_cause=False),
     Xid(48, "gpu_memory_ecc", "reset GPU", "double-bit ECC error"),
     Xid(56, "gpu_hw_other", "none", "display engine error"),
     Xid(61, "gpu_hw_other", "reset GPU", "internal micro-controller breakpoint/warning"),

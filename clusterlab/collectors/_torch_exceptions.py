@@ -42,6 +42,10 @@ _FS_ERRNO = (r"\[Errno (?:5|28|116|122)\]|Input/output error|Stale file handle|N
 OBJECT_STORE = (r"\((?:SlowDown|InternalError|ServiceUnavailable|RequestTimeout|503|500)\) when calling the \w+ "
                 r"operation|\b50[0-4] (?:POST|PUT|GET|PATCH) https://(?:storage|www)\.googleapis\.com/(?:upload/)?storage/"
                 r"|(?:Could not connect to the endpoint URL|Read timeout on endpoint URL): \"https://[^\"]*\bs3[.-]")
+# What Python prints before a traceback the process outlives: an exception it ignored (raised in a `__del__` or a
+# callback, often at interpreter shutdown) or one that ended a thread other than the main one (a logger's network
+# thread after the run finished). The process goes on: such an exception is no fault of the job's on its own.
+BACKGROUND = r"Exception ignored in: |Exception in thread [^:]*:\s*$"
 # ENOSPC, EDQUOT as any layer words them (Python's OSError, Rust's io::Error, a shell)
 STORAGE_FULL = r"No space left on device|Disk quota exceeded"
 # The caching allocator's out-of-memory report asks NVML which processes hold the GPU's memory; where NVML cannot
@@ -165,10 +169,15 @@ def exception_events(f: pl.DataFrame, finals: pl.DataFrame) -> pl.DataFrame:
         pl.col("m").filter(pl.col("m").is_not_null() & (pl.col("m") != "user_code_error")).first().alias("specific"),
         pl.col("m").last().alias("own"),
     )
-    rows = (f.filter(pl.col("kind").is_null()).join(plain.select("line", "causes"), on="line", how="inner")
+    rows = (f.filter(pl.col("kind").is_null()).join(plain.select("line", "tb_line", "causes"), on="line", how="inner")
             .join(modes, on="line", how="left"))
+    # a traceback right after Python's word that the process outlives it (BACKGROUND): a notice, unless its chain
+    # names a mode more specific than the user's code (a thread's I/O error on a checkpoint is still the storage's)
+    outlived = (pl.col("tb_line") - 1).is_in(f.filter(pl.col("msg").str.contains(BACKGROUND))["line"].implode())
+    notice = outlived & pl.col("specific").is_null()
     return rows.with_columns(
-        kind=pl.lit("python_exception"), failure_mode=pl.coalesce("specific", "own"), severity=pl.lit("error"),
+        kind=pl.lit("python_exception"), failure_mode=pl.when(~notice).then(pl.coalesce("specific", "own")),
+        severity=pl.when(notice).then(pl.lit("warning")).otherwise(pl.lit("error")),
         exception=pl.col("exc_type"), message=pl.col("exc_msg"),
-    ).drop("specific", "own")
+    ).drop("specific", "own", "tb_line")
 

@@ -131,6 +131,10 @@ _WARN_KINDS: list[tuple[str, str, str | None, str]] = [
     # or the segment a peer made is gone: the job's own setup (its container, its NCCL), not the fabric
     ("shm_error", r"shared memory segment|posix_fallocate failed|failed to extend /dev/shm", "user_code_error",
      "error"),
+    # NVLink SHARP's multicast memory the fabric would not bind (`transport/nvls.cc:379 NCCL WARN Failed to bind
+    # NVLink SHARP (NVLS) Multicast memory of size N : CUDA error 401 ...`): the NVLink fabric (its switches, the
+    # fabric manager) is not in a state to serve it, whatever CUDA error it came back as
+    ("nvls_bind_failed", r"Failed to bind NVLink SHARP \(NVLS\) Multicast memory", "nvlink_error", "error"),
     ("cuda_failure", r"Cuda failure|Test CUDA failure", "cuda_error", "error"),
     ("nccl_test_failure", r"Test NCCL failure", "unknown", "error"),
 ]

@@ -87,7 +87,7 @@ PATTERN = "|".join([
     exits.LAUNCHER_EXIT,
     r"death signal, shutting down workers|terminate called after throwing an instance of",
     r"Unable to shutdown process \d+ via (?:Signals\.)?SIGTERM",
-    _START, _DS_START, _DS_END, _PDSH_INTERRUPT,
+    _START, _DS_START, _DS_END, _PDSH_INTERRUPT, _torch_exceptions.BACKGROUND,
     r"Traceback \(most recent call last\)|During handling of the above exception|The above exception was the direct",
     r"\w(?:Error|Exception|Interrupt|Exit)(?::\s|:?\s*$)", _QUALIFIED_EXC,
     r'File "[^"]+", line \d+, in \S',  # (behind any launcher prefix: `_FRAME` is read on the line's body)
