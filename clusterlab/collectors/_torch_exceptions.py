@@ -15,6 +15,14 @@ import polars as pl
 from clusterlab.collectors._base import FILE_LINE_BASE
 
 _TB_MAX_LINES = 1000  # a traceback whose exception line is further away than this is not paired
+# c10d's store: a rank waited for a key another rank never wrote (rank 0's ncclUniqueId, a barrier's count) until the
+# store's timeout (torch 1.12+ "Socket Timeout", "Timeout waiting for key: ...", 2.5+ "wait timeout after 600000ms";
+# before 2.2 the store-based barrier's own "Timed out initializing process group in store based barrier")
+STORE_TIMEOUT = (r"via c10d key-value store by key .* got error: (?:Socket Timeout|Timeout waiting for key"
+                 r"|wait timeout after)|Timed out initializing process group in store based barrier")
+# torch built for a newer CUDA than the node's driver serves (`The NVIDIA driver on your system is too old (found
+# version 11040)`): the job's image against the node's driver, a configuration to fix, not a fault of the GPU
+DRIVER_TOO_OLD = r"The NVIDIA driver on your system is too old \(found version \d+\)"
 # a store's server that cannot bind its port: the launch's own configuration, not the network
 STORE_BIND = r"The server socket has failed to listen on any local network address"
 # Exceptions that wrap or follow another failure: they name no cause of their own.

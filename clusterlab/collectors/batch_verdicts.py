@@ -48,7 +48,10 @@ _FLUX_TIMEOUT = r"\bexception type=\"timeout\" severity=0 .*note=\"resource allo
 # the machine running the job went away under it: HTCondor's user log (event 024, its shadow could not find the job
 # again on the execute machine) and Determined's trial log (the agent holding its containers failed)
 _LOST_EXECUTOR = (r"\bJob reconnection failed\b|allocation failed due to agent failure"
-                  r"|agent failed while the container was running")
+                  r"|agent failed while the container was running"
+                  # a launcher's ssh to a node of the job that no route leads to or that never answers (pdsh,
+                  # DeepSpeed's runner, mpirun's rsh agent): the node is down or cut off (a refusal is its sshd's)
+                  r"|\bssh: connect to host \S+ port \d+: (?:No route to host|Connection timed out)")
 # Every branch starts with a literal no training, NCCL or kernel line holds.
 PATTERN = "|".join([
     r"=>> PBS: job killed: ",
@@ -66,7 +69,7 @@ PATTERN = "|".join([
 SNIFF_HINT = (b"=>> pbs: ", b"job exceeded its ", b"job exceeded a ", b"moab_info:", b"term_", b"job preempted",
               b"job has gone over", b"wall clock limit", b"job_id=", b"(exit code ",
               b"lost communication with a remote daemon", b"exception type=\"timeout\"", b"job reconnection failed",
-              b"due to agent failure", b"agent failed while")
+              b"due to agent failure", b"agent failed while", b"ssh: connect to host")
 # The final state Slurm's mail subject (`..., Run time 1-00:00:12, TIMEOUT, ExitCode 0`, or its TIME_LIMIT mail's
 # `Reached time limit`) or seff (`State: OUT_OF_MEMORY (exit code 0)`) gives the job
 _SLURM_STATE = (r"Job_id=\S+(?: \(\d+\))? Name=.*, Run time [\d:-]+, ([A-Z_]+)(?: by \d+)?, ExitCode"

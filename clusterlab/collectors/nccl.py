@@ -39,7 +39,7 @@ PATTERN = (
     r"|Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
     r"|ncclSocket[A-Z]\w*: "
     r"|NET/OFI Request (?:\S+ )?completed with error"
-    r"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'"
+    r"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'|^\s*Bootstrap ?: no socket interface found"
     r"|NCCL INFO [\w./-]+:\d+ -> [1-9]"
     r"|^(?:[^\s:\[\]]+:\d+:\d+ \[\d+\] )?[\w./-]+\.(?:h|cc|cu):\d+ WARN "
     r"|Test (?:CUDA|NCCL) failure [\w./-]+:\d+ '"
@@ -65,7 +65,7 @@ _TEST_FAILURE = r"Test (?:CUDA|NCCL) failure [\w./-]+:\d+ '"
 # ... and NCCL 2.12+'s socket layer, which names its function (`ncclSocketInit: connecting to address ...`)
 _ECHO = (r"Got completion from peer |Connection closed by remote peer |: Connect to \S+ failed|Call to ibv_\w+"
          r"|\bncclSocket[A-Z]\w*: "
-         r"|NET/OFI Request (?:\S+ )?completed with error"
+         r"|NET/OFI Request (?:\S+ )?completed with error|^\s*Bootstrap ?: no socket interface found"
          rf"|^\s*(?:\[rank\d+\]: )?Cuda failure (?:\d+ )?'|{_TEST_FAILURE}")
 # ncclGetErrorString's texts (as "Test NCCL failure" quotes them): the failure mode each names
 _NCCL_ERROR_TEXT = [(r"unhandled cuda error", "cuda_error"), (r"network error", "network"),
@@ -122,6 +122,9 @@ _WARN_KINDS: list[tuple[str, str, str | None, str]] = [
     ("ibv_error", r"\bibv_\w+(?:\(\))? (?:failed|returned)", "network", "error"),
     ("ib_async_event", r"NET/IB ?: .*(?:async (?:fatal |error )?event|GID table changed)",
      "network", "error"),
+    # NCCL_SOCKET_IFNAME (or the host) offering no interface NCCL can bootstrap over: the launch's configuration,
+    # the job cannot start; a transport that finds none (`NET/Socket : No usable listening interface`) falls back
+    ("bootstrap_no_interface", r"Bootstrap ?: no socket interface found", "user_code_error", "error"),
     ("nccl_warn", r"(?:no|No usable listening|No IP) (?:socket )?interface", None, "warning"),
     ("socket_error", r"Connection (?:closed by remote peer|reset|refused|timed out)|socket\w*: |NET/Socket|"
      r"Connect to \S+ (?:failed|returned)|Net : ", "network", "error"),

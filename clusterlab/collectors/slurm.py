@@ -157,6 +157,10 @@ RULES: tuple[Rule, ...] = (
     Rule("slurm_exec_failed", r"slurmstepd: error: execve\(\): .+: (?:No such file or directory|Permission denied"
          r"|Exec format error|Not a directory)", "user_code_error", "error"),
     Rule("slurm_alloc_failed", r"srun: error: Unable to allocate resources", None, "error"),
+    # a step that asks for what its allocation cannot give (more GPUs or tasks per node than the nodes have): the
+    # job script's request, not the cluster's fault (a busy node's `Requested nodes are busy` only waits)
+    Rule("slurm_step_unsatisfiable", r"srun: error: Unable to create step for job \d+: Requested node configuration "
+         r"is not available", "user_code_error", "error"),
     # the job script's own tools (mv, cp, bash reading a script) getting EIO, ESTALE... from the filesystem they work
     # on: the storage failed them (`line 124: /bin/mv: Input/output error`, `-bash: cd: /home/u: Stale file handle`)
     Rule("job_io_error", _PERROR_FS, "filesystem_io", "error"),

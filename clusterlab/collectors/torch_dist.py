@@ -66,7 +66,7 @@ PATTERN = "|".join([
     # NOTE: c10d's store logs its own line before (or without) the exception: `[E728 15:01:59.561275187
     # socket.cpp:1028] [c10d] The client socket has timed out after 600000ms while trying to connect to (...)`
     r"The client socket has timed out after \d|connect\(\) timed out\. Original timeout was \d|Gloo connectFullMesh fa",
-    r"via c10d key-value store by key |Timed out waiting \d+ms for (?:recv|send) operation",
+    r"via c10d key-value store by key |Timed out initializing process group in store|Timed out waiting \d+ms for ",
     r"Received a dump signal due to a collective timeout|Observed flight recorder dump signal",
     r"\[c10d\] (?:recvValue|recvBytes|sendBytes) failed on SocketImpl|flag on TCPStore, \(maybe TCPStore server",
     r"\] Timeout at collective: |ranks that caused the desync are|didn't finish collective #",
@@ -78,7 +78,7 @@ PATTERN = "|".join([
     r"THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: |CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: ",
     r"cublas runtime error : |cudnn runtime error : |CUBLAS failure \d|CUDNN failure \d|\b[Cc]u[Dd][Nn][Nn] error: ",
     r"Check failed: status == CU(?:BLAS|DNN)_STATUS_SUCCESS",
-    r"_STATUS_ALLOC_FAILED|HIP out of memory|unable to write to file </torch_",
+    r"_STATUS_ALLOC_FAILED|HIP out of memory|unable to write to file </torch_|NVIDIA driver on your system is too",
     r"Root Cause(?: \(first observed failure\))?:\s*$|Failures:\s*$",
     r"  (?:time      |host      |rank      |exitcode  |error_file|traceback ): ",
     r"  (?:time: \d{4}-\d\d-\d\d_|rank: \d+ \(local_rank|exitcode: -?\d+ \(pid|msg: \")",
@@ -102,6 +102,7 @@ _SNIFF = re.compile(
     rb"|: interrupt \(one more within 1 sec to abort\)"
     rb"|\] exits with return code = -?\d|terminated with signal SIG|died with <Signals\."
     rb"|The server socket has failed to listen on any local network address|Gloo connectFullMesh failed"
+    rb"|The NVIDIA driver on your system is too old"
     # NOTE: ncclGetErrorString's words as a Python wrapper raises them (`RuntimeError: NCCL error: unhandled system
     # error`: vLLM's pynccl, a traceback cut before its head, behind a serving engine's own log prefix)
     rb"|NCCL error: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|remote process)"
@@ -168,7 +169,7 @@ _CUDA_ERR = (r"(?:CUDA (?:driver )?error: |cuda runtime error \(\d+\) : |THCudaC
              r"|\bcudaError[A-Z]\w*: |\bCUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: "
              r"|cu(?:blas|dnn) runtime error : |\bCU(?:BLAS|DNN) failure \d+: |\b[Cc]u[Dd][Nn][Nn] error: "
              r"|Check failed: status == CU(?:BLAS|DNN)_STATUS_SUCCESS \(\d+ vs\. 0\)\s*)")
-_STORE_TIMEOUT = r"via c10d key-value store by key .* got error: (?:Socket Timeout|Timeout waiting for key)"
+_STORE_TIMEOUT = _torch_exceptions.STORE_TIMEOUT
 # ... and a store's server that cannot bind its port (EADDRINUSE: another job, a stale process; errno 99: an address
 # not the host's): the launch's own configuration, not the network (torch 2.4+ DistNetworkError, RuntimeError before)
 _STORE_CONNECT = (r"connect\(\) timed out\. Original timeout was \d+ ?ms"
@@ -181,16 +182,14 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     ("watchdog_timeout", _TIMEOUT, "nccl_timeout", "error"),
     ("heartbeat_timeout", r"Heartbeat monitor timed out|watchdog got stuck for", "nccl_timeout", "critical"),
     ("timeout_notified", r"Received a global timeout from another rank", "nccl_timeout", "warning"),
-    # c10d's store: a rank waits for a key another rank never wrote (rank 0's ncclUniqueId, a barrier's count) until
-    # the store's timeout: the peer hangs or is late, as a collective's would (torch 1.12+: "Socket Timeout",
-    # "Timeout waiting for key: default_pg/0/0 after 1800000 ms")
+    # c10d's store: a rank waited for a key a peer never wrote (STORE_TIMEOUT): the peer hangs or is late, as in a hang
     ("store_timeout", _STORE_TIMEOUT, "nccl_timeout", "error"),
     # ... or cannot reach the store's server at all (rendezvous endpoint or MASTER_ADDR down, unreachable or refusing):
     # torch <= 1.13 raised a RuntimeError for it, later ones a DistNetworkError; both quoted in elastic's error JSON
     ("store_connect", _STORE_CONNECT, "network", "error"),
     ("store_bind", _torch_exceptions.STORE_BIND, "user_code_error", "error"),
-    # gloo's group setup could not connect its ranks to one another (`ProcessGroupGloo.cpp:145] Gloo connectFullMesh
-    # failed with [.../gloo/transport/tcp/pair.cc:144] no error`): the hosts cannot reach each other on that interface
+    ("driver_too_old", _torch_exceptions.DRIVER_TOO_OLD, "user_code_error", "error"),
+    # gloo's group setup could not connect its ranks to one another: the hosts cannot reach each other on that interface
     ("gloo_connect", r"Gloo connectFullMesh failed with", "network", "error"),
     ("dump_signal", r"Received a dump signal due to a collective timeout|Observed flight recorder dump signal",
      "nccl_timeout", "warning"),
@@ -464,9 +463,10 @@ _KIND_LITS: dict[str, tuple[str, ...]] = {
                          "Watchdog caught collective", " milliseconds before timing out", "monitoredBarrier"),
     "heartbeat_timeout": ("Heartbeat monitor timed out", "watchdog got stuck for"),
     "timeout_notified": ("Received a global timeout from another rank",),
-    "store_timeout": ("via c10d key-value store by key ",),
+    "store_timeout": ("via c10d key-value store by key ", "Timed out initializing process group in store based"),
     "store_connect": ("connect() timed out. Original timeout was ", "while trying to connect"),
     "store_bind": ("The server socket has failed to listen on any local network address",),
+    "driver_too_old": ("The NVIDIA driver on your system is too old",),
     "gloo_connect": ("Gloo connectFullMesh failed with",),
     "dump_signal": ("Received a dump signal due to a collective timeout", "Observed flight recorder dump signal"),
     "store_lost": ("] recvValue failed on SocketImpl", "] recvBytes failed on SocketImpl",
