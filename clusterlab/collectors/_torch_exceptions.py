@@ -35,7 +35,8 @@ _NO_MODE_EXC = {"DistStoreError", "DistBackendError", "SignalException", "Proces
 # EIO, ENOSPC, ESTALE, EDQUOT: the storage, not the code, failed the read or write
 # NOTE: torch.save's zip writer names no errno: a short fwrite is 'PytorchStreamWriter failed writing file X:
 # file write failed', a short earlier record 'unexpected pos N vs M' (a full disk, a quota, an I/O error)
-_FS_ERRNO = (r"\[Errno (?:5|28|116|122)\]|Input/output error|Stale file handle|No space left on device"
+_FS_ERRNO = (r"\[Errno (?:5|28|116|121|122)\]|Input/output error|Stale file handle|No space left on device"
+             r"|Remote I/O error"
              r"|Disk quota exceeded|PytorchStreamWriter failed writing file .*: file write failed"
              r"|inline_container\.cc:\d+\] \. unexpected pos \d+ vs \d+"
              # ENOTCONN on a path: a FUSE mount whose daemon died (gcsfuse, blobfuse, s3fs); on a socket (no path
@@ -46,10 +47,14 @@ _FS_ERRNO = (r"\[Errno (?:5|28|116|122)\]|Input/output error|Stale file handle|N
 # An object store failing a transfer on its side (checkpoints saved to or read from S3 or GCS): botocore's error codes
 # of the service's own failures (`An error occurred (SlowDown) when calling the PutObject operation`; an AccessDenied
 # or NoSuchBucket is the job's configuration, the user's), google-cloud-storage's 5xx on its upload or download URL
-# (`503 POST https://storage.googleapis.com/upload/storage/v1/b/...`), or the endpoint unreachable or timing out
+# (`503 POST https://storage.googleapis.com/upload/storage/v1/b/...`), or the endpoint unreachable or timing out;
+# likewise the Hugging Face Hub a dataset streams from (`429 Client Error: Too Many Requests for url: https://
+# huggingface.co/api/datasets/...`, a 5xx, `HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out`)
 OBJECT_STORE = (r"\((?:SlowDown|InternalError|ServiceUnavailable|RequestTimeout|503|500)\) when calling the \w+ "
                 r"operation|\b50[0-4] (?:POST|PUT|GET|PATCH) https://(?:storage|www)\.googleapis\.com/(?:upload/)?storage/"
-                r"|(?:Could not connect to the endpoint URL|Read timeout on endpoint URL): \"https://[^\"]*\bs3[.-]")
+                r"|(?:Could not connect to the endpoint URL|Read timeout on endpoint URL): \"https://[^\"]*\bs3[.-]"
+                r"|\b(?:429|50[0-4]) (?:Client|Server) Error: .* for url: https://(?:huggingface\.co|hf\.co)/"
+                r"|HTTPSConnectionPool\(host='(?:huggingface\.co|cdn-lfs[\w.-]*)', port=\d+\): Read timed out")
 # What Python prints before a traceback the process outlives: an exception it ignored (raised in a `__del__` or a
 # callback, often at interpreter shutdown) or one that ended a thread other than the main one (a logger's network
 # thread after the run finished). The process goes on: such an exception is no fault of the job's on its own.

@@ -116,7 +116,7 @@ _SNIFF = re.compile(
     rb"|(?m:^zsh: (?:killed|segmentation fault|bus error|abort)\s)|(?m:^\[rank\d{1,6}\]: )"  # torchrun's rank prefix
     rb"|No space left on device|Disk quota exceeded|APPLICATION TERMINATED WITH THE EXIT STRING: "
     # a traceback pasted from its middle: the file begins with a frame line (behind a launcher's prefix), or the code
-    rb"|\A(?:[^\n]*\n)?(?:" + _launcher_prefix.RANK_LINE + rb")?\s*File \"[^\"\n]+\", line \d+, in "
+    rb"|\A(?:[^\n]*\n)?(?:\s*(?:" + _launcher_prefix.RANK_LINE + rb")){0,3}\s*File \"[^\"\n]+\", line \d+, in "
 )
 # srun --label `3: `, a Ray actor `(Worker pid=1, ip=...) ` or SkyPilot's node `(worker1, rank=1, pid=2, ip=...) `,
 # torchrun `[rank3]:` / `[default3]:` (`[3]:`: no role name), mpirun `[1,3]<...>:`, horovodrun `[3]<...>:`
