@@ -156,7 +156,9 @@ def test_abort_complete_is_a_comm_abort_event() -> None:
     ("Cuda failure 2 'out of memory'", "cuda_failure", "cuda_oom"),
     ("NET/IB : mlx5_0:1 async fatal event: local catastrophic error", "ib_async_event", "network"),
     ("[Proxy Service 10] Failed to execute operation Connect from rank 10, retcode 6", "proxy_error", "network"),
-    ("Bootstrap : no socket interface found", "nccl_warn", None),
+    # (NCCL_SOCKET_IFNAME naming no interface the host has: the launch's configuration, the job cannot start)
+    ("Bootstrap : no socket interface found", "bootstrap_no_interface", "user_code_error"),
+    ("NET/Socket : No usable listening interface found", "nccl_warn", None),
     ("Comm 0x5598e0a7f6b0 is in abort state", "comm_abort", None),
 ])
 def test_warn_kinds_and_failure_modes(warn: str, kind: str, mode: str | None) -> None:
