@@ -43,7 +43,8 @@ from clusterlab.collectors._base import Context, Parsed, search
 NAME = "kubernetes"
 EXCLUSIVE = False
 
-_OOM_KILLED = r"(?:^|\s|\")[Rr]eason\"?:\s*\"?OOMKilled\b"
+# (a pod's status `reason: OOMKilled`; a container's own state as `docker inspect` prints it, `"OOMKilled": true`)
+_OOM_KILLED = r"(?:^|\s|\")[Rr]eason\"?:\s*\"?OOMKilled\b|\"OOMKilled\":\s*true\b"
 _EVICTED = r"The node was low on resource: memory\.|The node had condition: \[MemoryPressure\]"
 _SHUTDOWN = r"Pod was terminated in response to imminent node shutdown"
 # NOTE: ... or of a node that stopped reporting: the status reason, its message, or the STATUS column of a pods table

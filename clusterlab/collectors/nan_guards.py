@@ -48,6 +48,8 @@ GUARDS: list[tuple[str, str, str]] = [
     ("grad_norm_nonfinite", r"(?:^|\s)grad_norm: (?:(?i:nan|inf) \(|\S+ \((?i:nan|inf)\))", "error"),
     # Keras `model.fit`: `612/612 [====] - 52s 85ms/step - loss: nan - accuracy: ...` (Keras 3: any metric first)
     ("loss_nan", r"/(?:step|sample) - (?:.* - )?loss: (?i:nan|inf)\b", "error"),
+    # ... Keras 1.x and tf.keras before 2.2 printed the epoch's seconds alone (`12800/12800 [====] - 3s - loss: nan`)
+    ("loss_nan", r"\d+/\d+ \[=+\] - \d+s - (?:.* - )?loss: (?i:nan|inf)\b", "error"),
     # ... and its bar while the epoch runs (`1210/4480 [=====>....] - ETA: 9:02 - loss: nan - acc: 0.84`), drawn by
     # Keras or a PyTorch wrapper copying it; a value may run into the next print (`loss: nanEpoch 2/10`)
     ("loss_nan", r"\d+/\d+ \[[=>.]+\] - ETA: \S+ - (?:.* - )?loss: (?:nan|NaN|inf)(?:[^a-z]|$)", "error"),

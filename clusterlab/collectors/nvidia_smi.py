@@ -33,6 +33,8 @@ What a GPU's state means (NVIDIA's GPU memory error management and debug guideli
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from clusterlab import telemetry
@@ -55,6 +57,8 @@ _BUS = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"
 _GPU = rf"^GPU (?P<bus>{_BUS})\s*$"
 _LOST = rf"^Unable to determine the device handle for GPU ?(?P<lbus>{_BUS}): (?P<why>.*?)\s*$"
 _LOG = r"^=+\s*NVSMI LOG\s*=+\s*$"
+# a shell prompt running another command than nvidia-smi (`root@gpu-d04:~# dmesg -T`, `$ sudo dmesg`)
+_OTHER_COMMAND = re.compile(r"^(?:\S*[$#]|\[[^\]]+\][$#]) +(?!(?:sudo +)?nvidia-smi\b)\S")
 _TS = r"^Timestamp\s+: (?:[A-Z][a-z]{2} )?(?P<tstamp>[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4})\s*$"
 # The keys read here (any section: the section path tells them apart).
 _KEYS = (r"Product Name|Serial Number|GPU UUID|Pending|Remapping Failure Occurred|Correctable Error|"
@@ -115,6 +119,10 @@ def _unreachable_gpu_after_command(lines: list[str]) -> bool:
     # NOTE: anything else before the message (a training log, a kernel log quoting it) is another collector's file
     at = next((i for i, ln in enumerate(lines) if ln.startswith("Unable to determine the device handle for GPU")), None)
     if at is None:
+        return False
+    # NOTE: a terminal session pasted whole (the scheduler's verdict above the prompt, another command's output after
+    # it: `dmesg -T | grep NVRM`) is no nvidia-smi report: its line-oriented collectors read it all
+    if any(_OTHER_COMMAND.match(ln) for ln in lines[at + 1:]):
         return False
     return at == 0 or any("nvidia-smi" in ln.lower() for ln in lines[:at])
 
