@@ -50,7 +50,7 @@ _FS_ERRNO = (r"\[Errno (?:5|28|116|121|122)\]|Input/output error|Stale file hand
 # (`503 POST https://storage.googleapis.com/upload/storage/v1/b/...`), or the endpoint unreachable or timing out;
 # likewise the Hugging Face Hub a dataset streams from (`429 Client Error: Too Many Requests for url: https://
 # huggingface.co/api/datasets/...`, a 5xx, `HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out`)
-OBJECT_STORE = (r"\((?:SlowDown|InternalError|ServiceUnavailable|RequestTimeout|503|500)\) when calling the \w+ "
+_OBJECT_STORE = (r"\((?:SlowDown|InternalError|ServiceUnavailable|RequestTimeout|503|500)\) when calling the \w+ "
                 r"operation|\b50[0-4] (?:POST|PUT|GET|PATCH) https://(?:storage|www)\.googleapis\.com/(?:upload/)?storage/"
                 r"|(?:Could not connect to the endpoint URL|Read timeout on endpoint URL): \"https://[^\"]*\bs3[.-]"
                 r"|\b(?:429|50[0-4]) (?:Client|Server) Error: .* for url: https://(?:huggingface\.co|hf\.co)/"
@@ -149,7 +149,7 @@ def _exc_mode(exc_type: pl.Expr, message: pl.Expr) -> pl.Expr:
             .when(message.fill_null("").str.contains(_OOM_REPORT_ASSERT)).then(pl.lit("cuda_oom"))
             # NOTE: whatever wraps it (an OSError, a RuntimeError of torch.save): the storage failed the process
             .when(message.fill_null("").str.contains(_FS_ERRNO)).then(pl.lit("filesystem_io"))
-            .when(message.fill_null("").str.contains(OBJECT_STORE)).then(pl.lit("filesystem_io"))
+            .when(message.fill_null("").str.contains(_OBJECT_STORE)).then(pl.lit("filesystem_io"))
             # NOTE: a store server that cannot bind its port is the launch's configuration (store_bind), not the network
             .when((short == "DistNetworkError") & ~message.fill_null("").str.contains(STORE_BIND))
             .then(pl.lit("network"))

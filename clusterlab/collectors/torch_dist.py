@@ -169,7 +169,6 @@ _CUDA_ERR = (r"(?:CUDA (?:driver )?error: |cuda runtime error \(\d+\) : |THCudaC
              r"|\bcudaError[A-Z]\w*: |\bCUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: "
              r"|cu(?:blas|dnn) runtime error : |\bCU(?:BLAS|DNN) failure \d+: |\b[Cc]u[Dd][Nn][Nn] error: "
              r"|Check failed: status == CU(?:BLAS|DNN)_STATUS_SUCCESS \(\d+ vs\. 0\)\s*)")
-_STORE_TIMEOUT = _torch_exceptions.STORE_TIMEOUT
 # ... and a store's server that cannot bind its port (EADDRINUSE: another job, a stale process; errno 99: an address
 # not the host's): the launch's own configuration, not the network (torch 2.4+ DistNetworkError, RuntimeError before)
 _STORE_CONNECT = (r"connect\(\) timed out\. Original timeout was \d+ ?ms"
@@ -183,7 +182,7 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     ("heartbeat_timeout", r"Heartbeat monitor timed out|watchdog got stuck for", "nccl_timeout", "critical"),
     ("timeout_notified", r"Received a global timeout from another rank", "nccl_timeout", "warning"),
     # c10d's store: a rank waited for a key a peer never wrote (STORE_TIMEOUT): the peer hangs or is late, as in a hang
-    ("store_timeout", _STORE_TIMEOUT, "nccl_timeout", "error"),
+    ("store_timeout", _torch_exceptions.STORE_TIMEOUT, "nccl_timeout", "error"),
     # ... or cannot reach the store's server at all (rendezvous endpoint or MASTER_ADDR down, unreachable or refusing):
     # torch <= 1.13 raised a RuntimeError for it, later ones a DistNetworkError; both quoted in elastic's error JSON
     ("store_connect", _STORE_CONNECT, "network", "error"),
