@@ -1,5 +1,6 @@
 """A save stalled while the filesystem failed: a Lustre target every host of the job reports at once is the shared
-service's fault (no host blamed); one host's own report names that host."""
+service's fault (no host blamed), and so is one they report minutes apart during the stall (each client times out on
+its own request); one host's own report names that host."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ LOST = ("Lustre: fs1-OST0007-osc-ffff9a: Connection to fs1-OST0007 (at 10.9.0.7@
         "operations using this service will wait for recovery to complete")
 
 
-def _stall_hosts(tmp: Path, reporters: list[str]) -> list[tuple]:
+def _stall_hosts(tmp: Path, reporters: list[str], apart_s: float = 1.0) -> list[tuple]:
     run = tmp / "b" / "runs" / "r1" / "attempt-1"
     run.mkdir(parents=True)
     lines, t = [], T0
@@ -38,7 +39,7 @@ def _stall_hosts(tmp: Path, reporters: list[str]) -> list[tuple]:
     for i, h in enumerate(reporters):
         d = tmp / "b" / "nodes" / h
         d.mkdir(parents=True)
-        at = stall_at + dt.timedelta(seconds=30 + i)
+        at = stall_at + dt.timedelta(seconds=30 + i * apart_s)
         (d / "dmesg.log").write_text(f"{at:%Y-%m-%dT%H:%M:%S},000000+00:00 {LOST}\n")
     with Lab(tmp / "db.duckdb") as lab:
         lab.ingest(tmp / "b")
@@ -53,3 +54,7 @@ def test_every_host_reporting_the_filesystem_blames_no_host(tmp_path: Path) -> N
 
 def test_one_host_reporting_it_is_that_host(tmp_path: Path) -> None:
     assert _stall_hosts(tmp_path, ["cn-03"]) == [("filesystem_io", "cn-03")]
+
+
+def test_hosts_reporting_it_minutes_apart_during_the_stall_blame_no_host(tmp_path: Path) -> None:
+    assert _stall_hosts(tmp_path, HOSTS, apart_s=110.0) == [("filesystem_io", None)]

@@ -10,7 +10,7 @@ import time
 import polars as pl
 import pytest
 
-from clusterlab.collectors import kernel
+from clusterlab.collectors import _aer_flood, kernel
 from clusterlab.collectors._base import Context, Parsed
 
 BOOT = dt.datetime(2026, 11, 25, 6, 0, 0)
@@ -593,8 +593,21 @@ def test_corrected_aer_errors_are_a_pcie_error_warning_and_an_error_when_one_dev
     aer = "pcieport 0000:00:01.1: AER: Correctable error message received from 0000:00:01.1"
     lone = one(f"[ 1.0] {aer}", boot_time=BOOT)
     assert (lone["failure_mode"], lone["severity"]) == ("pcie_error", "warning")
-    flood = rows([f"[ {i}.0] {aer}" for i in range(1, 1 + kernel.AER_FLOOD)], boot_time=BOOT)
+    flood = rows([f"[ {i}.0] {aer}" for i in range(1, 1 + _aer_flood.AER_FLOOD)], boot_time=BOOT)
     assert {r["failure_mode"] for r in flood} == {"pcie_error"} and {r["severity"] for r in flood} == {"error"}
+
+
+def test_corrected_aer_reports_hours_apart_are_a_healthy_links_noise_not_a_flood() -> None:
+    """A NIC reporting one corrected error every few hours for days (header and bus-error line each time) is no
+    flood, however many the file holds; a burst of them within minutes is, from its first report on."""
+    def report(t: float, dev: str = "0000:bc:00.0") -> list[str]:
+        return [f"[ {t:.1f}] pcieport 0000:bb:01.0: AER: Corrected error received: {dev}",
+                f"[ {t:.1f}] mlx5_core {dev}: AER: PCIe Bus Error: severity=Corrected, type=Data Link Layer, "
+                "(Transmitter ID)"]
+    sparse = rows([ln for h in range(12) for ln in report(100.0 + h * 3 * 3600)], boot_time=BOOT)
+    assert {r["failure_mode"] for r in sparse} == {"pcie_error"} and {r["severity"] for r in sparse} == {"warning"}
+    burst = rows([ln for i in range(_aer_flood.AER_FLOOD) for ln in report(5000.0 + 40 * i)], boot_time=BOOT)
+    assert {r["severity"] for r in burst} == {"error"}
 
 
 def test_talosctl_dmesg_and_grep_prefixed_syslog_give_time_and_host() -> None:

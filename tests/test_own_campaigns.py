@@ -80,7 +80,19 @@ incident, every ledger category within the scorer's bar.
   `(workerN, rank=N, pid=..., ip=...)` prefixes, EventBridge and IMDS spot notices, `describe-instances` text, GCE
   operations): a spot reclaim only its notice announces, Xid 79 before GCE's hostError, a hung rank, a gcsfuse upload
   failure during a save, a user's eval bug on every rank; an evaluation pass inside the step clock (first contact 4/5
-  at seeds 1-3, the reclaim blamed on a peer's network errors, 4.4-4.7 GPU-h of slowdown that was evaluation)."""
+  at seeds 1-3, the reclaim blamed on a peer's network errors, 4.4-4.7 GPU-h of slowdown that was evaluation);
+- imbue_70b: Imbue's 70B bare-metal fleet at 1/25 scale (Megatron-LM under Slurm, NCCL 2.18 unstamped in the job's
+  output): an IB port that flaps then goes down (its ring neighbours' NET/IB errors are symptoms), Xid 119 with hung
+  tasks, a silent power loss its journal never mentions, a fatal AER then Xid 79, a 7 % slow GPU a health-check sweep
+  job drains; a NIC's corrected AER every few hours and an idle spare's Xid 43 as decoys (first contact 4/4 at seeds
+  1 and 3; 2/4 at seed 2, the NIC's scattered corrected errors read as a flood);
+- megascale: MegaScale's failure experiences (RoCE NIC flaps, a Lustre OST stalling a save on every host, Xid 48/63/94
+  behind an unhosted CUDA traceback, a rank that silently stops first, a straggler in per-rank timings; 5/5 at first
+  contact, seeds 1-3);
+- wilderness: one run across three providers (Yi Tay's hardware lottery): Xid 79, a node lost mid-write, a rank one
+  collective behind, a Lustre OST lost during a save, a wiped checkpoint directory then a launch from scratch, then
+  the first cluster's older checkpoint found again (first contact: 6/6 incidents, but the work that checkpoint held
+  counted as thrown away: productive 2035 vs 4302 GPU-h)."""
 
 from __future__ import annotations
 
@@ -103,6 +115,7 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
                                             ("pcluster_efa", None), ("ib_fabric_storage", None),
                                             ("sdc_rollbacks", None), ("clocks_requeue", None),
                                             ("undated_text", None), ("gpfs_dcgm_utc", None),
-                                            ("old_stack", 1), ("azure_nd_accelerate", 2), ("skypilot_spot", None)])
+                                            ("old_stack", 1), ("azure_nd_accelerate", 2), ("skypilot_spot", None),
+                                            ("imbue_70b", 2), ("megascale", None), ("wilderness", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)

@@ -9,7 +9,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store, taxonomy
-from clusterlab.account import advice, evals, failed_launches, ledger, transport_lag
+from clusterlab.account import advice, evals, failed_launches, ledger, lineage, transport_lag
 from clusterlab.diagnose import (
     counter_evidence,  # error counters weighed at an attempt's end
     incidents,
@@ -403,20 +403,17 @@ def _keep_points(att: pl.DataFrame, saves: pl.DataFrame, inc: pl.DataFrame, con,
     """Per attempt, the last step (or time) whose work was kept: what the next attempt resumed from."""
     loads = store.frame(con, """SELECT attempt, min(step) AS load_step FROM checkpoints
                                 WHERE run = ? AND action = 'load' GROUP BY attempt""", [run])
-    firsts = store.frame(con, "SELECT attempt, first_step FROM attempts WHERE run = ?", [run])
+    firsts = store.frame(con, "SELECT attempt, first_step, last_step FROM attempts WHERE run = ?", [run])
     nxt = att.select("attempt").sort("attempt").with_columns(next_attempt=pl.col("attempt").shift(-1))
     # What the run resumed from: the lowest step loaded by the later attempts up to the first that trained. A launch
-    # that died loading the newest save (its shards never written) resumed nothing: the one after it fell back. A
-    # later launch that found its checkpoints lost (a wiped directory: it trained from step 0) threw away this
-    # attempt's work after the step it resumed from too, however many attempts kept it in between.
+    # that died loading the newest save (its shards never written) resumed nothing: the one after it fell back.
     later = (nxt.select("attempt").join(
         att.select(later="attempt").join(loads.rename({"attempt": "later"}), on="later", how="left")
         .join(firsts.rename({"attempt": "later"}), on="later", how="left"), how="cross")
         .filter(pl.col("later") > pl.col("attempt")))
     trained = later.filter(pl.col("first_step").is_not_null()).group_by("attempt").agg(upto=pl.col("later").min())
-    lost = inc.filter(pl.col("kind") == "checkpoint_lost")["attempt"].cast(pl.Int64).to_list()
     resumed = (later.join(trained, on="attempt", how="left")
-               .filter(pl.col("upto").is_null() | (pl.col("later") <= pl.col("upto")) | pl.col("later").is_in(lost))
+               .filter(pl.col("upto").is_null() | (pl.col("later") <= pl.col("upto")))
                .group_by("attempt").agg(keep_step=pl.coalesce("load_step", pl.col("first_step") - 1).min()))
     keep = nxt.join(resumed, on="attempt", how="left")
     ended_badly = inc.filter(pl.col("kind") == "attempt_end").select("attempt").with_columns(bad=pl.lit(True))
@@ -428,6 +425,9 @@ def _keep_points(att: pl.DataFrame, saves: pl.DataFrame, inc: pl.DataFrame, con,
                  .agg(last_save_step=pl.col("save_step").max(), last_save_ts=pl.col("ts").max())
                  .rename({"s_attempt": "attempt"}))
     keep = keep.join(ended_badly, on="attempt", how="left").join(last_save, on="attempt", how="left")
+    if inc.filter(pl.col("kind") == "checkpoint_lost").height:  # what the final model descends from
+        keep = lineage.keep_descended(keep, att.select("attempt").join(loads, on="attempt", how="left")
+                                      .join(firsts, on="attempt", how="left").join(last_save, on="attempt", how="left"))
     # A final attempt that failed keeps only what it saved; one that finished keeps everything.
     final_bad = pl.col("next_attempt").is_null() & pl.col("bad").fill_null(False)
     no_steps = pl.col("last_save_step").is_null() & pl.col("last_save_ts").is_null()

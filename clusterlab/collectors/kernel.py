@@ -14,6 +14,7 @@ import polars as pl
 
 from clusterlab import taxonomy
 from clusterlab.collectors import _kernel_time
+from clusterlab.collectors._aer_flood import aer_flood
 from clusterlab.collectors._base import (
     TABLE_COLUMNS,
     Context,
@@ -75,7 +76,7 @@ PATTERN = "|".join([
     r"NVRM: .*(?:fallen off the bus|NVLink.*(?i:fatal|error)|(?i:row remap|uncorrectable|double.bit)|\bDBE\b"
     r"|GSP Timeout|GSP RM heartbeat timed out|Heartbeat timed out|GSP RPC error prints|GSP-CrashCat Report"
     r"|RmInitAdapter failed|\[NV_ERR_(?:RESET_REQUIRED|GPU_IS_LOST)\]|kflcnCoreDump\w*_IMPL: "
-    r"|RPC (?:event )?history \(CPU)",
+    r"|RPC (?:event )?history \(CPU|RC watchdog: GPU is probably locked)",
     r"SXid \([^)]*\): \d+, (?:Fatal|FATAL|Non-fatal|Severity [01] |Data \{)",
     r"AER: (?:Multiple )?(?:Correct|Uncorrect)(?:ed|able) ",
     r"AER: (?:device recovery failed|can't recover)",
@@ -160,8 +161,7 @@ RULES: tuple[Rule, ...] = (
     Rule("gpu", "row_remap_pending", r"NVRM: .*(?i:row remap)", "gpu_memory_ecc", "warning"),
     Rule("gpu", "gpu_ecc_uncorrectable", r"NVRM: .*(?:(?i:uncorrectable|double.bit)|\bDBE\b)", "gpu_memory_ecc",
          "error"),
-    # The GPU System Processor stopped answering: the banner before an Xid 119, or the heartbeat check
-    # that precedes one (an Xid line of its own, when it follows, is read by the xid rule).
+    # The GSP stopped answering: the banner before an Xid 119, or the heartbeat check that precedes one
     Rule("gpu", "gsp_timeout", r"NVRM: .*(?:_kgsp\w*: \*+ GSP Timeout \*|GSP RM heartbeat timed out"
          r"|_kgspIsHeartbeatTimedOut: Heartbeat timed out)", "gpu_hw_other", "error"),
     Rule("gpu", "gsp_crash", r"NVRM: .*GSP-CrashCat Report", "gpu_hw_other", "error"),
@@ -172,6 +172,8 @@ RULES: tuple[Rule, ...] = (
     Rule("gpu", "gsp_rpc_errors", r"NVRM: Rate limiting GSP RPC error prints", "gpu_hw_other", "warning"),
     # the driver could not initialise the GPU, or asserts the GPU needs a reset before it can be used again
     Rule("gpu", "gpu_init_failed", r"NVRM: .*RmInitAdapter failed", "gpu_hw_other", "error"),
+    # the robust-channel watchdog went unanswered: the GPU is wedged
+    Rule("gpu", "gpu_locked", r"NVRM: .*RC watchdog: GPU is probably locked", "gpu_hw_other", "error"),
     Rule("gpu", "gpu_reset_required", r"NVRM: .*\[NV_ERR_RESET_REQUIRED\]", "gpu_hw_other", "error"),
     # an RM call failing because the GPU is gone (NV_ERR_GPU_IS_LOST: "GPU lost from the bus")
     Rule("gpu", "gpu_lost", r"NVRM: .*\[NV_ERR_GPU_IS_LOST\]", "gpu_fell_off_bus", "critical"),
@@ -273,7 +275,6 @@ RULES: tuple[Rule, ...] = (
 
 _BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"
 
-AER_FLOOD = 3  # corrected AER errors from one device, in one read of a file, that make a link fault (an error)
 
 # Per family, the extracted columns that may hold the PCI address of the device at fault, best first
 # (for AER, the device that sent the error message, else the port that reported it).
@@ -480,7 +481,7 @@ def _family_events(family: str, part: pl.DataFrame) -> tuple[pl.DataFrame, pl.Se
     elif family == "hung":
         part = _hung_on_filesystem(part)
     elif family == "aer":
-        part = _aer_flood(part)
+        part = aer_flood(part)
     elif family == "block":
         part = _quiet_noisy_devices(part)
     elif family == "sxid":
@@ -544,22 +545,6 @@ def _mce_uncorrected(part: pl.DataFrame) -> pl.DataFrame:
         failure_mode=pl.when(uc).then(pl.lit("host_hw")).otherwise(pl.col("failure_mode")),
         severity=pl.when(uc).then(pl.lit("error")).otherwise(pl.col("severity")),
     )
-
-
-def _aer_flood(part: pl.DataFrame) -> pl.DataFrame:
-    """Corrected PCIe errors are PCIe errors the link coped with: warnings, unless one device reports them again
-    and again (AER_FLOOD or more in one read of the file), which is a link fault (an error)."""
-    # NOTE: a stream of them from the same port (replay timeouts, bad TLPs) is a degraded link or riser, the usual
-    # prelude of a GPU falling off the bus; a lone one (ASPM quirks print them by the thousand) says nothing.
-    corrected = pl.col("failure_mode").is_null()
-    dev = pl.coalesce("adev", "asrc")
-    n = corrected.cast(pl.Int32).sum().over(file_of_line(), dev)
-    flood = corrected & dev.is_not_null() & (n >= AER_FLOOD)
-    # NOTE: a lone one is still a PCIe error to whoever reads the excerpt: its mode, as a warning, which root cause
-    # ranks as a symptom (incidents.TIERS); a flood is an error
-    return part.with_columns(
-        failure_mode=pl.when(corrected).then(pl.lit("pcie_error")).otherwise(pl.col("failure_mode")),
-        severity=pl.when(flood).then(pl.lit("error")).otherwise(pl.col("severity")))
 
 
 def _quiet_noisy_devices(part: pl.DataFrame) -> pl.DataFrame:

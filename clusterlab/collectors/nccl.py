@@ -138,6 +138,9 @@ _WARN_KINDS: list[tuple[str, str, str | None, str]] = [
     # NVLink SHARP (NVLS) Multicast memory of size N : CUDA error 401 ...`): the NVLink fabric (its switches, the
     # fabric manager) is not in a state to serve it, whatever CUDA error it came back as
     ("nvls_bind_failed", r"Failed to bind NVLink SHARP \(NVLS\) Multicast memory", "nvlink_error", "error"),
+    # NCCL 2.4's check that every rank called the same collective (`init.cc:1247 NCCL WARN Mismatched collective
+    # detected, please check your collective calls at and around rank 27`): the program's own calls disagree
+    ("collective_mismatch", r"Mismatched collective detected", "user_code_error", "error"),
     ("cuda_failure", r"Cuda failure|Test CUDA failure", "cuda_error", "error"),
     ("nccl_test_failure", r"Test NCCL failure", "unknown", "error"),
 ]

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from clusterlab import telemetry
-from clusterlab.collectors._base import Context, Parsed, file_of_line, local_to_utc
+from clusterlab import taxonomy, telemetry
+from clusterlab.collectors._base import Context, Parsed, file_of_line, json_detail, local_to_utc
 
 NAME = "prometheus_text"
 EXCLUSIVE = True
@@ -95,7 +95,35 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     if s["ts"].null_count():
         out.warnings += _unscraped(f, s)
     out.add("telemetry", telemetry.to_rows(s, telemetry.PROMETHEUS, apart=file_of_line()))
+    out.add("events", _xid_events(s, lines, ctx))
     return out
+
+
+def _xid_events(s: pl.DataFrame, lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
+    """dcgm-exporter's `DCGM_FI_DEV_XID_ERRORS` is the last Xid a GPU raised (0 before any): each value it newly
+    takes, per file, host and GPU, is that Xid, seen by the scrape. One event of the Xid's mode (the taxonomy's) at the
+    scrape's time; the gauge holding its value over later scrapes is the same Xid, not another."""
+    x = s.filter(pl.col("name") == "DCGM_FI_DEV_XID_ERRORS", pl.col("value").is_not_null()).sort("line")
+    gpu = pl.coalesce(pl.col("bus_id"), pl.col("gpu").cast(pl.String))
+    x = x.with_columns(_prev=pl.col("value").shift().over("_f", "host", gpu)).filter(
+        pl.col("value") > 0, pl.col("value") <= 1000, pl.col("_prev").is_null() | (pl.col("_prev") != pl.col("value")))
+    if not x.height:
+        return pl.DataFrame()
+    x = x.with_columns(xid=pl.col("value").cast(pl.Int32))
+    codes = x["xid"].unique().to_list()
+    infos = [taxonomy.xid(c) for c in codes]
+    table = pl.DataFrame({"xid": pl.Series(codes, dtype=pl.Int32),
+                          "failure_mode": pl.Series([i.failure_mode for i in infos], dtype=pl.String),
+                          "_root": pl.Series([i.root_cause for i in infos], dtype=pl.Boolean)})
+    x = x.join(table, on="xid", how="left").join(lines.select("line", "text"), on="line", how="left")
+    return x.select(
+        pl.col("line").cast(pl.Int64), "ts", pl.coalesce("host", pl.lit(ctx.host, pl.String)).alias("host"),
+        pl.lit("xid").alias("kind"), "failure_mode",
+        pl.when(pl.col("failure_mode").is_null() | ~pl.col("_root")).then(pl.lit("warning"))
+        .otherwise(pl.lit("error")).alias("severity"),
+        pl.col("text").str.strip_chars().str.slice(0, 500).alias("text"),
+        json_detail({"xid": pl.col("xid"), "gpu": pl.col("gpu"), "via": pl.lit("dcgm-exporter")}).alias("detail"),
+    )
 
 
 def _unscraped(f: pl.DataFrame, s: pl.DataFrame) -> list[str]:

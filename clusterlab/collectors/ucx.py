@@ -34,13 +34,18 @@ from clusterlab.collectors._base import Context, Parsed, first_kind, json_detail
 NAME = "ucx"
 EXCLUSIVE = False
 
+# ... and by its verbs transports without the mlx5 accelerator (rc_verbs, ud_verbs), one line:
+#     [cn041:71822:0:71822] rc_verbs_iface.c:63   FATAL: send completion with error: transport retry counter exceeded
+_VERBS_FAULT = (r"\b(?:rc|ud|dc)_verbs\w*\.c:\d+ +FATAL: \w+ completion with error: .*(?:retry counter exceeded"
+                r"|[Rr]emote (?:access|operation|invalid request) error)")
 PATTERN = "|".join([
     r"UCX +(?:ERROR|Fatal)\b",
     r"pml_ucx\.c:\d+ +Error: ",
     # an mlx5 completion error's first line, not its `DCI QP 0x.. wqe[N]: SEND ...` detail line
     r"ib_mlx5_log\.c:\d+ +(?:FATAL: |[A-Z][a-z]+(?: [A-Za-z]+)* (?:error|exceeded)\b)",
+    _VERBS_FAULT,
 ])
-SNIFF_HINT = (b"ucx", b"pml_ucx", b"ib_mlx5_log")
+SNIFF_HINT = (b"ucx", b"pml_ucx", b"ib_mlx5_log", b"_verbs")
 
 _PREFIX = r"\[(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+) ?(?::\d+)*\] +(?P<src>[\w./-]+:\d+)"
 _MLX5_FAULT = (r"ib_mlx5_log\.c:\d+ .*(?:retry count exceeded|[Rr]emote (?:access|OP|operation|invalid request) "
@@ -52,6 +57,7 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     ("ucx_error", r"UCX +ERROR .*(?:[Tt]imed? ?out|[Uu]nreachable|[Cc]onnection (?:refused|reset)"
                   r"|not connected|[Rr]emote (?:access|operation) error|retry exceeded)", "network", "error"),
     ("ucx_completion_error", _MLX5_FAULT, "network", "error"),
+    ("ucx_completion_error", _VERBS_FAULT, "network", "error"),
     ("ucx_completion_error", r"ib_mlx5_log\.c:\d+ ", None, "warning"),
     ("ucx_error", r"", None, "warning"),
 ]

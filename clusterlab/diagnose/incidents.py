@@ -342,9 +342,10 @@ def checkpoint_incidents(con: duckdb.DuckDBPyConnection, run: str | None, s: Set
             JOIN events e ON e.failure_mode = 'filesystem_io' AND list_contains(a.hosts, e.host)
               AND e.ts BETWEEN s.ts - INTERVAL 60 SECOND AND s.ts + to_seconds(s.duration_s + 60)
             JOIN ingested_files f ON f.file_id = e.file_id ORDER BY e.ts""", stalls=stalls)
-    # a filesystem every host of the job reports at once is the shared service's fault, not the first reporter's
-    shared = (pl.col("host").filter(pl.col("ts") <= pl.col("ts").min() + pl.duration(seconds=s.shared_window_s))
-              .n_unique() >= s.shared_min_hosts)
+    # a filesystem several hosts of the job report during one stalled save is the shared service's fault, not the
+    # first reporter's: the save is one collective write, blocked as long as it took, and each client times out on
+    # its own clock and its own request (a minute or more apart), not within the moments of one outage's notice
+    shared = pl.col("host").n_unique() >= s.shared_min_hosts
     first_ev = (ev.group_by("run", "attempt", "save_step").agg(
         host=pl.when(shared).then(pl.lit(None, pl.String)).otherwise(pl.col("host").first()),
         root_ts=pl.col("ts").min())
