@@ -69,10 +69,12 @@ class Xid:
 # code's mnemonic, description and "resolution bucket") and its GPU debug guidelines. The action is the
 # catalogue's immediate resolution, shortened: RESET_GPU -> reset GPU; RESTART_BM (bare metal) -> drain
 # node; RESTART_APP, IGNORE, CHECK_APP/CUDA -> none. Xids the catalogue files under the application
-# (13, 31, 32, 43, 69) blame the user; IGNORE / informational ones (38, 45, 63, 92, 121, 137, 154) are never
+# (8, 13, 31, 32, 43, 69) blame the user; IGNORE / informational ones (38, 45, 63, 92, 121, 137, 154) are never
 # a root cause alone: they follow or restate another error.
 _XIDS = [
-    Xid(8, "gpu_hw_other", "reset GPU", "GPU stopped processing (timeout)"),
+    # NOTE: the catalogue's ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT: RESTART_APP, as 43 (a kernel that ran past the
+    # watchdog: "the launch timed out and was terminated")
+    Xid(8, "cuda_error", "none", "GPU stopped processing (channel idle timeout)"),
     Xid(13, "cuda_error", "none", "graphics engine exception (usually application error)"),
     Xid(31, "cuda_error", "none", "GPU memory page fault (usually illegal address in the application)"),
     Xid(32, "cuda_error", "none", "invalid or corrupted push buffer stream (catalogue: check the application)"),

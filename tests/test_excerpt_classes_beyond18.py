@@ -3,7 +3,8 @@ stated on shapes of its own: NCCL 2.4's check that every rank called the same co
 UCX's verbs transports (without the mlx5 accelerator) completing a send in error, behind mpirun's timestamped tag,
 are the fabric; dcgm-exporter's last-Xid gauge is the Xid it holds, once; the RC watchdog finding a GPU locked is
 the GPU; gpud's states (an Xid reason, an NVML call that found its GPU lost) are read. Corrected AER reports hours
-apart are a healthy link's noise (tests/test_collector_kernel.py)."""
+apart are a healthy link's noise (tests/test_collector_kernel.py). Xid 8 is the application's, as NVIDIA's catalogue
+files it."""
 
 from __future__ import annotations
 
@@ -57,3 +58,9 @@ def test_gpud_states_name_their_xid_and_a_lost_gpu(tmp_path: Path) -> None:
     assert _modes(tmp_path, lost, "gpud.log") == {"gpu_fell_off_bus"}
     app = "XID 13(Graphics Engine Exception) detected on PCI:0000:1a:00\n"
     assert _modes(tmp_path, app, "gpud-2.txt") == {"cuda_error"}
+
+
+def test_xid_8_a_channel_idle_timeout_is_the_applications_as_nvidias_catalogue_files_it(tmp_path: Path) -> None:
+    # the catalogue: ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT, "GPU stopped processing", immediate action RESTART_APP
+    text = "[ 4411.250181] NVRM: Xid (PCI:0000:65:00): 8, pid=20731, Channel 00000010\n"
+    assert _modes(tmp_path, text, "dmesg.log") == {"cuda_error"}
