@@ -18,6 +18,10 @@ _TB_MAX_LINES = 1000  # a traceback whose exception line is further away than th
 # c10d's store: a rank waited for a key another rank never wrote (rank 0's ncclUniqueId, a barrier's count) until the
 # store's timeout (torch 1.12+ "Socket Timeout", "Timeout waiting for key: ...", 2.5+ "wait timeout after 600000ms";
 # before 2.2 the store-based barrier's own "Timed out initializing process group in store based barrier")
+# torchelastic's agent that cannot reach the rendezvous's backend for its keep-alive (`The node 'gpu-b02_18842_0' has
+# failed to send a keep-alive heartbeat to the rendezvous '...' due to an error of type RendezvousConnectionError`):
+# the node that serves it (a c10d store on the first node, an etcd) is gone or cut off; not the printing agent's host
+RENDEZVOUS_LOST = r"has failed to send a keep-alive heartbeat to the rendezvous"
 STORE_TIMEOUT = (r"via c10d key-value store by key .* got error: (?:Socket Timeout|Timeout waiting for key"
                  r"|wait timeout after)|Timed out initializing process group in store based barrier")
 # torch built for a newer CUDA than the node's driver serves (`The NVIDIA driver on your system is too old (found

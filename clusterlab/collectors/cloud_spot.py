@@ -9,6 +9,7 @@ sends before it takes a spot host back, and the job status after, are what says 
     Instance was preempted.   compute.instances.preempted                      (Google Compute Engine)
     "EventType": "Preempt"                                                       (Azure scheduled events)
     GCP Metadata Service says termination is imminent                            (a GCE spot host's worker agent)
+    PreemptionError: Nodes of this job got pre-empted.                           (Azure ML's low-priority compute)
 
 Azure's Scheduled Events (the instance metadata service's document, which a poller on the VM logs as it changes)
 also announce the platform's maintenance: a `Reboot` or `Redeploy` (or a `Preempt`, `Terminate`) whose
@@ -66,6 +67,9 @@ PATTERN = "|".join([
     # Karpenter's interruption controller acting on EC2's notice or a scheduled change (`"messageKind":
     # "SpotInterruptionKind"` before 1.0, `"spot_interrupted"` / `"scheduled_change"` since)
     r"\"messageKind\":\s*\"(?:SpotInterruptionKind|spot_interrupted|ScheduledChangeKind|scheduled_change)\"",
+    # Azure ML's compute (a low-priority cluster) reporting the run's nodes taken (`AzureMLCompute job failed.
+    # PreemptionError: Nodes of this job got pre-empted. ... Reason: Received pre-emption warning signal`)
+    r"\bPreemptionError: Nodes of this job got pre-empted\b",
 ])
 # IMDS's spot/instance-action answer, quoted plain or escaped inside another JSON message: the action and its time
 ACTION = (r"\\?\"action\\?\"\s*:\s*\\?\"(?:terminate|stop|hibernate)\\?\"\s*,\s*"
@@ -75,7 +79,7 @@ PATTERN = PATTERN + "|" + ACTION
 SNIFF_HINT = (b"interruption", b"interrupted in", b"host ec2", b"preempted", b"preempt\"", b"termination is imminent",
               b"terminate_on_host_maintenance", b"eventstatus", b"compute.instances.", b"\"action\"",
               b"\"action\\\"",  # (IMDS's answer escaped inside another JSON message)
-              b"spot_itn", b"spot itn", b"cluster is preempted", b"\"messagekind\"")
+              b"spot_itn", b"spot itn", b"cluster is preempted", b"\"messagekind\"", b"got pre-empted")
 _BY_USER = r"[\"']EventSource[\"']:\s*[\"']User[\"']"
 _STARTED = r"[\"']EventStatus[\"']:\s*[\"']Started[\"']"
 _HOST_ERROR = r"\bcompute\.instances\.hostError\b"

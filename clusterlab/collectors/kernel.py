@@ -61,8 +61,10 @@ _FS_RIP = (r"RIP: [0-9a-f]{4}:(?:\[<[0-9a-f]+>\] +\[<[0-9a-f]+>\] )?[\w.]+\+0x[0
 _FS_CLIENT_FAILED = r"Failed to (?:start|mount) [\w@./-]*(?:beegfs|lustre|nfs|gpfs|mmfs|weka|ceph|cvmfs)"
 # systemd-oomd, the userspace OOM killer, killing a cgroup (`Killed /system.slice/x.scope due to memory pressure for
 # /system.slice being 74.88% > 60.00% ...`, `... due to memory used (...) / total (...) and swap used ...`), and systemd
-# counting the unit's processes it took (`x.scope: systemd-oomd killed 41 process(es) in this unit.`)
-_USER_OOM_KILL = r"Killed /\S+ due to (?:memory pressure|memory used|swap used)|systemd-oomd killed \d+ process"
+# counting the unit's processes it took (`x.scope: systemd-oomd killed 41 process(es) in this unit.`), or the kernel's
+# (`trainer.service: A process of this unit has been killed by the OOM killer.`, `Failed with result 'oom-kill'.`)
+_USER_OOM_KILL = (r"Killed /\S+ due to (?:memory pressure|memory used|swap used)|systemd-oomd killed \d+ process"
+                  r"|A process of this unit has been killed by the OOM killer|Failed with result 'oom-kill'")
 
 # Lines of interest, whatever the time prefix. Every branch starts with a literal (or is one), so
 # the engine's regex prefilter rejects ordinary lines (NCCL INFO, training steps) at memchr speed.

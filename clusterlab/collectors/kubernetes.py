@@ -20,12 +20,13 @@ of a node that no longer exists (a VM deleted or failed under them):
     message: Pod was terminated in response to imminent node shutdown.
     message: 'PodGC: node no longer exists'          reason: DeletionByPodGC
 
-The node controller marks the pods of a node that stopped reporting (`kubectl get pods` shows `NodeLost`, the status
-`reason: NodeLost`, 'Node X which was running pod Y is unresponsive'), and the node's conditions say it
-(`NodeStatusUnknown`, 'Kubelet stopped posting node status.'). A Job's `activeDeadlineSeconds` is its wall
-time (`reason: DeadlineExceeded`, 'Job was active longer than specified deadline'; a pod's own 'Pod was active on the
-node longer than the specified deadline'), and Kueue evicts an admitted workload to make room for a higher-priority
-one ('Preempted to accommodate a workload (UID: ..., JobUID: ...) due to prioritization in the ClusterQueue'):
+The node controller marks the pods of a node that stopped reporting (`kubectl get pods` shows `NodeLost`, `Unknown`
+since, the status `reason: NodeLost`, 'Node X which was running pod Y is unresponsive'), and the node's conditions say
+it (`NodeStatusUnknown`, 'Kubelet stopped posting node status.', `kubectl get nodes` showing it `NotReady`). A Job's
+`activeDeadlineSeconds` is its wall time (`reason: DeadlineExceeded`, 'Job was active longer than specified
+deadline'; a pod's own 'Pod was active on the node longer than the specified deadline'), and Kueue evicts an admitted
+workload to make room for a higher-priority one ('Preempted to accommodate a workload (UID: ..., JobUID: ...) due to
+prioritization in the ClusterQueue'):
 
     llama-ft-worker-1    1/1     NodeLost   0          9h    10.244.8.14   gpu-node-08
     message: Job was active longer than specified deadline
@@ -44,13 +45,17 @@ NAME = "kubernetes"
 EXCLUSIVE = False
 
 # (a pod's status `reason: OOMKilled`; a container's own state as `docker inspect` prints it, `"OOMKilled": true`)
-_OOM_KILLED = r"(?:^|\s|\")[Rr]eason\"?:\s*\"?OOMKilled\b|\"OOMKilled\":\s*true\b"
+# ... or the STATUS column of `kubectl get pods`)
+_OOM_KILLED = r"(?:^|\s|\")[Rr]eason\"?:\s*\"?OOMKilled\b|\"OOMKilled\":\s*true\b|(?m:^)\S+\s+\d+/\d+\s+OOMKilled\s+\d+"
 _EVICTED = r"The node was low on resource: memory\.|The node had condition: \[MemoryPressure\]"
 _SHUTDOWN = r"Pod was terminated in response to imminent node shutdown"
 # NOTE: ... or of a node that stopped reporting: the status reason, its message, or the STATUS column of a pods table
 _NODE_GONE = (r"\b(?:PodGC|GCPControllerManager|[A-Za-z]+ControllerManager): node no longer exists"
               r"|(?:^|\s|\")[Rr]eason\"?:\s*\"?NodeLost\b|\bwhich was running pod \S+ is unresponsive"
-              r"|(?m:^)\S+\s+\d+/\d+\s+NodeLost\s+\d+"
+              # (`Unknown` since Kubernetes 1.x replaced NodeLost: the node controller cannot reach the pod's node)
+              r"|(?m:^)\S+\s+\d+/\d+\s+(?:NodeLost|Unknown)\s+\d+"
+              # `kubectl get nodes`: a node whose kubelet no longer reports Ready (NAME STATUS [ROLES] AGE VERSION)
+              r"|(?m:^)\S+\s+NotReady(?:,SchedulingDisabled)?\s+(?:\S+\s+)?\d+[smhdy]\w*\s+v\d+\."
               # the node's own conditions once its kubelet went silent (`kubectl describe node`, its status JSON)
               r"|Kubelet stopped posting node status")
 # the Job's (or a pod's) activeDeadlineSeconds: the wall time it was given ran out
@@ -61,7 +66,7 @@ PATTERN = f"{_OOM_KILLED}|{_EVICTED}|{_SHUTDOWN}|{_NODE_GONE}|{_DEADLINE}|{_KUEU
 SNIFF_HINT = (b"oomkilled", b"low on resource: memory", b"[memorypressure]", b"imminent node shutdown",
               b"node no longer exists", b"nodelost", b"is unresponsive", b"kubelet stopped posting",
               b"deadlineexceeded", b"longer than specified deadline", b"longer than the specified deadline",
-              b"preempted to accommodate")
+              b"preempted to accommodate", b"notready", b"restarts")
 
 
 def sniff(head: bytes, path: str) -> bool:

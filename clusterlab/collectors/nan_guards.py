@@ -87,10 +87,11 @@ GUARDS: list[tuple[str, str, str]] = [
     # a hand-written loop's progress line (nanoGPT's `iter 3010: loss nan, time ...`, `Epoch: [21][1391/1930] Loss
     # nan (10.95)`, `step: 100 total_loss: nan`, DLLogger's `Training Iteration: 1885  average_loss : nan  step_loss :
     # nan`): a counter, then the (total / train / step / average) loss, not a part of it (`loss_cls: nan` beside a
-    # finite `loss:` is one term's); the whole may be named after the word too (`train iter: 100 loss_net: nan`)
-    ("loss_nan", r"(?i:\b(?:iter(?:ation)?|step|epoch|batch)\b).*?(?:^|[\s,|(\]])"
+    # finite `loss:` is one term's); the whole may be named after the word too (`train iter: 100 loss_net: nan`), or
+    # bracketed as a field's label (LION's loguru `| E6 iter[ 14/ 15] | [Loss] nan |`)
+    ("loss_nan", r"(?i:\b(?:iter(?:ation)?|step|epoch|batch)\b).*?(?:^|[\s,|(\[\]])"
                  r"(?i:total_|train_|training |step_|average_|avg_|mean_)?"
-                 r"(?i:loss)(?i:_(?:net|total|all|sum|avg|mean))?(?: ?[:=] ?| )(?i:nan|inf)\b", "error"),
+                 r"(?i:loss)(?i:_(?:net|total|all|sum|avg|mean))?\]?(?: ?[:=] ?| )(?i:nan|inf)\b", "error"),
     # an epoch's summary of its mean training loss (`Mean Training loss : nan`, `Average Loss nan`): a counter-less
     # line, the mean stays NaN once one step's loss was
     ("loss_nan", r"\b(?:[Mm]ean|[Aa]verage|[Aa]vg) (?:[Tt]rain(?:ing)? |[Ee]poch )?[Ll]oss ?[:=]? ?(?i:nan|inf)\b",

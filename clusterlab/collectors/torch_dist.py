@@ -25,6 +25,7 @@ import polars as pl
 
 from clusterlab.collectors import _launcher_prefix, _torch_exceptions, _torch_summary
 from clusterlab.collectors import _torch_exits as exits
+from clusterlab.collectors import _torch_literals as lits
 from clusterlab.collectors._base import (
     AT_EXIT,
     FILE_LINE_BASE,
@@ -58,6 +59,8 @@ _QUALIFIED_EXC = r"(?:^|[\s:)\]])(?:[a-z_][a-z0-9_]*\.)+[A-Z][A-Za-z0-9]*: \S"
 _FRAME = r"^\s*File \"[^\"]+\", line \d+, in \S"
 # the lines of a file within which a frame opens a headless traceback: the frame, or the code line then the frame
 _CUT_TB_LINES = 2
+# a CUDA kernel's own assertion, one line per failing GPU thread (kind `device_assert`)
+_DEVICE_ASSERT = r"\.cuh?:\d+: \w+: block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion .* failed\."
 PATTERN = "|".join([
     r"ollective operation timeout|watchdog thread terminated with exception|Heartbeat monitor timed out",
     r"Watchdog caught collective|\) ran for \d+ milliseconds before timing out",
@@ -77,7 +80,7 @@ PATTERN = "|".join([
     r"CUDA out of memory|CUDA (?:driver )?error: |NCCL [Ee]rror|Unknown NCCL error",
     r"THCudaCheck FAIL|cuda runtime error \(\d+\)|cudaError[A-Z]\w*: |CUDA_ERROR_[A-Z_]+: |Triton Error \[CUDA\]: ",
     r"cublas runtime error : |cudnn runtime error : |CUBLAS failure \d|CUDNN failure \d|\b[Cc]u[Dd][Nn][Nn] error: ",
-    r"Check failed: status == CU(?:BLAS|DNN)_STATUS_SUCCESS",
+    r"Check failed: status == CU(?:BLAS|DNN)_STATUS_SUCCESS", _DEVICE_ASSERT,
     r"_STATUS_ALLOC_FAILED|HIP out of memory|unable to write to file </torch_|NVIDIA driver on your system is too",
     r"Root Cause(?: \(first observed failure\))?:\s*$|Failures:\s*$",
     r"  (?:time      |host      |rank      |exitcode  |error_file|traceback ): ",
@@ -86,7 +89,7 @@ PATTERN = "|".join([
     r"new nodes from group_rank=\d+; will restart worker group|\] Starting worker group\s*$",
     exits.LAUNCHER_EXIT,
     r"death signal, shutting down workers|terminate called after throwing an instance of",
-    r"Unable to shutdown process \d+ via (?:Signals\.)?SIGTERM",
+    r"Unable to shutdown process \d+ via (?:Signals\.)?SIGTERM|" + _torch_exceptions.RENDEZVOUS_LOST,
     _START, _DS_START, _DS_END, _PDSH_INTERRUPT, _torch_exceptions.BACKGROUND,
     r"Traceback \(most recent call last\)|During handling of the above exception|The above exception was the direct",
     r"\w(?:Error|Exception|Interrupt|Exit)(?::\s|:?\s*$)", _QUALIFIED_EXC,
@@ -102,7 +105,7 @@ _SNIFF = re.compile(
     rb"|: interrupt \(one more within 1 sec to abort\)"
     rb"|\] exits with return code = -?\d|terminated with signal SIG|died with <Signals\."
     rb"|The server socket has failed to listen on any local network address|Gloo connectFullMesh failed"
-    rb"|The NVIDIA driver on your system is too old"
+    rb"|The NVIDIA driver on your system is too old|\], thread: \[\d+,\d+,\d+\] Assertion "
     # NOTE: ncclGetErrorString's words as a Python wrapper raises them (`RuntimeError: NCCL error: unhandled system
     # error`: vLLM's pynccl, a traceback cut before its head, behind a serving engine's own log prefix)
     rb"|NCCL error: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|remote process)"
@@ -187,6 +190,7 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     # torch <= 1.13 raised a RuntimeError for it, later ones a DistNetworkError; both quoted in elastic's error JSON
     ("store_connect", _STORE_CONNECT, "network", "error"),
     ("store_bind", _torch_exceptions.STORE_BIND, "user_code_error", "error"),
+    ("rendezvous_lost", _torch_exceptions.RENDEZVOUS_LOST, "node_failure", "warning"),
     ("driver_too_old", _torch_exceptions.DRIVER_TOO_OLD, "user_code_error", "error"),
     # gloo's group setup could not connect its ranks to one another: the hosts cannot reach each other on that interface
     ("gloo_connect", r"Gloo connectFullMesh failed with", "network", "error"),
@@ -224,6 +228,10 @@ _KINDS: list[tuple[str, str, str | None, str]] = [
     ("cuda_oom", r"CUDA out of memory|CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED"
      r"|HIP out of memory|torch\.(?:cuda\.)?OutOfMemoryError: ", "cuda_oom", "error"),
     ("cuda_error", _CUDA_ERR, None, "error"),
+    # a kernel's own assertion, printed by each failing GPU thread before torch raises `device-side assert triggered`
+    # (`.../Indexing.cu:1141: indexSelectLargeIndex: block: [118,0,0], thread: [96,0,0] Assertion `srcIndex <
+    # srcSelectDimSize` failed.`, THC's `THCTensorIndex.cu:272: ...` before torch 1.8): an index out of range
+    ("device_assert", _DEVICE_ASSERT, "cuda_error", "error"),
     ("nccl_detail", r"^\s*nccl[A-Z]\w*Error: |^\s*Unknown NCCL error", None, "error"),
     ("nccl_error", r"NCCL [Ee]rror\b", None, "error"),
     # A worker (or the agent) that died: a failure whose cause, if any, another line states.
@@ -384,7 +392,7 @@ def _kinds(f: pl.DataFrame, content: pl.Expr) -> pl.DataFrame:
     # NOTE: the literals the kinds' and fields' regexes need, found in one scan: a regex none of the batch's lines
     # can match is not run (each costs a compilation, ~0.1-1 ms, and polars keeps few compiled patterns)
     found = _present(f)
-    kinds = [k for k in _KINDS if not found.isdisjoint(_KIND_LITS[k[0]])]
+    kinds = [k for k in _KINDS if not found.isdisjoint(lits.KIND_LITS[k[0]])]
     kind, mode, severity = first_kind(pl.col("msg"), kinds)
     f = f.with_columns(kind=pl.when(content).then(kind), severity=severity, mode=mode)
     modes = f.height > 0 and bool(f["kind"].is_in(_CONTENT_MODE_KINDS).any())
@@ -399,10 +407,10 @@ def _kinds(f: pl.DataFrame, content: pl.Expr) -> pl.DataFrame:
 
 
 def _present(f: pl.DataFrame) -> set[str]:
-    """Which of `_LITS` the lines' messages hold (all of them: each regex runs)."""
+    """Which of `lits.LITS` the lines' messages hold (all of them: each regex runs)."""
     if not f.height:
         return set()
-    found = f.select(pl.col("msg").str.extract_many(_LITS, overlapping=True).explode().unique().drop_nulls())
+    found = f.select(pl.col("msg").str.extract_many(lits.LITS, overlapping=True).explode().unique().drop_nulls())
     return set(found.to_series().to_list())
 
 
@@ -441,66 +449,9 @@ def _gib(rx: str) -> pl.Expr:
     return (value * unit).round(4)
 
 
-# What each field's regex cannot match without (literals of `_message_fields`' patterns): a field whose literals no
-# line of the batch holds is null without its regex (each costs a compilation, and polars keeps few compiled)
-_CUDA_LITS = ("CUDA error: ", "CUDA driver error: ", "cuda runtime error (", "THCudaCheck FAIL", "cudaError",
-              "CUDA_ERROR_", "Triton Error [CUDA]: ", "blas runtime error : ", "dnn runtime error : ",
-              "BLAS failure ", "DNN failure ", "_STATUS_SUCCESS (", "uDNN error: ", "udnn error: ")
-_FIELD_LITS = ("local_rank: ", "[PG ", "Rank ", "SeqNum=", "watchdog at work", "NCCL work: ", "OpType=", "NumelIn=",
-               "NumelOut=", "Timeout(ms)=", "ran for ", "last enqueued ", "last completed ", "got stuck for ",
-               "NCCL Error", "NCCL error", "NCCL version ", "rror in: ", "Error:", *_CUDA_LITS, ". GPU ", "(GPU ",
-               "Tried to allocate ", "total capac", "GPU ", "free", " memory in use", "Of the allocated memory",
-               "capacity;", "reserved in total by PyTorch", "is reserved by PyTorch but unallocated",
-               "failed (exitcode: ", ") of binary", "of binary: ", "] Worker group", "Worker group ", " attempts left",
-               " death signal", "instance of '", "collective timeout from ", "Timeout at collective: ")
-
-# What each kind's regex cannot match without (`_KINDS`)
-_KIND_LITS: dict[str, tuple[str, ...]] = {
-    "watchdog_terminated": ("watchdog thread terminated with exception",),
-    "comm_aborted": ("NCCL communicator was aborted",),
-    "watchdog_timeout": ("ollective operation timeout", "timed out in ", "Timed out waiting ",
-                         "Watchdog caught collective", " milliseconds before timing out", "monitoredBarrier"),
-    "heartbeat_timeout": ("Heartbeat monitor timed out", "watchdog got stuck for"),
-    "timeout_notified": ("Received a global timeout from another rank",),
-    "store_timeout": ("via c10d key-value store by key ", "Timed out initializing process group in store based"),
-    "store_connect": ("connect() timed out. Original timeout was ", "while trying to connect"),
-    "store_bind": ("The server socket has failed to listen on any local network address",),
-    "driver_too_old": ("The NVIDIA driver on your system is too old",),
-    "gloo_connect": ("Gloo connectFullMesh failed with",),
-    "dump_signal": ("Received a dump signal due to a collective timeout", "Observed flight recorder dump signal"),
-    "store_lost": ("] recvValue failed on SocketImpl", "] recvBytes failed on SocketImpl",
-                   "] sendBytes failed on SocketImpl", "flag on TCPStore, (maybe TCPStore server"),
-    "desync_lagging": ("didn't finish collective #", "but didn't join collective #",
-                       "are the lagging ranks that caused"),
-    "desync_report": ("] Timeout at collective: ", "ranks that caused the desync are"),
-    "nccl_ops_failed": ("Some NCCL operations have failed or timed out",),
-    "process_teardown": ("To avoid data inconsistency, we are taking the entire process down",),
-    "dataloader_shm": ("is killed by signal: Bus error", "Unexpected bus error encountered in worker",
-                       "unable to write to file </torch_"),
-    "dataloader_killed": ("is killed by signal: Killed",),
-    "dataloader_died": ("DataLoader worker (pid",),
-    "watchdog_status": ("detected by watchdog at work", "Timeout at NCCL work: "),
-    "storage_full": ("No space left on device", "Disk quota exceeded"),
-    "cuda_oom": ("CUDA out of memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
-                 "CUDNN_STATUS_ALLOC_FAILED", "HIP out of memory", "OutOfMemoryError: "),
-    "cuda_error": _CUDA_LITS,
-    "nccl_detail": ("Error: ", "Unknown NCCL error"),
-    "nccl_error": ("NCCL Error", "NCCL error"),
-    "worker_failed": ("failed (exitcode: ",),
-    "launcher_exit": exits.EXIT_LITS,
-    "worker_group_restart": ("attempts left; will restart worker group", "; will restart worker group"),
-    "worker_group_start": ("] Starting worker group",),
-    "agent_signal": ("death signal, shutting down workers",),
-    "worker_unkillable": ("Unable to shutdown process ",),
-    "launcher_interrupt": (": interrupt (one more within 1 sec to abort)",),
-    "process_abort": ("terminate called after throwing an instance of",),
-}
-_LITS = sorted({*_FIELD_LITS, *(x for lits in _KIND_LITS.values() for x in lits)})
-
-
 def _message_fields(f: pl.DataFrame, found: set[str]) -> pl.DataFrame:
     """The numbers and names each kind of message carries (extracts hit only the lines that carry them; `found`:
-    which of `_FIELD_LITS` the messages hold)."""
+    which of `lits.FIELD_LITS` the messages hold)."""
     m = pl.col("msg")
     lagging = f.height > 0 and bool((f["kind"] == "desync_lagging").any())
 
@@ -537,7 +488,7 @@ def _message_fields(f: pl.DataFrame, found: set[str]) -> pl.DataFrame:
         nccl_version=text("NCCL version ", r"NCCL version (\S+)"),
         nccl_src=text("rror in: ", r"NCCL [Ee]rror in: ([^,]+),"),
         nccl_result=text("Error:", r"^\s*(nccl[A-Z]\w*Error):"),
-        cuda_error=text(_CUDA_LITS, _CUDA_ERR + r"(.+?)(?: at \S+:\d+)?\s*$"),
+        cuda_error=text(lits.CUDA_LITS, _CUDA_ERR + r"(.+?)(?: at \S+:\d+)?\s*$"),
         gpu=pl.coalesce(num(". GPU ", r"\. GPU (\d+) has a total", pl.Int32), num("(GPU ", r"\(GPU (\d+); ", pl.Int32)),
         tried_gib=gib("Tried to allocate ", r"Tried to allocate ([\d.]+) (\w+)"),
         total_gib=gib(("total capac", "GPU "), r"(?:total capaci?ty of|GPU \d+; ) ?([\d.]+) (\w+)"),

@@ -32,6 +32,8 @@ TIERS: list[tuple[int, str]] = [
          "AND json_extract_string(detail, '$.reason') ILIKE 'Kill task failed%'"),
     # NOTE: slurmstepd's own words for the same thing (`STEPD TERMINATED ... DUE TO JOB NOT ENDING WITH SIGNALS`)
     (30, "failure_mode = 'node_failure' AND kind = 'slurm_stepd_terminated'"),
+    # an elastic agent that lost the rendezvous (its store's node gone): every surviving agent says it, about another
+    (35, "failure_mode = 'node_failure' AND kind = 'rendezvous_lost'"),
     (90, "failure_mode IN ('node_failure', 'preemption', 'checkpoint_lost')"),
     # the kernel's (or the step's cgroup's) OOM kill of a process: a fact on one host that a rank died, where the
     # NET/IB completion errors that follow are its peers' view of the dead rank (what `remote process exited or
