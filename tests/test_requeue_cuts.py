@@ -99,3 +99,32 @@ def test_a_cut_moves_the_later_attempts_up_where_its_number_is_taken(tmp_path: P
                                      (1, T0 + dt.timedelta(minutes=25))])
     got = con.execute("SELECT file_id, list(attempt ORDER BY line) FROM steps GROUP BY 1 ORDER BY 1").fetchall()
     assert got == [(0, [1, 1, 2, 2]), (1, [3, 3, 3, 3]), (2, [5, 5, 6, 6]), (3, [7, 7, 7, 7])]
+
+
+def test_the_next_directory_that_holds_the_later_runs_own_evidence_takes_its_rows_and_nothing_moves(
+        tmp_path: Path) -> None:
+    """A bundle kept one directory per run of a requeued job: the appended `slurm-700.out` in `attempt-1/` holds both
+    runs, `attempt-2/` the second run's own logs (undated NCCL lines, no other job), `attempt-3/` the next job's. The
+    second run's rows of `slurm-700.out` join attempt 2; no attempt moves up (an attempt with no time was left)."""
+    with Lab(tmp_path / "a.duckdb"):
+        pass
+    con = duckdb.connect(str(tmp_path / "a.duckdb"))
+    files = [(0, "runs/r/attempt-1/slurm-700.out", 1), (1, "runs/r/attempt-2/nccl/h1.log", 2),
+             (2, "runs/r/attempt-3/slurm-701.out", 3)]
+    for f, path, attempt in files:
+        con.execute("INSERT INTO ingested_files (file_id, path, run, attempt) VALUES (?, ?, 'r', ?)",
+                    [f, path, attempt])
+    for line in range(1, 7):  # the appended output: three lines of each run
+        con.execute("INSERT INTO steps (run, attempt, file_id, line, ts, step) VALUES ('r', 1, 0, ?, ?, ?)",
+                    [line, T0 + dt.timedelta(hours=0 if line <= 3 else 2, minutes=line), line])
+    con.execute("INSERT INTO events (run, attempt, file_id, line, ts, kind) VALUES ('r', 2, 1, 1, NULL, 'nccl_init')")
+    con.execute("INSERT INTO steps (run, attempt, file_id, line, ts, step) VALUES ('r', 3, 2, 1, ?, 9)",
+                [T0 + dt.timedelta(hours=5)])
+    for job, start, end in [("700", T0, T0 + dt.timedelta(hours=1)), ("700", T0 + dt.timedelta(hours=2),
+                                                                       T0 + dt.timedelta(hours=3)),
+                            ("701", T0 + dt.timedelta(hours=5), T0 + dt.timedelta(hours=6))]:
+        con.execute("INSERT INTO jobs (job_id, start_ts, end_ts) VALUES (?, ?, ?)", [job, start, end])
+    requeues.split_requeued(con)
+    got = dict(con.execute("""SELECT file_id, list(attempt ORDER BY line) FROM (SELECT file_id, line, attempt FROM steps
+                              UNION ALL SELECT file_id, line, attempt FROM events) GROUP BY 1""").fetchall())
+    assert got == {0: [1, 1, 1, 2, 2, 2], 1: [2], 2: [3]}

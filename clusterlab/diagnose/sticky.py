@@ -1,13 +1,18 @@
-"""Sticky faults: a GPU memory fault outlives the job it killed.
+"""Sticky faults: a GPU memory fault outlives the job it killed, and so does a GPU gone from the bus, a wedged GPU, a
+fatal NVLink or PCIe error, a host's filesystem client that failed to mount.
 
 An uncorrectable ECC error leaves the faulty HBM rows in use until the GPU is reset (a row remap stays
 "pending"), so the next job on that host often dies at start-up of what looks like its own fault: a CUDA
 out-of-memory on an empty GPU, an illegal address, an exception in the first collective. Its own evidence
-then says `cuda_oom` or `user_code_error`, and the user is blamed for the provider's GPU.
+then says `cuda_oom` or `user_code_error`, and the user is blamed for the provider's GPU. A GPU that fell off the bus
+while the node was idle leaves CUDA one device short (`invalid device ordinal` on the last local rank), a client
+the filesystem evicted and would not remount leaves the job no working directory: the same start-up deaths.
 
-Two rules, each re-attributing an attempt-end incident to `gpu_memory_ecc` on its host:
+Two rules, each re-attributing an attempt-end incident to the fault's mode on its host:
 - start-up: an attempt that ended before it finished a step, whose cause is such an application-side mode
-  (`MASKED_MODES`) on a host that logged a GPU memory fault within `STICKY_WINDOW` before the attempt began;
+  (`MASKED_MODES`) on a host that logged a GPU memory fault within `STICKY_WINDOW` before the attempt began, or
+  another fault that stays until a reset or a remount (`STARTUP_MODES`, not one the hardware coped with) within
+  `STARTUP_WINDOW`;
 - pending remap: an attempt, however long it ran, that died of a CUDA error (`PENDING_MASKED`) on a GPU that said
   before the attempt began that a row waits for a reset to be remapped (the driver's Xid 63, a failed remap's Xid
   64, `nvidia-smi -q`'s `Remapped Rows: Pending: Yes`), within `PENDING_WINDOW`. An incident already
@@ -31,6 +36,13 @@ from clusterlab import store
 from clusterlab.diagnose import reattribute
 
 STICKY_WINDOW = dt.timedelta(hours=24)  # a memory fault this long before the attempt still counts (no reset seen)
+# faults that last until the GPU is reset, the node rebooted or the filesystem remounted: a start-up death soon after
+# one on a host of the attempt is that fault's (an operator who lets a job start on such a node has not fixed it yet)
+STARTUP_MODES = ("gpu_fell_off_bus", "gpu_hw_other", "nvlink_error", "pcie_error", "host_hw", "filesystem_io")
+STARTUP_WINDOW = dt.timedelta(hours=2)
+_FAULT_WORDS = {"gpu_memory_ecc": "GPU memory fault", "gpu_fell_off_bus": "GPU lost from the bus",
+                "gpu_hw_other": "GPU fault", "nvlink_error": "NVLink fault", "pcie_error": "PCIe fault",
+                "host_hw": "host hardware fault", "filesystem_io": "filesystem client's failure"}
 # a row remap waits for a reset however long that takes; a week bounds it where the evidence of a reset was lost
 PENDING_WINDOW = dt.timedelta(days=7)
 # what a GPU whose memory is still faulty makes a job that starts on it report
@@ -73,13 +85,17 @@ _FOUND = f"""
     e AS MATERIALIZED (
         SELECT ts, host, {_BUS.format("pci_bus")} AS bus, source, kind, failure_mode, xid, rank, file_id, line, text,
                coalesce({_PENDING}, false) AS pending, failure_mode IS NOT DISTINCT FROM 'gpu_memory_ecc' AS ecc,
+               -- (a host's own fault: its kernel's, its GPU tools'; not a scheduler's verdict, nor one coped with)
+               coalesce(list_contains($startup_modes, failure_mode) AND severity <> 'warning'
+                        AND source NOT IN ('sacct', 'slurmctld', 'slurm', 'slurm_jobcomp'), false) AS lasting,
                list_contains($resets, kind) AS node_reset,
                (source IN ('nvidia_smi', 'nvidia_smi_query')
                 AND json_extract_string(detail, '$.remap_pending') = 'false'
                 AND coalesce(json_extract_string(detail, '$.remap_failure'), 'false') = 'false'
                 AND coalesce(json_extract_string(detail, '$.page_retirement_pending'), 'false') = 'false') AS gpu_reset
         FROM events WHERE ts IS NOT NULL AND host IN (SELECT host FROM m0)
-          AND ({_PENDING} OR failure_mode = 'gpu_memory_ecc' OR list_contains($resets, kind)
+          AND ({_PENDING} OR failure_mode = 'gpu_memory_ecc' OR list_contains($startup_modes, failure_mode)
+               OR list_contains($resets, kind)
                OR source IN ('nvidia_smi', 'nvidia_smi_query'))
     ),
     -- a node's reset clears every GPU of it; a GPU's report with nothing pending, that GPU
@@ -89,11 +105,13 @@ _FOUND = f"""
         SELECT CASE WHEN m.pending_masked AND f.pending AND f.ts >= m.start_ts - to_microseconds($pending_window)
                          AND (f.bus IS NULL OR m.bus IS NULL OR f.bus = m.bus) THEN 'pending'
                     WHEN m.startup_masked AND f.ecc AND f.ts >= m.start_ts - to_microseconds($sticky_window)
+                         THEN 'startup'
+                    WHEN m.startup_masked AND f.lasting AND f.ts >= m.start_ts - to_microseconds($startup_window)
                          THEN 'startup' END AS rule,
                m.incident_id, f.ts, f.host, f.source, f.kind, f.failure_mode, f.xid,
                -- a line that names no rank but the GPU of the incident's: that rank's
                CASE WHEN f.rank IS NULL AND f.bus = m.bus THEN m.rank ELSE f.rank END AS rank, f.file_id, f.line, f.text
-        FROM m JOIN e AS f ON f.host = m.host AND f.ts < m.start_ts AND (f.pending OR f.ecc)
+        FROM m JOIN e AS f ON f.host = m.host AND f.ts < m.start_ts AND (f.pending OR f.ecc OR f.lasting)
         WHERE NOT EXISTS (SELECT 1 FROM resets r WHERE r.host = f.host AND r.ts > f.ts AND r.ts <= m.start_ts
                                                     AND (r.bus IS NULL OR r.bus = f.bus))
     )
@@ -114,8 +132,13 @@ def with_sticky_faults(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl
     hostless = inc.filter(pl.col("failure_mode").is_in([*PENDING_MASKED, "gpu_memory_ecc", "cuda_oom"]),
                           pl.col("host").is_null())
     # (no memory fault anywhere, the usual case: one scan of two columns instead of the query's fixed ~15 ms)
+    # ... and a start-up death of no one's device is asked of every host of its attempt too, for the lasting faults
+    startup = inc.filter(pl.col("failure_mode").is_in(MASKED_MODES), pl.col("host").is_null(),
+                         pl.col("incident_id").is_in(_startup_deaths_of(con, inc)))
+    hostless = pl.concat([hostless, startup]).unique("incident_id", keep="first", maintain_order=True)
+    modes = ", ".join(f"'{m}'" for m in ("gpu_memory_ecc", *STARTUP_MODES))
     if not (masked.height or hostless.height) or not con.execute(
-            f"SELECT count(*) FROM events WHERE failure_mode = 'gpu_memory_ecc' OR {_PENDING}").fetchall()[0][0]:
+            f"SELECT count(*) FROM events WHERE failure_mode IN ({modes}) OR {_PENDING}").fetchall()[0][0]:
         return inc, ev
     cols = ["incident_id", "run", "attempt", "host", "rank", "failure_mode"]
     if hostless.height:
@@ -125,7 +148,8 @@ def with_sticky_faults(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, ev: pl
     found = store.frame(con, _FOUND, {
         "pending_masked": [*PENDING_MASKED, "gpu_memory_ecc"], "masked_modes": list(MASKED_MODES),
         "resets": list(RESET_KINDS), "pending_window": int(PENDING_WINDOW.total_seconds() * 1e6),
-        "sticky_window": int(STICKY_WINDOW.total_seconds() * 1e6),
+        "sticky_window": int(STICKY_WINDOW.total_seconds() * 1e6), "startup_modes": list(STARTUP_MODES),
+        "startup_window": int(STARTUP_WINDOW.total_seconds() * 1e6),
     }, masked=masked.select(cols))
     if hostless.height and found.height:
         found, inc = _placed(found, inc, hostless["incident_id"])
@@ -173,7 +197,17 @@ def _startup_deaths(inc: pl.DataFrame, ev: pl.DataFrame, found: pl.DataFrame, ev
     if not found.height:
         return inc, ev
     masked_by = dict(inc.select("incident_id", "failure_mode").iter_rows())
-    reasons = {r["incident_id"]: (f"the GPU memory fault on {r['host']} at {r['ts']:%Y-%m-%d %H:%M:%S}, before this "
-                                  f"attempt began, explains a start-up {masked_by[r['incident_id']]}")
-               for r in found.iter_rows(named=True)}
-    return reattribute.apply(inc, ev, found, "gpu_memory_ecc", STICKY_CONFIDENCE, reasons, ev_schema)
+    for (mode,), part in found.group_by("failure_mode", maintain_order=True):
+        what = _FAULT_WORDS.get(str(mode), str(mode))
+        reasons = {r["incident_id"]: (f"the {what} on {r['host']} at {r['ts']:%Y-%m-%d %H:%M:%S}, before this attempt "
+                                      f"began, explains a start-up {masked_by[r['incident_id']]}")
+                   for r in part.iter_rows(named=True)}
+        inc, ev = reattribute.apply(inc, ev, part, str(mode), STICKY_CONFIDENCE, reasons, ev_schema)
+    return inc, ev
+
+
+def _startup_deaths_of(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame) -> list[str]:
+    """The incidents of `inc` whose attempt ended before it finished a step."""
+    short = store.frame(con, """SELECT run, attempt FROM attempts
+                                WHERE start_ts IS NOT NULL AND coalesce(last_step - first_step, 0) < 1""")
+    return inc.join(short, on=["run", "attempt"], how="semi")["incident_id"].to_list()

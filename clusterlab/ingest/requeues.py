@@ -91,25 +91,35 @@ def split_requeued(con: duckdb.DuckDBPyConnection) -> None:
 def _split_run(con: duckdb.DuckDBPyConnection, run: str) -> None:
     # (attempt, boundary time) pairs: the later run's start, or midway between the runs where host clocks may put
     # the earlier run's last lines a little past the later one's start; latest first, so that numbers only move up
-    cuts = con.execute(
+    found = con.execute(
         f"""
-        WITH {store.NAMED_JOBS}
-        SELECT DISTINCT n.attempt,
-               CASE WHEN r.prev_end IS NOT NULL AND r.prev_end < r.start_ts
-                    THEN r.prev_end + (r.start_ts - r.prev_end) / 2 ELSE r.start_ts END AS tb
-        FROM named n JOIN _reruns r USING (job_id) WHERE n.run = $run AND n.attempt IS NOT NULL
-        ORDER BY n.attempt DESC, tb DESC
+        WITH {store.NAMED_JOBS},
+        c AS (SELECT DISTINCT n.attempt, n.job_id,
+                     CASE WHEN r.prev_end IS NOT NULL AND r.prev_end < r.start_ts
+                          THEN r.prev_end + (r.start_ts - r.prev_end) / 2 ELSE r.start_ts END AS tb
+              FROM named n JOIN _reruns r USING (job_id) WHERE n.run = $run AND n.attempt IS NOT NULL)
+        -- the next directory attempt is the later run's own (the bundle kept one directory per run, the appended
+        -- output in the first): it names no other job and holds nothing dated before the later run began
+        SELECT c.attempt, c.tb,
+               EXISTS (SELECT 1 FROM ingested_files f WHERE f.run = $run AND f.attempt = c.attempt + 1)
+               AND NOT EXISTS (SELECT 1 FROM named n WHERE n.run = $run AND n.attempt = c.attempt + 1
+                                                       AND n.job_id <> c.job_id)
+               AND NOT EXISTS (SELECT 1 FROM ({_rows("run = $run AND ts IS NOT NULL")}) x
+                               WHERE x.attempt = c.attempt + 1 AND x.ts < c.tb) AS own
+        FROM c ORDER BY c.attempt DESC, c.tb DESC
     """,
         {"run": run},
     ).fetchall()
-    cut_attempts(con, run, cuts)
+    cut_attempts(con, run, [(k, tb) for k, tb, _ in found], same_run={k for k, _, own in found if own})
 
 
-def cut_attempts(con: duckdb.DuckDBPyConnection, run: str, cuts: list[tuple[int, object]]) -> None:
+def cut_attempts(con: duckdb.DuckDBPyConnection, run: str, cuts: list[tuple[int, object]],
+                 same_run: set[int] | frozenset[int] = frozenset()) -> None:
     """Cut each attempt k of the run at time tb, for each (k, tb) of `cuts` (latest attempt first, then latest time
     first): each file's rows from its first dated line at or past tb on become attempt k + 1, the later attempts
-    moving up by one first where k + 1 is taken. Nothing is cut where the attempt's dated rows lie wholly on one
-    side of tb."""
+    moving up by one first where k + 1 is taken (not where k is in `same_run`: attempt k + 1 holds the later run's
+    own evidence, which the cut's rows join). Nothing is cut where the attempt's dated rows lie wholly on one side
+    of tb."""
     # NOTE: the cuts are worked out from two reads and written in two UPDATEs a table: a cut's rows take a mark
     # (MARK - its index) in place of k + 1, then every attempt's number is written once. Each cut read its attempt's
     # rows and wrote every table in turn before: 178 queries, 0.55 s of a campaign corpus' ingest (two requeued runs,
@@ -148,7 +158,7 @@ def cut_attempts(con: duckdb.DuckDBPyConnection, run: str, cuts: list[tuple[int,
             continue  # the attempt's evidence lies wholly on one side of the later run's start: nothing to split
         # a bundle numbered by launch left the requeued run's number free (`attempt-4/` then `attempt-6/`): the
         # later attempts keep theirs; else they move up by one
-        made.append((k, _taken(rows_held, bound, k + 1, made)))
+        made.append((k, k not in same_run and _taken(rows_held, bound, k + 1, made)))
         for f, at, b in cut:
             moves.append((k, f, at, b, MARK - len(made) + 1))
             bound[(k, f)] = at
