@@ -162,6 +162,9 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 # The job id in the name sbatch gives its output by default: `slurm-71400.out`, `slurm-71400_3.out` (arrays).
 SLURM_OUTPUT_NAME = r"(?:^|/)slurm-(\d+(?:_\d+)?)\.(?:out|err)(?:\.gz)?$"
+# ... and the names a team gives it (`#SBATCH --output=%x-%j.out`: `pretrain-71400.out`) or the folder it keeps a job's
+# evidence in (`job-71400/`): a number the scheduler's own record must then confirm (its span holds the evidence)
+JOB_IN_PATH = r"(?:^|/)job[-_]?(\d{2,})/|[-_](\d{3,})\.(?:out|err|log)(?:\.gz)?$"
 # CTEs `named (run, attempt, job_id)`: the scheduler jobs each attempt's lines name (a job id fact or an
 # event's detail); attempts that share a file (an in-job restart split one launch's logs) share its job.
 NAMED_JOBS = f"""
@@ -175,6 +178,10 @@ NAMED_JOBS = f"""
         UNION SELECT DISTINCT fa.run, fa.attempt, regexp_extract(f.path, '{SLURM_OUTPUT_NAME}', 1)
         FROM fa JOIN ingested_files f USING (file_id)
         WHERE regexp_matches(f.path, '{SLURM_OUTPUT_NAME}')
+        UNION SELECT DISTINCT fa.run, fa.attempt, coalesce(nullif(regexp_extract(f.path, '{JOB_IN_PATH}', 1), ''),
+                                                           regexp_extract(f.path, '{JOB_IN_PATH}', 2))
+        FROM fa JOIN ingested_files f USING (file_id)
+        WHERE regexp_matches(f.path, '{JOB_IN_PATH}')
     ),
     named AS (
         SELECT * FROM named0

@@ -97,3 +97,21 @@ def test_container_logs_parsed_together_give_the_rows_of_each_parsed_alone(tmp_p
     alone = rows(False)
     assert rows(True) == alone
     assert any("sample 77 has no tokens" in str(r) for r in alone)
+
+
+def test_lokis_logcli_output_is_read_as_the_hosts_own_lines_on_their_own_clock(tmp_path: Path) -> None:
+    """`logcli query` prints each entry behind the shipper's receipt time and the stream's labels: a kernel line keeps
+    its own stamp and host (a shipper that stalled received it half an hour late), not the envelope's."""
+    rows = [("2026-12-01T09:20:08Z", "gpu-a006", "Dec  1 08:53:02 gpu-a006 kernel: [543165.897881] NVRM: Xid "
+             "(PCI:0000:4c:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."),
+            ("2026-12-01T09:20:09.5Z", "gpu-a006", "Dec  1 08:53:03 gpu-a006 kernel: [543167.097681] NVRM: GPU "
+             "0000:4c:00.0: GPU has fallen off the bus."),
+            ("2026-12-01T09:21:00Z", "gpu-a002", "Dec  1 09:20:59 gpu-a002 kernel: [871430.353120] docker0: port 1("
+             "veth4) entered forwarding state")]
+    text = "".join(f'{t} {{host="{h}", job="varlogs"}} {line}\n' for t, h, line in rows)
+    assert sniff_envelope(text.encode()) == "logcli"
+    (tmp_path / "kern.logcli.txt").write_text(text)
+    with Lab(":memory:") as lab:
+        lab.ingest(tmp_path / "kern.logcli.txt")
+        got = lab.sql("SELECT ts, host, failure_mode FROM events WHERE failure_mode IS NOT NULL ORDER BY line").rows()
+    assert got[0] == (dt.datetime(2026, 12, 1, 8, 53, 2), "gpu-a006", "gpu_fell_off_bus")

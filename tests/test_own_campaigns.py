@@ -92,7 +92,16 @@ incident, every ledger category within the scorer's bar.
 - wilderness: one run across three providers (Yi Tay's hardware lottery): Xid 79, a node lost mid-write, a rank one
   collective behind, a Lustre OST lost during a save, a wiped checkpoint directory then a launch from scratch, then
   the first cluster's older checkpoint found again (first contact: 6/6 incidents, but the work that checkpoint held
-  counted as thrown away: productive 2035 vs 4302 GPU-h)."""
+  counted as thrown away: productive 2035 vs 4302 GPU-h);
+- meta_rsc: one run through the failures Meta's RSC reliability paper counts (NVLink Xid 74, a GPU lost from the bus
+  while the node was idle then a job dying at start-up one device short, a Lustre client evicted and not remounted
+  then a job dying in seconds, an IB link, a cgroup OOM, a preemption requeue appending to the same output, a fatal
+  AER; first contact 5/7, the two start-up deaths unexplained, and 78 GPU-h of idle from a requeued run's own
+  directory numbered as another attempt);
+- hyperpod: SageMaker HyperPod's auto-resume (each relaunch a job step of one allocation, `job-J/` folders, the
+  health agent's events, EFA, an FSx eviction, a thermal straggler, a user's eval bug; first contact 5/5 but the
+  steps' own spans unused: hang 31 vs 24 GPU-h). Not scored here: Megatron prints its evaluation passes without a
+  start line, and their ~1 GPU-h is booked as slowdown where the campaign's truth books it productive."""
 
 from __future__ import annotations
 
@@ -116,6 +125,7 @@ pytestmark = pytest.mark.skipif(not SCORER.exists(), reason="../shared/evidence 
                                             ("sdc_rollbacks", None), ("clocks_requeue", None),
                                             ("undated_text", None), ("gpfs_dcgm_utc", None),
                                             ("old_stack", 1), ("azure_nd_accelerate", 2), ("skypilot_spot", None),
-                                            ("imbue_70b", 2), ("megascale", None), ("wilderness", None)])
+                                            ("imbue_70b", 2), ("megascale", None), ("wilderness", None),
+                                            ("meta_rsc", None)])
 def test_own_campaign_scores_every_incident_and_the_ledger(name: str, seed: int | None) -> None:
     score(CAMPAIGNS / f"{name}.py", seed)

@@ -9,7 +9,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store, taxonomy
-from clusterlab.account import advice, evals, failed_launches, ledger, lineage, transport_lag
+from clusterlab.account import advice, evals, failed_launches, ledger, lineage, stepless, transport_lag
 from clusterlab.diagnose import (
     counter_evidence,  # error counters weighed at an attempt's end
     incidents,
@@ -131,6 +131,53 @@ def _iso(v):
     return v.isoformat() if isinstance(v, dt.datetime | dt.date) else v
 
 
+def _step_rows(con: duckdb.DuckDBPyConnection, run: str, att: pl.DataFrame, tl: pl.DataFrame, b: float,
+               slow: pl.DataFrame, inc: pl.DataFrame, evidence: pl.DataFrame
+               ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The ledger's rows from the step intervals (`tl`, baseline `b`), and the incidents and evidence with the
+    slowdowns and failed launches they found."""
+    tl = ledger.with_unlogged_steps(tl, _stall_roots(con, run, inc), b, store.frame(
+        con, "SELECT attempt, ts, duration_s FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL",
+        [run]))
+    latest = _latest_roots(con, inc, evidence)
+    saves = store.frame(con, """SELECT DISTINCT ON (attempt, step, CASE WHEN step IS NULL THEN ts END)
+                                       attempt AS s_attempt, step AS save_step, ts,
+                                       coalesce(duration_s, 0) AS duration_s, ok
+                                FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL
+                                ORDER BY attempt, step, CASE WHEN step IS NULL THEN ts END, duration_s IS NULL, ts""",
+                        [run])
+    cut = ledger.until_root(tl, latest, saves)
+    # NOTE: one save told by two sources (the Trainer's "Saving model checkpoint" line, then DeepSpeed's engine
+    # timing the same save) is the one with a duration: the earlier line without one would make the stall vanish.
+    # Saves that name no step (a tag that is no step number, a path without one) are told apart by their time: all
+    # of an attempt's would otherwise be one save, its other stalls booked as slowdown
+    saves, tl = ledger.saves_before_cut(saves, tl, cut), cut
+    # NOTE: isolated slow steps are noise; only stretches that became incidents count as straggling
+    strag = inc.filter(pl.col("kind") == "straggler")
+    straggling = slow.join_where(strag.select("attempt", "host", "first_step", "last_step", strag_id="incident_id"),
+                           pl.col("attempt") == pl.col("attempt_right"), pl.col("host") == pl.col("host_right"),
+                           pl.col("step") >= pl.col("first_step"), pl.col("step") <= pl.col("last_step")
+                           ).select("attempt", "step", "host", "strag_id") if strag.height else slow.head(0).select(
+        "attempt", "step", "host", strag_id=pl.lit(None, pl.String))
+    wide = ledger.split_intervals(tl, saves, straggling, lineage.keep_points(att, saves, inc, con, run), b,
+                                  evals.spans(con, run))
+    ended = inc.filter(pl.col("kind") == "attempt_end")["attempt"].to_list()
+    own = inc.filter(pl.col("kind") == "attempt_end").group_by("attempt").agg(
+        root_own=pl.col("root_ts").min(), hang=(pl.col("failure_mode") == "nccl_timeout").any())
+    tails = ledger.tails(tl, att, saves, [a for a in att["attempt"].to_list() if a not in ended],
+                         latest.join(own.with_columns(pl.col("attempt").cast(latest.schema["attempt"]),
+                                                      pl.col("root_own").cast(latest.schema["root_ts"])),
+                                     on="attempt", how="left"), b)
+    slow_steps, slow_inc, slow_ev = _slowdowns(con, run, wide, b)
+    if slow_inc.height:
+        inc = pl.concat([inc, _finish_incidents(con, slow_inc, slow_ev)], how="diagonal_relaxed").sort(
+            "root_ts", "incident_id")
+        evidence = pl.concat([evidence, slow_ev], how="diagonal_relaxed")
+    rows = _tie(wide, tails, straggling, inc, att, slow_steps)
+    inc, evidence, rows = failed_launches.with_failed_launches(con, run, att, inc, evidence, rows, _finish_incidents)
+    return rows, inc, evidence
+
+
 def _run_info(con: duckdb.DuckDBPyConnection, run: str) -> dict:
     rows = store.frame(con, """
         SELECT r.*, c.gpu, c.provider, p.usd_per_gpu_hour FROM runs r
@@ -198,53 +245,22 @@ def _attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Set
     slow = incidents.slow_steps(profile, s)
     inc, evidence = incidents_of(con, run, s, slow, profile, host_clocks)
     tl = ledger.timeline(_steps(con, run, profile), att)
-    b = ledger.baseline_step_s(tl)
-    tl = ledger.with_unlogged_steps(tl, _stall_roots(con, run, inc), b, store.frame(
-        con, "SELECT attempt, ts, duration_s FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL",
-        [run]))
-    latest = _latest_roots(con, inc, evidence)
-    saves = store.frame(con, """SELECT DISTINCT ON (attempt, step, CASE WHEN step IS NULL THEN ts END)
-                                       attempt AS s_attempt, step AS save_step, ts,
-                                       coalesce(duration_s, 0) AS duration_s, ok
-                                FROM checkpoints WHERE run = ? AND action = 'save' AND ts IS NOT NULL
-                                ORDER BY attempt, step, CASE WHEN step IS NULL THEN ts END, duration_s IS NULL, ts""",
-                        [run])
-    cut = ledger.until_root(tl, latest, saves)
-    # NOTE: one save told by two sources (the Trainer's "Saving model checkpoint" line, then DeepSpeed's engine
-    # timing the same save) is the one with a duration: the earlier line without one would make the stall vanish.
-    # Saves that name no step (a tag that is no step number, a path without one) are told apart by their time: all
-    # of an attempt's would otherwise be one save, its other stalls booked as slowdown
-    saves, tl = ledger.saves_before_cut(saves, tl, cut), cut
-    # NOTE: isolated slow steps are noise; only stretches that became incidents count as straggling
-    strag = inc.filter(pl.col("kind") == "straggler")
-    straggling = slow.join_where(strag.select("attempt", "host", "first_step", "last_step", strag_id="incident_id"),
-                           pl.col("attempt") == pl.col("attempt_right"), pl.col("host") == pl.col("host_right"),
-                           pl.col("step") >= pl.col("first_step"), pl.col("step") <= pl.col("last_step")
-                           ).select("attempt", "step", "host", "strag_id") if strag.height else slow.head(0).select(
-        "attempt", "step", "host", strag_id=pl.lit(None, pl.String))
-    wide = ledger.split_intervals(tl, saves, straggling, _keep_points(att, saves, inc, con, run), b,
-                                  evals.spans(con, run))
-    ended = inc.filter(pl.col("kind") == "attempt_end")["attempt"].to_list()
-    own = inc.filter(pl.col("kind") == "attempt_end").group_by("attempt").agg(
-        root_own=pl.col("root_ts").min(), hang=(pl.col("failure_mode") == "nccl_timeout").any())
-    tails = ledger.tails(tl, att, saves, [a for a in att["attempt"].to_list() if a not in ended],
-                         latest.join(own.with_columns(pl.col("attempt").cast(latest.schema["attempt"]),
-                                                      pl.col("root_own").cast(latest.schema["root_ts"])),
-                                     on="attempt", how="left"), b)
-    slow_steps, slow_inc, slow_ev = _slowdowns(con, run, wide, b)
-    if slow_inc.height:
-        inc = pl.concat([inc, _finish_incidents(con, slow_inc, slow_ev)], how="diagonal_relaxed").sort(
-            "root_ts", "incident_id")
-        evidence = pl.concat([evidence, slow_ev], how="diagonal_relaxed")
-    rows = _tie(wide, tails, straggling, inc, att, slow_steps)
-    inc, evidence, rows = failed_launches.with_failed_launches(con, run, att, inc, evidence, rows, _finish_incidents)
+    try:
+        b: float | None = ledger.baseline_step_s(tl)
+    except ledger.LedgerError:  # no step times at all: the attempts' spans and incidents alone, flagged
+        b = None
+    if b is None:
+        rows = stepless.rows(att, inc)
+        notes.append(stepless.NOTE)
+    else:
+        rows, inc, evidence = _step_rows(con, run, att, tl, b, slow, inc, evidence)
     total_s = (att["end_ts"].max() - att["start_ts"].min()).total_seconds()
     try:
         ledger.check(rows, total_s)
     except ledger.LedgerError as e:  # never no answer: the best ledger there is, flagged, saying what disagreed
         rows, note = ledger.flagged(rows, total_s, e)
         notes.append(note)
-    steady, source = _mfu(con, info, b, notes)
+    steady, source = _mfu(con, info, b, notes) if b is not None else (None, None)
     inv = _inventory(con, pl.concat([rows["own_host"], inc["host"].cast(pl.String)]), profile["slow_host"])
     rows = _place(inv, rows, inc, info, gpus)
     gpu_hours = gpus * total_s / 3600
@@ -253,7 +269,8 @@ def _attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Set
     return Attribution(
         run=run, gpus=gpus, cluster=info.get("cluster"), wall_hours=total_s / 3600, gpu_hours=gpu_hours,
         steady_mfu=steady, effective_mfu=None if steady is None else steady * productive / gpu_hours,
-        baseline_step_s=b, rows=rows, incidents=inc, evidence=evidence, mfu_source=source, notes=notes, clocks=clocks,
+        baseline_step_s=b if b is not None else float("nan"), rows=rows, incidents=inc, evidence=evidence,
+        mfu_source=source, notes=notes, clocks=clocks,
         checkpoint_advice=advice.advise(con, run, gpus, gpu_hours, _with_cluster_runs(con, run, inc, s),
                                         rows))
 
@@ -397,46 +414,6 @@ def _latest_roots(con: duckdb.DuckDBPyConnection, inc: pl.DataFrame, evidence: p
         return ends.select("attempt", "root_ts")
     return ends.join(hi.with_columns(pl.col("root_hi").cast(ends.schema["root_ts"])), on="incident_id",
                      how="left").select("attempt", root_ts=pl.max_horizontal("root_ts", "root_hi"))
-
-
-def _keep_points(att: pl.DataFrame, saves: pl.DataFrame, inc: pl.DataFrame, con, run: str) -> pl.DataFrame:
-    """Per attempt, the last step (or time) whose work was kept: what the next attempt resumed from."""
-    loads = store.frame(con, """SELECT attempt, min(step) AS load_step FROM checkpoints
-                                WHERE run = ? AND action = 'load' GROUP BY attempt""", [run])
-    firsts = store.frame(con, "SELECT attempt, first_step, last_step FROM attempts WHERE run = ?", [run])
-    nxt = att.select("attempt").sort("attempt").with_columns(next_attempt=pl.col("attempt").shift(-1))
-    # What the run resumed from: the lowest step loaded by the later attempts up to the first that trained. A launch
-    # that died loading the newest save (its shards never written) resumed nothing: the one after it fell back.
-    later = (nxt.select("attempt").join(
-        att.select(later="attempt").join(loads.rename({"attempt": "later"}), on="later", how="left")
-        .join(firsts.rename({"attempt": "later"}), on="later", how="left"), how="cross")
-        .filter(pl.col("later") > pl.col("attempt")))
-    trained = later.filter(pl.col("first_step").is_not_null()).group_by("attempt").agg(upto=pl.col("later").min())
-    resumed = (later.join(trained, on="attempt", how="left")
-               .filter(pl.col("upto").is_null() | (pl.col("later") <= pl.col("upto")))
-               .group_by("attempt").agg(keep_step=pl.coalesce("load_step", pl.col("first_step") - 1).min()))
-    keep = nxt.join(resumed, on="attempt", how="left")
-    ended_badly = inc.filter(pl.col("kind") == "attempt_end").select("attempt").with_columns(bad=pl.lit(True))
-    # a save the job was killed in the middle of (its finish never logged) keeps nothing
-    cut = store.frame(con, """SELECT attempt AS s_attempt, step AS save_step FROM checkpoints
-                              WHERE run = ? AND action = 'save' GROUP BY ALL HAVING NOT bool_or(coalesce(ok, true))""",
-                      [run])
-    last_save = (saves.join(cut, on=["s_attempt", "save_step"], how="anti").group_by("s_attempt")
-                 .agg(last_save_step=pl.col("save_step").max(), last_save_ts=pl.col("ts").max())
-                 .rename({"s_attempt": "attempt"}))
-    keep = keep.join(ended_badly, on="attempt", how="left").join(last_save, on="attempt", how="left")
-    if inc.filter(pl.col("kind") == "checkpoint_lost").height:  # what the final model descends from
-        keep = lineage.keep_descended(keep, att.select("attempt").join(loads, on="attempt", how="left")
-                                      .join(firsts, on="attempt", how="left").join(last_save, on="attempt", how="left"))
-    # A final attempt that failed keeps only what it saved; one that finished keeps everything.
-    final_bad = pl.col("next_attempt").is_null() & pl.col("bad").fill_null(False)
-    no_steps = pl.col("last_save_step").is_null() & pl.col("last_save_ts").is_null()
-    return keep.select(
-        "attempt",
-        keep_step=pl.when(final_bad).then(pl.when(no_steps).then(pl.lit(-1)).otherwise(pl.col("last_save_step")))
-        .otherwise(pl.col("keep_step")),
-        keep_ts=pl.when(final_bad).then(pl.col("last_save_ts")).otherwise(pl.lit(None, pl.Datetime("us"))),
-    )
 
 
 def _slowdowns(con: duckdb.DuckDBPyConnection, run: str, wide: pl.DataFrame, baseline_s: float

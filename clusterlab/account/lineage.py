@@ -9,7 +9,10 @@ launch finds an older checkpoint again (another cluster's copy) and the run goes
 
 from __future__ import annotations
 
+import duckdb
 import polars as pl
+
+from clusterlab import store
 
 
 def kept_steps(attempts: pl.DataFrame) -> pl.DataFrame:
@@ -41,3 +44,44 @@ def keep_descended(keep: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
                                     top_step=pl.max_horizontal("last_step", "last_save_step")))
     return keep.join(chain, on="attempt", how="left").with_columns(
         keep_step=pl.coalesce("chain_keep", "keep_step")).drop("chain_keep")
+
+
+def keep_points(att: pl.DataFrame, saves: pl.DataFrame, inc: pl.DataFrame, con: duckdb.DuckDBPyConnection,
+                run: str) -> pl.DataFrame:
+    """Per attempt, the last step (or time) whose work was kept: what the next attempt resumed from."""
+    loads = store.frame(con, """SELECT attempt, min(step) AS load_step FROM checkpoints
+                                WHERE run = ? AND action = 'load' GROUP BY attempt""", [run])
+    firsts = store.frame(con, "SELECT attempt, first_step, last_step FROM attempts WHERE run = ?", [run])
+    nxt = att.select("attempt").sort("attempt").with_columns(next_attempt=pl.col("attempt").shift(-1))
+    # What the run resumed from: the lowest step loaded by the later attempts up to the first that trained. A launch
+    # that died loading the newest save (its shards never written) resumed nothing: the one after it fell back.
+    later = (nxt.select("attempt").join(
+        att.select(later="attempt").join(loads.rename({"attempt": "later"}), on="later", how="left")
+        .join(firsts.rename({"attempt": "later"}), on="later", how="left"), how="cross")
+        .filter(pl.col("later") > pl.col("attempt")))
+    trained = later.filter(pl.col("first_step").is_not_null()).group_by("attempt").agg(upto=pl.col("later").min())
+    resumed = (later.join(trained, on="attempt", how="left")
+               .filter(pl.col("upto").is_null() | (pl.col("later") <= pl.col("upto")))
+               .group_by("attempt").agg(keep_step=pl.coalesce("load_step", pl.col("first_step") - 1).min()))
+    keep = nxt.join(resumed, on="attempt", how="left")
+    ended_badly = inc.filter(pl.col("kind") == "attempt_end").select("attempt").with_columns(bad=pl.lit(True))
+    # a save the job was killed in the middle of (its finish never logged) keeps nothing
+    cut = store.frame(con, """SELECT attempt AS s_attempt, step AS save_step FROM checkpoints
+                              WHERE run = ? AND action = 'save' GROUP BY ALL HAVING NOT bool_or(coalesce(ok, true))""",
+                      [run])
+    last_save = (saves.join(cut, on=["s_attempt", "save_step"], how="anti").group_by("s_attempt")
+                 .agg(last_save_step=pl.col("save_step").max(), last_save_ts=pl.col("ts").max())
+                 .rename({"s_attempt": "attempt"}))
+    keep = keep.join(ended_badly, on="attempt", how="left").join(last_save, on="attempt", how="left")
+    if inc.filter(pl.col("kind") == "checkpoint_lost").height:  # what the final model descends from
+        keep = keep_descended(keep, att.select("attempt").join(loads, on="attempt", how="left")
+                                      .join(firsts, on="attempt", how="left").join(last_save, on="attempt", how="left"))
+    # A final attempt that failed keeps only what it saved; one that finished keeps everything.
+    final_bad = pl.col("next_attempt").is_null() & pl.col("bad").fill_null(False)
+    no_steps = pl.col("last_save_step").is_null() & pl.col("last_save_ts").is_null()
+    return keep.select(
+        "attempt",
+        keep_step=pl.when(final_bad).then(pl.when(no_steps).then(pl.lit(-1)).otherwise(pl.col("last_save_step")))
+        .otherwise(pl.col("keep_step")),
+        keep_ts=pl.when(final_bad).then(pl.col("last_save_ts")).otherwise(pl.lit(None, pl.Datetime("us"))),
+    )

@@ -21,7 +21,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store
-from clusterlab.diagnose import read_cache, shared_clock
+from clusterlab.diagnose import job_steps, read_cache, shared_clock
 
 # Evidence up to this far outside a scheduler record still belongs to it: node clocks run seconds
 # apart from slurmctld's, and sacct prints whole seconds (a last line at 09:44:35.080 is in End=09:44:35).
@@ -98,8 +98,8 @@ def _attempt_spans(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
         start_by=pl.when(has_job & first_in_job).then(pl.format("sacct {}", "job_id")).otherwise(pl.lit("its logs")),
         end_by=pl.when(has_job & last_in_job).then(pl.format("sacct {}", "job_id")).otherwise(pl.lit("its logs")),
     )
-    return spans.select("attempt", "start_ts", "end_ts", "ev_start_ts", "ev_end_ts", "job_id", "resume_step",
-                        "start_by", "end_by")
+    return job_steps.with_step_spans(con, spans.select("attempt", "start_ts", "end_ts", "ev_start_ts", "ev_end_ts",
+                                                       "job_id", "resume_step", "start_by", "end_by"))
 
 
 def disjoint_spans(spans: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:

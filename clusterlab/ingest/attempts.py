@@ -499,6 +499,7 @@ def refresh(con: duckdb.DuckDBPyConnection) -> None:
                    count(DISTINCT host)
             FROM ({union}) GROUP BY ALL
         """)
+        _attempts_of_named_jobs(con)
         _hosts_of_jobs(con)
         _worker_group_starts(con)
         _scheduled_starts(con)
@@ -508,6 +509,20 @@ def refresh(con: duckdb.DuckDBPyConnection) -> None:
     except BaseException:
         con.execute("ROLLBACK")
         raise
+
+
+def _attempts_of_named_jobs(con: duckdb.DuckDBPyConnection) -> None:
+    """A run whose bundle holds none of its own lines (its evidence exported from a log store, its trainer's output
+    lost) still ran as the scheduler's jobs named after it: each such allocation is an attempt, in the order they
+    started, so that its nodes' own evidence and the scheduler's verdicts have an attempt to explain."""
+    con.execute("""
+        INSERT INTO attempts (run, attempt, start_ts, end_ts, hosts, n_hosts)
+        SELECT r.run, row_number() OVER (PARTITION BY r.run ORDER BY j.start_ts, j.job_id), j.start_ts, j.end_ts,
+               []::VARCHAR[], 0
+        FROM runs r JOIN jobs j ON j.job_name = r.run AND NOT contains(j.job_id, '.')
+             AND j.start_ts IS NOT NULL AND j.end_ts >= j.start_ts
+        WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.run = r.run)
+        QUALIFY row_number() OVER (PARTITION BY r.run, j.job_id, j.start_ts ORDER BY j.end_ts DESC) = 1""")
 
 
 def _hosts_of_jobs(con: duckdb.DuckDBPyConnection) -> None:

@@ -1,4 +1,5 @@
-"""Line envelopes: what a container runtime or `kubectl logs --timestamps` puts before every line a program printed.
+"""Line envelopes: what a container runtime, `kubectl logs --timestamps` or a log store's export puts before every
+line a program printed.
 
     2026-12-07T08:57:52.478900108Z stderr F E1207 08:57:52.478690 1 torch/distributed/...] failed (exitcode: 1) ...
     2026-12-07T08:57:52.478900108Z [rank0]:[titan] 2026-12-07 08:57:52,478 - root - INFO - step: 10 ...
@@ -22,7 +23,12 @@ CRI = rf"^{_STAMP} (?:stdout|stderr) (?P<env_tag>[FP]) ?"
 # NOTE: kubectl's stamp is RFC3339Nano in UTC (a fraction, `Z`): journalctl's short-iso-precise (`+00:00`) and dmesg's
 # iso (`,123456+00:00`) never take this shape, so a kernel log keeps its own prefix (and its host)
 KUBECTL = r"^(?P<env_base>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(?P<env_frac>\d{1,9})(?P<env_off>Z) "
-KINDS = {"cri": CRI, "kubectl": KUBECTL}
+# Grafana Loki's `logcli query` (its default output): the entry's time (RFC3339, as received by the shipper), the
+# stream's labels that are not common to every stream, the line (`2026-12-01T09:20:08Z {host="gpu-a006"} Dec  1
+# 08:53:02 gpu-a006 kernel: NVRM: Xid ...`). The time is the shipper's: the line's own stamp, where it has one, wins
+LOGCLI = (r"^(?P<env_base>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(?P<env_frac>\d{1,9}))?(?P<env_off>Z|[+-]\d\d:\d\d) "
+          r"\{(?:[\w.]+=\"(?:[^\"\\]|\\.)*\"(?:, ?)?)*\} ")
+KINDS = {"cri": CRI, "kubectl": KUBECTL, "logcli": LOGCLI}
 SAMPLE_LINES = 40
 # NOTE: every file's head is sniffed: Python's `re` on 40 lines costs microseconds where a polars Series costs ~0.6 ms
 # of fixed overhead a file (1 s of a 1,540-file corpus); the patterns are plain enough to mean the same in both
