@@ -8,7 +8,9 @@ field only in newer releases, interleaved with the NCCL lines of the same proces
     libfabric:85:1747438790::core:core:fi_getinfo_():1392<warn> fi_getinfo: provider efa output empty list
 
 A completion that came back in error (a `*handle*error()` of the completion queue, `err: N, message: ...`) is a
-transfer the fabric did not deliver: `network`. Every other warning is set-up chatter or a capability the
+transfer the fabric did not deliver: `network`. EFA's names both ends (`My EFA addr: ... My host id: i-0c0d... Peer EFA
+addr: ... Peer host id: i-0b96...`): the peer is the event's `peer`, and the host's own instance id a fact that names
+the host where another host's error names it as its peer. Every other warning is set-up chatter or a capability the
 provider lacks (a warning without a mode); info, debug and trace lines are not events.
 """
 
@@ -28,6 +30,7 @@ _HEAD = (r"libfabric:(?P<pid>\d+):(?:(?P<epoch>\d{9,11}):)?(?:[^:\s]*:)?(?P<prov
          r"(?P<func>\w+)\(\):(?P<src>\d+)<(?P<level>\w+)> (?P<msg>.*?)\s*$")
 # a completion queue's error handler (efa_rdm_txe_handle_error, rxr_cq_handle_tx_error, efa_cq_handle_error ...)
 # or its `err: N, message: ...` report
+_PEER_ID = r"Peer host id: (i-[0-9a-f]+)"
 _COMPLETION_ERROR = r":cq:\w*handle\w*error\(\)|:\w*cq\w*:\w*readerr\w*\(\)|<warn> err: -?\d+, message: "
 # (kind, regex, failure mode, severity)
 _KINDS: list[tuple[str, str, str | None, str]] = [
@@ -49,16 +52,23 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
     head = text.str.extract_groups(_HEAD)
     part = lines.with_columns(head.alias("h")).filter(pl.col("h").struct.field("pid").is_not_null())
     h = pl.col("h").struct
+    msg = h.field("msg")
     out.add("events", part.select(
         pl.col("line").cast(pl.Int64),
         pl.from_epoch(h.field("epoch").cast(pl.Int64, strict=False), time_unit="s").cast(pl.Datetime("us"))
         .alias("ts"),
         pl.lit(ctx.host, pl.String).alias("host"),
         kind.alias("kind"), mode.alias("failure_mode"), severity.alias("severity"),
-        text.str.strip_chars().alias("text"),
+        text.str.strip_chars().alias("text"), msg.str.extract(_PEER_ID, 1).alias("peer"),
         json_detail({"pid": h.field("pid").cast(pl.Int64, strict=False), "provider": h.field("prov"),
                      "subsystem": h.field("subsys"), "function": h.field("func"),
-                     "error": h.field("msg").str.extract(r"message: (.+?)(?: My EFA addr:|$)", 1),
-                     "peer_host_id": h.field("msg").str.extract(r"Peer host id: (\S+)", 1)}).alias("detail"),
+                     "error": msg.str.extract(r"message: (.+?)(?: My EFA addr:|$)", 1),
+                     "peer_host_id": msg.str.extract(_PEER_ID, 1)}).alias("detail"),
     ))
+    # the instance a completion error names as its own (`My host id: i-0c0d...`): the host it was printed on, so that
+    # another host's error naming it as its peer names this host (`incidents.with_hosts`)
+    mine = part.select("line", value=msg.str.extract(r"My host id: (i-[0-9a-f]+)", 1)).drop_nulls("value")
+    if mine.height:
+        out.add("facts", mine.unique("value", keep="first").select(
+            "line", host=pl.lit(ctx.host, pl.String), key=pl.lit("cloud_instance_id"), value="value"))
     return out

@@ -191,10 +191,12 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
 
 
 def _peer_hosts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """IP address → host, from the addresses NCCL says each host bootstraps on."""
+    """IP address → host, from the addresses NCCL says each host bootstraps on; a cloud instance's id → its host (the
+    id EFA's completion errors name a peer by)."""
     return store.frame(con, """
         SELECT DISTINCT split_part(value, ':', -1) AS peer, host AS peer_host FROM facts
         WHERE key = 'nccl_bootstrap_if' AND host IS NOT NULL
+        UNION SELECT DISTINCT value, host FROM facts WHERE key = 'cloud_instance_id' AND host IS NOT NULL
     """)
 
 
