@@ -1,4 +1,4 @@
-"""What an attempt kept is what the run later resumed from (`attribution._keep_points`), on hand-made tables: a launch
+"""What an attempt kept is what the run later resumed from (`lineage.keep_points`), on hand-made tables: a launch
 that died loading the newest save (its ZeRO shards never written: own campaign bloom_opt attempts 2-4) resumed
 nothing, the next one fell back a save; the steps between were thrown away (productive was 106 GPU-h too high)."""
 
@@ -9,7 +9,7 @@ import datetime as dt
 import polars as pl
 
 from clusterlab import Lab
-from clusterlab.account import attribution
+from clusterlab.account import lineage
 
 T0 = dt.datetime(2026, 12, 1, 12, 0)
 
@@ -28,7 +28,7 @@ def _keep(loads: dict[int, int], firsts: dict[int, int | None]) -> dict[int, int
                                      "duration_s": pl.Float64})
         inc = pl.DataFrame({"attempt": list(firsts)[:-1], "kind": ["attempt_end"] * (len(firsts) - 1)},
                            schema={"attempt": pl.Int32, "kind": pl.String})
-        keep = attribution._keep_points(att, saves, inc, lab.con, "r")
+        keep = lineage.keep_points(att, saves, inc, lab.con, "r")
     return dict(keep.select("attempt", "keep_step").iter_rows())
 
 

@@ -31,3 +31,20 @@ def test_a_launch_that_died_loading_is_skipped_and_the_one_before_it_keeps_what_
     # 2 died loading the newest save (no steps); 3 fell back to 4000, which 1 saved
     got = _chain([(1, -1, 5000), (2, None, None), (3, 4000, 9000)])
     assert got == {1: 4000, 2: None}
+
+
+def test_a_deliberate_rollback_keeps_what_the_next_launch_resumed_from() -> None:
+    """10 trains 800-889 and saves 880; 11 resumes 880 and diverges; 12 rolls back to 800 on purpose and saves 880
+    again; 13 resumes that. The chain alone would give 10 only 800 (12 produced the 880 that 13 loaded): DESIGN's
+    convention for a rollback keeps 10's work up to what 11 resumed from. Without the rollback the chain decides."""
+    keep = pl.DataFrame({"attempt": [10, 11, 12], "keep_step": [880, 800, 880]},
+                        schema={"attempt": pl.Int32, "keep_step": pl.Int64})
+    steps = pl.DataFrame({"attempt": [10, 11, 12, 13], "load_step": [800, 880, 800, 880],
+                          "first_step": [801, 881, 801, 881], "last_step": [889, 960, 901, 900],
+                          "last_save_step": [880, 960, 880, 900]},
+                         schema={"attempt": pl.Int32, "load_step": pl.Int64, "first_step": pl.Int64,
+                                 "last_step": pl.Int64, "last_save_step": pl.Int64})
+    rolled = dict(lineage.keep_descended(keep, steps, [12]).iter_rows())
+    assert rolled[10] == 880
+    plain = dict(lineage.keep_descended(keep, steps, []).iter_rows())
+    assert plain[10] == 800 and plain[11] == -1

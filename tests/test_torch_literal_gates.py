@@ -1,5 +1,6 @@
 """The torch collector runs a kind's or a field's regex only where a line of the batch holds a literal it needs
-(`_KIND_LITS`, `_FIELD_LITS`): the rows are those of running every regex, on whole logs and on every line alone."""
+(`_torch_literals.KIND_LITS`, `FIELD_LITS`): the rows are those of running every regex, on whole logs and on every
+line alone."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from clusterlab.collectors import torch_dist
+from clusterlab.collectors import _torch_literals, torch_dist
 from clusterlab.collectors._base import Context, Parsed
 
 ROOT = Path(__file__).parent
@@ -53,4 +54,4 @@ def test_gated_regexes_give_the_rows_of_every_regex() -> None:
 
 
 def test_every_kind_names_its_literals() -> None:
-    assert set(torch_dist._KIND_LITS) == {k for k, *_ in torch_dist._KINDS}
+    assert set(_torch_literals.KIND_LITS) == {k for k, *_ in torch_dist._KINDS}

@@ -247,7 +247,11 @@ def _attribute(con: duckdb.DuckDBPyConnection, run: str, settings: incidents.Set
     tl = ledger.timeline(_steps(con, run, profile), att)
     try:
         b: float | None = ledger.baseline_step_s(tl)
-    except ledger.LedgerError:  # no step times at all: the attempts' spans and incidents alone, flagged
+    except ledger.LedgerError:
+        # no step times at all: where the scheduler's records give the attempts' spans, those and the incidents alone,
+        # flagged (a run whose evidence is its nodes' and the scheduler's: `stepless`); else no ledger
+        if not att["start_by"].str.starts_with("sacct").any():
+            raise
         b = None
     if b is None:
         rows = stepless.rows(att, inc)

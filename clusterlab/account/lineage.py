@@ -13,6 +13,7 @@ import duckdb
 import polars as pl
 
 from clusterlab import store
+from clusterlab.diagnose import incidents
 
 
 def kept_steps(attempts: pl.DataFrame) -> pl.DataFrame:
@@ -34,16 +35,20 @@ def kept_steps(attempts: pl.DataFrame) -> pl.DataFrame:
                         schema={"attempt": attempts.schema["attempt"], "chain_keep": pl.Int64})
 
 
-def keep_descended(keep: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+def keep_descended(keep: pl.DataFrame, steps: pl.DataFrame, rollbacks: list[int]) -> pl.DataFrame:
     """`keep` (per attempt its `keep_step`) with the steps the final model descends from, where the chain says.
 
     A later launch that found its checkpoints lost (a wiped directory: it trained from step 0) threw away the work of
     every attempt before it, however many kept it in between, unless a launch after it found an older checkpoint
-    again. `steps`: per attempt `load_step` (the lowest it loaded), `first_step`, `last_step`, `last_save_step`."""
+    again: then what that checkpoint holds is kept. An attempt a deliberate rollback came after (`rollbacks`: the team
+    went back before a divergence) keeps what the next launch resumed from, DESIGN's convention for rollbacks.
+    `steps`: per attempt `load_step` (the lowest it loaded), `first_step`, `last_step`, `last_save_step`."""
     chain = kept_steps(steps.select("attempt", resume_step=pl.coalesce("load_step", pl.col("first_step") - 1),
                                     top_step=pl.max_horizontal("last_step", "last_save_step")))
+    before_rollback = pl.col("attempt") < (max(rollbacks) if rollbacks else -1)
     return keep.join(chain, on="attempt", how="left").with_columns(
-        keep_step=pl.coalesce("chain_keep", "keep_step")).drop("chain_keep")
+        keep_step=pl.when(before_rollback).then("keep_step").otherwise(pl.coalesce("chain_keep", "keep_step"))
+    ).drop("chain_keep")
 
 
 def keep_points(att: pl.DataFrame, saves: pl.DataFrame, inc: pl.DataFrame, con: duckdb.DuckDBPyConnection,
@@ -54,14 +59,18 @@ def keep_points(att: pl.DataFrame, saves: pl.DataFrame, inc: pl.DataFrame, con: 
     firsts = store.frame(con, "SELECT attempt, first_step, last_step FROM attempts WHERE run = ?", [run])
     nxt = att.select("attempt").sort("attempt").with_columns(next_attempt=pl.col("attempt").shift(-1))
     # What the run resumed from: the lowest step loaded by the later attempts up to the first that trained. A launch
-    # that died loading the newest save (its shards never written) resumed nothing: the one after it fell back.
+    # that died loading the newest save (its shards never written) resumed nothing: the one after it fell back. A
+    # later launch that found its checkpoints lost (a wiped directory: it trained from step 0) threw away this
+    # attempt's work after the step it resumed from too, however many attempts kept it in between (`keep_descended`
+    # gives back what a launch after it found again).
     later = (nxt.select("attempt").join(
         att.select(later="attempt").join(loads.rename({"attempt": "later"}), on="later", how="left")
         .join(firsts.rename({"attempt": "later"}), on="later", how="left"), how="cross")
         .filter(pl.col("later") > pl.col("attempt")))
     trained = later.filter(pl.col("first_step").is_not_null()).group_by("attempt").agg(upto=pl.col("later").min())
+    lost = inc.filter(pl.col("kind") == "checkpoint_lost")["attempt"].cast(pl.Int64).to_list()
     resumed = (later.join(trained, on="attempt", how="left")
-               .filter(pl.col("upto").is_null() | (pl.col("later") <= pl.col("upto")))
+               .filter(pl.col("upto").is_null() | (pl.col("later") <= pl.col("upto")) | pl.col("later").is_in(lost))
                .group_by("attempt").agg(keep_step=pl.coalesce("load_step", pl.col("first_step") - 1).min()))
     keep = nxt.join(resumed, on="attempt", how="left")
     ended_badly = inc.filter(pl.col("kind") == "attempt_end").select("attempt").with_columns(bad=pl.lit(True))
@@ -73,9 +82,10 @@ def keep_points(att: pl.DataFrame, saves: pl.DataFrame, inc: pl.DataFrame, con: 
                  .agg(last_save_step=pl.col("save_step").max(), last_save_ts=pl.col("ts").max())
                  .rename({"s_attempt": "attempt"}))
     keep = keep.join(ended_badly, on="attempt", how="left").join(last_save, on="attempt", how="left")
-    if inc.filter(pl.col("kind") == "checkpoint_lost").height:  # what the final model descends from
+    if lost:  # what the final model descends from
+        rolled = incidents.rollbacks(con, run)["attempt"].to_list()
         keep = keep_descended(keep, att.select("attempt").join(loads, on="attempt", how="left")
-                                      .join(firsts, on="attempt", how="left").join(last_save, on="attempt", how="left"))
+                              .join(firsts, on="attempt", how="left").join(last_save, on="attempt", how="left"), rolled)
     # A final attempt that failed keeps only what it saved; one that finished keeps everything.
     final_bad = pl.col("next_attempt").is_null() & pl.col("bad").fill_null(False)
     no_steps = pl.col("last_save_step").is_null() & pl.col("last_save_ts").is_null()

@@ -1,10 +1,11 @@
-"""A ledger for a run whose evidence holds no step times: the attempts' spans and their incidents alone.
+"""A ledger for a run whose evidence holds no step times: the scheduler's spans of its attempts and their incidents.
 
 Where no trainer output survived (a log store kept only the nodes' kernel logs and the scheduler's records; a
 trainer that prints no step line), nothing shows how far each attempt trained. The run still cost its GPU-hours and
 its incidents still explain its attempts' ends: each attempt's time up to its root event is booked as `productive`
 (unverified: no step shows progress), from the root event to its end as `hang`, and the time to the next attempt as
-`restart`, each tied to the attempt's end incident; the ledger is flagged so."""
+`restart`, each tied to the attempt's end incident; the ledger is flagged so. Without the scheduler's spans (a run
+known only from a few log lines) there is no ledger at all: seconds of output say nothing of what the run held."""
 
 from __future__ import annotations
 

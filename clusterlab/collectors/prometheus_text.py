@@ -102,7 +102,8 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
 def _xid_events(s: pl.DataFrame, lines: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     """dcgm-exporter's `DCGM_FI_DEV_XID_ERRORS` is the last Xid a GPU raised (0 before any): each value it newly
     takes, per file, host and GPU, is that Xid, seen by the scrape. One event of the Xid's mode (the taxonomy's) at the
-    scrape's time; the gauge holding its value over later scrapes is the same Xid, not another."""
+    scrape's time; the gauge holding its value over later scrapes is the same Xid, not another. (What a scrape file
+    alone says: a run's root cause weighs the gauge as telemetry against its logs, `diagnose.counter_evidence`.)"""
     x = s.filter(pl.col("name") == "DCGM_FI_DEV_XID_ERRORS", pl.col("value").is_not_null()).sort("line")
     gpu = pl.coalesce(pl.col("bus_id"), pl.col("gpu").cast(pl.String))
     x = x.with_columns(_prev=pl.col("value").shift().over("_f", "host", gpu)).filter(

@@ -137,7 +137,8 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
         -- a worker's exit whose mode was inferred from its exit code alone (ingest.exit_modes: a file given alone
         -- says no more) is, among the rest of a run's evidence, what it was: an exit of unknown cause;
         -- a person's scancel carries no failure mode (no failure of the job's) but is the user's stop of the attempt;
-        -- sacct / jobcomp states are the scheduler's record, read by root_cause._sacct_verdicts, never twice
+        -- sacct / jobcomp states are the scheduler's record, read by root_cause._sacct_verdicts, never twice;
+        -- a metrics scrape's Xid gauge is telemetry, weighed against the logs by diagnose.counter_evidence
         ev AS (
             SELECT e.*, f.path AS file, {_tier_sql()} AS tier
             FROM (SELECT * REPLACE (CASE WHEN source = 'slurm' THEN coalesce(ts_hi, ts) ELSE ts END AS ts,
@@ -147,7 +148,7 @@ def candidates(con: duckdb.DuckDBPyConnection, run: str | None, s: Settings,
                                          ELSE coalesce(failure_mode, CASE WHEN source = 'slurm'
                                               AND kind = 'slurm_cancelled' THEN 'manual_stop' END) END
                                     AS failure_mode)
-                  FROM events WHERE source NOT IN ('sacct', 'slurm_jobcomp')) e
+                  FROM events WHERE source NOT IN ('sacct', 'slurm_jobcomp', 'prometheus_text')) e
             JOIN ingested_files f USING (file_id)
             WHERE e.failure_mode IS NOT NULL AND (e.ts IS NOT NULL OR (e.run IS NOT NULL AND e.attempt IS NOT NULL))
               AND NOT (e.source = 'kernel' AND e.kind = 'xid' AND list_contains($not_causes, e.xid))
@@ -366,7 +367,7 @@ def checkpoint_incidents(con: duckdb.DuckDBPyConnection, run: str | None, s: Set
         host="host_ev", tier=pl.lit(None, pl.Int32), first_step="step", last_step="step")
     dirs = dict(con.execute("SELECT run, checkpoint_dir FROM runs WHERE $run IS NULL OR run = $run",
                             {"run": run}).fetchall())
-    lost, lost_ev = _lost_checkpoints(saves, dirs, _rollbacks(con, run))
+    lost, lost_ev = _lost_checkpoints(saves, dirs, rollbacks(con, run))
     inc = pl.concat([stall_inc, lost], how="diagonal_relaxed") if lost.height else stall_inc
     evidence = (ev.join(stall_inc.select("run", "attempt", "incident_id", step="first_step"),
                         left_on=["run", "attempt", "save_step"], right_on=["run", "attempt", "step"])
@@ -382,7 +383,7 @@ UNREADABLE_CHECKPOINT = (r"failed finding central directory|PytorchStreamReader 
                          r"|Ran out of input|invalid load key|unexpected EOF, expected")
 
 
-def _rollbacks(con: duckdb.DuckDBPyConnection, run: str | None) -> pl.DataFrame:
+def rollbacks(con: duckdb.DuckDBPyConnection, run: str | None) -> pl.DataFrame:
     """Attempts whose resume from an older checkpoint was deliberate (`run`, `attempt`): the attempt before it
     ended in a diverging loss (the team rolled back past it), or it trains its first steps at another learning
     rate than the earlier attempts did at the same steps (a rollback with a changed schedule); unless torch could
