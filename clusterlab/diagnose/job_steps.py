@@ -3,11 +3,11 @@
 A batch script that launches again inside its allocation when a launch fails (HyperPod's `srun --auto-resume`, a
 retry loop around `srun`) runs one job step per attempt: `sacct` lists them (`1187.0`, `1187.1`, ...) with their own
 Start and End. Where every attempt sharing a job begins within a step of its own (its last lines may be the batch
-script's, after its step: a cancel of the allocation), that step's End is when
-the attempt stopped holding the GPUs' work, and the next step's Start when the next began: the time between them
-(the script replacing a node, a job queued to expand the allocation) is the restart's, and the time after the last
-step until the job's end (a person cancelling the allocation later) is no attempt's hang. The first attempt still
-starts at the allocation's start (its start-up includes the script's). One attempt in a job keeps the job's span.
+script's, after its step: a cancel of the allocation), that step's End is when the attempt stopped holding the GPUs'
+work, and the next step's Start when the next began: the time between them (the script replacing a node, a job
+queued to expand the allocation) is the restart's, and the time after the last step until the job's end (a person
+cancelling the allocation later) is no attempt's hang. The first attempt still starts at the allocation's start (its
+start-up includes the script's). One attempt in a job keeps the job's span.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def with_step_spans(con: duckdb.DuckDBPyConnection, spans: pl.DataFrame) -> pl.D
     if not steps.height:
         return spans
     slack = pl.duration(seconds=SLACK_S)
-    held = (shared.select("attempt", "job_id", "ev_start_ts", "ev_end_ts").join(steps, on="job_id")
+    held = (shared.select("attempt", "job_id", "ev_start_ts").join(steps, on="job_id")
             .filter(pl.col("step_start") - slack <= pl.col("ev_start_ts"), pl.col("ev_start_ts") <= pl.col("step_end"))
             .sort("attempt", pl.col("step_end") - pl.col("step_start"))
             .unique("attempt", keep="first", maintain_order=True))
