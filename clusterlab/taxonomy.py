@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+import polars as pl
 
 
 @dataclass(frozen=True)
@@ -130,3 +133,14 @@ XIDS: dict[int, Xid] = {x.code: x for x in _XIDS}
 def xid(code: int) -> Xid:
     """What an Xid code means; codes not in the table are generic GPU faults needing a reset."""
     return XIDS.get(code) or Xid(code, "gpu_hw_other", "reset GPU", f"Xid {code}")
+
+
+def xid_frame(codes: Iterable[int | None]) -> pl.DataFrame:
+    """One row per distinct Xid of `codes` (nulls dropped): `xid` (Int32), `failure_mode`, `action`, `root_cause`,
+    `description`, to join a collector's rows by their code (one lookup per distinct code, not per row)."""
+    infos = [xid(int(c)) for c in sorted({c for c in codes if c is not None})]
+    return pl.DataFrame({"xid": [x.code for x in infos], "failure_mode": [x.failure_mode for x in infos],
+                         "action": [x.action for x in infos], "root_cause": [x.root_cause for x in infos],
+                         "description": [x.description for x in infos]},
+                        schema={"xid": pl.Int32, "failure_mode": pl.String, "action": pl.String,
+                                "root_cause": pl.Boolean, "description": pl.String})

@@ -3,8 +3,6 @@ collector's `aer` family)."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import polars as pl
 
 from clusterlab.collectors._base import file_of_line
@@ -23,17 +21,16 @@ def aer_flood(part: pl.DataFrame) -> pl.DataFrame:
     dev = pl.coalesce("adev", "asrc")
     # one report is a header (`AER: Corrected error received`) and its `PCIe Bus Error` line, each naming the device
     # or the port above it: a device's reports are the more numerous of the two kinds of line
-    t = pl.col("ts").fill_null(dt.datetime(1970, 1, 1))  # undated lines: one window, the whole read
-    back, ahead = t, dt.datetime(2200, 1, 1) - (t - dt.datetime(1970, 1, 1))  # ... looking back, and ahead
-
+    # the time in microseconds (undated lines: one window, the whole read), looking back, and negated looking ahead
+    us = pl.col("ts").dt.epoch("us").fill_null(0)
+    window = f"{int(AER_FLOOD_S * 1e6)}i"
     group = (file_of_line(), dev)
     # a report ends a flood where the window before it holds AER_FLOOD; every report within the window before such an
     # end is in that flood (a later end within AER_FLOOD_S of a line: looking ahead from it)
     ends = pl.max_horizontal(*[(corrected & (pl.col("kind") == k)).cast(pl.Int32).rolling_sum_by(
-        "_back", f"{AER_FLOOD_S}s").over(*group) for k in ("pcie_aer", "pcie_bus_error")]) >= AER_FLOOD
-    part = part.with_columns(_back=back, _ahead=ahead).with_columns(_end=ends.cast(pl.Int32))
-    flood = corrected & dev.is_not_null() & (
-        pl.col("_end").rolling_max_by("_ahead", f"{AER_FLOOD_S}s").over(*group) >= 1)
+        "_back", window).over(*group) for k in ("pcie_aer", "pcie_bus_error")]) >= AER_FLOOD
+    part = part.with_columns(_back=us, _ahead=-us).with_columns(_end=ends.cast(pl.Int32))
+    flood = corrected & dev.is_not_null() & (pl.col("_end").rolling_max_by("_ahead", window).over(*group) >= 1)
     # NOTE: a lone one is still a PCIe error to whoever reads the excerpt: its mode, as a warning, which root cause
     # ranks as a symptom (incidents.TIERS); a flood is an error
     return part.with_columns(

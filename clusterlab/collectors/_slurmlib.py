@@ -206,9 +206,7 @@ def with_reason_modes(frame: pl.DataFrame) -> pl.DataFrame:
     the Xid's mode, else node_failure for a reason that says the node failed."""
     code = pl.col("reason").str.extract(r"(?i)\bxid[\s:=_-]*(\d+)").cast(pl.Int32, strict=False)
     xid = frame.select(code).to_series()
-    codes = xid.drop_nulls().unique().to_list()
-    table = pl.DataFrame({"xid": pl.Series(codes, dtype=pl.Int32),
-                          "_xmode": pl.Series([taxonomy.xid(c).failure_mode for c in codes], dtype=pl.String)})
+    table = taxonomy.xid_frame(xid).select("xid", _xmode="failure_mode")
     frame = frame.with_columns(xid=xid).join(table, on="xid", how="left")
     mode = pl.coalesce("failure_mode", "_xmode", node_reason_mode(pl.col("reason")))
     return frame.with_columns(failure_mode=mode).drop("_xmode")

@@ -42,10 +42,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
                            gpu=text.str.extract(_XID, 2)).filter(pl.col("xid").is_not_null())
     if not f.height:
         return out
-    codes = f["xid"].unique().to_list()
-    table = pl.DataFrame({"xid": pl.Series(codes, dtype=pl.Int32),
-                          "failure_mode": pl.Series([taxonomy.xid(c).failure_mode for c in codes], dtype=pl.String)})
-    f = f.join(table, on="xid", how="left")
+    f = f.join(taxonomy.xid_frame(f["xid"]).select("xid", "failure_mode"), on="xid", how="left")
     go = text.str.extract(_GO_TS, 1).str.to_datetime("%Y/%m/%d %H:%M:%S", time_unit="us", strict=False)
     klog = yearless((pl.lit(f"{ctx.year}") + text.str.extract(_KLOG_TS, 1)).str.to_datetime(
         "%Y%m%d %H:%M:%S%.f", time_unit="us", strict=False), ctx)

@@ -42,11 +42,7 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
                            lost=text.str.contains(_LOST)).filter(pl.col("xid").is_not_null() | pl.col("lost"))
     if not f.height:
         return out
-    codes = f["xid"].drop_nulls().unique().to_list()
-    infos = [taxonomy.xid(c) for c in codes]
-    table = pl.DataFrame({"xid": pl.Series(codes, dtype=pl.Int32),
-                          "_mode": pl.Series([i.failure_mode for i in infos], dtype=pl.String),
-                          "_root": pl.Series([i.root_cause for i in infos], dtype=pl.Boolean)})
+    table = taxonomy.xid_frame(f["xid"]).select("xid", _mode="failure_mode", _root="root_cause")
     f = f.join(table, on="xid", how="left").with_columns(
         failure_mode=pl.when(pl.col("xid").is_not_null()).then(pl.col("_mode")).otherwise(pl.lit("gpu_fell_off_bus")))
     named = pl.col("xid").is_not_null() & (pl.col("failure_mode").is_null() | ~pl.col("_root").fill_null(True))

@@ -507,15 +507,8 @@ def _apply_xid(part: pl.DataFrame) -> pl.DataFrame:
     # Xid's failure mode: it is often all that is left of an NVLink or ECC fault in a grep of the log.
     prev = pl.col("xmsg").str.extract(r"caused by previous Xid (\d+)")
     part = part.with_columns(xid=pl.col("xcode").cast(pl.Int32, strict=False), _prev=prev.cast(pl.Int32, strict=False))
-    codes = pl.concat([part["xid"], part["_prev"]]).drop_nulls().unique().to_list()
-    infos = [taxonomy.xid(c) for c in codes]
-    table = pl.DataFrame({
-        "xid": pl.Series(codes, dtype=pl.Int32),
-        "xmode": pl.Series([x.failure_mode for x in infos], dtype=pl.String),
-        "xaction": pl.Series([x.action for x in infos], dtype=pl.String),
-        "xroot": pl.Series([x.root_cause for x in infos], dtype=pl.Boolean),
-        "xdesc": pl.Series([x.description for x in infos], dtype=pl.String),
-    })
+    table = taxonomy.xid_frame(pl.concat([part["xid"], part["_prev"]])).select(
+        "xid", xmode="failure_mode", xaction="action", xroot="root_cause", xdesc="description")
     # NOTE: the NVLink5 Xids (144-150) say themselves whether the link error was fatal; a `Nonfatal` one
     # was corrected by the link and only warns.
     nonfatal = pl.col("xid").is_between(144, 150) & pl.col("xmsg").str.contains(r"\bNonfatal\b").fill_null(False)

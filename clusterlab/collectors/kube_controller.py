@@ -48,12 +48,11 @@ def parse(lines: pl.DataFrame, ctx: Context) -> Parsed:
         return out
     ts = yearless((pl.lit(f"{ctx.year}") + text.str.extract(_KLOG, 1)).str.to_datetime(
         "%Y%m%d %H:%M:%S%.f", time_unit="us", strict=False), ctx)
-    f = f.with_columns(ts=local_to_utc(ts, ctx.tz), _f=file_of_line())
+    f = f.with_columns(ts=local_to_utc(ts, ctx.tz), _f=file_of_line()).sort("line")
     ready = pl.col("reason") == "NodeReady"
-    # recovered: a Ready of the same object later in the same file
-    later_ready = (ready.cast(pl.Int32).reverse().cum_max().reverse().over("_f", "obj")).cast(pl.Boolean)
-    lost = ~ready & ~(later_ready & ~ready)
-    out.add("events", f.sort("line").select(
+    # lost: neither a Ready itself nor followed by a Ready of the same object in the same file (rows in line order)
+    lost = ~ready.cast(pl.Int32).reverse().cum_max().reverse().over("_f", "obj").cast(pl.Boolean)
+    out.add("events", f.select(
         pl.col("line").cast(pl.Int64), pl.col("ts").cast(pl.Datetime("us")), pl.col("obj").alias("host"),
         pl.when(pl.col("reason") == "TaintManagerEviction").then(pl.lit("k8s_pod_evicted"))
         .when(ready).then(pl.lit("k8s_node_ready")).otherwise(pl.lit("k8s_node_not_ready")).alias("kind"),

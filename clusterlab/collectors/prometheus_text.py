@@ -111,11 +111,7 @@ def _xid_events(s: pl.DataFrame, lines: pl.DataFrame, ctx: Context) -> pl.DataFr
     if not x.height:
         return pl.DataFrame()
     x = x.with_columns(xid=pl.col("value").cast(pl.Int32))
-    codes = x["xid"].unique().to_list()
-    infos = [taxonomy.xid(c) for c in codes]
-    table = pl.DataFrame({"xid": pl.Series(codes, dtype=pl.Int32),
-                          "failure_mode": pl.Series([i.failure_mode for i in infos], dtype=pl.String),
-                          "_root": pl.Series([i.root_cause for i in infos], dtype=pl.Boolean)})
+    table = taxonomy.xid_frame(x["xid"]).select("xid", "failure_mode", _root="root_cause")
     x = x.join(table, on="xid", how="left").join(lines.select("line", "text"), on="line", how="left")
     return x.select(
         pl.col("line").cast(pl.Int64), "ts", pl.coalesce("host", pl.lit(ctx.host, pl.String)).alias("host"),
